@@ -1,0 +1,49 @@
+#pragma once
+// Placement policies: one object both scores a node (prioritize) and picks the GPUs (bind),
+// so the node that scored best is filled exactly the way its score assumed.
+
+#include <memory>
+#include <optional>
+#include <span>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "gpushare/core/node_state.h"
+#include "gpushare/core/pod_demand.h"
+
+namespace gpushare::core {
+
+struct Placement {
+  double score = 0;       // higher = better node; scale is the policy's own
+  std::vector<int> gpus;  // GPUs to take (empty for pods that want no GPU)
+};
+
+class PlacementPolicy {
+ public:
+  virtual ~PlacementPolicy() = default;
+  virtual std::string_view name() const = 0;
+
+  // Where `pod` would go on `node`, or nullopt if it does not fit (check_fit fails).
+  // Must be a pure function of (node, pod, the policy's learned state).
+  virtual std::optional<Placement> place(const NodeState& node, const PodDemand& pod) const = 0;
+
+  // Told about every pod actually placed, for policies that learn the workload online.
+  virtual void observe(const PodDemand& /*pod*/) {}
+  // Changes whenever observe() changed what place() returns; caches key on it.
+  virtual std::uint64_t state_version() const { return 0; }
+  // Policy-specific state for /inspect (JSON text), empty if none.
+  virtual std::string describe_state() const { return {}; }
+};
+
+// Maps raw scores of the offered nodes to kube-scheduler's extender scale 0..max_score:
+// infeasible nodes (nullopt) get 0, feasible ones 1..max_score by min-max over the feasible set,
+// so the best node always gets max_score.
+std::vector<int> normalize_scores(std::span<const std::optional<double>> raw, int max_score = 10);
+
+std::unique_ptr<PlacementPolicy> make_policy(std::string_view name);
+// Names make_policy accepts, the default first.
+std::vector<std::string> policy_names();
+inline constexpr std::string_view kDefaultPolicy = "binpack";
+
+}  // namespace gpushare::core

@@ -1,0 +1,31 @@
+#pragma once
+// A pod's hold on GPU memory, as the model records it.
+
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include "gpushare/core/pod_demand.h"
+
+namespace gpushare::core {
+
+struct PodAllocation {
+  std::string uid;  // identity: a pod re-created under the same name is a different pod
+  std::string namespace_name;
+  std::string name;
+  std::string node;
+  // GPUs the pod holds, `per_gpu` on each. Empty: bound without an index annotation; then
+  // `per_gpu` counts against the node's total rather than one GPU.
+  std::vector<int> gpus;
+  Units per_gpu = 0;
+  std::int64_t cpu_milli = 0;
+  std::int64_t memory = 0;
+  // Assumed: chosen by us and not yet seen bound by the API server. Counts as allocated.
+  bool assumed = false;
+  std::int64_t assume_time_ns = 0;
+
+  Units total() const { return gpus.empty() ? per_gpu : per_gpu * static_cast<Units>(gpus.size()); }
+  friend bool operator==(const PodAllocation&, const PodAllocation&) = default;
+};
+
+}  // namespace gpushare::core

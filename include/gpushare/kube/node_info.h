@@ -1,0 +1,30 @@
+#pragma once
+// What gpushare needs from a v1 Node object and from unhealthy-gpu ConfigMaps.
+
+#include <string>
+#include <vector>
+
+#include "gpushare/core/node_state.h"
+#include "gpushare/kube/json_access.h"
+#include "gpushare/kube/resource_names.h"
+
+namespace gpushare::kube {
+
+// Node capacity -> NodeSpec. GPU count and memory come from status.capacity (allocatable as
+// fallback). Inconsistent values (memory without a count, memory not divisible by the count,
+// absurd sizes) do not throw: they land in NodeSpec::misconfiguration, so filter can say why.
+// Throws BadInput only when the object is not a node at all.
+core::NodeSpec parse_node(const Json& node, const ResourceNames& names);
+
+struct UnhealthyGpus {
+  std::string node;          // from the ConfigMap name unhealthy-gpu-<node>
+  std::vector<int> indices;  // valid entries of data.gpus
+  std::vector<std::string> rejected;  // entries that were not GPU indices (logged by callers)
+};
+
+// Parses an unhealthy-gpu-<node> ConfigMap; nullopt if the name does not have that form.
+// Unlike the Go original, an unparsable entry is rejected, never read as GPU 0.
+std::optional<UnhealthyGpus> parse_unhealthy_configmap(const Json& configmap);
+UnhealthyGpus parse_unhealthy_list(std::string node, std::string_view gpus);
+
+}  // namespace gpushare::kube

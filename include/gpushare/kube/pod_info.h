@@ -1,0 +1,51 @@
+#pragma once
+// What gpushare needs from a v1 Pod object.
+
+#include <cstdint>
+#include <map>
+#include <optional>
+#include <string>
+
+#include "gpushare/core/pod_allocation.h"
+#include "gpushare/kube/json_access.h"
+#include "gpushare/kube/resource_names.h"
+
+namespace gpushare::kube {
+
+struct PodInfo {
+  std::string uid;
+  std::string namespace_name;
+  std::string name;
+  std::string node_name;  // spec.nodeName; empty while pending
+  std::string phase;      // status.phase
+  std::string resource_version;
+  bool terminating = false;  // metadata.deletionTimestamp set
+  // Sum over regular containers of limits[resource] (requests when no limit is given).
+  core::Units request = 0;
+  // From the device-plugin annotations, when present and valid.
+  std::optional<int> gpu_index;
+  std::optional<core::Units> annotated_request;
+  std::optional<core::Units> annotated_device_memory;
+  std::optional<bool> assigned;
+  std::optional<std::int64_t> assume_time_ns;
+
+  bool finished() const { return phase == "Succeeded" || phase == "Failed"; }
+  bool wants_gpu() const { return effective_request() > 0; }
+  // What the pod holds: the _POD annotation if present, else its containers' limits.
+  core::Units effective_request() const { return annotated_request.value_or(request); }
+  std::string key() const { return namespace_name + "/" + name; }
+};
+
+// Throws BadInput when the object is not a pod or a quantity of the resource is invalid.
+PodInfo parse_pod(const Json& pod, const ResourceNames& names);
+
+// The allocation a pod holds according to the product spec ("What counts as used"), or
+// nullopt if it holds none: not bound, finished, or no request.
+std::optional<core::PodAllocation> allocation_of(const PodInfo& pod);
+
+// The device-plugin annotations for a pod placed on `gpu` (decimal strings, exact keys).
+std::map<std::string, std::string> bind_annotations(int gpu, core::Units pod_request,
+                                                    core::Units device_memory,
+                                                    std::int64_t assume_time_ns);
+
+}  // namespace gpushare::kube

@@ -1,0 +1,8 @@
+#!/usr/bin/env bash
+# Installs what is missing, builds everything with warnings as errors, and runs every test.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+scripts/install-deps.sh
+scripts/build.sh -DGPUSHARE_WERROR=ON -DGPUSHARE_BUILD_TESTS=ON
+cd "${GPUSHARE_BUILD_DIR:-build}"
+ctest --output-on-failure -j "${GPUSHARE_JOBS:-$(nproc)}" --timeout 600

@@ -1,0 +1,87 @@
+#include "gpushare/core/node_state.h"
+
+#include <algorithm>
+#include <limits>
+#include <utility>
+
+namespace gpushare::core {
+
+NodeState::NodeState(NodeSpec spec) : spec_(std::move(spec)) {
+  spec_.gpu_count = std::max(0, spec_.gpu_count);
+  spec_.memory_per_gpu = std::max<Units>(0, spec_.memory_per_gpu);
+  if (!spec_.misconfiguration.empty()) spec_.gpu_count = 0;
+  gpus_.assign(static_cast<std::size_t>(spec_.gpu_count), GpuState{spec_.memory_per_gpu, 0, true});
+  recompute();
+}
+
+void NodeState::set_unhealthy(const std::vector<int>& indices) {
+  for (auto& gpu : gpus_) gpu.healthy = true;
+  for (int index : indices) {
+    if (index >= 0 && index < gpu_count()) gpus_[static_cast<std::size_t>(index)].healthy = false;
+  }
+  recompute();
+}
+
+void NodeState::add_usage(int gpu, Units amount) {
+  if (gpu >= 0 && gpu < gpu_count()) {
+    gpus_[static_cast<std::size_t>(gpu)].used += amount;
+  } else {
+    unindexed_used_ += amount;
+  }
+  recompute();
+}
+
+void NodeState::remove_usage(int gpu, Units amount) {
+  if (gpu >= 0 && gpu < gpu_count()) {
+    auto& used = gpus_[static_cast<std::size_t>(gpu)].used;
+    used = std::max<Units>(0, used - amount);
+  } else {
+    unindexed_used_ = std::max<Units>(0, unindexed_used_ - amount);
+  }
+  recompute();
+}
+
+void NodeState::add_cpu_mem(std::int64_t cpu_milli, std::int64_t memory) {
+  cpu_used_ += cpu_milli;
+  memory_used_ += memory;
+  ++generation_;
+}
+
+void NodeState::remove_cpu_mem(std::int64_t cpu_milli, std::int64_t memory) {
+  cpu_used_ = std::max<std::int64_t>(0, cpu_used_ - cpu_milli);
+  memory_used_ = std::max<std::int64_t>(0, memory_used_ - memory);
+  ++generation_;
+}
+
+std::int64_t NodeState::cpu_free() const {
+  if (spec_.cpu_milli <= 0) return std::numeric_limits<std::int64_t>::max();
+  return std::max<std::int64_t>(0, spec_.cpu_milli - cpu_used_);
+}
+
+std::int64_t NodeState::memory_free() const {
+  if (spec_.memory <= 0) return std::numeric_limits<std::int64_t>::max();
+  return std::max<std::int64_t>(0, spec_.memory - memory_used_);
+}
+
+void NodeState::recompute() {
+  total_capacity_ = 0;
+  total_used_ = unindexed_used_;
+  Units healthy_free = 0;
+  Units largest = 0;
+  healthy_count_ = 0;
+  wholly_free_count_ = 0;
+  for (const auto& gpu : gpus_) {
+    total_capacity_ += gpu.capacity;
+    total_used_ += gpu.used;
+    if (!gpu.healthy) continue;
+    ++healthy_count_;
+    healthy_free += gpu.free();
+    largest = std::max(largest, gpu.free());
+    if (gpu.used == 0) ++wholly_free_count_;
+  }
+  total_free_ = std::max<Units>(0, healthy_free - unindexed_used_);
+  largest_free_ = std::min(largest, total_free_);
+  ++generation_;
+}
+
+}  // namespace gpushare::core

@@ -1,0 +1,31 @@
+#include "gpushare/core/policies/spread.h"
+
+#include "gpushare/core/fit.h"
+
+namespace gpushare::core {
+
+std::optional<Placement> SpreadPolicy::place(const NodeState& node, const PodDemand& pod) const {
+  if (!check_fit(node, pod).fits()) return std::nullopt;
+  Placement placement;
+  const double node_capacity = static_cast<double>(std::max<Units>(1, node.total_capacity()));
+  // Emptiest node first: the share of the node still free after placement.
+  placement.score = static_cast<double>(node.total_free() - pod.total_gpu()) / node_capacity;
+  if (!pod.wants_gpu()) return placement;
+  if (pod.needs_whole_gpus()) {
+    placement.gpus = lowest_whole_gpus(node, pod.gpu_count);
+    return placement;
+  }
+  int best = -1;
+  Units best_free = 0;
+  for (int gpu : gpus_that_fit(node, pod)) {
+    const Units free = node.gpus()[static_cast<std::size_t>(gpu)].free();
+    if (best < 0 || free > best_free) {
+      best = gpu;
+      best_free = free;
+    }
+  }
+  placement.gpus = {best};
+  return placement;
+}
+
+}  // namespace gpushare::core

@@ -1,0 +1,167 @@
+#include <gtest/gtest.h>
+
+#include "gpushare/kube/node_info.h"
+#include "gpushare/kube/pod_info.h"
+
+namespace gpushare::kube {
+namespace {
+
+const ResourceNames kNames;
+
+Json node_json(Json capacity) {
+  return Json{{"metadata", {{"name", "gpu-1"}, {"labels", {{"nvidia.com/gpu.product", "T4"}}}}},
+              {"status",
+               {{"capacity", capacity},
+                {"addresses", Json::array({{{"type", "InternalIP"}, {"address", "10.0.0.7"}}})}}}};
+}
+
+TEST(ParseNode, ReadsCapacity) {
+  const auto spec = parse_node(node_json({{"aliyun.com/gpu-mem", "32"}, {"aliyun.com/gpu-count", "2"}}), kNames);
+  EXPECT_EQ(spec.name, "gpu-1");
+  EXPECT_EQ(spec.gpu_count, 2);
+  EXPECT_EQ(spec.memory_per_gpu, 16);
+  EXPECT_EQ(spec.gpu_model, "T4");
+  EXPECT_EQ(spec.address, "10.0.0.7");
+  EXPECT_TRUE(spec.misconfiguration.empty());
+}
+
+TEST(ParseNode, SuffixedQuantities) {
+  const auto spec = parse_node(node_json({{"aliyun.com/gpu-mem", "16k"}, {"aliyun.com/gpu-count", "2"}}), kNames);
+  EXPECT_EQ(spec.memory_per_gpu, 8000);
+}
+
+TEST(ParseNode, NonGpuNode) {
+  const auto spec = parse_node(node_json({{"cpu", "4"}}), kNames);
+  EXPECT_EQ(spec.gpu_count, 0);
+  EXPECT_TRUE(spec.misconfiguration.empty());
+}
+
+TEST(ParseNode, InconsistentResourcesAreReportedNotThrown) {
+  auto spec = parse_node(node_json({{"aliyun.com/gpu-mem", "32"}, {"aliyun.com/gpu-count", "0"}}), kNames);
+  EXPECT_EQ(spec.gpu_count, 0);
+  EXPECT_NE(spec.misconfiguration.find("aliyun.com/gpu-count is 0"), std::string::npos);
+  spec = parse_node(node_json({{"aliyun.com/gpu-mem", "33"}, {"aliyun.com/gpu-count", "2"}}), kNames);
+  EXPECT_NE(spec.misconfiguration.find("not divisible"), std::string::npos);
+  spec = parse_node(node_json({{"aliyun.com/gpu-mem", "-4"}, {"aliyun.com/gpu-count", "2"}}), kNames);
+  EXPECT_NE(spec.misconfiguration.find("negative"), std::string::npos);
+  spec = parse_node(node_json({{"aliyun.com/gpu-mem", "32"}}), kNames);
+  EXPECT_NE(spec.misconfiguration.find("missing"), std::string::npos);
+}
+
+TEST(ParseNode, NotANode) {
+  EXPECT_THROW(parse_node(Json::array(), kNames), BadInput);
+  EXPECT_THROW(parse_node(Json{{"metadata", {{"name", 3}}}}, kNames), BadInput);
+  EXPECT_THROW(parse_node(Json{{"status", {}}}, kNames), BadInput);
+}
+
+Json pod_json() {
+  return Json::parse(R"({
+    "metadata": {"name": "p", "namespace": "ml", "uid": "u-1", "resourceVersion": "7"},
+    "spec": {"nodeName": "gpu-1", "containers": [
+      {"name": "a", "resources": {"limits": {"aliyun.com/gpu-mem": "3"}}},
+      {"name": "b", "resources": {"limits": {"cpu": "1"}}},
+      {"name": "c", "resources": {"requests": {"aliyun.com/gpu-mem": "2"}}}]},
+    "status": {"phase": "Running"}})");
+}
+
+TEST(ParsePod, SumsContainerLimits) {
+  const auto pod = parse_pod(pod_json(), kNames);
+  EXPECT_EQ(pod.uid, "u-1");
+  EXPECT_EQ(pod.key(), "ml/p");
+  EXPECT_EQ(pod.node_name, "gpu-1");
+  EXPECT_EQ(pod.request, 5);
+  EXPECT_FALSE(pod.terminating);
+  const auto allocation = allocation_of(pod);
+  ASSERT_TRUE(allocation);
+  EXPECT_TRUE(allocation->gpus.empty());  // bound without an index: counts on the node
+  EXPECT_EQ(allocation->per_gpu, 5);
+}
+
+TEST(ParsePod, AnnotationsWin) {
+  Json json = pod_json();
+  json["metadata"]["annotations"] = {{"ALIYUN_COM_GPU_MEM_IDX", "1"},
+                                     {"ALIYUN_COM_GPU_MEM_POD", "4"},
+                                     {"ALIYUN_COM_GPU_MEM_ASSIGNED", "false"},
+                                     {"ALIYUN_COM_GPU_MEM_ASSUME_TIME", "1700000000000000000"}};
+  const auto pod = parse_pod(json, kNames);
+  EXPECT_EQ(pod.gpu_index, 1);
+  EXPECT_EQ(pod.effective_request(), 4);
+  EXPECT_EQ(pod.assigned, false);
+  const auto allocation = allocation_of(pod);
+  ASSERT_TRUE(allocation);
+  EXPECT_EQ(allocation->gpus, std::vector<int>{1});
+  EXPECT_EQ(allocation->assume_time_ns, 1700000000000000000);
+}
+
+TEST(ParsePod, MalformedAnnotationsAreIgnored) {
+  Json json = pod_json();
+  json["metadata"]["annotations"] = {{"ALIYUN_COM_GPU_MEM_IDX", "x1"}, {"ALIYUN_COM_GPU_MEM_POD", "-3"}};
+  const auto pod = parse_pod(json, kNames);
+  EXPECT_FALSE(pod.gpu_index);
+  EXPECT_EQ(pod.effective_request(), 5);
+}
+
+TEST(ParsePod, WhatCountsAsUsed) {
+  Json json = pod_json();
+  json["status"]["phase"] = "Succeeded";
+  EXPECT_FALSE(allocation_of(parse_pod(json, kNames)));
+  json["status"]["phase"] = "Running";
+  json["metadata"]["deletionTimestamp"] = "2026-01-01T00:00:00Z";
+  const auto terminating = parse_pod(json, kNames);
+  EXPECT_TRUE(terminating.terminating);
+  EXPECT_TRUE(allocation_of(terminating));  // terminating pods keep their memory
+  json["spec"].erase("nodeName");
+  EXPECT_FALSE(allocation_of(parse_pod(json, kNames)));
+}
+
+TEST(ParsePod, BadQuantitiesThrowWithContext) {
+  Json json = pod_json();
+  json["spec"]["containers"][0]["resources"]["limits"]["aliyun.com/gpu-mem"] = "-3";
+  try {
+    parse_pod(json, kNames);
+    FAIL() << "expected BadInput";
+  } catch (const BadInput& e) {
+    EXPECT_NE(std::string(e.what()).find("ml/p container a"), std::string::npos) << e.what();
+  }
+  json["spec"]["containers"][0]["resources"]["limits"]["aliyun.com/gpu-mem"] = "1e40";
+  EXPECT_THROW(parse_pod(json, kNames), BadInput);
+  json["spec"]["containers"][0]["resources"]["limits"]["aliyun.com/gpu-mem"] = Json::array();
+  EXPECT_THROW(parse_pod(json, kNames), BadInput);
+  json["spec"]["containers"] = "nope";
+  EXPECT_THROW(parse_pod(json, kNames), BadInput);
+}
+
+TEST(ParsePod, KeysAreCaseInsensitive) {
+  const Json json = Json::parse(R"({"Metadata": {"Name": "p", "UID": "u"},
+    "Spec": {"Containers": [{"Name": "a", "Resources": {"Limits": {"aliyun.com/gpu-mem": "2"}}}]}})");
+  const auto pod = parse_pod(json, kNames);
+  EXPECT_EQ(pod.uid, "u");
+  EXPECT_EQ(pod.request, 2);
+  EXPECT_EQ(pod.namespace_name, "default");
+}
+
+TEST(BindAnnotations, ExactKeysAndDecimalValues) {
+  const auto annotations = bind_annotations(2, 4, 16, 1234567890123);
+  EXPECT_EQ(annotations.at("ALIYUN_COM_GPU_MEM_IDX"), "2");
+  EXPECT_EQ(annotations.at("ALIYUN_COM_GPU_MEM_POD"), "4");
+  EXPECT_EQ(annotations.at("ALIYUN_COM_GPU_MEM_DEV"), "16");
+  EXPECT_EQ(annotations.at("ALIYUN_COM_GPU_MEM_ASSIGNED"), "false");
+  EXPECT_EQ(annotations.at("ALIYUN_COM_GPU_MEM_ASSUME_TIME"), "1234567890123");
+  EXPECT_EQ(annotations.size(), 5u);
+}
+
+TEST(UnhealthyConfigMap, ParsesIndicesAndRejectsGarbage) {
+  const Json cm = {{"metadata", {{"name", "unhealthy-gpu-node-a"}, {"namespace", "kube-system"}}},
+                   {"data", {{"gpus", "0, 2,,x,3 "}}}};
+  const auto parsed = parse_unhealthy_configmap(cm);
+  ASSERT_TRUE(parsed);
+  EXPECT_EQ(parsed->node, "node-a");
+  EXPECT_EQ(parsed->indices, (std::vector<int>{0, 2, 3}));
+  EXPECT_EQ(parsed->rejected, std::vector<std::string>{"x"});
+  EXPECT_FALSE(parse_unhealthy_configmap(Json{{"metadata", {{"name", "other"}}}}));
+  const auto trailing = parse_unhealthy_list("n", "1,");
+  EXPECT_EQ(trailing.indices, std::vector<int>{1});  // the Go original would mark GPU 0 here
+}
+
+}  // namespace
+}  // namespace gpushare::kube
