@@ -34,6 +34,12 @@ struct PodInfo {
   // What the pod holds: the _POD annotation if present, else its containers' limits.
   core::Units effective_request() const { return annotated_request.value_or(request); }
   std::string key() const { return namespace_name + "/" + name; }
+  // What the pod asks of a node: its request, on one GPU.
+  core::PodDemand demand() const {
+    core::PodDemand d;
+    d.per_gpu = effective_request();
+    return d;
+  }
 };
 
 // Throws BadInput when the object is not a pod or a quantity of the resource is invalid.

@@ -1,0 +1,63 @@
+#pragma once
+// Prometheus text-format metrics, hand-written: counters and histograms with bounded label sets.
+// Thread-safe. Gauges that describe the model are rendered from a snapshot at scrape time.
+
+#include <array>
+#include <atomic>
+#include <cstdint>
+#include <map>
+#include <mutex>
+#include <string>
+#include <string_view>
+#include <vector>
+
+namespace gpushare::extender {
+
+class Histogram {
+ public:
+  static constexpr std::array<double, 14> kBuckets{0.0001, 0.00025, 0.0005, 0.001, 0.0025, 0.005,
+                                                   0.01,   0.025,   0.05,   0.1,   0.25,   0.5,
+                                                   1,      5};
+  void observe(double seconds);
+  void render(std::string& out, std::string_view name, std::string_view labels) const;
+
+ private:
+  std::array<std::atomic<std::uint64_t>, kBuckets.size()> buckets_{};
+  std::atomic<std::uint64_t> count_{0};
+  std::atomic<std::uint64_t> sum_micros_{0};
+};
+
+class Metrics {
+ public:
+  // One finished HTTP request on an extender verb (filter, prioritize, bind, preempt, inspect...).
+  void observe_request(std::string_view verb, int status, double seconds);
+  // A node rejected by filter, by FitStatus kind (a small fixed set).
+  void count_filter_rejection(std::string_view kind);
+  // A bind's outcome: success, no_fit, unknown_node, pod_not_found, api_error, bad_request...
+  void count_bind(std::string_view outcome);
+  // Sync events from the API-server reflectors, by resource.
+  void count_watch_restart(std::string_view resource);
+  void count_relist(std::string_view resource);
+  void set_last_sync(std::int64_t unix_seconds) { last_sync_seconds_ = unix_seconds; }
+
+  // Everything above in Prometheus text format (version 0.0.4).
+  std::string render() const;
+
+ private:
+  using LabelKey = std::vector<std::string>;
+  struct Counter {
+    std::map<LabelKey, std::uint64_t> values;
+  };
+  void increment(Counter& counter, LabelKey labels);
+
+  mutable std::mutex mutex_;  // guards the counter maps and the histogram map's shape
+  Counter requests_;
+  Counter filter_rejections_;
+  Counter binds_;
+  Counter watch_restarts_;
+  Counter relists_;
+  std::map<std::string, Histogram, std::less<>> latency_;  // per verb; nodes are stable
+  std::atomic<std::int64_t> last_sync_seconds_{0};
+};
+
+}  // namespace gpushare::extender

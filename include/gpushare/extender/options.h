@@ -1,0 +1,52 @@
+#pragma once
+// Command-line flags of gpushare-extender (product-spec.md), optionally from a YAML --config file
+// whose keys are the flag names without dashes; flags given on the command line win.
+
+#include <cstddef>
+#include <functional>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "gpushare/kube/resource_names.h"
+
+namespace gpushare::extender {
+
+enum class ClusterSource { kClusterFile, kKubeconfig, kInCluster };
+
+struct Options {
+  std::string listen = "0.0.0.0:39999";
+  std::string tls_cert_file;
+  std::string tls_private_key_file;
+  std::string policy;  // defaults to core::kDefaultPolicy
+  std::string bind_mode = "binding";
+  kube::ResourceNames names;
+  std::string log_level = "info";
+  std::string log_format = "text";
+  std::string kubeconfig;
+  std::string cluster_file;
+  std::string config_file;
+  std::size_t max_request_bytes = 64 * 1024 * 1024;
+  int http_threads = 0;  // 0 = automatic
+  // How long a bind may stay unconfirmed by the watch before its reservation is dropped.
+  int assume_ttl_seconds = 300;
+
+  ClusterSource source = ClusterSource::kClusterFile;
+  std::string listen_host() const;
+  int listen_port() const;
+};
+
+struct ParsedOptions {
+  enum class Action { kRun, kExitSuccess, kExitUsage } action = Action::kRun;
+  std::string message;  // usage/version text (kExitSuccess) or a one-line error (kExitUsage)
+  Options options;
+};
+
+// `args` excludes the program name. `getenv` is injectable for tests ($KUBECONFIG,
+// KUBERNETES_SERVICE_HOST).
+ParsedOptions parse_options(const std::vector<std::string>& args,
+                            const std::function<std::optional<std::string>(const char*)>& getenv);
+
+std::string version_string();
+
+}  // namespace gpushare::extender

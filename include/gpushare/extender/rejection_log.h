@@ -1,0 +1,40 @@
+#pragma once
+// The most recent filter rejections, for /inspect and the web view. Thread-safe, bounded.
+
+#include <cstdint>
+#include <deque>
+#include <mutex>
+#include <string>
+#include <vector>
+
+namespace gpushare::extender {
+
+struct Rejection {
+  std::int64_t time_ns = 0;
+  std::string pod;  // namespace/name
+  std::string node;
+  std::string reason;
+};
+
+class RejectionLog {
+ public:
+  explicit RejectionLog(std::size_t capacity = 200) : capacity_(capacity) {}
+
+  void add(Rejection rejection) {
+    std::lock_guard lock(mutex_);
+    if (entries_.size() == capacity_) entries_.pop_front();
+    entries_.push_back(std::move(rejection));
+  }
+  // Newest first.
+  std::vector<Rejection> recent() const {
+    std::lock_guard lock(mutex_);
+    return {entries_.rbegin(), entries_.rend()};
+  }
+
+ private:
+  mutable std::mutex mutex_;  // guards entries_
+  std::size_t capacity_;
+  std::deque<Rejection> entries_;
+};
+
+}  // namespace gpushare::extender

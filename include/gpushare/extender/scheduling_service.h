@@ -1,0 +1,57 @@
+#pragma once
+// The extender's verbs on typed arguments: filter, prioritize, bind, preempt. No HTTP here;
+// http_server.cpp decodes requests, calls these and encodes replies.
+
+#include <chrono>
+#include <cstdint>
+#include <functional>
+#include <map>
+#include <string>
+#include <vector>
+
+#include "gpushare/extender/metrics.h"
+#include "gpushare/extender/model_store.h"
+#include "gpushare/extender/pod_binder.h"
+#include "gpushare/extender/rejection_log.h"
+#include "gpushare/extender/wire_types.h"
+#include "gpushare/kube/resource_names.h"
+
+namespace gpushare::extender {
+
+struct ServiceConfig {
+  kube::ResourceNames names;
+  // Wall clock in Unix nanoseconds (ASSUME_TIME annotation); injectable for tests.
+  std::function<std::int64_t()> now_ns = [] {
+    return std::chrono::duration_cast<std::chrono::nanoseconds>(
+               std::chrono::system_clock::now().time_since_epoch())
+        .count();
+  };
+};
+
+struct BindReply {
+  std::string error;  // empty on success
+  int gpu = -1;       // chosen GPU, -1 if none
+  std::string outcome;  // metrics label
+};
+
+class SchedulingService {
+ public:
+  SchedulingService(ModelStore& store, PodBinder& binder, Metrics& metrics,
+                    RejectionLog& rejections, ServiceConfig config);
+
+  FilterResult filter(const ExtenderArgs& args);
+  std::vector<HostPriority> prioritize(const ExtenderArgs& args) const;
+  BindReply bind(const BindingArgs& args);
+  std::map<std::string, MetaVictims> preempt(const PreemptionArgs& args) const;
+
+  const ServiceConfig& config() const { return config_; }
+
+ private:
+  ModelStore& store_;
+  PodBinder& binder_;
+  Metrics& metrics_;
+  RejectionLog& rejections_;
+  ServiceConfig config_;
+};
+
+}  // namespace gpushare::extender

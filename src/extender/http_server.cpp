@@ -1,0 +1,187 @@
+#include "gpushare/extender/http_server.h"
+
+#include <chrono>
+#include <thread>
+
+#include <fmt/format.h>
+#include <httplib.h>
+#include <spdlog/spdlog.h>
+
+#include "gpushare/extender/inspect.h"
+#include "gpushare/extender/options.h"
+
+namespace gpushare::extender {
+namespace {
+
+constexpr const char* kJson = "application/json";
+constexpr std::string_view kPrefix = "/gpushare-scheduler";
+
+std::string route(std::string_view verb) { return fmt::format("{}/{}", kPrefix, verb); }
+
+}  // namespace
+
+HttpServer::HttpServer(SchedulingService& service, ModelStore& store, Metrics& metrics,
+                       RejectionLog& rejections, HttpServerOptions options)
+    : service_(service),
+      store_(store),
+      metrics_(metrics),
+      rejections_(rejections),
+      options_(std::move(options)) {
+  if (!options_.tls_cert_file.empty()) {
+    server_ = std::make_unique<httplib::SSLServer>(options_.tls_cert_file.c_str(),
+                                                   options_.tls_private_key_file.c_str());
+  } else {
+    server_ = std::make_unique<httplib::Server>();
+  }
+  install_routes();
+}
+
+HttpServer::~HttpServer() { stop(); }
+
+bool HttpServer::is_running() const { return server_->is_running(); }
+
+int HttpServer::bind(const std::string& host, int port) {
+  if (!server_->is_valid()) {
+    spdlog::error("cannot serve TLS: certificate {} or key {} unreadable or invalid",
+                  options_.tls_cert_file, options_.tls_private_key_file);
+    return -1;
+  }
+  const int bound = port == 0 ? server_->bind_to_any_port(host) : (server_->bind_to_port(host, port) ? port : -1);
+  if (bound < 0) spdlog::error("cannot listen on {}:{}", host, port);
+  return bound;
+}
+
+void HttpServer::serve() { server_->listen_after_bind(); }
+
+void HttpServer::stop() {
+  if (server_) server_->stop();
+}
+
+void HttpServer::install_routes() {
+  const std::size_t threads = options_.threads > 0
+                                  ? static_cast<std::size_t>(options_.threads)
+                                  : std::max<std::size_t>(8, std::thread::hardware_concurrency() * 2);
+  // httplib takes ownership of the raw pointer it asks for here.
+  server_->new_task_queue = [threads] { return new httplib::ThreadPool(threads); };
+  server_->set_payload_max_length(options_.max_request_bytes);
+  // kube-scheduler keeps connections alive; httplib's default of 5 requests each would churn.
+  server_->set_keep_alive_max_count(100000);
+  server_->set_keep_alive_timeout(90);
+  server_->set_read_timeout(30);
+  server_->set_write_timeout(30);
+
+  // Wraps a handler with timing, metrics, and the error contract: bad input gets 400 and a
+  // JSON body with Error; anything unexpected gets 500. The model is never touched on error
+  // because decoding finishes before the service is called.
+  auto handle = [this](std::string verb, auto body_fn, auto error_body) {
+    return [this, verb, body_fn, error_body](const httplib::Request& req, httplib::Response& res) {
+      const auto start = std::chrono::steady_clock::now();
+      try {
+        body_fn(req, res);
+      } catch (const kube::BadInput& e) {
+        spdlog::warn("{}: bad request from {}: {}", verb, req.remote_addr, e.what());
+        res.status = 400;
+        res.set_content(error_body(e.what()), kJson);
+      } catch (const std::exception& e) {
+        spdlog::error("{}: internal error: {}", verb, e.what());
+        res.status = 500;
+        res.set_content(error_body(fmt::format("internal error: {}", e.what())), kJson);
+      }
+      const double seconds =
+          std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+      const int status = res.status == -1 ? 200 : res.status;  // httplib fills in 200 afterwards
+      metrics_.observe_request(verb, status, seconds);
+      SPDLOG_DEBUG("{} {} -> {} in {:.3f} ms", req.method, req.path, status, seconds * 1e3);
+    };
+  };
+  auto plain_error = [](std::string_view message) { return encode_error(message); };
+  auto filter_error = [](std::string_view message) {
+    FilterResult result;
+    result.error = std::string(message);
+    return encode_filter_result(result);
+  };
+  server_->Post(route("filter"),
+                handle("filter", [this](const httplib::Request& req, httplib::Response& res) {
+                  const ExtenderArgs args =
+                      decode_extender_args(parse_json_body(req.body), service_.config().names);
+                  res.set_content(encode_filter_result(service_.filter(args)), kJson);
+                }, filter_error));
+  server_->Post(route("prioritize"),
+                handle("prioritize", [this](const httplib::Request& req, httplib::Response& res) {
+                  const ExtenderArgs args =
+                      decode_extender_args(parse_json_body(req.body), service_.config().names);
+                  res.set_content(encode_priorities(service_.prioritize(args)), kJson);
+                }, plain_error));
+  server_->Post(route("bind"),
+                handle("bind", [this](const httplib::Request& req, httplib::Response& res) {
+                  const BindingArgs args = decode_binding_args(parse_json_body(req.body));
+                  const BindReply reply = service_.bind(args);
+                  // The Go original answers a failed bind with 500; kube-scheduler treats any
+                  // non-200 as failure and requeues the pod.
+                  if (!reply.error.empty()) res.status = 500;
+                  res.set_content(encode_binding_result(reply.error), kJson);
+                }, plain_error));
+  server_->Post(route("preempt"),
+                handle("preempt", [this](const httplib::Request& req, httplib::Response& res) {
+                  const PreemptionArgs args =
+                      decode_preemption_args(parse_json_body(req.body), service_.config().names);
+                  res.set_content(encode_preemption_result(service_.preempt(args)), kJson);
+                }, plain_error));
+
+  server_->Get(route("inspect"),
+               handle("inspect", [this](const httplib::Request&, httplib::Response& res) {
+                 Json body = store_.read([&](const core::ClusterModel& model, const core::PlacementPolicy& policy) {
+                   return inspect_cluster(model, policy.name(), policy.describe_state());
+                 });
+                 body["recentRejections"] = rejections_json(rejections_.recent());
+                 res.set_content(body.dump(-1, ' ', false, Json::error_handler_t::replace), kJson);
+               }, plain_error));
+  server_->Get(route("inspect/([^/]+)"),
+               handle("inspect", [this](const httplib::Request& req, httplib::Response& res) {
+                 const std::string node = req.matches[1];
+                 auto body = store_.read([&](const core::ClusterModel& model, const core::PlacementPolicy&) {
+                   return inspect_node(model, node);
+                 });
+                 if (!body) {
+                   res.status = 404;
+                   res.set_content(encode_error(fmt::format("node {} is not known", node)), kJson);
+                   return;
+                 }
+                 const Json wrapped = {{"nodes", Json::array({std::move(*body)})}};
+                 res.set_content(wrapped.dump(-1, ' ', false, Json::error_handler_t::replace), kJson);
+               }, plain_error));
+
+  server_->Get("/version", [](const httplib::Request&, httplib::Response& res) {
+    res.set_content(version_string() + "\n", "text/plain");
+  });
+  server_->Get("/healthz", [](const httplib::Request&, httplib::Response& res) {
+    res.set_content("ok\n", "text/plain");
+  });
+  server_->Get("/readyz", [this](const httplib::Request&, httplib::Response& res) {
+    const std::string reason = options_.not_ready_reason();
+    if (reason.empty()) {
+      res.set_content("ok\n", "text/plain");
+    } else {
+      res.status = 503;
+      res.set_content(fmt::format("not ready: {}\n", reason), "text/plain");
+    }
+  });
+  server_->Get("/metrics", [this](const httplib::Request&, httplib::Response& res) {
+    res.set_content(metrics_.render(), "text/plain; version=0.0.4");
+  });
+
+  // Whatever httplib itself rejects (unknown path, oversized body, bad request line) still
+  // gets a JSON Error body so kube-scheduler's logs and curl users see why.
+  server_->set_error_handler([](const httplib::Request& req, httplib::Response& res) {
+    if (!res.body.empty()) return;
+    std::string message;
+    switch (res.status) {
+      case 404: message = fmt::format("no such endpoint: {} {}", req.method, req.path); break;
+      case 413: message = "request body too large"; break;
+      default: message = fmt::format("HTTP {}", res.status); break;
+    }
+    res.set_content(encode_error(message), kJson);
+  });
+}
+
+}  // namespace gpushare::extender

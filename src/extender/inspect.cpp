@@ -1,0 +1,83 @@
+#include "gpushare/extender/inspect.h"
+
+#include <algorithm>
+
+namespace gpushare::extender {
+
+using kube::Json;
+
+std::optional<Json> inspect_node(const core::ClusterModel& model, std::string_view name) {
+  const core::NodeState* node = model.find_node(name);
+  if (node == nullptr) return std::nullopt;
+  const auto pods = model.pods_on(name);
+  Json devs = Json::array();
+  for (int i = 0; i < node->gpu_count(); ++i) {
+    const auto& gpu = node->gpus()[static_cast<std::size_t>(i)];
+    Json dev_pods = Json::array();
+    for (const core::PodAllocation* pod : pods) {
+      if (std::find(pod->gpus.begin(), pod->gpus.end(), i) == pod->gpus.end()) continue;
+      dev_pods.push_back({{"name", pod->name},
+                          {"namespace", pod->namespace_name},
+                          {"uid", pod->uid},
+                          {"usedGPU", pod->per_gpu},
+                          {"assumed", pod->assumed}});
+    }
+    devs.push_back({{"id", i},
+                    {"totalGPU", gpu.capacity},
+                    {"usedGPU", gpu.used},
+                    {"healthy", gpu.healthy},
+                    {"pods", std::move(dev_pods)}});
+  }
+  Json unindexed = Json::array();
+  for (const core::PodAllocation* pod : pods) {
+    if (!pod->gpus.empty()) continue;
+    unindexed.push_back({{"name", pod->name},
+                         {"namespace", pod->namespace_name},
+                         {"uid", pod->uid},
+                         {"usedGPU", pod->per_gpu},
+                         {"assumed", pod->assumed}});
+  }
+  const auto& spec = node->spec();
+  Json result = {{"name", spec.name},
+                 {"address", spec.address},
+                 {"gpuModel", spec.gpu_model},
+                 {"unschedulable", spec.unschedulable},
+                 {"totalGPU", node->total_capacity()},
+                 {"usedGPU", node->total_used()},
+                 {"largestFreeGPU", node->largest_free()},
+                 {"devs", std::move(devs)},
+                 {"unindexedPods", std::move(unindexed)}};
+  if (!spec.misconfiguration.empty()) result["misconfiguration"] = spec.misconfiguration;
+  return result;
+}
+
+Json inspect_cluster(const core::ClusterModel& model, std::string_view policy_name,
+                     std::string_view policy_state) {
+  std::vector<std::string_view> names;
+  names.reserve(model.node_count());
+  for (const auto& node : model.nodes()) names.push_back(node.name());
+  std::sort(names.begin(), names.end());
+  Json nodes = Json::array();
+  for (auto name : names) nodes.push_back(*inspect_node(model, name));
+  Json result = {{"nodes", std::move(nodes)},
+                 {"totalGPU", model.total_capacity()},
+                 {"usedGPU", model.total_used()},
+                 {"pods", model.pod_count()},
+                 {"assumedPods", model.assumed_count()},
+                 {"policy", {{"name", std::string(policy_name)}}}};
+  if (!policy_state.empty()) {
+    Json state = Json::parse(policy_state, nullptr, false);
+    if (!state.is_discarded()) result["policy"]["state"] = std::move(state);
+  }
+  return result;
+}
+
+Json rejections_json(const std::vector<Rejection>& rejections) {
+  Json list = Json::array();
+  for (const auto& r : rejections) {
+    list.push_back({{"timeUnixNano", r.time_ns}, {"pod", r.pod}, {"node", r.node}, {"reason", r.reason}});
+  }
+  return list;
+}
+
+}  // namespace gpushare::extender

@@ -1,0 +1,196 @@
+#include "gpushare/extender/options.h"
+
+#include <charconv>
+#include <fstream>
+#include <sstream>
+
+#include <CLI/CLI.hpp>
+#include <fmt/format.h>
+
+#include "gpushare/core/placement_policy.h"
+#include "gpushare/extender/yaml_json.h"
+
+#ifndef GPUSHARE_VERSION
+#define GPUSHARE_VERSION "0.0.0"
+#endif
+#ifndef GPUSHARE_GIT_COMMIT
+#define GPUSHARE_GIT_COMMIT ""
+#endif
+
+namespace gpushare::extender {
+namespace {
+
+// Turns the YAML config file into "--key=value" arguments placed before the real ones, so the
+// command line (parsed later, last value wins) overrides the file.
+std::vector<std::string> config_file_args(const std::string& path) {
+  std::ifstream in(path);
+  if (!in) throw std::runtime_error(fmt::format("--config: cannot read {}", path));
+  std::stringstream text;
+  text << in.rdbuf();
+  const nlohmann::json config = yaml_to_json(text.str());
+  if (config.is_null()) return {};
+  if (!config.is_object()) throw std::runtime_error(fmt::format("--config {}: must be a mapping", path));
+  std::vector<std::string> args;
+  for (auto it = config.begin(); it != config.end(); ++it) {
+    if (it.key() == "config") throw std::runtime_error("--config: a config file cannot name another");
+    const auto& value = it.value();
+    std::string text_value;
+    if (value.is_string()) {
+      text_value = value.get<std::string>();
+    } else if (value.is_number_integer() || value.is_boolean()) {
+      text_value = value.dump();
+    } else {
+      throw std::runtime_error(fmt::format("--config {}: key {} must be a scalar", path, it.key()));
+    }
+    args.push_back(fmt::format("--{}={}", it.key(), text_value));
+  }
+  return args;
+}
+
+std::optional<std::string> find_config_flag(const std::vector<std::string>& args) {
+  for (std::size_t i = 0; i < args.size(); ++i) {
+    if (args[i] == "--config" && i + 1 < args.size()) return args[i + 1];
+    if (args[i].starts_with("--config=")) return args[i].substr(9);
+  }
+  return std::nullopt;
+}
+
+}  // namespace
+
+std::string version_string() {
+  std::string commit = GPUSHARE_GIT_COMMIT;
+  return commit.empty() ? fmt::format("gpushare {}", GPUSHARE_VERSION)
+                        : fmt::format("gpushare {} ({})", GPUSHARE_VERSION, commit);
+}
+
+std::string Options::listen_host() const {
+  const auto colon = listen.rfind(':');
+  std::string host = colon == std::string::npos ? listen : listen.substr(0, colon);
+  if (host.size() >= 2 && host.front() == '[' && host.back() == ']') host = host.substr(1, host.size() - 2);
+  return host.empty() ? "0.0.0.0" : host;
+}
+
+int Options::listen_port() const {
+  const auto colon = listen.rfind(':');
+  int port = -1;
+  if (colon == std::string::npos) return port;
+  const std::string_view digits(listen.data() + colon + 1, listen.size() - colon - 1);
+  auto [ptr, ec] = std::from_chars(digits.data(), digits.data() + digits.size(), port);
+  if (ec != std::errc() || ptr != digits.data() + digits.size() || port < 0 || port > 65535) return -1;
+  return port;
+}
+
+ParsedOptions parse_options(const std::vector<std::string>& raw_args,
+                            const std::function<std::optional<std::string>(const char*)>& getenv) {
+  ParsedOptions parsed;
+  Options& o = parsed.options;
+  o.policy = std::string(core::kDefaultPolicy);
+
+  CLI::App app{"gpushare-extender: kube-scheduler extender that shares GPUs by memory",
+               "gpushare-extender"};
+  app.option_defaults()->multi_option_policy(CLI::MultiOptionPolicy::TakeLast);
+  app.set_version_flag("--version", version_string());
+  app.add_option("--listen", o.listen, "address:port to serve on")->capture_default_str();
+  app.add_option("--tls-cert-file", o.tls_cert_file, "serve HTTPS with this certificate (PEM)");
+  app.add_option("--tls-private-key-file", o.tls_private_key_file, "private key for --tls-cert-file");
+  const auto names = core::policy_names();
+  app.add_option("--policy", o.policy, "placement policy")
+      ->check(CLI::IsMember(names))
+      ->capture_default_str();
+  app.add_option("--bind-mode", o.bind_mode,
+                 "binding: one pods/binding POST carrying the annotations; patch-bind: patch, then bind")
+      ->check(CLI::IsMember({"binding", "patch-bind"}))
+      ->capture_default_str();
+  app.add_option("--resource-name", o.names.memory, "per-GPU shareable resource")->capture_default_str();
+  app.add_option("--count-name", o.names.count, "node capacity key holding the GPU count")
+      ->capture_default_str();
+  app.add_option("--unhealthy-configmap-namespace", o.names.unhealthy_namespace,
+                 "namespace of unhealthy-gpu-<node> ConfigMaps")
+      ->capture_default_str();
+  app.add_option("--log-level", o.log_level, "debug, info, warn or error")
+      ->check(CLI::IsMember({"trace", "debug", "info", "warn", "error"}))
+      ->capture_default_str();
+  app.add_option("--log-format", o.log_format, "text or json")
+      ->check(CLI::IsMember({"text", "json"}))
+      ->capture_default_str();
+  app.add_option("--kubeconfig", o.kubeconfig, "kubeconfig of the cluster (else $KUBECONFIG, else in-cluster)");
+  app.add_option("--cluster-file", o.cluster_file,
+                 "standalone mode: a v1 List (YAML or JSON) of Nodes, Pods and ConfigMaps");
+  app.add_option("--config", o.config_file, "YAML file with any of these flags as keys");
+  app.add_option("--max-request-bytes", o.max_request_bytes, "largest request body accepted")
+      ->check(CLI::Range(std::size_t{1024}, std::size_t{1} << 32))
+      ->capture_default_str();
+  app.add_option("--http-threads", o.http_threads, "HTTP worker threads (0 = automatic)")
+      ->check(CLI::Range(0, 1024));
+  app.add_option("--assume-ttl-seconds", o.assume_ttl_seconds,
+                 "drop a bind's reservation if the API server never shows the pod bound")
+      ->check(CLI::Range(1, 86400))
+      ->capture_default_str();
+
+  std::vector<std::string> args;
+  try {
+    if (auto config = find_config_flag(raw_args)) args = config_file_args(*config);
+  } catch (const std::exception& e) {
+    parsed.action = ParsedOptions::Action::kExitUsage;
+    parsed.message = e.what();
+    return parsed;
+  }
+  args.insert(args.end(), raw_args.begin(), raw_args.end());
+  std::vector<std::string> reversed(args.rbegin(), args.rend());  // CLI11 consumes from the back
+  try {
+    app.parse(reversed);
+  } catch (const CLI::CallForHelp&) {
+    parsed.action = ParsedOptions::Action::kExitSuccess;
+    parsed.message = app.help();
+    return parsed;
+  } catch (const CLI::CallForVersion&) {
+    parsed.action = ParsedOptions::Action::kExitSuccess;
+    parsed.message = version_string() + "\n";
+    return parsed;
+  } catch (const CLI::ParseError& e) {
+    parsed.action = ParsedOptions::Action::kExitUsage;
+    std::string message = e.what();
+    std::replace(message.begin(), message.end(), '\n', ' ');
+    parsed.message = message;
+    return parsed;
+  }
+
+  auto usage_error = [&](std::string message) {
+    parsed.action = ParsedOptions::Action::kExitUsage;
+    parsed.message = std::move(message);
+    return parsed;
+  };
+  if (o.listen_port() < 0) return usage_error(fmt::format("--listen: bad address \"{}\" (want host:port)", o.listen));
+  if (o.tls_cert_file.empty() != o.tls_private_key_file.empty()) {
+    return usage_error("--tls-cert-file and --tls-private-key-file must be given together");
+  }
+  if (o.names.memory.empty() || o.names.count.empty()) {
+    return usage_error("--resource-name and --count-name must not be empty");
+  }
+
+  // Exactly one cluster source.
+  std::string kubeconfig = o.kubeconfig;
+  if (kubeconfig.empty() && o.cluster_file.empty()) {
+    if (auto env = getenv("KUBECONFIG"); env && !env->empty()) kubeconfig = *env;
+  }
+  const bool in_cluster = getenv("KUBERNETES_SERVICE_HOST").has_value() &&
+                          getenv("KUBERNETES_SERVICE_PORT").has_value();
+  if (!o.cluster_file.empty() && !o.kubeconfig.empty()) {
+    return usage_error("give only one of --cluster-file and --kubeconfig");
+  }
+  if (!o.cluster_file.empty()) {
+    o.source = ClusterSource::kClusterFile;
+  } else if (!kubeconfig.empty()) {
+    o.source = ClusterSource::kKubeconfig;
+    o.kubeconfig = kubeconfig;
+  } else if (in_cluster) {
+    o.source = ClusterSource::kInCluster;
+  } else {
+    return usage_error(
+        "no cluster to serve: give --cluster-file FILE (standalone), --kubeconfig FILE (or set "
+        "$KUBECONFIG), or run in a pod (KUBERNETES_SERVICE_HOST/PORT)");
+  }
+  return parsed;
+}
+
+}  // namespace gpushare::extender
