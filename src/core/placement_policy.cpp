@@ -4,6 +4,8 @@
 #include <cmath>
 
 #include "gpushare/core/policies/binpack.h"
+#include "gpushare/core/policies/fgd.h"
+#include "gpushare/core/policies/paper_baselines.h"
 #include "gpushare/core/policies/spread.h"
 
 namespace gpushare::core {
@@ -35,9 +37,17 @@ std::vector<int> normalize_scores(std::span<const std::optional<double>> raw, in
 std::unique_ptr<PlacementPolicy> make_policy(std::string_view name) {
   if (name == "binpack") return std::make_unique<BinpackPolicy>();
   if (name == "spread") return std::make_unique<SpreadPolicy>();
+  if (name == "fgd") return std::make_unique<FgdPolicy>();  // learns the workload online
+  // Baselines of the FGD paper, for comparison.
+  if (name == "best-fit") return std::make_unique<BestFitPolicy>();
+  if (name == "dot-product") return std::make_unique<DotProductPolicy>();
+  if (name == "gpu-packing") return std::make_unique<GpuPackingPolicy>();
+  if (name == "random") return std::make_unique<RandomPolicy>();
   return nullptr;
 }
 
-std::vector<std::string> policy_names() { return {"binpack", "spread"}; }
+std::vector<std::string> policy_names() {
+  return {"binpack", "spread", "fgd", "best-fit", "dot-product", "gpu-packing", "random"};
+}
 
 }  // namespace gpushare::core

@@ -1,0 +1,37 @@
+#pragma once
+// The Alibaba "openb" trace (clusterdata, cluster-trace-gpu-v2023; Weng et al., USENIX ATC'23):
+// node and pod lists as CSV, columns found by header name.
+
+#include <filesystem>
+#include <stdexcept>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "gpushare/core/node_state.h"
+#include "gpushare/core/pod_demand.h"
+
+namespace gpushare::sim {
+
+// Every GPU of the trace holds this many units: the paper's milli-GPU.
+inline constexpr core::Units kUnitsPerGpu = 1000;
+
+class TraceError : public std::runtime_error {
+ public:
+  using std::runtime_error::runtime_error;
+};
+
+struct TracePod {
+  std::string name;
+  core::PodDemand demand;  // per_gpu in milli-GPU; CPU-only pods have gpu_count 0
+};
+
+// `sn,cpu_milli,memory_mib,gpu,model`: one NodeSpec per row, memory in MiB, GPUs of 1000 units.
+std::vector<core::NodeSpec> parse_nodes_csv(std::string_view text);
+// `name,cpu_milli,memory_mib,num_gpu,gpu_milli[,gpu_spec,...]`; gpu_spec is `|`-separated.
+std::vector<TracePod> parse_pods_csv(std::string_view text);
+
+// Throws TraceError naming the file if it cannot be read.
+std::string read_text_file(const std::filesystem::path& path);
+
+}  // namespace gpushare::sim

@@ -1,0 +1,135 @@
+// gpushare-sim: trace-driven placement simulator running the service's placement policies.
+#include <algorithm>
+#include <atomic>
+#include <cstdio>
+#include <fstream>
+#include <iostream>
+#include <mutex>
+#include <thread>
+
+#include <CLI/CLI.hpp>
+#include <fmt/format.h>
+#include <fmt/ranges.h>
+
+#include "gpushare/core/placement_policy.h"
+#include "gpushare/sim/report.h"
+#include "gpushare/sim/simulator.h"
+#include "gpushare/sim/trace.h"
+
+namespace {
+
+using gpushare::sim::RunResult;
+
+struct Job {
+  std::string policy;
+  std::uint64_t seed;
+};
+
+// Runs every (policy, seed) on `jobs` threads; results in job order.
+std::vector<RunResult> run_all(const gpushare::sim::Simulator& simulator,
+                               const std::vector<Job>& jobs, unsigned threads, bool verbose) {
+  std::vector<RunResult> results(jobs.size());
+  std::atomic<std::size_t> next{0};
+  std::mutex print;
+  const auto worker = [&] {
+    for (std::size_t i = next++; i < jobs.size(); i = next++) {
+      results[i] = simulator.run(jobs[i].policy, jobs[i].seed);
+      if (verbose) {
+        const std::lock_guard lock(print);
+        fmt::print(stderr, "{} seed {}: {:.2f} % allocated at the end, {:.2f} s\n",
+                   jobs[i].policy, jobs[i].seed, results[i].final_alloc_pct, results[i].seconds);
+      }
+    }
+  };
+  std::vector<std::jthread> pool;
+  for (unsigned t = 1; t < threads; ++t) pool.emplace_back(worker);
+  worker();
+  return results;
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  const std::vector<std::string> names = gpushare::sim::sim_policy_names();
+  CLI::App app{fmt::format(
+      "Trace-driven GPU placement simulator (method of Weng et al., USENIX ATC'23) running the "
+      "gpushare service's placement policies.\nPolicies: {}",
+      fmt::join(names, ", "))};
+  std::string nodes_path;
+  std::string pods_path;
+  std::vector<std::string> policies{std::string(gpushare::core::kDefaultPolicy)};
+  unsigned seeds = 10;
+  std::uint64_t first_seed = 42;
+  double max_arrival = 1.3;
+  std::string out_path;
+  std::string plot_path;
+  std::string title;
+  unsigned jobs = 1;
+  bool verbose = false;
+  app.add_option("--nodes", nodes_path, "node list CSV (sn,cpu_milli,memory_mib,gpu,model)")
+      ->required();
+  app.add_option("--pods", pods_path, "pod list CSV (name,cpu_milli,memory_mib,num_gpu,gpu_milli,...)")
+      ->required();
+  app.add_option("--policy", policies,
+                 fmt::format("policies, comma-separated (default {})",
+                             gpushare::core::kDefaultPolicy))
+      ->delimiter(',')
+      ->check(CLI::IsMember(names));
+  app.add_option("--seeds", seeds, "number of seeds per policy, the first being --first-seed")
+      ->check(CLI::Range(1u, 10000u));
+  app.add_option("--first-seed", first_seed, "first seed (the paper uses 42..51)");
+  app.add_option("--max-arrival", max_arrival,
+                 "stop when arrived GPU demand reaches this multiple of capacity")
+      ->check(CLI::Range(0.01, 100.0));
+  app.add_option("--out", out_path, "CSV of every point: " + std::string(gpushare::sim::kCsvHeader));
+  app.add_option("--plot", plot_path, "SVG line plot of allocation vs. arrived demand");
+  app.add_option("--title", title, "plot title (default: the pod file's name)");
+  app.add_option("-j,--jobs", jobs, "runs in parallel")->check(CLI::Range(1u, 64u));
+  app.add_flag("-v,--verbose", verbose, "print each run as it finishes");
+  CLI11_PARSE(app, argc, argv);
+
+  try {
+    auto nodes = gpushare::sim::parse_nodes_csv(gpushare::sim::read_text_file(nodes_path));
+    auto pods = gpushare::sim::parse_pods_csv(gpushare::sim::read_text_file(pods_path));
+    const std::size_t node_count = nodes.size();
+    const std::size_t pod_count = pods.size();
+    gpushare::sim::SimulationOptions options;
+    options.max_arrival = max_arrival;
+    const gpushare::sim::Simulator simulator(std::move(nodes), std::move(pods), options);
+    const double capacity_gpus =
+        static_cast<double>(simulator.capacity()) / static_cast<double>(gpushare::sim::kUnitsPerGpu);
+    fmt::print("{} nodes, {:.0f} GPUs; {} pods in the trace, {} typical shapes (95 %); "
+               "seeds {}..{}; arrival up to {:.0f} %\n\n",
+               node_count, capacity_gpus, pod_count, simulator.typical_workload().size(),
+               first_seed, first_seed + seeds - 1, max_arrival * 100);
+
+    std::vector<Job> job_list;
+    for (const auto& policy : policies) {
+      for (unsigned s = 0; s < seeds; ++s) job_list.push_back({policy, first_seed + s});
+    }
+    const std::vector<RunResult> results =
+        run_all(simulator, job_list, std::min<unsigned>(jobs, static_cast<unsigned>(job_list.size())),
+                verbose);
+    const auto summaries = gpushare::sim::summarize(results);
+    fmt::print("GPU allocation (%) at arrived GPU demand of 80..120 % of capacity, mean of {} "
+               "seed(s):\n\n",
+               seeds);
+    gpushare::sim::write_table(std::cout, summaries, capacity_gpus);
+
+    if (!out_path.empty()) {
+      std::ofstream out(out_path);
+      gpushare::sim::write_curve_csv(out, results);
+      if (!out) throw gpushare::sim::TraceError("cannot write " + out_path);
+    }
+    if (!plot_path.empty()) {
+      std::ofstream out(plot_path);
+      if (title.empty()) title = std::filesystem::path(pods_path).filename().string();
+      gpushare::sim::write_svg(out, summaries, title);
+      if (!out) throw gpushare::sim::TraceError("cannot write " + plot_path);
+    }
+  } catch (const std::exception& error) {
+    fmt::print(stderr, "gpushare-sim: {}\n", error.what());
+    return 1;
+  }
+  return 0;
+}

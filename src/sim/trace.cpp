@@ -1,0 +1,155 @@
+#include "gpushare/sim/trace.h"
+
+#include <charconv>
+#include <fstream>
+#include <optional>
+#include <sstream>
+
+#include <fmt/format.h>
+
+namespace gpushare::sim {
+namespace {
+
+std::vector<std::string_view> split(std::string_view line, char separator) {
+  std::vector<std::string_view> fields;
+  std::size_t start = 0;
+  while (true) {
+    const std::size_t end = line.find(separator, start);
+    fields.push_back(line.substr(start, end == std::string_view::npos ? end : end - start));
+    if (end == std::string_view::npos) break;
+    start = end + 1;
+  }
+  return fields;
+}
+
+// Rows of a CSV file without quoting (the trace has none), header first; blank lines skipped.
+class CsvTable {
+ public:
+  explicit CsvTable(std::string_view text) {
+    std::size_t line_number = 0;
+    while (!text.empty()) {
+      const std::size_t end = text.find('\n');
+      std::string_view line = text.substr(0, end);
+      text = end == std::string_view::npos ? std::string_view{} : text.substr(end + 1);
+      ++line_number;
+      if (!line.empty() && line.back() == '\r') line.remove_suffix(1);
+      if (line.empty()) continue;
+      if (header_.empty()) {
+        header_ = split(line, ',');
+      } else {
+        rows_.push_back({line_number, split(line, ',')});
+      }
+    }
+    if (header_.empty()) throw TraceError("CSV has no header line");
+  }
+
+  std::optional<std::size_t> column(std::string_view name) const {
+    for (std::size_t i = 0; i < header_.size(); ++i) {
+      if (header_[i] == name) return i;
+    }
+    return std::nullopt;
+  }
+  std::size_t required(std::string_view name) const {
+    auto index = column(name);
+    if (!index) throw TraceError(fmt::format("CSV header lacks column '{}'", name));
+    return *index;
+  }
+
+  struct Row {
+    std::size_t line;
+    std::vector<std::string_view> fields;
+  };
+  const std::vector<Row>& rows() const { return rows_; }
+
+ private:
+  std::vector<std::string_view> header_;
+  std::vector<Row> rows_;
+};
+
+std::string_view field(const CsvTable::Row& row, std::size_t column) {
+  if (column >= row.fields.size()) {
+    throw TraceError(fmt::format("line {}: expected at least {} fields, got {}", row.line,
+                                 column + 1, row.fields.size()));
+  }
+  return row.fields[column];
+}
+
+std::int64_t integer(const CsvTable::Row& row, std::size_t column, std::string_view what) {
+  const std::string_view text = field(row, column);
+  std::int64_t value = 0;
+  const auto [end, error] = std::from_chars(text.data(), text.data() + text.size(), value);
+  if (error != std::errc{} || end != text.data() + text.size() || value < 0) {
+    throw TraceError(fmt::format("line {}: {} '{}' is not a non-negative integer", row.line, what,
+                                 text));
+  }
+  return value;
+}
+
+}  // namespace
+
+std::vector<core::NodeSpec> parse_nodes_csv(std::string_view text) {
+  const CsvTable table(text);
+  const std::size_t name = table.required("sn");
+  const std::size_t cpu = table.required("cpu_milli");
+  const std::size_t memory = table.required("memory_mib");
+  const std::size_t gpus = table.required("gpu");
+  const auto model = table.column("model");
+  std::vector<core::NodeSpec> nodes;
+  nodes.reserve(table.rows().size());
+  for (const auto& row : table.rows()) {
+    core::NodeSpec spec;
+    spec.name = std::string(field(row, name));
+    if (spec.name.empty()) throw TraceError(fmt::format("line {}: empty node name", row.line));
+    spec.cpu_milli = integer(row, cpu, "cpu_milli");
+    spec.memory = integer(row, memory, "memory_mib");
+    spec.gpu_count = static_cast<int>(integer(row, gpus, "gpu"));
+    spec.memory_per_gpu = spec.gpu_count > 0 ? kUnitsPerGpu : 0;
+    if (model && *model < row.fields.size()) spec.gpu_model = std::string(row.fields[*model]);
+    nodes.push_back(std::move(spec));
+  }
+  return nodes;
+}
+
+std::vector<TracePod> parse_pods_csv(std::string_view text) {
+  const CsvTable table(text);
+  const std::size_t name = table.required("name");
+  const std::size_t cpu = table.required("cpu_milli");
+  const std::size_t memory = table.required("memory_mib");
+  const std::size_t num_gpu = table.required("num_gpu");
+  const std::size_t gpu_milli = table.required("gpu_milli");
+  const auto gpu_spec = table.column("gpu_spec");
+  std::vector<TracePod> pods;
+  pods.reserve(table.rows().size());
+  for (const auto& row : table.rows()) {
+    TracePod pod;
+    pod.name = std::string(field(row, name));
+    pod.demand.cpu_milli = integer(row, cpu, "cpu_milli");
+    pod.demand.memory = integer(row, memory, "memory_mib");
+    const auto count = integer(row, num_gpu, "num_gpu");
+    const auto milli = integer(row, gpu_milli, "gpu_milli");
+    if (count > 0 && (milli == 0 || milli > kUnitsPerGpu)) {
+      throw TraceError(fmt::format("line {}: gpu_milli {} outside 1..{} for a GPU pod", row.line,
+                                   milli, kUnitsPerGpu));
+    }
+    pod.demand.gpu_count = static_cast<int>(count);
+    pod.demand.per_gpu = count > 0 ? milli : 0;
+    if (gpu_spec && *gpu_spec < row.fields.size() && !row.fields[*gpu_spec].empty()) {
+      for (auto model : split(row.fields[*gpu_spec], '|')) {
+        if (!model.empty()) pod.demand.allowed_models.emplace_back(model);
+      }
+    }
+    pods.push_back(std::move(pod));
+  }
+  return pods;
+}
+
+std::string read_text_file(const std::filesystem::path& path) {
+  std::ifstream in(path, std::ios::binary);
+  if (!in) throw TraceError(fmt::format("cannot open {}", path.string()));
+  std::ostringstream text;
+  text << in.rdbuf();
+  if (in.bad()) throw TraceError(fmt::format("cannot read {}", path.string()));
+  return std::move(text).str();
+}
+
+}  // namespace gpushare::sim
