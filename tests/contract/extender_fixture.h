@@ -1,0 +1,116 @@
+#pragma once
+// A real gpushare HTTP server on an ephemeral port over a standalone cluster, for contract tests.
+
+#include <httplib.h>
+
+#include <memory>
+#include <string>
+#include <thread>
+
+#include "gpushare/core/placement_policy.h"
+#include "gpushare/extender/http_server.h"
+#include "gpushare/extender/scheduling_service.h"
+#include "gpushare/extender/standalone_cluster.h"
+
+namespace gpushare::testing {
+
+using extender::Json;
+
+inline Json node_object(const std::string& name, int gpus, long long memory_total,
+                        const std::string& model = "Tesla-T4") {
+  Json capacity = Json::object();
+  if (memory_total >= 0) capacity["aliyun.com/gpu-mem"] = std::to_string(memory_total);
+  if (gpus >= 0) capacity["aliyun.com/gpu-count"] = std::to_string(gpus);
+  capacity["cpu"] = "32";
+  return {{"apiVersion", "v1"},
+          {"kind", "Node"},
+          {"metadata", {{"name", name}, {"labels", {{"nvidia.com/gpu.product", model}}}}},
+          {"status", {{"capacity", capacity}, {"allocatable", capacity}}}};
+}
+
+inline Json pod_object(const std::string& name, const std::string& uid, long long request,
+                       const std::string& node = "", int gpu = -1,
+                       const std::string& phase = "Running") {
+  Json pod = {{"apiVersion", "v1"},
+              {"kind", "Pod"},
+              {"metadata", {{"name", name}, {"namespace", "default"}, {"uid", uid}}},
+              {"spec",
+               {{"containers",
+                 Json::array({{{"name", "main"},
+                               {"resources",
+                                {{"limits", {{"aliyun.com/gpu-mem", std::to_string(request)}}}}}}})}}},
+              {"status", {{"phase", node.empty() ? "Pending" : phase}}}};
+  if (request <= 0) pod["spec"]["containers"][0]["resources"] = Json::object();
+  if (!node.empty()) pod["spec"]["nodeName"] = node;
+  if (gpu >= 0) {
+    pod["metadata"]["annotations"] = {{"ALIYUN_COM_GPU_MEM_IDX", std::to_string(gpu)},
+                                      {"ALIYUN_COM_GPU_MEM_POD", std::to_string(request)}};
+  }
+  return pod;
+}
+
+inline Json cluster_list(const std::vector<Json>& items) {
+  return {{"apiVersion", "v1"}, {"kind", "List"}, {"items", items}};
+}
+
+class ExtenderUnderTest {
+ public:
+  explicit ExtenderUnderTest(const Json& cluster, std::string policy = "binpack",
+                             std::size_t max_request_bytes = 1 << 20)
+      : standalone_(cluster, kube::ResourceNames{}), store_(core::make_policy(policy)) {
+    store_.write([&](core::ClusterModel& model, core::PlacementPolicy&) { standalone_.populate(model); });
+    extender::ServiceConfig config;
+    config.now_ns = [this] { return ++fake_clock_ns_; };
+    service_ = std::make_unique<extender::SchedulingService>(store_, standalone_, metrics_, rejections_,
+                                                              config);
+    extender::HttpServerOptions options;
+    options.max_request_bytes = max_request_bytes;
+    options.threads = 8;
+    options.policy_name = policy;
+    server_ = std::make_unique<extender::HttpServer>(*service_, store_, metrics_, rejections_, options);
+    port_ = server_->bind("127.0.0.1", 0);
+    thread_ = std::jthread([this] { server_->serve(); });
+    while (!server_->is_running()) std::this_thread::yield();
+  }
+  ~ExtenderUnderTest() {
+    server_->stop();
+    thread_.join();
+  }
+
+  int port() const { return port_; }
+  httplib::Client client() const {
+    httplib::Client client("127.0.0.1", port_);
+    client.set_read_timeout(30);
+    return client;
+  }
+  // POSTs a JSON body to /gpushare-scheduler/<verb>; returns status and parsed body.
+  std::pair<int, Json> post(const std::string& verb, const std::string& body) const {
+    auto result = client().Post("/gpushare-scheduler/" + verb, body, "application/json");
+    if (!result) return {-1, nullptr};
+    return {result->status, Json::parse(result->body, nullptr, false)};
+  }
+  std::pair<int, Json> post(const std::string& verb, const Json& body) const {
+    return post(verb, body.dump());
+  }
+  Json inspect() const {
+    auto result = client().Get("/gpushare-scheduler/inspect");
+    return Json::parse(result->body);
+  }
+
+  extender::ModelStore& store() { return store_; }
+  extender::StandaloneCluster& cluster() { return standalone_; }
+  extender::Metrics& metrics() { return metrics_; }
+
+ private:
+  extender::StandaloneCluster standalone_;
+  extender::ModelStore store_;
+  extender::Metrics metrics_;
+  extender::RejectionLog rejections_;
+  std::atomic<std::int64_t> fake_clock_ns_{1'700'000'000'000'000'000};
+  std::unique_ptr<extender::SchedulingService> service_;
+  std::unique_ptr<extender::HttpServer> server_;
+  int port_ = -1;
+  std::jthread thread_;
+};
+
+}  // namespace gpushare::testing

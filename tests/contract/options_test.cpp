@@ -1,0 +1,100 @@
+#include "gpushare/extender/options.h"
+
+#include <gtest/gtest.h>
+
+#include <filesystem>
+#include <fstream>
+#include <map>
+
+namespace gpushare::extender {
+namespace {
+
+using Action = ParsedOptions::Action;
+
+ParsedOptions parse(std::vector<std::string> args, std::map<std::string, std::string> env = {}) {
+  return parse_options(args, [env](const char* name) -> std::optional<std::string> {
+    auto it = env.find(name);
+    return it == env.end() ? std::nullopt : std::optional<std::string>(it->second);
+  });
+}
+
+TEST(Options, DefaultsMatchTheProductSpec) {
+  const auto parsed = parse({"--cluster-file", "c.yaml"});
+  ASSERT_EQ(parsed.action, Action::kRun) << parsed.message;
+  const Options& o = parsed.options;
+  EXPECT_EQ(o.listen, "0.0.0.0:39999");
+  EXPECT_EQ(o.listen_port(), 39999);
+  EXPECT_EQ(o.policy, "binpack");
+  EXPECT_EQ(o.bind_mode, "binding");
+  EXPECT_EQ(o.names.memory, "aliyun.com/gpu-mem");
+  EXPECT_EQ(o.names.count, "aliyun.com/gpu-count");
+  EXPECT_EQ(o.names.unhealthy_namespace, "kube-system");
+  EXPECT_EQ(o.log_level, "info");
+  EXPECT_EQ(o.log_format, "text");
+  EXPECT_EQ(o.source, ClusterSource::kClusterFile);
+}
+
+TEST(Options, ExactlyOneClusterSource) {
+  auto parsed = parse({});
+  EXPECT_EQ(parsed.action, Action::kExitUsage);
+  EXPECT_NE(parsed.message.find("--cluster-file"), std::string::npos);
+  EXPECT_NE(parsed.message.find("--kubeconfig"), std::string::npos);
+  EXPECT_EQ(parsed.message.find('\n'), std::string::npos);
+  parsed = parse({"--cluster-file", "a", "--kubeconfig", "b"});
+  EXPECT_EQ(parsed.action, Action::kExitUsage);
+  parsed = parse({}, {{"KUBECONFIG", "/k"}});
+  ASSERT_EQ(parsed.action, Action::kRun);
+  EXPECT_EQ(parsed.options.source, ClusterSource::kKubeconfig);
+  EXPECT_EQ(parsed.options.kubeconfig, "/k");
+  parsed = parse({}, {{"KUBERNETES_SERVICE_HOST", "10.0.0.1"}, {"KUBERNETES_SERVICE_PORT", "443"}});
+  EXPECT_EQ(parsed.options.source, ClusterSource::kInCluster);
+}
+
+TEST(Options, BadValuesNameTheFlag) {
+  for (const auto& args : std::vector<std::vector<std::string>>{
+           {"--cluster-file", "c", "--policy", "magic"},
+           {"--cluster-file", "c", "--bind-mode", "yolo"},
+           {"--cluster-file", "c", "--log-format", "xml"},
+           {"--cluster-file", "c", "--listen", "nowhere"},
+           {"--cluster-file", "c", "--frobnicate"},
+           {"--cluster-file", "c", "--tls-cert-file", "x.pem"}}) {
+    const auto parsed = parse(args);
+    EXPECT_EQ(parsed.action, Action::kExitUsage) << args[2];
+    const std::string flag = args[2].substr(0, args[2].find('='));
+    EXPECT_NE(parsed.message.find(flag.substr(2)), std::string::npos) << parsed.message;
+    EXPECT_EQ(parsed.message.find('\n'), std::string::npos) << parsed.message;
+  }
+}
+
+TEST(Options, HelpAndVersion) {
+  auto parsed = parse({"--help"});
+  EXPECT_EQ(parsed.action, Action::kExitSuccess);
+  EXPECT_NE(parsed.message.find("--bind-mode"), std::string::npos);
+  parsed = parse({"--version"});
+  EXPECT_EQ(parsed.action, Action::kExitSuccess);
+  EXPECT_EQ(parsed.message.rfind("gpushare ", 0), 0u);
+}
+
+TEST(Options, ConfigFileWithFlagsWinning) {
+  const auto path = std::filesystem::temp_directory_path() / "gpushare-options-test.yaml";
+  {
+    std::ofstream out(path);
+    out << "cluster-file: from-config.yaml\npolicy: spread\nlisten: 127.0.0.1:8080\nlog-format: json\n";
+  }
+  const auto parsed = parse({"--config", path.string(), "--policy", "binpack"});
+  ASSERT_EQ(parsed.action, Action::kRun) << parsed.message;
+  EXPECT_EQ(parsed.options.cluster_file, "from-config.yaml");
+  EXPECT_EQ(parsed.options.policy, "binpack");
+  EXPECT_EQ(parsed.options.listen_port(), 8080);
+  EXPECT_EQ(parsed.options.log_format, "json");
+  {
+    std::ofstream out(path);
+    out << "no-such-flag: 1\ncluster-file: x\n";
+  }
+  EXPECT_EQ(parse({"--config", path.string()}).action, Action::kExitUsage);
+  std::filesystem::remove(path);
+  EXPECT_EQ(parse({"--config", "/nonexistent.yaml"}).action, Action::kExitUsage);
+}
+
+}  // namespace
+}  // namespace gpushare::extender
