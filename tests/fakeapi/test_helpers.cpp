@@ -1,0 +1,441 @@
+#include "test_helpers.h"
+
+#include <arpa/inet.h>
+#include <netinet/in.h>
+#include <fcntl.h>
+#include <poll.h>
+#include <signal.h>
+#include <spawn.h>
+#include <sys/socket.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <cctype>
+#include <cerrno>
+#include <cstdlib>
+#include <sstream>
+#include <stdexcept>
+
+extern char** environ;
+
+namespace gpushare::testing::fakeapi_test {
+
+using Clock = std::chrono::steady_clock;
+
+// --- ApiClient -----------------------------------------------------------------------------
+
+namespace {
+Reply to_reply(const httplib::Result& result) {
+  Reply reply;
+  reply.error = result.error();
+  if (!result) return reply;
+  reply.status = result->status;
+  reply.body = result->body;
+  reply.headers = result->headers;
+  reply.json = Json::parse(reply.body, nullptr, false);
+  if (reply.json.is_discarded()) reply.json = nullptr;
+  return reply;
+}
+}  // namespace
+
+ApiClient::ApiClient(const FakeApiServer& server, std::string token)
+    : client_(std::make_unique<httplib::Client>(server.base_url())), token_(std::move(token)) {
+  if (server.uses_tls()) {
+    client_->set_ca_cert_path(server.ca_cert_path().string());
+    client_->enable_server_certificate_verification(true);
+  }
+  client_->set_read_timeout(10, 0);
+}
+
+void ApiClient::set_read_timeout(std::chrono::milliseconds timeout) {
+  client_->set_read_timeout(timeout);
+}
+
+httplib::Headers ApiClient::headers() const {
+  httplib::Headers headers = {{"Accept", "application/json"}};
+  if (!token_.empty()) headers.emplace("Authorization", "Bearer " + token_);
+  return headers;
+}
+
+Reply ApiClient::get(const std::string& path) { return to_reply(client_->Get(path, headers())); }
+
+Reply ApiClient::post(const std::string& path, const Json& body) {
+  return to_reply(client_->Post(path, headers(), body.dump(), "application/json"));
+}
+
+Reply ApiClient::put(const std::string& path, const Json& body) {
+  return to_reply(client_->Put(path, headers(), body.dump(), "application/json"));
+}
+
+Reply ApiClient::patch(const std::string& path, const std::string& body, const std::string& content_type) {
+  return to_reply(client_->Patch(path, headers(), body, content_type));
+}
+
+Reply ApiClient::del(const std::string& path, const std::string& body) {
+  return to_reply(client_->Delete(path, headers(), body, "application/json"));
+}
+
+// --- RawHttpConnection ---------------------------------------------------------------------
+
+RawHttpConnection::RawHttpConnection(std::uint16_t port) {
+  fd_ = ::socket(AF_INET, SOCK_STREAM, 0);
+  sockaddr_in address{};
+  address.sin_family = AF_INET;
+  address.sin_port = htons(port);
+  ::inet_pton(AF_INET, "127.0.0.1", &address.sin_addr);
+  if (::connect(fd_, reinterpret_cast<sockaddr*>(&address), sizeof address) != 0) {
+    ::close(fd_);
+    throw std::runtime_error("connect to 127.0.0.1:" + std::to_string(port) + " failed");
+  }
+}
+
+RawHttpConnection::~RawHttpConnection() {
+  if (fd_ >= 0) ::close(fd_);
+}
+
+void RawHttpConnection::send_request(std::string_view method, std::string_view target,
+                                     const std::map<std::string, std::string>& headers,
+                                     std::string_view body) {
+  std::string request = std::string(method) + " " + std::string(target) + " HTTP/1.1\r\nHost: 127.0.0.1\r\n";
+  for (const auto& [key, value] : headers) request += key + ": " + value + "\r\n";
+  if (!body.empty() || method == "POST" || method == "PUT" || method == "PATCH") {
+    request += "Content-Length: " + std::to_string(body.size()) + "\r\n";
+  }
+  request += "\r\n";
+  request += body;
+  std::size_t sent = 0;
+  while (sent < request.size()) {
+    const ssize_t n = ::send(fd_, request.data() + sent, request.size() - sent, MSG_NOSIGNAL);
+    if (n <= 0) throw std::runtime_error("send failed");
+    sent += static_cast<std::size_t>(n);
+  }
+}
+
+RawHttpConnection::Fill RawHttpConnection::fill(Clock::time_point deadline) {
+  const auto remaining = std::chrono::duration_cast<std::chrono::milliseconds>(deadline - Clock::now());
+  if (remaining.count() <= 0) return Fill::Timeout;
+  pollfd entry{fd_, POLLIN, 0};
+  const int ready = ::poll(&entry, 1, static_cast<int>(remaining.count()));
+  if (ready == 0) return Fill::Timeout;
+  char data[8192];
+  const ssize_t n = ::recv(fd_, data, sizeof data, 0);
+  if (n == 0) return Fill::Eof;
+  if (n < 0) return errno == ECONNRESET ? Fill::Reset : Fill::Eof;
+  buffer_.append(data, static_cast<std::size_t>(n));
+  return Fill::Data;
+}
+
+std::optional<std::string> RawHttpConnection::read_line(Clock::time_point deadline, Fill& why) {
+  for (;;) {
+    if (const auto end = buffer_.find("\r\n"); end != std::string::npos) {
+      std::string line = buffer_.substr(0, end);
+      buffer_.erase(0, end + 2);
+      return line;
+    }
+    why = fill(deadline);
+    if (why != Fill::Data) return std::nullopt;
+  }
+}
+
+std::optional<RawHttpConnection::Head> RawHttpConnection::read_head(std::chrono::milliseconds timeout) {
+  const auto deadline = Clock::now() + timeout;
+  Fill why = Fill::Data;
+  const auto status_line = read_line(deadline, why);
+  if (!status_line || status_line->size() < 12) return std::nullopt;
+  Head head;
+  head.status = std::stoi(status_line->substr(9, 3));
+  for (;;) {
+    const auto line = read_line(deadline, why);
+    if (!line) return std::nullopt;
+    if (line->empty()) break;
+    const auto colon = line->find(':');
+    if (colon == std::string::npos) continue;
+    std::string key = line->substr(0, colon);
+    std::transform(key.begin(), key.end(), key.begin(), [](unsigned char c) { return std::tolower(c); });
+    std::string value = line->substr(colon + 1);
+    value.erase(0, value.find_first_not_of(' '));
+    head.headers[key] = value;
+  }
+  return head;
+}
+
+RawHttpConnection::ChunkStatus RawHttpConnection::read_chunk(std::string& data,
+                                                             std::chrono::milliseconds timeout) {
+  const auto deadline = Clock::now() + timeout;
+  Fill why = Fill::Data;
+  auto failed = [&] { return why == Fill::Timeout ? ChunkStatus::Timeout : ChunkStatus::Abrupt; };
+  const auto size_line = read_line(deadline, why);
+  if (!size_line) return failed();
+  const std::size_t size = std::stoul(*size_line, nullptr, 16);
+  if (size == 0) {
+    const auto trailer_end = read_line(deadline, why);
+    return trailer_end ? ChunkStatus::CleanEnd : failed();
+  }
+  while (buffer_.size() < size + 2) {
+    why = fill(deadline);
+    if (why != Fill::Data) return failed();
+  }
+  data = buffer_.substr(0, size);
+  buffer_.erase(0, size + 2);
+  return ChunkStatus::Chunk;
+}
+
+std::optional<std::string> RawHttpConnection::read_body(const Head& head, std::chrono::milliseconds timeout) {
+  const auto deadline = Clock::now() + timeout;
+  if (auto it = head.headers.find("content-length"); it != head.headers.end()) {
+    const std::size_t length = std::stoul(it->second);
+    while (buffer_.size() < length) {
+      if (fill(deadline) != Fill::Data) return std::nullopt;
+    }
+    std::string body = buffer_.substr(0, length);
+    buffer_.erase(0, length);
+    return body;
+  }
+  std::string body;
+  for (;;) {
+    std::string chunk;
+    const auto status = read_chunk(chunk, std::chrono::duration_cast<std::chrono::milliseconds>(deadline - Clock::now()));
+    if (status == ChunkStatus::CleanEnd) return body;
+    if (status != ChunkStatus::Chunk) return std::nullopt;
+    body += chunk;
+  }
+}
+
+bool RawHttpConnection::closed_by_peer(std::chrono::milliseconds timeout) {
+  const auto deadline = Clock::now() + timeout;
+  for (;;) {
+    const Fill why = fill(deadline);
+    if (why == Fill::Eof || why == Fill::Reset) return true;
+    if (why == Fill::Timeout) return false;
+  }
+}
+
+// --- JsonValueSplitter -----------------------------------------------------------------------
+
+std::vector<Json> JsonValueSplitter::feed(std::string_view bytes) {
+  std::vector<Json> values;
+  pending_.append(bytes);
+  for (; scanned_ < pending_.size(); ++scanned_) {
+    const char c = pending_[scanned_];
+    if (in_string_) {
+      if (escaped_) {
+        escaped_ = false;
+      } else if (c == '\\') {
+        escaped_ = true;
+      } else if (c == '"') {
+        in_string_ = false;
+      }
+      continue;
+    }
+    if (c == '"') {
+      in_string_ = true;
+    } else if (c == '{' || c == '[') {
+      ++depth_;
+    } else if ((c == '}' || c == ']') && --depth_ == 0) {
+      values.push_back(Json::parse(pending_.substr(0, scanned_ + 1)));
+      pending_.erase(0, scanned_ + 1);
+      // Skip the whitespace between values.
+      const auto next = pending_.find_first_not_of(" \t\r\n");
+      pending_.erase(0, next == std::string::npos ? pending_.size() : next);
+      scanned_ = static_cast<std::size_t>(-1);  // ++ makes it 0
+    }
+  }
+  return values;
+}
+
+bool JsonValueSplitter::has_partial_value() const {
+  return pending_.find_first_not_of(" \t\r\n") != std::string::npos;
+}
+
+// --- WatchStream -----------------------------------------------------------------------------
+
+WatchStream::WatchStream(std::uint16_t port, std::string_view target, std::string_view token)
+    : connection_(port) {
+  std::map<std::string, std::string> headers = {{"Accept", "application/json"}};
+  if (!token.empty()) headers["Authorization"] = "Bearer " + std::string(token);
+  connection_.send_request("GET", target, headers);
+  head_ = connection_.read_head();
+  if (!head_) throw std::runtime_error("no response head for " + std::string(target));
+}
+
+std::optional<Json> WatchStream::next_event(std::chrono::milliseconds timeout) {
+  const auto deadline = Clock::now() + timeout;
+  while (ready_.empty() && !end_) {
+    const auto remaining = std::chrono::duration_cast<std::chrono::milliseconds>(deadline - Clock::now());
+    if (remaining.count() <= 0) return std::nullopt;
+    std::string chunk;
+    const auto status = connection_.read_chunk(chunk, remaining);
+    if (status == RawHttpConnection::ChunkStatus::Timeout) return std::nullopt;
+    if (status != RawHttpConnection::ChunkStatus::Chunk) {
+      end_ = status;
+      break;
+    }
+    chunks_.push_back(chunk);
+    for (Json& value : splitter_.feed(chunk)) ready_.push_back(std::move(value));
+  }
+  if (ready_.empty()) return std::nullopt;
+  Json event = std::move(ready_.front());
+  ready_.erase(ready_.begin());
+  return event;
+}
+
+std::vector<Json> WatchStream::read_to_end(std::chrono::milliseconds timeout) {
+  const auto deadline = Clock::now() + timeout;
+  std::vector<Json> events;
+  while (Clock::now() < deadline) {
+    auto event = next_event(std::chrono::duration_cast<std::chrono::milliseconds>(deadline - Clock::now()));
+    if (!event) break;
+    events.push_back(std::move(*event));
+  }
+  return events;
+}
+
+bool WatchStream::stays_quiet(std::chrono::milliseconds quiet) {
+  if (!ready_.empty()) return false;
+  std::string chunk;
+  const auto status = connection_.read_chunk(chunk, quiet);
+  if (status == RawHttpConnection::ChunkStatus::Timeout) return true;
+  if (status == RawHttpConnection::ChunkStatus::Chunk) {
+    chunks_.push_back(chunk);
+    for (Json& value : splitter_.feed(chunk)) ready_.push_back(std::move(value));
+  } else {
+    end_ = status;
+  }
+  return false;
+}
+
+// --- Subprocess ------------------------------------------------------------------------------
+
+Subprocess::Subprocess(const std::vector<std::string>& argv) {
+  int out_pipe[2];
+  int err_pipe[2];
+  if (::pipe(out_pipe) != 0 || ::pipe(err_pipe) != 0) throw std::runtime_error("pipe failed");
+  posix_spawn_file_actions_t actions;
+  posix_spawn_file_actions_init(&actions);
+  posix_spawn_file_actions_adddup2(&actions, out_pipe[1], STDOUT_FILENO);
+  posix_spawn_file_actions_adddup2(&actions, err_pipe[1], STDERR_FILENO);
+  posix_spawn_file_actions_addclose(&actions, out_pipe[0]);
+  posix_spawn_file_actions_addclose(&actions, err_pipe[0]);
+  posix_spawn_file_actions_addopen(&actions, STDIN_FILENO, "/dev/null", O_RDONLY, 0);
+  std::vector<char*> args;
+  for (const std::string& arg : argv) args.push_back(const_cast<char*>(arg.c_str()));
+  args.push_back(nullptr);
+  // A process group of its own, so kill() also reaches any child it starts (gcloud's
+  // kubectl is a dispatcher that may run a versioned kubectl).
+  posix_spawnattr_t attributes;
+  posix_spawnattr_init(&attributes);
+  posix_spawnattr_setflags(&attributes, POSIX_SPAWN_SETPGROUP);
+  posix_spawnattr_setpgroup(&attributes, 0);
+  const int rc = ::posix_spawnp(&pid_, args[0], &actions, &attributes, args.data(), environ);
+  posix_spawnattr_destroy(&attributes);
+  posix_spawn_file_actions_destroy(&actions);
+  ::close(out_pipe[1]);
+  ::close(err_pipe[1]);
+  if (rc != 0) {
+    ::close(out_pipe[0]);
+    ::close(err_pipe[0]);
+    throw std::runtime_error("cannot start " + argv[0]);
+  }
+  readers_.emplace_back([this, fd = out_pipe[0]] { pump(fd, stdout_); });
+  readers_.emplace_back([this, fd = err_pipe[0]] { pump(fd, stderr_); });
+}
+
+Subprocess::~Subprocess() {
+  kill();
+  wait_exit(10000ms);
+  join_readers();
+}
+
+void Subprocess::join_readers() {
+  for (std::thread& reader : readers_) {
+    if (reader.joinable()) reader.join();
+  }
+}
+
+void Subprocess::pump(int fd, std::string& sink) {
+  char data[4096];
+  for (;;) {
+    const ssize_t n = ::read(fd, data, sizeof data);
+    if (n <= 0) break;
+    {
+      std::lock_guard lock(mutex_);
+      sink.append(data, static_cast<std::size_t>(n));
+    }
+    changed_.notify_all();
+  }
+  ::close(fd);
+  changed_.notify_all();
+}
+
+std::string Subprocess::stdout_text() const {
+  std::lock_guard lock(mutex_);
+  return stdout_;
+}
+
+std::string Subprocess::stderr_text() const {
+  std::lock_guard lock(mutex_);
+  return stderr_;
+}
+
+std::optional<int> Subprocess::wait_exit(std::chrono::milliseconds timeout) {
+  if (exit_code_) return exit_code_;
+  const auto deadline = Clock::now() + timeout;
+  for (;;) {
+    int status = 0;
+    const pid_t done = ::waitpid(pid_, &status, WNOHANG);
+    if (done == pid_) {
+      exit_code_ = WIFEXITED(status) ? WEXITSTATUS(status) : 128 + WTERMSIG(status);
+      return exit_code_;
+    }
+    if (Clock::now() >= deadline) return std::nullopt;
+    std::this_thread::sleep_for(10ms);
+  }
+}
+
+void Subprocess::kill() {
+  if (pid_ > 0) ::kill(-pid_, SIGKILL);  // the whole group; harmless once it is gone
+}
+
+RunResult run_process(const std::vector<std::string>& argv, std::chrono::milliseconds timeout) {
+  RunResult result;
+  {
+    Subprocess process(argv);
+    result.exit_code = process.wait_exit(timeout);
+    if (!result.exit_code) {
+      process.kill();
+      process.wait_exit(10000ms);
+    }
+    process.join_readers();
+    result.out = process.stdout_text();
+    result.err = process.stderr_text();
+  }
+  return result;
+}
+
+std::string find_on_path(std::string_view name) {
+  const char* path = std::getenv("PATH");
+  if (path == nullptr) return {};
+  std::stringstream dirs(path);
+  std::string dir;
+  while (std::getline(dirs, dir, ':')) {
+    const std::filesystem::path candidate = std::filesystem::path(dir) / name;
+    if (::access(candidate.c_str(), X_OK) == 0) return candidate.string();
+  }
+  return {};
+}
+
+// --- TempDir ---------------------------------------------------------------------------------
+
+TempDir::TempDir() {
+  std::string pattern = (std::filesystem::temp_directory_path() / "fakeapi-test-XXXXXX").string();
+  if (::mkdtemp(pattern.data()) == nullptr) throw std::runtime_error("mkdtemp failed");
+  path_ = pattern;
+}
+
+TempDir::~TempDir() {
+  std::error_code ignored;
+  std::filesystem::remove_all(path_, ignored);
+}
+
+}  // namespace gpushare::testing::fakeapi_test
