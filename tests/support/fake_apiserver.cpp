@@ -39,6 +39,8 @@ void FakeApiServer::Impl::start(std::uint16_t requested_port) {
   }
   if (!server->is_valid()) throw std::runtime_error("fake apiserver: could not set up the HTTP server");
   server->set_keep_alive_timeout(keep_alive.count());
+  // A real apiserver keeps connections for many requests; httplib's default is 5.
+  server->set_keep_alive_max_count(100000);
   install_routes(*server);
 
   int bound = -1;

@@ -171,8 +171,6 @@ bool Connection::peer_closed() const {
 
 FakeHttpServer::FakeHttpServer() {
   new_task_queue = thread_per_connection_queue();
-  // A real apiserver keeps connections for many requests; httplib's default is 5.
-  set_keep_alive_max_count(100000);
 }
 
 FakeHttpServer::~FakeHttpServer() { begin_shutdown(); }

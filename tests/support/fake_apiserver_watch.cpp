@@ -188,11 +188,12 @@ bool FakeApiServer::Impl::pump_watch(WatchSession& session, httplib::DataSink& s
           for (auto it = store.events_after(session.cursor); it != store.history_end(); ++it) {
             if (auto event = view_of(session, *it)) frames.push_back(std::move(*event));
           }
-          session.cursor = store.current_rv();
+          session.cursor = std::max(session.cursor, store.current_rv());
         }
       }
       const auto now = Clock::now();
-      if (!finish && frames.empty() && session.allow_bookmarks) {
+      // A watch from a future RV gets no bookmark until the server has reached that RV.
+      if (!finish && frames.empty() && session.allow_bookmarks && session.cursor <= store.current_rv()) {
         const bool periodic_due = bookmark_interval.count() > 0 && now >= session.next_periodic_bookmark;
         if (session.bookmarks_seen != bookmark_generation || periodic_due) {
           frames.push_back(bookmark_frame(session.resource, session.cursor, false));
