@@ -144,6 +144,17 @@ void drop_current_connection(httplib::Response& response) {
                                         [](std::size_t, httplib::DataSink&) { return false; });
 }
 
+// The fake reads JSON bodies only; protobuf (what typed clients such as `kubectl create
+// configmap` send) and YAML get the 415 of a server without those serializers.
+void require_json_body(const httplib::Request& request) {
+  const std::string content_type = request.get_header_value("Content-Type");
+  std::string media_type = content_type.substr(0, content_type.find(';'));
+  media_type.erase(std::remove(media_type.begin(), media_type.end(), ' '), media_type.end());
+  if (!media_type.empty() && media_type != "application/json") {
+    throw unsupported_media_type("application/json");
+  }
+}
+
 void set_pod_scheduled(json& pod) {
   json& status = pod["status"];
   if (!status.is_object()) status = json::object();
@@ -472,6 +483,9 @@ void FakeApiServer::Impl::serve(const Route& route, const httplib::Request& requ
     throw ApiError(404, "NotFound", "the server could not find the requested resource");
   }
   if (!route.method_allowed) throw method_not_allowed();
+  const bool sends_object = route.verb == Verb::Create || route.verb == Verb::Update ||
+                            route.verb == Verb::Bind || (route.verb == Verb::Delete && !request.body.empty());
+  if (sends_object) require_json_body(request);
   switch (route.kind) {
     case Route::Kind::Health:
       response.set_content("ok", "text/plain");
@@ -719,7 +733,11 @@ json FakeApiServer::Impl::http_patch(const Route& route, const httplib::Request&
   const Resource resource = *route.resource;
   const std::string content_type = request.get_header_value("Content-Type");
   const auto type = patch_type_from_content_type(content_type);
-  if (!type) throw unsupported_media_type(content_type);
+  if (!type) {
+    throw unsupported_media_type(
+        "application/json-patch+json, application/merge-patch+json, application/apply-patch+yaml, "
+        "application/strategic-merge-patch+json");
+  }
   const json patch = parse_json_body(request.body);
   json result;
   {

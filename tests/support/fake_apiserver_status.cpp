@@ -109,12 +109,11 @@ ApiError bad_request(std::string_view message) {
 
 ApiError unauthorized() { return ApiError(401, "Unauthorized", "Unauthorized"); }
 
-ApiError unsupported_media_type(std::string_view content_type) {
-  (void)content_type;
+ApiError unsupported_media_type(std::string_view accepted) {
   return ApiError(415, "UnsupportedMediaType",
-                  "the body of the request was in an unknown format - accepted media types "
-                  "include: application/json-patch+json, application/merge-patch+json, "
-                  "application/apply-patch+yaml, application/strategic-merge-patch+json");
+                  fmt::format("the body of the request was in an unknown format - accepted media "
+                              "types include: {}",
+                              accepted));
 }
 
 ApiError method_not_allowed() {

@@ -56,7 +56,8 @@ ApiError conflict(std::string_view group, std::string_view resource, std::string
                   std::string_view cause);
 ApiError bad_request(std::string_view message);
 ApiError unauthorized();
-ApiError unsupported_media_type(std::string_view content_type);
+// `accepted` lists the media types the endpoint takes.
+ApiError unsupported_media_type(std::string_view accepted);
 ApiError method_not_allowed();
 ApiError expired(std::string_view message);
 ApiError too_large_resource_version(std::uint64_t requested, std::uint64_t current);
