@@ -1,0 +1,116 @@
+#pragma once
+// A list/watch loop for one resource, following client-go's Reflector (protocol-reference §2):
+// paged list, watch from the list's resourceVersion with bookmarks, re-watch on a clean close,
+// relist on 410 or any other failure, exponential backoff with jitter between failures.
+
+#include <atomic>
+#include <chrono>
+#include <condition_variable>
+#include <cstdint>
+#include <mutex>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include "gpushare/apiclient/api_client.h"
+#include "gpushare/apiclient/backoff.h"
+#include "gpushare/apiclient/clock.h"
+#include "gpushare/apiclient/watch_event.h"
+
+namespace gpushare::apiclient {
+
+// Receives the resource's state. Called on the reflector's thread only, never concurrently.
+// An exception from a callback is logged and makes the reflector relist (after backoff).
+class ReflectorHandler {
+ public:
+  virtual ~ReflectorHandler() = default;
+  // The complete set of objects after a (re)list: replace the cache, dropping objects that are
+  // not in `items`.
+  virtual void on_replace(std::vector<Json> items, const std::string& resource_version) = 0;
+  // ADDED, MODIFIED or DELETED (the object's last state). BOOKMARKs are consumed internally.
+  virtual void on_event(WatchEventType type, const Json& object) = 0;
+};
+
+struct ReflectorOptions {
+  std::string path;            // collection path, e.g. "/api/v1/pods"
+  std::string field_selector;  // e.g. "status.phase!=Succeeded,status.phase!=Failed"
+  std::string label_selector;
+  std::string name;            // for logs; defaults to `path`
+  int page_size = 500;         // list limit; 0 disables paging
+  std::chrono::seconds min_watch_timeout{300};  // timeoutSeconds is drawn uniformly from
+  std::chrono::seconds max_watch_timeout{600};  // [min, max] for each watch
+  ReconnectBackoffOptions backoff;
+  // A watch that ends sooner than this with no events counts as a failure (client-go: 1 s).
+  std::chrono::milliseconds min_healthy_watch{1000};
+  SteadyClock clock = real_steady_clock();
+  Sleeper sleeper = real_sleeper();  // backoff waits
+  RandomSource random = default_random_source();
+};
+
+struct ReflectorCounters {
+  std::uint64_t lists = 0;            // successful full lists (the first one included)
+  std::uint64_t relists = 0;          // list attempts after the first successful one
+  std::uint64_t watches = 0;          // watch requests started
+  std::uint64_t watch_restarts = 0;   // watches started after the first (re-watch or after relist)
+  std::uint64_t events = 0;           // ADDED/MODIFIED/DELETED delivered
+  std::uint64_t bookmarks = 0;
+  std::uint64_t expired = 0;          // 410s seen (list continue, list, watch)
+  std::uint64_t errors = 0;           // failures that led to a backoff
+};
+
+class Reflector {
+ public:
+  // `client` and `handler` must outlive the reflector. Does not start the thread.
+  Reflector(ApiClient& client, ReflectorOptions options, ReflectorHandler& handler);
+  ~Reflector();  // stop()
+  Reflector(const Reflector&) = delete;
+  Reflector& operator=(const Reflector&) = delete;
+
+  void start();  // starts the list/watch thread; at most once
+  // Requests stop and joins: an in-flight request or backoff wait is interrupted promptly.
+  void stop();
+
+  // True once the first list has been delivered via on_replace.
+  bool has_synced() const { return synced_.load(std::memory_order_acquire); }
+  // Waits until has_synced() or the timeout; returns has_synced().
+  bool wait_for_sync(std::chrono::milliseconds timeout) const;
+
+  ReflectorCounters counters() const;
+  std::string last_resource_version() const;
+  const std::string& name() const { return options_.name; }
+
+ private:
+  enum class Next { kRelist, kRewatch, kStop };
+  struct ListResult;
+
+  void run(std::stop_token stop);
+  // Lists everything and calls on_replace; false on failure (already logged and counted).
+  bool list_and_replace(std::stop_token stop);
+  Result<ListResult> list_all(const std::string& resource_version, std::stop_token stop);
+  Result<ListResult> list_pages(const std::string& resource_version, bool paged,
+                                std::stop_token stop);
+  Next watch_once(std::stop_token stop);
+  bool back_off(std::stop_token stop);  // false if stopped while waiting
+  std::chrono::seconds pick_watch_timeout();
+  Query selector_query() const;
+  void set_resource_version(std::string rv);
+
+  ApiClient& client_;
+  ReflectorOptions options_;
+  ReflectorHandler& handler_;
+  ReconnectBackoff backoff_;
+
+  // Owned by the reflector thread.
+  bool last_rv_unavailable_ = false;  // the last RV was too old/new: list from etcd ("")
+  bool paginated_result_ = false;     // a list came back in pages, so keep paging (client-go)
+
+  mutable std::mutex state_mutex_;
+  mutable std::condition_variable synced_cv_;
+  std::string last_rv_;
+  ReflectorCounters counters_;
+  std::atomic<bool> synced_{false};
+
+  std::jthread thread_;  // last: joined first on destruction
+};
+
+}  // namespace gpushare::apiclient

@@ -1,0 +1,32 @@
+#include "file_util.h"
+
+#include <fstream>
+#include <sstream>
+
+namespace gpushare::apiclient::detail {
+
+std::optional<std::string> read_file(const std::filesystem::path& path) {
+  std::ifstream in(path, std::ios::binary);
+  if (!in) return std::nullopt;
+  std::ostringstream content;
+  content << in.rdbuf();
+  if (in.bad()) return std::nullopt;
+  return std::move(content).str();
+}
+
+std::string_view trim(std::string_view text) {
+  constexpr std::string_view kSpace = " \t\r\n\v\f";
+  const auto first = text.find_first_not_of(kSpace);
+  if (first == std::string_view::npos) return {};
+  const auto last = text.find_last_not_of(kSpace);
+  return text.substr(first, last - first + 1);
+}
+
+std::string resolve_path(std::string_view path, const std::filesystem::path& base_dir) {
+  if (path.empty()) return {};
+  std::filesystem::path p(path);
+  if (p.is_absolute()) return p.string();
+  return (base_dir / p).lexically_normal().string();
+}
+
+}  // namespace gpushare::apiclient::detail

@@ -1,0 +1,295 @@
+#include "gpushare/apiclient/reflector.h"
+
+#include <fmt/format.h>
+#include <spdlog/spdlog.h>
+
+#include <algorithm>
+
+namespace gpushare::apiclient {
+
+struct Reflector::ListResult {
+  std::vector<Json> items;
+  std::string resource_version;
+  bool paginated = false;  // the server split the list into pages
+};
+
+Reflector::Reflector(ApiClient& client, ReflectorOptions options, ReflectorHandler& handler)
+    : client_(client),
+      options_(std::move(options)),
+      handler_(handler),
+      backoff_(options_.backoff, options_.clock, options_.random) {
+  if (options_.name.empty()) options_.name = options_.path;
+}
+
+Reflector::~Reflector() { stop(); }
+
+void Reflector::start() {
+  if (thread_.joinable()) return;
+  thread_ = std::jthread([this](std::stop_token stop) { run(stop); });
+}
+
+void Reflector::stop() {
+  if (!thread_.joinable()) return;
+  thread_.request_stop();
+  thread_.join();
+}
+
+bool Reflector::wait_for_sync(std::chrono::milliseconds timeout) const {
+  std::unique_lock lock(state_mutex_);
+  return synced_cv_.wait_for(lock, timeout, [this] { return has_synced(); });
+}
+
+ReflectorCounters Reflector::counters() const {
+  std::lock_guard lock(state_mutex_);
+  return counters_;
+}
+
+std::string Reflector::last_resource_version() const {
+  std::lock_guard lock(state_mutex_);
+  return last_rv_;
+}
+
+void Reflector::set_resource_version(std::string rv) {
+  std::lock_guard lock(state_mutex_);
+  last_rv_ = std::move(rv);
+}
+
+Query Reflector::selector_query() const {
+  Query query;
+  if (!options_.field_selector.empty()) query.emplace_back("fieldSelector", options_.field_selector);
+  if (!options_.label_selector.empty()) query.emplace_back("labelSelector", options_.label_selector);
+  return query;
+}
+
+std::chrono::seconds Reflector::pick_watch_timeout() {
+  const auto low = options_.min_watch_timeout.count();
+  const auto high = std::max(low, options_.max_watch_timeout.count());
+  const auto span = static_cast<double>(high - low + 1);
+  const auto offset = static_cast<long long>(span * std::clamp(options_.random(), 0.0, 1.0));
+  return std::chrono::seconds(std::min<long long>(low + offset, high));
+}
+
+bool Reflector::back_off(std::stop_token stop) {
+  const auto delay = backoff_.next_delay();
+  {
+    std::lock_guard lock(state_mutex_);
+    ++counters_.errors;
+  }
+  spdlog::debug("reflector {}: backing off {} ms", options_.name, delay.count());
+  return options_.sleeper(delay, stop) && !stop.stop_requested();
+}
+
+void Reflector::run(std::stop_token stop) {
+  spdlog::info("reflector {}: starting list/watch", options_.name);
+  while (!stop.stop_requested()) {
+    if (!list_and_replace(stop)) {
+      if (!back_off(stop)) break;
+      continue;
+    }
+    Next next = Next::kRewatch;
+    while (next == Next::kRewatch) next = watch_once(stop);
+    if (next == Next::kStop) break;
+  }
+  spdlog::info("reflector {}: stopped", options_.name);
+}
+
+Result<Reflector::ListResult> Reflector::list_pages(const std::string& resource_version,
+                                                    bool paged, std::stop_token stop) {
+  ListResult out;
+  std::string continue_token;
+  for (bool first_page = true;; first_page = false) {
+    RequestOptions request;
+    request.stop = stop;
+    request.query = selector_query();
+    if (paged) request.query.emplace_back("limit", std::to_string(options_.page_size));
+    if (first_page) {
+      if (!resource_version.empty()) request.query.emplace_back("resourceVersion", resource_version);
+    } else {
+      // Later pages carry the token only: the server rejects a resourceVersion with continue.
+      request.query.emplace_back("continue", continue_token);
+    }
+
+    auto page = client_.get(options_.path, request);
+    if (!page.ok()) {
+      if (!first_page && page.error().is_expired()) {
+        // The continue token expired mid-list; like client-go's pager, list it all in one go.
+        {
+          std::lock_guard lock(state_mutex_);
+          ++counters_.expired;
+        }
+        spdlog::info("reflector {}: continue token expired; listing without paging",
+                     options_.name);
+        return list_pages(resource_version, /*paged=*/false, stop);
+      }
+      return page.error();
+    }
+
+    Json& body = page.value();
+    if (!body.is_object()) return decode_error("list response is not a JSON object");
+    if (first_page) {
+      out.resource_version = resource_version_of(body);
+      if (out.resource_version.empty()) {
+        return decode_error("list response has no metadata.resourceVersion");
+      }
+    }
+    if (auto items = body.find("items"); items != body.end() && !items->is_null()) {
+      if (!items->is_array()) return decode_error("list items is not an array");
+      for (auto& item : *items) out.items.push_back(std::move(item));
+    }
+    const auto metadata = body.find("metadata");
+    const auto next = metadata != body.end() && metadata->is_object()
+                          ? metadata->value("continue", std::string())
+                          : std::string();
+    if (next.empty() || !paged) break;
+    out.paginated = true;
+    continue_token = next;
+  }
+  return out;
+}
+
+Result<Reflector::ListResult> Reflector::list_all(const std::string& resource_version,
+                                                  std::stop_token stop) {
+  // client-go pages by 500 when listing from the cache start ("0") or consistently (""), and
+  // lists a specific RV in one piece (the watch cache serves it) unless the server paged before.
+  const bool paged = options_.page_size > 0 &&
+                     (paginated_result_ || resource_version.empty() || resource_version == "0");
+  return list_pages(resource_version, paged, stop);
+}
+
+bool Reflector::list_and_replace(std::stop_token stop) {
+  {
+    std::lock_guard lock(state_mutex_);
+    if (counters_.lists > 0) ++counters_.relists;
+  }
+  const std::string current_rv = last_resource_version();
+  std::string rv = last_rv_unavailable_ ? "" : (current_rv.empty() ? "0" : current_rv);
+  auto result = list_all(rv, stop);
+  if (!result.ok() && !result.error().is_stopped() &&
+      (result.error().is_expired() || result.error().is_resource_version_too_large())) {
+    if (result.error().is_expired()) {
+      std::lock_guard lock(state_mutex_);
+      ++counters_.expired;
+    }
+    // That RV is gone (or not reached yet): list consistently from etcd, right away.
+    last_rv_unavailable_ = true;
+    if (!rv.empty()) {
+      spdlog::info("reflector {}: list at resourceVersion {} failed ({}); listing from etcd",
+                   options_.name, rv, result.error().describe());
+      rv.clear();
+      result = list_all(rv, stop);
+    }
+  }
+  if (!result.ok()) {
+    if (!result.error().is_stopped()) {
+      spdlog::warn("reflector {}: list failed: {}", options_.name, result.error().describe());
+    }
+    return false;
+  }
+
+  last_rv_unavailable_ = false;
+  paginated_result_ = paginated_result_ || result.value().paginated;
+  ListResult& list = result.value();
+  const std::size_t count = list.items.size();
+  try {
+    handler_.on_replace(std::move(list.items), list.resource_version);
+  } catch (const std::exception& e) {
+    spdlog::error("reflector {}: on_replace failed: {}", options_.name, e.what());
+    return false;
+  }
+  set_resource_version(list.resource_version);
+  {
+    std::lock_guard lock(state_mutex_);
+    ++counters_.lists;
+    synced_.store(true, std::memory_order_release);
+  }
+  synced_cv_.notify_all();
+  spdlog::debug("reflector {}: listed {} objects at resourceVersion {}", options_.name, count,
+                list.resource_version);
+  return true;
+}
+
+Reflector::Next Reflector::watch_once(std::stop_token stop) {
+  if (stop.stop_requested()) return Next::kStop;
+  const std::string rv = last_resource_version();
+  Query query = selector_query();
+  query.emplace_back("resourceVersion", rv);
+  query.emplace_back("allowWatchBookmarks", "true");
+  query.emplace_back("timeoutSeconds", std::to_string(pick_watch_timeout().count()));
+  {
+    std::lock_guard lock(state_mutex_);
+    if (counters_.watches > 0) ++counters_.watch_restarts;
+    ++counters_.watches;
+  }
+
+  auto on_event = [this](WatchEvent&& event) {
+    std::string event_rv = resource_version_of(event.object);
+    if (event.type == WatchEventType::kBookmark) {
+      std::lock_guard lock(state_mutex_);
+      ++counters_.bookmarks;
+    } else {
+      handler_.on_event(event.type, event.object);  // a throw ends the watch (relist)
+      std::lock_guard lock(state_mutex_);
+      ++counters_.events;
+    }
+    // Only after the handler took the event: a relist must not skip it.
+    if (!event_rv.empty()) set_resource_version(std::move(event_rv));
+  };
+
+  const auto started = options_.clock();
+  const WatchResult result = client_.watch(options_.path, query, on_event, stop);
+  const auto lasted = options_.clock() - started;
+
+  auto relist_after_backoff = [&] { return back_off(stop) ? Next::kRelist : Next::kStop; };
+  auto rewatch_after_backoff = [&] { return back_off(stop) ? Next::kRewatch : Next::kStop; };
+  // A clean end (or a dropped connection mid-stream) means "watch again from the last RV",
+  // unless the watch died at once with nothing to show: then the server is unhappy.
+  auto after_close = [&](std::string_view how) {
+    if (result.events == 0 && lasted < options_.min_healthy_watch) {
+      spdlog::warn("reflector {}: very short watch ({}: {} ms, no events); relisting",
+                   options_.name, how,
+                   std::chrono::duration_cast<std::chrono::milliseconds>(lasted).count());
+      return relist_after_backoff();
+    }
+    spdlog::debug("reflector {}: watch {} after {} events; watching again", options_.name, how,
+                  result.events);
+    return Next::kRewatch;
+  };
+
+  switch (result.end) {
+    case WatchEnd::kStopped:
+      return Next::kStop;
+    case WatchEnd::kClosed:
+      return after_close("closed");
+    case WatchEnd::kTransportError:
+      if (result.established) return after_close("connection lost");
+      if (result.error && result.error->is_connect_failure()) {
+        spdlog::info("reflector {}: watch: {}; retrying", options_.name, result.error->describe());
+        return rewatch_after_backoff();
+      }
+      break;
+    case WatchEnd::kHttpError:
+    case WatchEnd::kErrorEvent:
+      if (result.error && result.error->is_too_many_requests()) {
+        spdlog::info("reflector {}: watch throttled (429); retrying", options_.name);
+        return rewatch_after_backoff();
+      }
+      if (result.error && result.error->is_expired()) {
+        {
+          std::lock_guard lock(state_mutex_);
+          ++counters_.expired;
+        }
+        spdlog::info("reflector {}: watch at resourceVersion {} expired; relisting",
+                     options_.name, rv);
+        return relist_after_backoff();
+      }
+      break;
+    case WatchEnd::kDecodeError:
+    case WatchEnd::kHandlerError:
+      break;
+  }
+  spdlog::warn("reflector {}: watch ended ({}): {}; relisting", options_.name,
+               to_string(result.end), result.error ? result.error->describe() : "");
+  return relist_after_backoff();
+}
+
+}  // namespace gpushare::apiclient
