@@ -167,7 +167,10 @@ void HttpServer::install_routes() {
     }
   });
   server_->Get("/metrics", [this](const httplib::Request&, httplib::Response& res) {
-    res.set_content(metrics_.render(), "text/plain; version=0.0.4");
+    // Copy the model's gauges under the shared lock; format after releasing it.
+    const ModelGauges gauges = store_.read(
+        [](const core::ClusterModel& model, const core::PlacementPolicy&) { return model_gauges(model); });
+    res.set_content(metrics_.render(&gauges), "text/plain; version=0.0.4");
   });
 
   // Whatever httplib itself rejects (unknown path, oversized body, bad request line) still

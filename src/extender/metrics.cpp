@@ -1,6 +1,15 @@
 #include "gpushare/extender/metrics.h"
 
+#include <algorithm>
+
 #include <fmt/format.h>
+
+#ifndef GPUSHARE_VERSION
+#define GPUSHARE_VERSION "0.0.0"
+#endif
+#ifndef GPUSHARE_GIT_COMMIT
+#define GPUSHARE_GIT_COMMIT ""
+#endif
 
 namespace gpushare::extender {
 
@@ -51,38 +60,168 @@ void Metrics::count_watch_restart(std::string_view resource) {
 }
 void Metrics::count_relist(std::string_view resource) { increment(relists_, {std::string(resource)}); }
 
-std::string Metrics::render() const {
+ModelGauges model_gauges(const core::ClusterModel& model) {
+  ModelGauges gauges;
+  gauges.pods = model.pod_count();
+  gauges.assumed_pods = model.assumed_count();
+  gauges.capacity = model.total_capacity();
+  gauges.allocated = model.total_used();
+  for (const core::NodeState& node : model.nodes()) {
+    const bool misconfigured = !node.spec().misconfiguration.empty();
+    if (node.gpu_count() == 0 && !misconfigured) continue;  // CPU-only: no series
+    NodeGauge& out = gauges.nodes.emplace_back();
+    out.name = node.name();
+    out.unschedulable = node.spec().unschedulable;
+    out.misconfigured = misconfigured;
+    out.capacity = node.total_capacity();
+    out.allocated = node.total_used();
+    out.gpus.reserve(node.gpus().size());
+    for (std::size_t i = 0; i < node.gpus().size(); ++i) {
+      const core::GpuState& gpu = node.gpus()[i];
+      out.gpus.push_back({static_cast<int>(i), gpu.capacity, gpu.used, gpu.healthy});
+    }
+  }
+  std::sort(gauges.nodes.begin(), gauges.nodes.end(),
+            [](const NodeGauge& a, const NodeGauge& b) { return a.name < b.name; });
+  return gauges;
+}
+
+namespace {
+
+// Label values as the text format wants them: backslash, double quote and newline escaped.
+std::string escape_label(std::string_view value) {
+  std::string out;
+  out.reserve(value.size());
+  for (char c : value) {
+    switch (c) {
+      case '\\': out += "\\\\"; break;
+      case '"': out += "\\\""; break;
+      case '\n': out += "\\n"; break;
+      default: out += c;
+    }
+  }
+  return out;
+}
+
+void family(std::string& out, std::string_view name, std::string_view type, std::string_view help) {
+  out += fmt::format("# HELP {} {}\n# TYPE {} {}\n", name, help, name, type);
+}
+
+constexpr std::string_view kUnitNote =
+    "in units of the shared resource (aliyun.com/gpu-mem: GiB with the device plugin's default "
+    "--memory-unit)";
+
+void render_model(std::string& out, const ModelGauges& model) {
+  family(out, "gpushare_nodes", "gauge", "GPU nodes in the model.");
+  out += fmt::format("gpushare_nodes {}\n", model.nodes.size());
+  std::size_t misconfigured = 0;
+  std::size_t healthy = 0;
+  std::size_t unhealthy = 0;
+  for (const auto& node : model.nodes) {
+    misconfigured += node.misconfigured ? 1 : 0;
+    for (const auto& gpu : node.gpus) (gpu.healthy ? healthy : unhealthy) += 1;
+  }
+  family(out, "gpushare_misconfigured_nodes", "gauge",
+         "GPU nodes whose GPU resources are inconsistent (they take no pods; see /inspect).");
+  out += fmt::format("gpushare_misconfigured_nodes {}\n", misconfigured);
+  family(out, "gpushare_gpus", "gauge", "GPUs in the model, by health.");
+  out += fmt::format("gpushare_gpus{{healthy=\"true\"}} {}\ngpushare_gpus{{healthy=\"false\"}} {}\n",
+                     healthy, unhealthy);
+  family(out, "gpushare_pods", "gauge", "Pods holding GPU memory, assumed ones included.");
+  out += fmt::format("gpushare_pods {}\n", model.pods);
+  family(out, "gpushare_assumed_pods", "gauge",
+         "Pods bound by the extender that the API server has not yet shown bound.");
+  out += fmt::format("gpushare_assumed_pods {}\n", model.assumed_pods);
+
+  family(out, "gpushare_cluster_gpu_memory_capacity", "gauge",
+         fmt::format("GPU memory of all GPU nodes, {}.", kUnitNote));
+  out += fmt::format("gpushare_cluster_gpu_memory_capacity {}\n", model.capacity);
+  family(out, "gpushare_cluster_gpu_memory_allocated", "gauge",
+         fmt::format("GPU memory allocated to pods on all GPU nodes, {}.", kUnitNote));
+  out += fmt::format("gpushare_cluster_gpu_memory_allocated {}\n", model.allocated);
+
+  family(out, "gpushare_node_gpu_memory_capacity", "gauge",
+         fmt::format("GPU memory of a node, {}.", kUnitNote));
+  for (const auto& node : model.nodes) {
+    out += fmt::format("gpushare_node_gpu_memory_capacity{{node=\"{}\"}} {}\n", escape_label(node.name),
+                       node.capacity);
+  }
+  family(out, "gpushare_node_gpu_memory_allocated", "gauge",
+         fmt::format("GPU memory allocated on a node, pods without a GPU index included, {}.", kUnitNote));
+  for (const auto& node : model.nodes) {
+    out += fmt::format("gpushare_node_gpu_memory_allocated{{node=\"{}\"}} {}\n", escape_label(node.name),
+                       node.allocated);
+  }
+  family(out, "gpushare_node_unschedulable", "gauge", "1 if the node is cordoned.");
+  for (const auto& node : model.nodes) {
+    out += fmt::format("gpushare_node_unschedulable{{node=\"{}\"}} {}\n", escape_label(node.name),
+                       node.unschedulable ? 1 : 0);
+  }
+
+  family(out, "gpushare_gpu_memory_capacity", "gauge", fmt::format("Memory of one GPU, {}.", kUnitNote));
+  for (const auto& node : model.nodes) {
+    for (const auto& gpu : node.gpus) {
+      out += fmt::format("gpushare_gpu_memory_capacity{{node=\"{}\",gpu=\"{}\"}} {}\n",
+                         escape_label(node.name), gpu.index, gpu.capacity);
+    }
+  }
+  family(out, "gpushare_gpu_memory_allocated", "gauge",
+         fmt::format("Memory of one GPU allocated to pods, {}.", kUnitNote));
+  for (const auto& node : model.nodes) {
+    for (const auto& gpu : node.gpus) {
+      out += fmt::format("gpushare_gpu_memory_allocated{{node=\"{}\",gpu=\"{}\"}} {}\n",
+                         escape_label(node.name), gpu.index, gpu.allocated);
+    }
+  }
+  family(out, "gpushare_gpu_healthy", "gauge",
+         "1 if the GPU takes new pods, 0 if listed in its node's unhealthy-gpu ConfigMap.");
+  for (const auto& node : model.nodes) {
+    for (const auto& gpu : node.gpus) {
+      out += fmt::format("gpushare_gpu_healthy{{node=\"{}\",gpu=\"{}\"}} {}\n", escape_label(node.name),
+                         gpu.index, gpu.healthy ? 1 : 0);
+    }
+  }
+}
+
+}  // namespace
+
+std::string Metrics::render(const ModelGauges* model) const {
   std::string out;
   auto counter = [&](const Counter& c, std::string_view name, std::string_view help,
                      std::vector<std::string_view> label_names) {
-    out += fmt::format("# HELP {} {}\n# TYPE {} counter\n", name, help, name);
+    family(out, name, "counter", help);
     for (const auto& [labels, value] : c.values) {
       std::string rendered;
       for (std::size_t i = 0; i < labels.size() && i < label_names.size(); ++i) {
-        rendered += fmt::format("{}{}=\"{}\"", i ? "," : "", label_names[i], labels[i]);
+        rendered += fmt::format("{}{}=\"{}\"", i ? "," : "", label_names[i], escape_label(labels[i]));
       }
       out += fmt::format("{}{{{}}} {}\n", name, rendered, value);
     }
   };
-  std::lock_guard lock(mutex_);
-  counter(requests_, "gpushare_requests_total", "Extender HTTP requests by verb and status code.",
-          {"verb", "code"});
-  out += "# HELP gpushare_request_duration_seconds Extender HTTP request latency by verb.\n"
-         "# TYPE gpushare_request_duration_seconds histogram\n";
-  for (const auto& [verb, histogram] : latency_) {
-    histogram.render(out, "gpushare_request_duration_seconds", fmt::format("verb=\"{}\"", verb));
+  family(out, "gpushare_build_info", "gauge", "Always 1; the labels name the running build.");
+  out += fmt::format("gpushare_build_info{{version=\"{}\",commit=\"{}\"}} 1\n",
+                     escape_label(GPUSHARE_VERSION), escape_label(GPUSHARE_GIT_COMMIT));
+  {
+    std::lock_guard lock(mutex_);
+    counter(requests_, "gpushare_requests_total", "Extender HTTP requests by verb and status code.",
+            {"verb", "code"});
+    family(out, "gpushare_request_duration_seconds", "histogram",
+           "Extender HTTP request latency by verb.");
+    for (const auto& [verb, histogram] : latency_) {
+      histogram.render(out, "gpushare_request_duration_seconds",
+                       fmt::format("verb=\"{}\"", escape_label(verb)));
+    }
+    counter(filter_rejections_, "gpushare_filter_rejections_total",
+            "Nodes rejected by filter, by reason.", {"reason"});
+    counter(binds_, "gpushare_binds_total", "Bind calls by outcome.", {"outcome"});
+    counter(watch_restarts_, "gpushare_watch_restarts_total", "API-server watches restarted.",
+            {"resource"});
+    counter(relists_, "gpushare_relists_total", "Full relists from the API server.", {"resource"});
   }
-  counter(filter_rejections_, "gpushare_filter_rejections_total",
-          "Nodes rejected by filter, by reason.", {"reason"});
-  counter(binds_, "gpushare_binds_total", "Bind calls by outcome.", {"outcome"});
-  counter(watch_restarts_, "gpushare_watch_restarts_total", "API-server watches restarted.",
-          {"resource"});
-  counter(relists_, "gpushare_relists_total", "Full relists from the API server.", {"resource"});
-  out += fmt::format(
-      "# HELP gpushare_last_sync_timestamp_seconds Unix time of the last complete sync.\n"
-      "# TYPE gpushare_last_sync_timestamp_seconds gauge\n"
-      "gpushare_last_sync_timestamp_seconds {}\n",
-      last_sync_seconds_.load());
+  family(out, "gpushare_last_sync_timestamp_seconds", "gauge",
+         "Unix time of the last complete sync with the API server (0: none yet, or standalone).");
+  out += fmt::format("gpushare_last_sync_timestamp_seconds {}\n", last_sync_seconds_.load());
+  if (model != nullptr) render_model(out, *model);
   return out;
 }
 

@@ -11,7 +11,39 @@
 #include <string_view>
 #include <vector>
 
+#include "gpushare/core/cluster_model.h"
+
 namespace gpushare::extender {
+
+// What /metrics reports about the model, copied out under the store's shared lock so that
+// formatting the text happens after the lock is released. Labels stay bounded: one series per
+// GPU node and per GPU; CPU-only nodes are left out.
+struct GpuGauge {
+  int index = 0;
+  core::Units capacity = 0;
+  core::Units allocated = 0;
+  bool healthy = true;
+};
+
+struct NodeGauge {
+  std::string name;
+  bool unschedulable = false;
+  bool misconfigured = false;
+  core::Units capacity = 0;
+  core::Units allocated = 0;  // includes pods bound without a GPU index
+  std::vector<GpuGauge> gpus;
+};
+
+struct ModelGauges {
+  std::vector<NodeGauge> nodes;  // sorted by name
+  std::size_t pods = 0;          // pods holding GPU memory
+  std::size_t assumed_pods = 0;  // bound by us, not yet seen bound by the API server
+  core::Units capacity = 0;
+  core::Units allocated = 0;
+};
+
+// Call with the model under the store's (shared) lock.
+ModelGauges model_gauges(const core::ClusterModel& model);
 
 class Histogram {
  public:
@@ -40,8 +72,10 @@ class Metrics {
   void count_relist(std::string_view resource);
   void set_last_sync(std::int64_t unix_seconds) { last_sync_seconds_ = unix_seconds; }
 
-  // Everything above in Prometheus text format (version 0.0.4).
-  std::string render() const;
+  // Everything above in Prometheus text format (version 0.0.4), plus the model's gauges when
+  // given.
+  std::string render() const { return render(nullptr); }
+  std::string render(const ModelGauges* model) const;
 
  private:
   using LabelKey = std::vector<std::string>;
