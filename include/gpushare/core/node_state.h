@@ -33,6 +33,8 @@ struct NodeSpec {
   // Non-empty when the node's GPU resources are inconsistent (e.g. memory but no GPU count):
   // the node then holds no pods and this text is the filter's reason.
   std::string misconfiguration;
+
+  friend bool operator==(const NodeSpec&, const NodeSpec&) = default;
 };
 
 class NodeState {

@@ -1,0 +1,96 @@
+#pragma once
+// Live mode: keeps the extender's model in step with the API server through three reflectors
+// (nodes, pods, unhealthy-gpu ConfigMaps), and keeps the pod directory bind looks pods up in.
+
+#include <chrono>
+#include <cstdint>
+#include <functional>
+#include <map>
+#include <memory>
+#include <mutex>
+#include <optional>
+#include <set>
+#include <string>
+#include <thread>
+
+#include "gpushare/apiclient/api_client.h"
+#include "gpushare/apiclient/reflector.h"
+#include "gpushare/extender/metrics.h"
+#include "gpushare/extender/model_store.h"
+#include "gpushare/kube/pod_info.h"
+#include "gpushare/kube/resource_names.h"
+
+namespace gpushare::sync {
+
+struct SyncOptions {
+  kube::ResourceNames names;
+  // A bind's reservation that the watch never confirms is dropped after this long.
+  std::chrono::seconds assume_ttl{300};
+  std::chrono::milliseconds expiry_interval{10000};
+  // Applied to all three reflectors (tests shorten backoffs and watch time-outs).
+  std::function<void(apiclient::ReflectorOptions&)> tune_reflector;
+  std::function<std::int64_t()> now_ns = [] {
+    return std::chrono::duration_cast<std::chrono::nanoseconds>(
+               std::chrono::system_clock::now().time_since_epoch())
+        .count();
+  };
+};
+
+class ClusterSync {
+ public:
+  ClusterSync(apiclient::ApiClient& client, extender::ModelStore& store, extender::Metrics& metrics,
+              SyncOptions options);
+  ~ClusterSync();
+  ClusterSync(const ClusterSync&) = delete;
+  ClusterSync& operator=(const ClusterSync&) = delete;
+
+  void start();
+  void stop();
+
+  // Ready once nodes, pods and ConfigMaps have each been listed in full.
+  bool synced() const;
+  bool wait_for_sync(std::chrono::milliseconds timeout) const;
+  std::string not_ready_reason() const;
+
+  // The pod as last seen by the watch (by namespace/name), or nullopt.
+  std::optional<kube::PodInfo> cached_pod(std::string_view namespace_name, std::string_view name) const;
+  std::size_t cached_pod_count() const;
+
+  // Drops assumed pods older than the TTL now (also done periodically); returns how many.
+  std::size_t expire_assumed();
+
+  struct Counters {
+    apiclient::ReflectorCounters nodes, pods, configmaps;
+    std::uint64_t parse_errors = 0;
+    std::uint64_t expired_assumptions = 0;
+  };
+  Counters counters() const;
+
+ private:
+  class NodeHandler;
+  class PodHandler;
+  class ConfigMapHandler;
+
+  void publish_sync_metrics();
+
+  apiclient::ApiClient& client_;
+  extender::ModelStore& store_;
+  extender::Metrics& metrics_;
+  SyncOptions options_;
+
+  mutable std::mutex pods_mutex_;  // guards pods_ (the directory bind reads)
+  std::map<std::string, kube::PodInfo, std::less<>> pods_;  // by namespace/name
+  std::atomic<std::uint64_t> parse_errors_{0};
+  std::atomic<std::uint64_t> expired_assumptions_{0};
+  Counters published_;  // what publish_sync_metrics() already reported; housekeeping thread only
+
+  std::unique_ptr<NodeHandler> node_handler_;
+  std::unique_ptr<PodHandler> pod_handler_;
+  std::unique_ptr<ConfigMapHandler> configmap_handler_;
+  std::unique_ptr<apiclient::Reflector> nodes_;
+  std::unique_ptr<apiclient::Reflector> pods_reflector_;
+  std::unique_ptr<apiclient::Reflector> configmaps_;
+  std::jthread housekeeping_;  // assumed-pod expiry and metrics; last, stopped first
+};
+
+}  // namespace gpushare::sync

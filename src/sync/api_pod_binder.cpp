@@ -1,0 +1,101 @@
+#include "gpushare/sync/api_pod_binder.h"
+
+#include <fmt/format.h>
+#include <spdlog/spdlog.h>
+
+#include "gpushare/apiclient/pod_writes.h"
+
+namespace gpushare::sync {
+
+using extender::BindOutcome;
+
+namespace {
+
+// Decisions key on the Status code and reason, never on message text.
+BindOutcome outcome_of(const apiclient::ApiError& error) {
+  BindOutcome outcome;
+  outcome.ok = false;
+  if (error.is_transport() && error.transport != apiclient::TransportFailure::kConnect &&
+      error.transport != apiclient::TransportFailure::kDns &&
+      error.transport != apiclient::TransportFailure::kTls) {
+    // The request may have reached the server: whether the pod is bound is unknown until the
+    // watch tells. Keep the reservation meanwhile.
+    outcome.outcome_unknown = true;
+    outcome.error = fmt::format("no answer from the API server ({}); the bind may still land",
+                                error.describe());
+  } else if (error.is_conflict()) {
+    outcome.error = fmt::format("conflict ({}): {}", error.details.kind.empty() ? "pods" : error.details.kind,
+                                error.message);
+  } else if (error.is_not_found()) {
+    outcome.error = fmt::format("pod not found: {}", error.message);
+  } else if (error.is_status() && error.reason == apiclient::reasons::kTimeout) {
+    outcome.outcome_unknown = true;  // the server itself timed out: it may have applied it
+    outcome.error = fmt::format("API server timed out: {}", error.message);
+  } else {
+    outcome.error = error.describe();
+  }
+  return outcome;
+}
+
+}  // namespace
+
+ApiPodBinder::ApiPodBinder(apiclient::ApiClient& client, const ClusterSync& sync, BindMode mode,
+                           std::chrono::milliseconds timeout)
+    : client_(client), sync_(sync), mode_(mode), timeout_(timeout) {}
+
+std::optional<kube::PodInfo> ApiPodBinder::find_pod(std::string_view namespace_name,
+                                                    std::string_view name) {
+  if (auto cached = sync_.cached_pod(namespace_name, name)) return cached;
+  apiclient::RequestOptions options;
+  options.timeout = timeout_;
+  auto result = client_.get(fmt::format("/api/v1/namespaces/{}/pods/{}", namespace_name, name), options);
+  if (!result) {
+    if (!result.error().is_not_found()) {
+      spdlog::warn("reading pod {}/{}: {}", namespace_name, name, result.error().describe());
+    }
+    return std::nullopt;
+  }
+  try {
+    return kube::parse_pod(result.value(), kube::ResourceNames{});
+  } catch (const std::exception& e) {
+    spdlog::warn("pod {}/{} from the API server is unusable: {}", namespace_name, name, e.what());
+    return std::nullopt;
+  }
+}
+
+BindOutcome ApiPodBinder::bind(const kube::PodInfo& pod, std::string_view node,
+                               const std::map<std::string, std::string>& annotations) {
+  apiclient::RequestOptions options;
+  options.timeout = timeout_;
+  options.retry = false;  // a lost reply may hide a bind that happened; the watch will tell
+
+  if (mode_ == BindMode::kBinding || annotations.empty()) {
+    auto result = apiclient::bind_pod(client_, pod.namespace_name, pod.name, pod.uid, node, annotations, options);
+    if (!result) return outcome_of(result.error());
+    return {true, "", false};
+  }
+
+  // patch-bind: the Go original's two writes. The patch is conditional on the pod's version,
+  // and is undone if the binding fails, so no stale annotations are left behind.
+  auto patched = apiclient::patch_pod_annotations(client_, pod.namespace_name, pod.name, annotations,
+                                                  pod.resource_version.empty()
+                                                      ? std::nullopt
+                                                      : std::optional<std::string_view>(pod.resource_version),
+                                                  options);
+  if (!patched) return outcome_of(patched.error());
+  auto bound = apiclient::bind_pod(client_, pod.namespace_name, pod.name, pod.uid, node, {}, options);
+  if (bound) return {true, "", false};
+  BindOutcome outcome = outcome_of(bound.error());
+  if (!outcome.outcome_unknown) {
+    std::map<std::string, std::optional<std::string>> removal;
+    for (const auto& [key, value] : annotations) removal.emplace(key, std::nullopt);
+    auto undone = apiclient::patch_pod_annotations(client_, pod.namespace_name, pod.name, removal, {}, options);
+    if (!undone) {
+      spdlog::warn("could not remove gpushare annotations from pod {} after a failed bind: {}", pod.key(),
+                   undone.error().describe());
+    }
+  }
+  return outcome;
+}
+
+}  // namespace gpushare::sync

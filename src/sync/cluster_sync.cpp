@@ -1,0 +1,350 @@
+#include "gpushare/sync/cluster_sync.h"
+
+#include <fmt/format.h>
+#include <spdlog/spdlog.h>
+
+#include "gpushare/kube/node_info.h"
+
+namespace gpushare::sync {
+
+using apiclient::Json;
+using apiclient::WatchEventType;
+
+namespace {
+
+// Applies what the API server says about one pod to the model. The watch is the truth for
+// bound pods (this also confirms our own assumed binds, and replaces an assumption with what
+// really happened after a time-out); a pod the watch still shows pending keeps a reservation
+// made by a bind in flight.
+void apply_pod(core::ClusterModel& model, const kube::PodInfo& pod) {
+  if (auto allocation = kube::allocation_of(pod)) {
+    model.add_pod(std::move(*allocation));
+    return;
+  }
+  const core::PodAllocation* held = model.find_pod(pod.uid);
+  if (held == nullptr) return;
+  if (held->assumed && pod.node_name.empty() && !pod.finished()) return;
+  model.remove_pod(pod.uid);
+}
+
+}  // namespace
+
+class ClusterSync::NodeHandler final : public apiclient::ReflectorHandler {
+ public:
+  explicit NodeHandler(ClusterSync& owner) : owner_(owner) {}
+
+  void on_replace(std::vector<Json> items, const std::string& rv) override {
+    std::vector<core::NodeSpec> specs;
+    specs.reserve(items.size());
+    for (const Json& item : items) {
+      if (auto spec = parse(item)) specs.push_back(std::move(*spec));
+    }
+    items.clear();
+    owner_.store_.write([&](core::ClusterModel& model, core::PlacementPolicy&) {
+      std::set<std::string, std::less<>> listed;
+      for (const auto& spec : specs) listed.insert(spec.name);
+      std::vector<std::string> vanished;
+      for (const auto& node : model.nodes()) {
+        if (!listed.contains(node.name())) vanished.push_back(node.name());
+      }
+      for (const auto& name : vanished) model.remove_node(name);
+      for (auto& spec : specs) upsert(model, std::move(spec));
+    });
+    spdlog::info("nodes listed: {} at resourceVersion {}", specs.size(), rv);
+  }
+
+  void on_event(WatchEventType type, const Json& object) override {
+    auto spec = parse(object);
+    if (!spec) return;
+    owner_.store_.write([&](core::ClusterModel& model, core::PlacementPolicy&) {
+      if (type == WatchEventType::kDeleted) {
+        if (model.remove_node(spec->name)) spdlog::info("node {} removed", spec->name);
+      } else {
+        upsert(model, std::move(*spec));
+      }
+    });
+  }
+
+ private:
+  std::optional<core::NodeSpec> parse(const Json& object) {
+    try {
+      return kube::parse_node(object, owner_.options_.names);
+    } catch (const std::exception& e) {
+      ++owner_.parse_errors_;
+      spdlog::warn("ignoring node object: {}", e.what());
+      return std::nullopt;
+    }
+  }
+
+  static void upsert(core::ClusterModel& model, core::NodeSpec spec) {
+    // Node status heartbeats arrive all the time; only a change of what we use rebuilds.
+    if (const core::NodeState* current = model.find_node(spec.name); current && current->spec() == spec) {
+      return;
+    }
+    if (!spec.misconfiguration.empty()) spdlog::warn("node {}: {}", spec.name, spec.misconfiguration);
+    model.upsert_node(std::move(spec));
+  }
+
+  ClusterSync& owner_;
+};
+
+class ClusterSync::PodHandler final : public apiclient::ReflectorHandler {
+ public:
+  explicit PodHandler(ClusterSync& owner) : owner_(owner) {}
+
+  void on_replace(std::vector<Json> items, const std::string& rv) override {
+    std::map<std::string, kube::PodInfo, std::less<>> directory;
+    std::vector<kube::PodInfo> pods;
+    pods.reserve(items.size());
+    for (const Json& item : items) {
+      if (auto pod = parse(item)) pods.push_back(std::move(*pod));
+    }
+    items.clear();
+    owner_.store_.write([&](core::ClusterModel& model, core::PlacementPolicy&) {
+      std::set<std::string, std::less<>> listed;
+      for (const auto& pod : pods) {
+        listed.insert(pod.uid);
+        apply_pod(model, pod);
+      }
+      // Pods the model holds that the API server no longer has. A reservation of a bind in
+      // flight stays until it is confirmed or expires: a list may be older than our bind.
+      std::vector<std::string> vanished;
+      for (const auto& [uid, allocation] : model.pods()) {
+        if (!allocation.assumed && !listed.contains(uid)) vanished.push_back(uid);
+      }
+      for (const auto& uid : vanished) model.remove_pod(uid);
+    });
+    for (auto& pod : pods) {
+      std::string key = pod.key();
+      directory.insert_or_assign(std::move(key), std::move(pod));
+    }
+    const std::size_t count = directory.size();
+    {
+      std::lock_guard lock(owner_.pods_mutex_);
+      owner_.pods_.swap(directory);
+    }
+    spdlog::info("pods listed: {} at resourceVersion {}", count, rv);
+  }
+
+  void on_event(WatchEventType type, const Json& object) override {
+    auto pod = parse(object);
+    if (!pod) return;
+    owner_.store_.write([&](core::ClusterModel& model, core::PlacementPolicy&) {
+      if (type == WatchEventType::kDeleted) {
+        model.remove_pod(pod->uid);
+      } else {
+        apply_pod(model, *pod);
+      }
+    });
+    std::lock_guard lock(owner_.pods_mutex_);
+    if (type == WatchEventType::kDeleted) {
+      // Only if it is the same pod: a new one may already have taken the name.
+      if (auto it = owner_.pods_.find(pod->key()); it != owner_.pods_.end() && it->second.uid == pod->uid) {
+        owner_.pods_.erase(it);
+      }
+    } else {
+      owner_.pods_.insert_or_assign(pod->key(), std::move(*pod));
+    }
+  }
+
+ private:
+  std::optional<kube::PodInfo> parse(const Json& object) {
+    try {
+      kube::PodInfo pod = kube::parse_pod(object, owner_.options_.names);
+      if (pod.uid.empty()) throw kube::BadInput(fmt::format("pod {} has no uid", pod.key()));
+      return pod;
+    } catch (const std::exception& e) {
+      ++owner_.parse_errors_;
+      spdlog::warn("ignoring pod object: {}", e.what());
+      return std::nullopt;
+    }
+  }
+
+  ClusterSync& owner_;
+};
+
+class ClusterSync::ConfigMapHandler final : public apiclient::ReflectorHandler {
+ public:
+  explicit ConfigMapHandler(ClusterSync& owner) : owner_(owner) {}
+
+  void on_replace(std::vector<Json> items, const std::string&) override {
+    std::map<std::string, std::vector<int>> unhealthy;
+    for (const Json& item : items) {
+      if (auto parsed = parse(item)) unhealthy[parsed->node] = parsed->indices;
+    }
+    owner_.store_.write([&](core::ClusterModel& model, core::PlacementPolicy&) {
+      for (const auto& node : marked_) {
+        if (!unhealthy.contains(node)) model.set_unhealthy(node, {});
+      }
+      marked_.clear();
+      for (const auto& [node, indices] : unhealthy) {
+        model.set_unhealthy(node, indices);
+        marked_.insert(node);
+      }
+    });
+  }
+
+  void on_event(WatchEventType type, const Json& object) override {
+    auto parsed = parse(object);
+    if (!parsed) return;
+    owner_.store_.write([&](core::ClusterModel& model, core::PlacementPolicy&) {
+      if (type == WatchEventType::kDeleted) {
+        model.set_unhealthy(parsed->node, {});
+        marked_.erase(parsed->node);
+      } else {
+        model.set_unhealthy(parsed->node, parsed->indices);
+        marked_.insert(parsed->node);
+      }
+    });
+    spdlog::info("unhealthy GPUs of node {}: [{}]", parsed->node,
+                 type == WatchEventType::kDeleted ? "" : fmt::format("{}", fmt::join(parsed->indices, ",")));
+  }
+
+ private:
+  std::optional<kube::UnhealthyGpus> parse(const Json& object) {
+    try {
+      auto parsed = kube::parse_unhealthy_configmap(object);
+      if (parsed) {
+        for (const auto& bad : parsed->rejected) {
+          spdlog::warn("unhealthy-gpu ConfigMap of node {}: ignoring entry \"{}\"", parsed->node, bad);
+        }
+      }
+      return parsed;
+    } catch (const std::exception& e) {
+      ++owner_.parse_errors_;
+      spdlog::warn("ignoring ConfigMap: {}", e.what());
+      return std::nullopt;
+    }
+  }
+
+  ClusterSync& owner_;
+  std::set<std::string> marked_;  // nodes with an unhealthy-gpu ConfigMap; reflector thread only
+};
+
+ClusterSync::ClusterSync(apiclient::ApiClient& client, extender::ModelStore& store,
+                         extender::Metrics& metrics, SyncOptions options)
+    : client_(client), store_(store), metrics_(metrics), options_(std::move(options)) {
+  node_handler_ = std::make_unique<NodeHandler>(*this);
+  pod_handler_ = std::make_unique<PodHandler>(*this);
+  configmap_handler_ = std::make_unique<ConfigMapHandler>(*this);
+  auto make = [&](std::string path, std::string name, apiclient::ReflectorHandler& handler) {
+    apiclient::ReflectorOptions reflector;
+    reflector.path = std::move(path);
+    reflector.name = std::move(name);
+    if (options_.tune_reflector) options_.tune_reflector(reflector);
+    return std::make_unique<apiclient::Reflector>(client_, std::move(reflector), handler);
+  };
+  nodes_ = make("/api/v1/nodes", "nodes", *node_handler_);
+  pods_reflector_ = make("/api/v1/pods", "pods", *pod_handler_);
+  configmaps_ = make(fmt::format("/api/v1/namespaces/{}/configmaps", options_.names.unhealthy_namespace),
+                     "configmaps", *configmap_handler_);
+}
+
+ClusterSync::~ClusterSync() { stop(); }
+
+void ClusterSync::start() {
+  nodes_->start();
+  pods_reflector_->start();
+  configmaps_->start();
+  housekeeping_ = std::jthread([this](std::stop_token stop) {
+    std::mutex mutex;
+    std::condition_variable_any wake;
+    bool announced = false;
+    while (!stop.stop_requested()) {
+      std::unique_lock lock(mutex);
+      wake.wait_for(lock, stop, options_.expiry_interval, [] { return false; });
+      if (stop.stop_requested()) break;
+      expire_assumed();
+      publish_sync_metrics();
+      if (!announced && synced()) {
+        announced = true;
+        spdlog::info("initial sync complete");
+      }
+    }
+  });
+}
+
+void ClusterSync::stop() {
+  if (housekeeping_.joinable()) {
+    housekeeping_.request_stop();
+    housekeeping_.join();
+  }
+  configmaps_->stop();
+  pods_reflector_->stop();
+  nodes_->stop();
+}
+
+bool ClusterSync::synced() const {
+  return nodes_->has_synced() && pods_reflector_->has_synced() && configmaps_->has_synced();
+}
+
+bool ClusterSync::wait_for_sync(std::chrono::milliseconds timeout) const {
+  const auto deadline = std::chrono::steady_clock::now() + timeout;
+  for (const auto* reflector : {nodes_.get(), pods_reflector_.get(), configmaps_.get()}) {
+    const auto left = std::chrono::duration_cast<std::chrono::milliseconds>(
+        deadline - std::chrono::steady_clock::now());
+    if (!reflector->wait_for_sync(std::max(left, std::chrono::milliseconds(0)))) return false;
+  }
+  return true;
+}
+
+std::string ClusterSync::not_ready_reason() const {
+  std::vector<std::string> pending;
+  for (const auto* reflector : {nodes_.get(), pods_reflector_.get(), configmaps_.get()}) {
+    if (!reflector->has_synced()) pending.push_back(reflector->name());
+  }
+  if (pending.empty()) return {};
+  return fmt::format("waiting for the first full list of {}", fmt::join(pending, ", "));
+}
+
+std::optional<kube::PodInfo> ClusterSync::cached_pod(std::string_view namespace_name,
+                                                     std::string_view name) const {
+  std::lock_guard lock(pods_mutex_);
+  auto it = pods_.find(fmt::format("{}/{}", namespace_name, name));
+  if (it == pods_.end()) return std::nullopt;
+  return it->second;
+}
+
+std::size_t ClusterSync::cached_pod_count() const {
+  std::lock_guard lock(pods_mutex_);
+  return pods_.size();
+}
+
+std::size_t ClusterSync::expire_assumed() {
+  const std::int64_t deadline =
+      options_.now_ns() - std::chrono::duration_cast<std::chrono::nanoseconds>(options_.assume_ttl).count();
+  const auto expired = store_.write([&](core::ClusterModel& model, core::PlacementPolicy&) {
+    return model.expire_assumed(deadline);
+  });
+  for (const auto& uid : expired) {
+    spdlog::warn("bind reservation of pod uid {} expired: the API server never showed it bound", uid);
+  }
+  expired_assumptions_ += expired.size();
+  return expired.size();
+}
+
+void ClusterSync::publish_sync_metrics() {
+  // Metrics counts events one by one; hand it what happened since the last call.
+  const Counters now = counters();
+  auto publish = [this](std::string_view resource, const apiclient::ReflectorCounters& current,
+                        apiclient::ReflectorCounters& last) {
+    for (auto n = last.watch_restarts; n < current.watch_restarts; ++n) metrics_.count_watch_restart(resource);
+    for (auto n = last.relists; n < current.relists; ++n) metrics_.count_relist(resource);
+    last = current;
+  };
+  publish("nodes", now.nodes, published_.nodes);
+  publish("pods", now.pods, published_.pods);
+  publish("configmaps", now.configmaps, published_.configmaps);
+  if (synced()) {
+    metrics_.set_last_sync(std::chrono::duration_cast<std::chrono::seconds>(
+                               std::chrono::system_clock::now().time_since_epoch())
+                               .count());
+  }
+}
+
+ClusterSync::Counters ClusterSync::counters() const {
+  return {nodes_->counters(), pods_reflector_->counters(), configmaps_->counters(), parse_errors_.load(),
+          expired_assumptions_.load()};
+}
+
+}  // namespace gpushare::sync

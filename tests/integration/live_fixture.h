@@ -1,0 +1,184 @@
+#pragma once
+// The extender in live mode, in-process: API client -> ClusterSync -> ApiPodBinder ->
+// SchedulingService -> HttpServer on an ephemeral port, against the fake API server.
+
+#include <httplib.h>
+
+#include <chrono>
+#include <filesystem>
+#include <functional>
+#include <memory>
+#include <thread>
+
+#include "gpushare/apiclient/api_client.h"
+#include "gpushare/apiclient/kubeconfig.h"
+#include "gpushare/core/placement_policy.h"
+#include "gpushare/extender/http_server.h"
+#include "gpushare/extender/scheduling_service.h"
+#include "gpushare/sync/api_pod_binder.h"
+#include "gpushare/sync/cluster_sync.h"
+#include "support/fake_apiserver.h"
+
+namespace gpushare::testing {
+
+using Json = nlohmann::json;
+using namespace std::chrono_literals;
+
+inline Json gpu_node(const std::string& name, int gpus, long long memory_total) {
+  Json node = make_node(name);
+  Json capacity = {{"cpu", "32"}, {"memory", "128Gi"}};
+  if (memory_total >= 0) capacity["aliyun.com/gpu-mem"] = std::to_string(memory_total);
+  if (gpus >= 0) capacity["aliyun.com/gpu-count"] = std::to_string(gpus);
+  node["status"]["capacity"] = capacity;
+  node["status"]["allocatable"] = capacity;
+  return node;
+}
+
+inline Json gpu_pod(const std::string& name, long long request, const std::string& node = "",
+                    int gpu = -1, const std::string& ns = "default") {
+  Json pod = make_pod(ns, name, node, node.empty() ? "Pending" : "Running");
+  pod["spec"]["containers"][0]["resources"] = {{"limits", {{"aliyun.com/gpu-mem", std::to_string(request)}}}};
+  if (gpu >= 0) {
+    pod["metadata"]["annotations"] = {{"ALIYUN_COM_GPU_MEM_IDX", std::to_string(gpu)},
+                                      {"ALIYUN_COM_GPU_MEM_POD", std::to_string(request)},
+                                      {"ALIYUN_COM_GPU_MEM_DEV", "16"},
+                                      {"ALIYUN_COM_GPU_MEM_ASSIGNED", "true"},
+                                      {"ALIYUN_COM_GPU_MEM_ASSUME_TIME", "1"}};
+  }
+  return pod;
+}
+
+// Polls `condition` until it holds or `timeout` passes. Not a timing assertion: the deadline
+// is generous and only bounds a hang.
+template <typename Fn>
+bool eventually(Fn condition, std::chrono::milliseconds timeout = 10s) {
+  const auto deadline = std::chrono::steady_clock::now() + timeout;
+  while (std::chrono::steady_clock::now() < deadline) {
+    if (condition()) return true;
+    std::this_thread::sleep_for(5ms);
+  }
+  return condition();
+}
+
+struct LiveOptions {
+  sync::BindMode bind_mode = sync::BindMode::kBinding;
+  std::string policy = "binpack";
+  std::string token;
+  std::chrono::milliseconds bind_timeout = 2s;
+  std::chrono::seconds assume_ttl{300};
+  std::filesystem::path kubeconfig;  // use this file instead of the fake's own kubeconfig
+};
+
+inline LiveOptions live_options(std::function<void(LiveOptions&)> edit) {
+  LiveOptions options;
+  edit(options);
+  return options;
+}
+
+// A fault on the next binding call: answer `status` (0 = no error) after `delay`, optionally
+// after performing the binding ("late success").
+inline RequestFault binding_fault(int status, std::chrono::milliseconds delay = 0ms, bool apply_first = false) {
+  RequestFault fault;
+  fault.verb = Verb::Bind;
+  fault.status = status;
+  fault.delay = delay;
+  fault.apply_first = apply_first;
+  return fault;
+}
+
+class LiveExtender {
+ public:
+  LiveExtender(FakeApiServer& fake, LiveOptions options = {})
+      : store_(core::make_policy(options.policy)) {
+    if (options.kubeconfig.empty()) {
+      kubeconfig_ = std::filesystem::temp_directory_path() /
+                    ("gpushare-live-" + std::to_string(reinterpret_cast<std::uintptr_t>(this)) + ".yaml");
+      fake.write_kubeconfig(kubeconfig_, options.token);
+      owns_kubeconfig_ = true;
+    } else {
+      kubeconfig_ = options.kubeconfig;
+    }
+    apiclient::ClientOptions client_options;
+    client_options.request_timeout = 5s;
+    client_options.retry.base_delay = 10ms;
+    client_options.retry.max_delay = 50ms;
+    client_ = std::make_unique<apiclient::ApiClient>(apiclient::load_kubeconfig(kubeconfig_), client_options);
+    sync::SyncOptions sync_options;
+    sync_options.assume_ttl = options.assume_ttl;
+    sync_options.expiry_interval = 100ms;
+    sync_options.tune_reflector = [](apiclient::ReflectorOptions& reflector) {
+      reflector.backoff.initial = 20ms;
+      reflector.backoff.cap = 200ms;
+      reflector.min_healthy_watch = 0ms;
+    };
+    sync_ = std::make_unique<sync::ClusterSync>(*client_, store_, metrics_, sync_options);
+    binder_ = std::make_unique<sync::ApiPodBinder>(*client_, *sync_, options.bind_mode, options.bind_timeout);
+    service_ = std::make_unique<extender::SchedulingService>(store_, *binder_, metrics_, rejections_,
+                                                              extender::ServiceConfig{});
+    extender::HttpServerOptions http;
+    http.threads = 8;
+    http.not_ready_reason = [this] { return sync_->not_ready_reason(); };
+    server_ = std::make_unique<extender::HttpServer>(*service_, store_, metrics_, rejections_, http);
+    port_ = server_->bind("127.0.0.1", 0);
+    sync_->start();
+    thread_ = std::jthread([this] { server_->serve(); });
+    while (!server_->is_running()) std::this_thread::yield();
+  }
+  ~LiveExtender() {
+    server_->stop();
+    thread_.join();
+    sync_->stop();
+    if (owns_kubeconfig_) std::filesystem::remove(kubeconfig_);
+  }
+
+  bool wait_for_sync() { return sync_->wait_for_sync(10s); }
+  httplib::Client http() const {
+    httplib::Client client("127.0.0.1", port_);
+    client.set_read_timeout(30);
+    return client;
+  }
+  std::pair<int, Json> post(const std::string& verb, const Json& body) const {
+    auto result = http().Post("/gpushare-scheduler/" + verb, body.dump(), "application/json");
+    if (!result) return {-1, nullptr};
+    return {result->status, Json::parse(result->body, nullptr, false)};
+  }
+  int bind(const std::string& name, const std::string& uid, const std::string& node,
+           const std::string& ns = "default") const {
+    return post("bind", Json{{"PodName", name}, {"PodNamespace", ns}, {"PodUID", uid}, {"Node", node}}).first;
+  }
+
+  // Reads the model under its lock.
+  template <typename Fn>
+  auto read(Fn fn) const {
+    return store_.read([&](const core::ClusterModel& model, const core::PlacementPolicy&) { return fn(model); });
+  }
+  core::Units used_on(const std::string& node, int gpu) const {
+    return read([&](const core::ClusterModel& model) -> core::Units {
+      const core::NodeState* state = model.find_node(node);
+      if (state == nullptr || gpu >= state->gpu_count()) return -1;
+      return state->gpus()[static_cast<std::size_t>(gpu)].used;
+    });
+  }
+  core::ClusterModel snapshot() const {
+    return read([](const core::ClusterModel& model) { return model; });
+  }
+
+  sync::ClusterSync& sync() { return *sync_; }
+  extender::Metrics& metrics() { return metrics_; }
+
+ private:
+  std::filesystem::path kubeconfig_;
+  bool owns_kubeconfig_ = false;
+  extender::ModelStore store_;
+  extender::Metrics metrics_;
+  extender::RejectionLog rejections_;
+  std::unique_ptr<apiclient::ApiClient> client_;
+  std::unique_ptr<sync::ClusterSync> sync_;
+  std::unique_ptr<sync::ApiPodBinder> binder_;
+  std::unique_ptr<extender::SchedulingService> service_;
+  std::unique_ptr<extender::HttpServer> server_;
+  int port_ = -1;
+  std::jthread thread_;
+};
+
+}  // namespace gpushare::testing
