@@ -567,8 +567,11 @@ json FakeApiServer::Impl::serve_list(const Route& route, const httplib::Request&
     }
   }
 
-  const ObjectMap snapshot =
-      snapshot_rv == current ? store.objects(resource) : store.snapshot_at(resource, snapshot_rv);
+  // Borrow the live map when the snapshot is current (we hold the lock): copying 50 000
+  // objects per page made large lists quadratic. Older snapshots are rebuilt from history.
+  ObjectMap historical;
+  if (snapshot_rv != current) historical = store.snapshot_at(resource, snapshot_rv);
+  const ObjectMap& snapshot = snapshot_rv == current ? store.objects(resource) : historical;
   const std::string prefix = route.ns.empty() ? std::string() : route.ns + "/";
   auto it = start_after.empty() ? snapshot.lower_bound(prefix) : snapshot.upper_bound(start_after);
   if (!prefix.empty() && it != snapshot.end() && it->first < prefix) it = snapshot.lower_bound(prefix);
