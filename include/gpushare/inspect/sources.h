@@ -1,0 +1,47 @@
+#pragma once
+// Where the plugin's /inspect JSON comes from: the extender, or the API server.
+
+#include <chrono>
+#include <optional>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "gpushare/kube/json_access.h"
+#include "gpushare/kube/resource_names.h"
+
+namespace gpushare::apiclient {
+class ApiClient;
+}
+
+namespace gpushare::inspect {
+
+struct ExtenderSource {
+  // http(s)://host:port, optionally followed by /gpushare-scheduler or the full /inspect path.
+  std::string url;
+  bool insecure_skip_tls_verify = false;
+  std::chrono::seconds timeout{30};
+};
+
+// The inspect URL for `base` and an optional node: appends what is missing of
+// /gpushare-scheduler/inspect[/NODE]. Throws InspectError for a URL that is not http(s).
+std::string inspect_url(std::string_view base, const std::optional<std::string>& node);
+
+// GETs the extender's /inspect (or /inspect/NODE). Throws InspectError with a message a person
+// can act on (connection refused, 404 for an unknown node, not JSON).
+kube::Json fetch_from_extender(const ExtenderSource& source, const std::optional<std::string>& node);
+
+// Builds the /inspect JSON from API objects with the extender's own model and accounting
+// (kube::parse_node, parse_pod, allocation_of, then extender::inspect_cluster), and adds each
+// pod's phase. Objects that do not parse are skipped with a line in `warnings`.
+kube::Json snapshot_from_objects(const std::vector<kube::Json>& nodes, const std::vector<kube::Json>& pods,
+                                 const std::vector<kube::Json>& configmaps, const kube::ResourceNames& names,
+                                 std::vector<std::string>& warnings);
+
+// Lists nodes, pods (not finished) and unhealthy-gpu ConfigMaps, paged, and builds the snapshot.
+// With `node`, only that node and its pods. Throws InspectError on API errors (a forbidden
+// ConfigMap list only adds a warning: GPU health is then unknown).
+kube::Json fetch_from_api(apiclient::ApiClient& client, const kube::ResourceNames& names,
+                          const std::optional<std::string>& node, std::vector<std::string>& warnings);
+
+}  // namespace gpushare::inspect

@@ -1,0 +1,64 @@
+#pragma once
+// What kubectl-inspect-gpushare shows, read from the /inspect JSON. Both sources produce that
+// JSON: the extender serves it, and the API-server mode builds the same core model from Node
+// and Pod objects and renders it with the extender's own inspect_cluster(). The reader is
+// tolerant so that it also reads the Go extender's /inspect (fewer fields).
+
+#include <stdexcept>
+#include <string>
+#include <vector>
+
+#include "gpushare/core/pod_demand.h"
+#include "gpushare/kube/json_access.h"
+
+namespace gpushare::inspect {
+
+class InspectError : public std::runtime_error {
+ public:
+  using std::runtime_error::runtime_error;
+};
+
+struct PodView {
+  std::string name;
+  std::string namespace_name;
+  std::string uid;
+  core::Units used = 0;  // on this GPU (or on the node, for pods without a GPU index)
+  bool assumed = false;  // extender: bind sent, API server has not shown it bound yet
+  std::string phase;     // API mode only ("" when unknown)
+
+  // Holds memory but is not running yet: assumed, or bound and still Pending (the device
+  // plugin has not allocated it, or the image is still being pulled).
+  bool not_running_yet() const { return assumed || phase == "Pending"; }
+  std::string status() const;  // Assumed, Pending, Running, ... or Bound when unknown
+};
+
+struct GpuView {
+  int id = 0;
+  core::Units total = 0;
+  core::Units used = 0;
+  bool healthy = true;
+  std::vector<PodView> pods;
+};
+
+struct NodeView {
+  std::string name;
+  std::string address;  // InternalIP; empty when unknown
+  std::string gpu_model;
+  bool unschedulable = false;
+  std::string misconfiguration;
+  core::Units total = 0;
+  core::Units used = 0;
+  std::vector<GpuView> gpus;
+  std::vector<PodView> unindexed;  // bound without ALIYUN_COM_GPU_MEM_IDX
+
+  core::Units unindexed_used() const;
+};
+
+struct ClusterView {
+  std::vector<NodeView> nodes;
+};
+
+// Throws InspectError when the JSON is not an /inspect document.
+ClusterView cluster_view(const kube::Json& inspect);
+
+}  // namespace gpushare::inspect

@@ -1,0 +1,221 @@
+#include "gpushare/inspect/sources.h"
+
+#include <map>
+
+#include <fmt/format.h>
+#include <httplib.h>
+
+#include "gpushare/apiclient/api_client.h"
+#include "gpushare/core/cluster_model.h"
+#include "gpushare/extender/inspect.h"
+#include "gpushare/inspect/view.h"
+#include "gpushare/kube/node_info.h"
+#include "gpushare/kube/pod_info.h"
+
+namespace gpushare::inspect {
+namespace {
+
+using kube::Json;
+
+constexpr std::string_view kPrefix = "/gpushare-scheduler";
+
+struct SplitUrl {
+  std::string origin;  // scheme://host[:port]
+  std::string path;    // starts with '/' or is empty
+};
+
+SplitUrl split_url(std::string_view url) {
+  const auto scheme_end = url.find("://");
+  const std::string_view scheme = scheme_end == std::string_view::npos ? "" : url.substr(0, scheme_end);
+  if (scheme != "http" && scheme != "https") {
+    throw InspectError(fmt::format("--extender {}: want http://HOST:PORT or https://HOST:PORT", url));
+  }
+  const auto path_start = url.find('/', scheme_end + 3);
+  if (path_start == std::string_view::npos) return {std::string(url), ""};
+  return {std::string(url.substr(0, path_start)), std::string(url.substr(path_start))};
+}
+
+std::string encode_segment(std::string_view segment) {
+  std::string out;
+  for (unsigned char c : segment) {
+    if (std::isalnum(c) || c == '-' || c == '.' || c == '_' || c == '~') {
+      out += static_cast<char>(c);
+    } else {
+      out += fmt::format("%{:02X}", c);
+    }
+  }
+  return out;
+}
+
+// Adds each pod's phase to the inspect JSON (the model keeps only what placement needs).
+void add_phases(Json& snapshot, const std::map<std::string, std::string, std::less<>>& phases) {
+  auto annotate = [&](Json& pods) {
+    if (!pods.is_array()) return;
+    for (Json& pod : pods) {
+      if (auto it = phases.find(pod.value("uid", "")); it != phases.end()) pod["phase"] = it->second;
+    }
+  };
+  for (Json& node : snapshot["nodes"]) {
+    for (Json& dev : node["devs"]) annotate(dev["pods"]);
+    annotate(node["unindexedPods"]);
+  }
+}
+
+std::string api_hint(const apiclient::ApiError& error) {
+  if (error.is_unauthorized()) return " (check the credentials of --kubeconfig / --context)";
+  if (error.is_forbidden()) return " (your user needs get/list on nodes and pods cluster-wide)";
+  if (error.is_transport()) return " (is the API server reachable? or use --extender URL)";
+  return "";
+}
+
+struct ListFailure {
+  apiclient::ApiError error;
+};
+
+// Every item of a collection, following continue tokens. A token that expires mid-way (410)
+// restarts the list once from the beginning, as client-go's pager falls back to a full list.
+std::vector<Json> list_all(apiclient::ApiClient& client, const std::string& path, const apiclient::Query& query) {
+  for (int attempt = 0;; ++attempt) {
+    std::vector<Json> items;
+    std::string next;
+    bool expired = false;
+    do {
+      apiclient::RequestOptions options;
+      options.query = query;
+      options.query.emplace_back("limit", "500");
+      if (!next.empty()) options.query.emplace_back("continue", next);
+      auto result = client.get(path, options);
+      if (!result) {
+        if (!next.empty() && result.error().is_expired() && attempt == 0) {
+          expired = true;
+          break;
+        }
+        throw ListFailure{result.error()};
+      }
+      const Json& list = result.value();
+      if (const Json* array = list.is_object() ? kube::find_key(list, "items") : nullptr;
+          array != nullptr && array->is_array()) {
+        for (const Json& item : *array) items.push_back(item);
+      }
+      next.clear();
+      if (const Json* metadata = list.is_object() ? kube::find_key(list, "metadata") : nullptr;
+          metadata != nullptr && metadata->is_object()) {
+        next = metadata->value("continue", "");
+      }
+    } while (!next.empty());
+    if (!expired) return items;
+  }
+}
+
+}  // namespace
+
+std::string inspect_url(std::string_view base, const std::optional<std::string>& node) {
+  SplitUrl url = split_url(base);
+  while (!url.path.empty() && url.path.back() == '/') url.path.pop_back();
+  if (url.path.ends_with("/inspect")) {
+    // already the full path
+  } else if (url.path.ends_with(kPrefix)) {
+    url.path += "/inspect";
+  } else {
+    url.path += std::string(kPrefix) + "/inspect";  // also behind a prefix, e.g. kubectl proxy
+  }
+  if (node) url.path += "/" + encode_segment(*node);
+  return url.origin + url.path;
+}
+
+Json fetch_from_extender(const ExtenderSource& source, const std::optional<std::string>& node) {
+  const std::string full = inspect_url(source.url, node);
+  const SplitUrl url = split_url(full);
+  httplib::Client client(url.origin);
+  client.set_connection_timeout(source.timeout);
+  client.set_read_timeout(source.timeout);
+  if (source.insecure_skip_tls_verify) client.enable_server_certificate_verification(false);
+  auto response = client.Get(url.path);
+  if (!response) {
+    throw InspectError(fmt::format("cannot reach the extender at {}: {}", full, httplib::to_string(response.error())));
+  }
+  if (response->status == 404 && node) {
+    throw InspectError(fmt::format("node {} is not known to the extender ({})", *node, full));
+  }
+  if (response->status != 200) {
+    throw InspectError(fmt::format("GET {}: HTTP {}: {}", full, response->status, response->body.substr(0, 200)));
+  }
+  Json body = Json::parse(response->body, nullptr, false);
+  if (body.is_discarded()) throw InspectError(fmt::format("GET {}: the answer is not JSON", full));
+  (void)cluster_view(body);  // validates the shape, with a clear message if it is not /inspect
+  return body;
+}
+
+Json snapshot_from_objects(const std::vector<Json>& nodes, const std::vector<Json>& pods,
+                           const std::vector<Json>& configmaps, const kube::ResourceNames& names,
+                           std::vector<std::string>& warnings) {
+  core::ClusterModel model;
+  for (const Json& configmap : configmaps) {
+    if (auto unhealthy = kube::parse_unhealthy_configmap(configmap)) {
+      for (const auto& entry : unhealthy->rejected) {
+        warnings.push_back(fmt::format("ConfigMap unhealthy-gpu-{}: ignoring entry \"{}\"", unhealthy->node, entry));
+      }
+      model.set_unhealthy(unhealthy->node, unhealthy->indices);
+    }
+  }
+  for (const Json& node : nodes) {
+    try {
+      model.upsert_node(kube::parse_node(node, names));
+    } catch (const kube::BadInput& e) {
+      warnings.push_back(fmt::format("skipping a node: {}", e.what()));
+    }
+  }
+  std::map<std::string, std::string, std::less<>> phases;
+  for (const Json& pod : pods) {
+    try {
+      kube::PodInfo info = kube::parse_pod(pod, names);
+      if (info.uid.empty()) info.uid = info.key();  // the model keys pods by UID
+      auto allocation = kube::allocation_of(info);
+      if (!allocation) continue;
+      phases[info.uid] = info.phase;
+      model.add_pod(std::move(*allocation));
+    } catch (const kube::BadInput& e) {
+      warnings.push_back(fmt::format("skipping a pod: {}", e.what()));
+    }
+  }
+  Json snapshot = extender::inspect_cluster(model, "", "");
+  snapshot.erase("policy");  // the extender's, not known here
+  add_phases(snapshot, phases);
+  return snapshot;
+}
+
+Json fetch_from_api(apiclient::ApiClient& client, const kube::ResourceNames& names,
+                    const std::optional<std::string>& node, std::vector<std::string>& warnings) {
+  std::vector<Json> nodes;
+  std::vector<Json> pods;
+  std::vector<Json> configmaps;
+  // kube-scheduler's own pod selector: finished pods hold nothing.
+  std::string pod_selector = "status.phase!=Succeeded,status.phase!=Failed";
+  try {
+    if (node) {
+      auto result = client.get("/api/v1/nodes/" + encode_segment(*node));
+      if (!result) {
+        if (result.error().is_not_found()) throw InspectError(fmt::format("node {} not found", *node));
+        throw ListFailure{result.error()};
+      }
+      nodes.push_back(std::move(result.value()));
+      pod_selector += ",spec.nodeName=" + *node;
+    } else {
+      nodes = list_all(client, "/api/v1/nodes", {});
+    }
+    pods = list_all(client, "/api/v1/pods", {{"fieldSelector", pod_selector}});
+  } catch (const ListFailure& failure) {
+    throw InspectError(fmt::format("reading the cluster from {}: {}{}", client.config().server,
+                                   failure.error.describe(), api_hint(failure.error)));
+  }
+  try {
+    configmaps = list_all(client, "/api/v1/namespaces/" + encode_segment(names.unhealthy_namespace) + "/configmaps", {});
+  } catch (const ListFailure& failure) {
+    // Health is an extra: say so and show the rest.
+    warnings.push_back(fmt::format("cannot list ConfigMaps in {} ({}); unhealthy GPUs are not shown",
+                                   names.unhealthy_namespace, failure.error.describe()));
+  }
+  return snapshot_from_objects(nodes, pods, configmaps, names, warnings);
+}
+
+}  // namespace gpushare::inspect

@@ -1,0 +1,102 @@
+#include "gpushare/inspect/view.h"
+
+#include <algorithm>
+#include <tuple>
+
+#include <fmt/format.h>
+
+namespace gpushare::inspect {
+namespace {
+
+using kube::Json;
+
+// Reads `key` as T when present and of the right type; the fallback otherwise. The Go
+// extender's document lacks most of our additions, so absence is normal.
+template <typename T>
+T field(const Json& object, std::string_view key, T fallback) {
+  const Json* value = kube::find_key(object, key);
+  if (value == nullptr || value->is_null()) return fallback;
+  if constexpr (std::is_same_v<T, bool>) {
+    return value->is_boolean() ? value->get<bool>() : fallback;
+  } else if constexpr (std::is_same_v<T, std::string>) {
+    return value->is_string() ? value->get<std::string>() : fallback;
+  } else {
+    return value->is_number_integer() ? value->get<T>() : fallback;
+  }
+}
+
+PodView pod_view(const Json& pod) {
+  if (!pod.is_object()) throw InspectError("inspect JSON: a pod entry is not an object");
+  PodView view;
+  view.name = field<std::string>(pod, "name", "");
+  view.namespace_name = field<std::string>(pod, "namespace", "");
+  view.uid = field<std::string>(pod, "uid", "");
+  view.used = field<core::Units>(pod, "usedGPU", 0);
+  view.assumed = field<bool>(pod, "assumed", false);
+  view.phase = field<std::string>(pod, "phase", "");
+  return view;
+}
+
+std::vector<PodView> pod_views(const Json& object, std::string_view key) {
+  std::vector<PodView> pods;
+  const Json* list = kube::find_key(object, key);
+  if (list == nullptr || list->is_null()) return pods;
+  if (!list->is_array()) throw InspectError(fmt::format("inspect JSON: {} is not an array", key));
+  for (const Json& pod : *list) pods.push_back(pod_view(pod));
+  // Stable output whatever order the source used (the model orders pods by UID).
+  std::sort(pods.begin(), pods.end(), [](const PodView& a, const PodView& b) {
+    return std::tie(a.namespace_name, a.name, a.uid) < std::tie(b.namespace_name, b.name, b.uid);
+  });
+  return pods;
+}
+
+}  // namespace
+
+std::string PodView::status() const {
+  if (assumed) return "Assumed";
+  if (!phase.empty()) return phase;
+  return "Bound";
+}
+
+core::Units NodeView::unindexed_used() const {
+  core::Units sum = 0;
+  for (const auto& pod : unindexed) sum += pod.used;
+  return sum;
+}
+
+ClusterView cluster_view(const Json& inspect) {
+  const Json* nodes = inspect.is_object() ? kube::find_key(inspect, "nodes") : nullptr;
+  if (nodes == nullptr || !nodes->is_array()) {
+    throw InspectError("not an inspect document: no \"nodes\" array");
+  }
+  ClusterView view;
+  for (const Json& node : *nodes) {
+    if (!node.is_object()) throw InspectError("inspect JSON: a node entry is not an object");
+    NodeView n;
+    n.name = field<std::string>(node, "name", "");
+    n.address = field<std::string>(node, "address", "");
+    n.gpu_model = field<std::string>(node, "gpuModel", "");
+    n.unschedulable = field<bool>(node, "unschedulable", false);
+    n.misconfiguration = field<std::string>(node, "misconfiguration", "");
+    n.total = field<core::Units>(node, "totalGPU", 0);
+    n.used = field<core::Units>(node, "usedGPU", 0);
+    if (const Json* devs = kube::find_key(node, "devs"); devs != nullptr && !devs->is_null()) {
+      if (!devs->is_array()) throw InspectError("inspect JSON: devs is not an array");
+      for (const Json& dev : *devs) {
+        if (!dev.is_object()) throw InspectError("inspect JSON: a dev entry is not an object");
+        GpuView gpu;
+        gpu.id = field<int>(dev, "id", static_cast<int>(n.gpus.size()));
+        gpu.total = field<core::Units>(dev, "totalGPU", 0);
+        gpu.used = field<core::Units>(dev, "usedGPU", 0);
+        gpu.healthy = field<bool>(dev, "healthy", true);
+        gpu.pods = pod_views(dev, "pods");
+        n.gpus.push_back(std::move(gpu));
+      }
+    }
+    n.unindexed = pod_views(node, "unindexedPods");
+    view.nodes.push_back(std::move(n));
+  }
+  return view;
+}
+
+}  // namespace gpushare::inspect
