@@ -102,14 +102,12 @@ void HttpServer::install_routes() {
   };
   server_->Post(route("filter"),
                 handle("filter", [this](const httplib::Request& req, httplib::Response& res) {
-                  const ExtenderArgs args =
-                      decode_extender_args(parse_json_body(req.body), service_.config().names);
+                  const ExtenderArgs args = decode_extender_args_body(req.body, service_.config().names);
                   res.set_content(encode_filter_result(service_.filter(args)), kJson);
                 }, filter_error));
   server_->Post(route("prioritize"),
                 handle("prioritize", [this](const httplib::Request& req, httplib::Response& res) {
-                  const ExtenderArgs args =
-                      decode_extender_args(parse_json_body(req.body), service_.config().names);
+                  const ExtenderArgs args = decode_extender_args_body(req.body, service_.config().names);
                   res.set_content(encode_priorities(service_.prioritize(args)), kJson);
                 }, plain_error));
   server_->Post(route("bind"),

@@ -1,7 +1,10 @@
 #include "gpushare/extender/scheduling_service.h"
 
 #include <algorithm>
+#include <array>
 #include <optional>
+#include <string_view>
+#include <tuple>
 
 #include <fmt/format.h>
 #include <spdlog/spdlog.h>
@@ -37,6 +40,72 @@ struct VictimHold {
   core::Units amount = 0;
 };
 
+// The offered node names as views into the request, without copying them.
+std::vector<std::string_view> offered_views(const ExtenderArgs& args, std::vector<std::string>& storage) {
+  std::vector<std::string_view> views;
+  if (args.node_names) {
+    views.assign(args.node_names->begin(), args.node_names->end());
+  } else if (args.node_texts) {
+    views.reserve(args.node_texts->size());
+    for (const NodeText& node : *args.node_texts) views.push_back(node.name);
+  } else if (args.nodes) {
+    storage = args.offered_names();
+    views.assign(storage.begin(), storage.end());
+  }
+  return views;
+}
+
+constexpr std::size_t kFitStatusCount = static_cast<std::size_t>(core::FitStatus::kNotEnoughWholeGpus) + 1;
+
+// Filter's reason texts, each distinct one formatted once per request.
+class ReasonTexts {
+ public:
+  ReasonTexts(std::vector<std::string>& texts, std::string_view resource)
+      : texts_(texts), resource_(resource) {}
+
+  std::uint32_t unknown_node() {
+    if (unknown_ < 0) unknown_ = add(std::string(kUnknownNodeReason));
+    return static_cast<std::uint32_t>(unknown_);
+  }
+
+  std::uint32_t of(const core::FitResult& fit) {
+    if (fit.status == core::FitStatus::kMisconfigured) return add(fit.reason(resource_));  // per node
+    // reason() reads only these fields (and the status).
+    const Key key{static_cast<int>(fit.status), fit.requested, fit.largest_free, fit.gpu_capacity,
+                  fit.whole_gpus_free};
+    for (const auto& [known, index] : seen_) {
+      if (known == key) return index;
+    }
+    const std::uint32_t index = add(fit.reason(resource_));
+    seen_.emplace_back(key, index);
+    return index;
+  }
+
+ private:
+  using Key = std::tuple<int, core::Units, core::Units, core::Units, int>;
+  std::uint32_t add(std::string text) {
+    texts_.push_back(std::move(text));
+    return static_cast<std::uint32_t>(texts_.size() - 1);
+  }
+  std::vector<std::string>& texts_;
+  std::string_view resource_;
+  std::vector<std::pair<Key, std::uint32_t>> seen_;
+  std::int64_t unknown_ = -1;
+};
+
+// Fills a reply map from failures in offered order: sorted first, so each insertion lands at
+// the end of the map rather than searching it. A name offered twice keeps one entry.
+template <typename Failures>
+void fill_sorted(std::map<std::string, std::string>& target, Failures& failures,
+                 const std::vector<std::string>& reasons) {
+  std::stable_sort(failures.begin(), failures.end(),
+                   [](const auto& a, const auto& b) { return a.node < b.node; });
+  for (std::size_t i = 0; i < failures.size(); ++i) {
+    if (i + 1 < failures.size() && failures[i + 1].node == failures[i].node) continue;  // last wins
+    target.emplace_hint(target.end(), std::string(failures[i].node), reasons[failures[i].reason]);
+  }
+}
+
 }  // namespace
 
 SchedulingService::SchedulingService(ModelStore& store, PodBinder& binder, Metrics& metrics,
@@ -50,45 +119,88 @@ SchedulingService::SchedulingService(ModelStore& store, PodBinder& binder, Metri
 FilterResult SchedulingService::filter(const ExtenderArgs& args) {
   FilterResult result;
   const core::PodDemand demand = args.pod.demand();
-  const std::vector<std::string> offered = args.offered_names();
-  std::vector<bool> passed(offered.size(), false);
+  std::vector<std::string> owned_names;
+  const std::vector<std::string_view> offered = offered_views(args, owned_names);
+  std::vector<char> passed(offered.size(), 1);
 
-  if (!demand.wants_gpu()) {
-    // Not ours to judge: every offered node passes.
-    std::fill(passed.begin(), passed.end(), true);
-  } else {
+  // Rejections are gathered under the lock and turned into strings after it. Reason texts
+  // repeat across nodes (they depend on a few numbers), so each distinct one is formatted once.
+  struct Failure {
+    std::string_view node;
+    std::uint32_t reason;  // index into `reasons`
+  };
+  std::vector<Failure> failed;
+  std::vector<Failure> unresolvable;
+  std::vector<std::string> reasons;
+  std::array<std::size_t, kFitStatusCount> rejected_by_status{};
+  std::size_t unknown_nodes = 0;
+
+  if (demand.wants_gpu()) {
+    ReasonTexts texts(reasons, config_.names.memory);
     store_.read([&](const core::ClusterModel& model, const core::PlacementPolicy&) {
       for (std::size_t i = 0; i < offered.size(); ++i) {
         const core::NodeState* node = model.find_node(offered[i]);
         if (node == nullptr) {
-          result.failed_unresolvable[offered[i]] = std::string(kUnknownNodeReason);
-          metrics_.count_filter_rejection("unknown_node");
+          passed[i] = 0;
+          unresolvable.push_back({offered[i], texts.unknown_node()});
+          ++unknown_nodes;
           continue;
         }
         const core::FitResult fit = core::check_fit(*node, demand);
-        if (fit.fits()) {
-          passed[i] = true;
-          continue;
-        }
-        auto& target = fit.unresolvable() ? result.failed_unresolvable : result.failed;
-        target[offered[i]] = fit.reason(config_.names.memory);
-        metrics_.count_filter_rejection(status_label(fit.status));
+        if (fit.fits()) continue;
+        passed[i] = 0;
+        (fit.unresolvable() ? unresolvable : failed).push_back({offered[i], texts.of(fit)});
+        ++rejected_by_status[static_cast<std::size_t>(fit.status)];
       }
     });
   }
 
-  if (args.nodes) result.nodes.emplace();
+  // Outside the lock: metrics, the reply's maps, the rejection log.
+  for (std::size_t n = 0; n < unknown_nodes; ++n) metrics_.count_filter_rejection("unknown_node");
+  for (std::size_t status = 0; status < rejected_by_status.size(); ++status) {
+    const std::string_view label = status_label(static_cast<core::FitStatus>(status));
+    for (std::size_t n = 0; n < rejected_by_status[status]; ++n) metrics_.count_filter_rejection(label);
+  }
+  fill_sorted(result.failed, failed, reasons);
+  fill_sorted(result.failed_unresolvable, unresolvable, reasons);
+
+  if (args.node_texts) {
+    result.node_texts.emplace();
+    result.node_source = args.node_source;
+  } else if (args.nodes) {
+    result.nodes.emplace();
+  }
+  const std::size_t survivors =
+      static_cast<std::size_t>(std::count(passed.begin(), passed.end(), static_cast<char>(1)));
+  result.node_names.reserve(survivors);
+  if (result.node_texts) result.node_texts->reserve(survivors);
   for (std::size_t i = 0; i < offered.size(); ++i) {
     if (!passed[i]) continue;
-    result.node_names.push_back(offered[i]);
-    if (args.nodes) result.nodes->push_back((*args.nodes)[i]);
+    result.node_names.emplace_back(offered[i]);
+    if (args.node_texts) {
+      result.node_texts->push_back((*args.node_texts)[i].json);
+    } else if (args.nodes) {
+      result.nodes->push_back((*args.nodes)[i]);
+    }
   }
   if (!result.failed.empty() || !result.failed_unresolvable.empty()) {
     const std::int64_t now = config_.now_ns();
+    const std::string pod_key = args.pod.key();
+    SPDLOG_DEBUG("filter {}: {} of {} nodes rejected", pod_key,
+                 result.failed.size() + result.failed_unresolvable.size(), offered.size());
+    // The log keeps only its newest entries: add just those, in the order they always had
+    // (FailedNodes by name, then FailedAndUnresolvableNodes by name).
+    const std::size_t total = result.failed.size() + result.failed_unresolvable.size();
+    std::size_t skip = total > rejections_.capacity() ? total - rejections_.capacity() : 0;
+    const bool debug = spdlog::should_log(spdlog::level::debug);  // per-node lines: debug only
     for (const auto* failures : {&result.failed, &result.failed_unresolvable}) {
       for (const auto& [node, reason] : *failures) {
-        SPDLOG_DEBUG("filter {}: node {} rejected: {}", args.pod.key(), node, reason);
-        rejections_.add({now, args.pod.key(), node, reason});
+        if (debug) SPDLOG_DEBUG("filter {}: node {} rejected: {}", pod_key, node, reason);
+        if (skip > 0) {
+          --skip;
+          continue;
+        }
+        rejections_.add({now, pod_key, node, reason});
       }
     }
   }
@@ -98,7 +210,8 @@ FilterResult SchedulingService::filter(const ExtenderArgs& args) {
 
 std::vector<HostPriority> SchedulingService::prioritize(const ExtenderArgs& args) const {
   const core::PodDemand demand = args.pod.demand();
-  const std::vector<std::string> offered = args.offered_names();
+  std::vector<std::string> owned_names;
+  const std::vector<std::string_view> offered = offered_views(args, owned_names);
   std::vector<std::optional<double>> raw(offered.size());
   if (demand.wants_gpu()) {
     store_.read([&](const core::ClusterModel& model, const core::PlacementPolicy& policy) {
@@ -112,7 +225,7 @@ std::vector<HostPriority> SchedulingService::prioritize(const ExtenderArgs& args
   const std::vector<int> scores = core::normalize_scores(raw);
   std::vector<HostPriority> result;
   result.reserve(offered.size());
-  for (std::size_t i = 0; i < offered.size(); ++i) result.push_back({offered[i], scores[i]});
+  for (std::size_t i = 0; i < offered.size(); ++i) result.push_back({std::string(offered[i]), scores[i]});
   return result;
 }
 

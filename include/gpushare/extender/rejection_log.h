@@ -25,6 +25,8 @@ class RejectionLog {
     if (entries_.size() == capacity_) entries_.pop_front();
     entries_.push_back(std::move(rejection));
   }
+  // How many entries it keeps (the newest).
+  std::size_t capacity() const { return capacity_; }
   // Newest first.
   std::vector<Rejection> recent() const {
     std::lock_guard lock(mutex_);

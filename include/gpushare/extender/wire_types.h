@@ -4,6 +4,7 @@
 
 #include <cstdint>
 #include <map>
+#include <memory>
 #include <optional>
 #include <string>
 #include <string_view>
@@ -17,12 +18,23 @@ namespace gpushare::extender {
 
 using kube::Json;
 
+// A Node object of a request kept as its JSON text, which filter echoes back verbatim.
+struct NodeText {
+  std::string name;       // metadata.name
+  std::string_view json;  // the item's text; views the owner's `node_source`
+};
+
 struct ExtenderArgs {
   kube::PodInfo pod;
-  // nodeCacheCapable: true sends names; false sends whole Node objects. Exactly one is set.
+  // nodeCacheCapable: true sends names; false sends whole Node objects. Exactly one of
+  // node_names, nodes and node_texts is set.
   std::optional<std::vector<std::string>> node_names;
   std::optional<std::vector<Json>> nodes;  // NodeList items, echoed back for survivors
+  // What decode_extender_args_body sets instead of `nodes`: the items as text, without a DOM.
+  std::optional<std::vector<NodeText>> node_texts;
+  std::shared_ptr<const std::string> node_source;  // owns the text node_texts view
 
+  bool has_node_objects() const { return nodes.has_value() || node_texts.has_value(); }
   // Names of the offered nodes, whichever form they came in.
   std::vector<std::string> offered_names() const;
 };
@@ -30,6 +42,9 @@ struct ExtenderArgs {
 struct FilterResult {
   std::vector<std::string> node_names;  // survivors, in offered order
   std::optional<std::vector<Json>> nodes;  // survivors' objects when the request carried objects
+  // Survivors' objects as JSON text, when the request was decoded by decode_extender_args_body.
+  std::optional<std::vector<std::string_view>> node_texts;
+  std::shared_ptr<const std::string> node_source;  // owns the text node_texts view
   std::map<std::string, std::string> failed;
   std::map<std::string, std::string> failed_unresolvable;
   std::string error;
@@ -63,6 +78,10 @@ struct PreemptionArgs {
 // Decoders throw kube::BadInput with a message naming the offending field.
 Json parse_json_body(std::string_view body);
 ExtenderArgs decode_extender_args(const Json& body, const kube::ResourceNames& names);
+// decode_extender_args(parse_json_body(body), names) in one pass over the text, without building
+// a DOM of the node list: the same ExtenderArgs (Node objects land in node_texts rather than
+// nodes) and the same BadInput errors. For the filter and prioritize hot path.
+ExtenderArgs decode_extender_args_body(std::string_view body, const kube::ResourceNames& names);
 BindingArgs decode_binding_args(const Json& body);
 PreemptionArgs decode_preemption_args(const Json& body, const kube::ResourceNames& names);
 

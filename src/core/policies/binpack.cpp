@@ -20,13 +20,18 @@ std::optional<Placement> BinpackPolicy::place(const NodeState& node, const PodDe
     placement.score = 1.0 + node_fill;
     return placement;
   }
+  // The GPUs gpus_that_fit() would list, scanned in place (prioritize calls this per node).
   int best = -1;
   Units best_left = 0;
-  for (int gpu : gpus_that_fit(node, pod)) {
-    const Units left = node.gpus()[static_cast<std::size_t>(gpu)].free() - pod.per_gpu;
-    if (best < 0 || left < best_left) {
-      best = gpu;
-      best_left = left;
+  if (node.total_free() >= pod.per_gpu) {
+    for (int gpu = 0; gpu < node.gpu_count(); ++gpu) {
+      const GpuState& state = node.gpus()[static_cast<std::size_t>(gpu)];
+      if (!state.healthy || state.free() < pod.per_gpu) continue;
+      const Units left = state.free() - pod.per_gpu;
+      if (best < 0 || left < best_left) {
+        best = gpu;
+        best_left = left;
+      }
     }
   }
   placement.gpus = {best};

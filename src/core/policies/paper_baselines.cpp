@@ -41,13 +41,17 @@ std::uint64_t hash_text(std::string_view text) {  // FNV-1a
 std::vector<int> best_fit_gpus(const NodeState& node, const PodDemand& pod) {
   if (!pod.wants_gpu()) return {};
   if (pod.needs_whole_gpus()) return lowest_whole_gpus(node, pod.gpu_count);
+  // The GPUs gpus_that_fit() would list, scanned in place.
   int best = -1;
   Units best_free = 0;
-  for (int gpu : gpus_that_fit(node, pod)) {
-    const Units free = node.gpus()[static_cast<std::size_t>(gpu)].free();
-    if (best < 0 || free < best_free) {
-      best = gpu;
-      best_free = free;
+  if (node.total_free() >= pod.per_gpu) {
+    for (int gpu = 0; gpu < node.gpu_count(); ++gpu) {
+      const GpuState& state = node.gpus()[static_cast<std::size_t>(gpu)];
+      if (!state.healthy || state.free() < pod.per_gpu) continue;
+      if (best < 0 || state.free() < best_free) {
+        best = gpu;
+        best_free = state.free();
+      }
     }
   }
   return best < 0 ? std::vector<int>{} : std::vector<int>{best};

@@ -15,13 +15,17 @@ std::optional<Placement> SpreadPolicy::place(const NodeState& node, const PodDem
     placement.gpus = lowest_whole_gpus(node, pod.gpu_count);
     return placement;
   }
+  // The GPUs gpus_that_fit() would list, scanned in place (prioritize calls this per node).
   int best = -1;
   Units best_free = 0;
-  for (int gpu : gpus_that_fit(node, pod)) {
-    const Units free = node.gpus()[static_cast<std::size_t>(gpu)].free();
-    if (best < 0 || free > best_free) {
-      best = gpu;
-      best_free = free;
+  if (node.total_free() >= pod.per_gpu) {
+    for (int gpu = 0; gpu < node.gpu_count(); ++gpu) {
+      const GpuState& state = node.gpus()[static_cast<std::size_t>(gpu)];
+      if (!state.healthy || state.free() < pod.per_gpu) continue;
+      if (best < 0 || state.free() > best_free) {
+        best = gpu;
+        best_free = state.free();
+      }
     }
   }
   placement.gpus = {best};

@@ -1,0 +1,83 @@
+#pragma once
+// Shared pieces of the Google Benchmark executables: argument grids, latency percentiles, and
+// the request path exactly as http_server.cpp runs it (decode, service, encode).
+
+#include <algorithm>
+#include <cmath>
+#include <map>
+#include <string>
+#include <utility>
+#include <vector>
+
+#include <benchmark/benchmark.h>
+
+#include "cluster_generator.h"
+
+namespace gpushare::bench {
+
+inline constexpr int kNodeCounts[] = {1000, 5000, 10000};
+inline constexpr int kAllocatedPercents[] = {0, 50, 90};
+
+inline ClusterShape shape_of(int nodes, int allocated_percent) {
+  ClusterShape shape;
+  shape.nodes = nodes;
+  shape.allocated = allocated_percent / 100.0;
+  return shape;
+}
+
+// Percentile of per-repetition times. Used with ->Iterations(1)->Repetitions(n), so each value
+// is one request: the distribution, not a mean of means.
+inline double percentile(const std::vector<double>& values, double p) {
+  if (values.empty()) return 0;
+  std::vector<double> sorted(values);
+  std::sort(sorted.begin(), sorted.end());
+  const double rank = p / 100.0 * static_cast<double>(sorted.size() - 1);
+  const auto lo = static_cast<std::size_t>(std::floor(rank));
+  const auto hi = static_cast<std::size_t>(std::ceil(rank));
+  return sorted[lo] + (sorted[hi] - sorted[lo]) * (rank - static_cast<double>(lo));
+}
+
+// Adds p50/p90/p99/max rows to a repeated single-iteration benchmark.
+inline benchmark::internal::Benchmark* as_distribution(benchmark::internal::Benchmark* b, int requests) {
+  return b->Iterations(1)
+      ->Repetitions(requests)
+      ->ReportAggregatesOnly(true)
+      ->ComputeStatistics("p50", [](const std::vector<double>& v) { return percentile(v, 50); })
+      ->ComputeStatistics("p90", [](const std::vector<double>& v) { return percentile(v, 90); })
+      ->ComputeStatistics("p99", [](const std::vector<double>& v) { return percentile(v, 99); })
+      ->ComputeStatistics("max", [](const std::vector<double>& v) { return percentile(v, 100); });
+}
+
+// Request bodies per (nodes, form), built once per process.
+enum class BodyForm { kNodeNames, kNodes };
+inline const std::string& request_body(int nodes, BodyForm form, core::Units pod_request = 4) {
+  static std::map<std::tuple<int, BodyForm, core::Units>, std::string> bodies;
+  auto key = std::tuple{nodes, form, pod_request};
+  auto it = bodies.find(key);
+  if (it == bodies.end()) {
+    ClusterShape shape;
+    shape.nodes = nodes;
+    const Json pod = default_pending_pod(pod_request);
+    it = bodies.emplace(key, form == BodyForm::kNodeNames ? args_with_names(shape, pod)
+                                                          : args_with_nodes(shape, pod))
+             .first;
+  }
+  return it->second;
+}
+
+// What the filter and prioritize routes do with a request body (see http_server.cpp).
+inline extender::ExtenderArgs decode_request(std::string_view body, const kube::ResourceNames& names) {
+  return extender::decode_extender_args_body(body, names);
+}
+
+inline std::string handle_filter(extender::SchedulingService& service, std::string_view body) {
+  const extender::ExtenderArgs args = decode_request(body, service.config().names);
+  return extender::encode_filter_result(service.filter(args));
+}
+
+inline std::string handle_prioritize(extender::SchedulingService& service, std::string_view body) {
+  const extender::ExtenderArgs args = decode_request(body, service.config().names);
+  return extender::encode_priorities(service.prioritize(args));
+}
+
+}  // namespace gpushare::bench

@@ -1,0 +1,187 @@
+// Filter, prioritize and bind on generated clusters of 1 000 / 5 000 / 10 000 nodes x 8 GPUs
+// at 0 / 50 / 90 % of GPU memory allocated.
+//
+//  BM_Filter/<nodes>/<alloc%>              SchedulingService::filter on decoded args (no JSON)
+//  BM_Prioritize/<policy>/<nodes>/<alloc%> SchedulingService::prioritize, per placement policy
+//  BM_PlaceOneNode/<policy>/<alloc%>       the bind's GPU choice: policy.place() on one node
+//  BM_Bind/<policy>/<nodes>/<alloc%>       SchedulingService::bind (choose, assume) with an
+//                                          in-memory binder; the assumed pod is released
+//                                          outside the timed region
+//  BM_FilterRequest/<nodes>/<alloc%>       the whole in-process request: body text -> decode ->
+//                                          filter -> encoded reply (nodeCacheCapable: NodeNames)
+//  BM_PrioritizeRequest/<nodes>/<alloc%>   the same for prioritize (binpack)
+//  *Latency                                the two above as 1-request repetitions, with
+//                                          p50/p90/p99/max rows (the latency distribution)
+//
+// The pod asks for 4 GiB on one GPU; GPUs hold 32 GiB.
+
+#include "bench_util.h"
+
+namespace gb = gpushare::bench;
+namespace ext = gpushare::extender;
+namespace core = gpushare::core;
+
+namespace {
+
+constexpr int kLatencyRequests = 2000;
+
+const ext::ExtenderArgs& typed_args(int nodes) {
+  static std::map<int, ext::ExtenderArgs> cache;
+  auto it = cache.find(nodes);
+  if (it == cache.end()) {
+    it = cache.emplace(nodes, gb::decode_request(gb::request_body(nodes, gb::BodyForm::kNodeNames),
+                                                 gpushare::kube::ResourceNames{}))
+             .first;
+  }
+  return it->second;
+}
+
+void BM_Filter(benchmark::State& state) {
+  const int nodes = static_cast<int>(state.range(0));
+  auto& harness = gb::cached_harness(gb::shape_of(nodes, static_cast<int>(state.range(1))));
+  const auto& args = typed_args(nodes);
+  std::size_t survivors = 0;
+  for (auto _ : state) {
+    auto result = harness.service->filter(args);
+    survivors = result.node_names.size();
+    benchmark::DoNotOptimize(result);
+  }
+  state.counters["survivors"] = static_cast<double>(survivors);
+  state.counters["nodes/s"] = benchmark::Counter(static_cast<double>(nodes), benchmark::Counter::kIsIterationInvariantRate);
+}
+
+void BM_Prioritize(benchmark::State& state) {
+  const std::string& policy = gb::policy_list()[static_cast<std::size_t>(state.range(0))];
+  const int nodes = static_cast<int>(state.range(1));
+  auto& harness = gb::cached_harness(gb::shape_of(nodes, static_cast<int>(state.range(2))), policy);
+  const auto& args = typed_args(nodes);
+  state.SetLabel(policy);
+  for (auto _ : state) {
+    auto result = harness.service->prioritize(args);
+    benchmark::DoNotOptimize(result);
+  }
+  state.counters["nodes/s"] = benchmark::Counter(static_cast<double>(nodes), benchmark::Counter::kIsIterationInvariantRate);
+}
+
+void BM_PlaceOneNode(benchmark::State& state) {
+  const std::string& policy_name = gb::policy_list()[static_cast<std::size_t>(state.range(0))];
+  auto& harness = gb::cached_harness(gb::shape_of(5000, static_cast<int>(state.range(1))), policy_name);
+  const core::PodDemand demand = typed_args(5000).pod.demand();
+  state.SetLabel(policy_name);
+  harness.store.read([&](const core::ClusterModel& model, const core::PlacementPolicy& policy) {
+    const auto& all = model.nodes();
+    std::size_t i = 0;
+    std::size_t fits = 0;
+    for (auto _ : state) {
+      auto placement = policy.place(all[i], demand);
+      fits += placement.has_value();
+      benchmark::DoNotOptimize(placement);
+      if (++i == all.size()) i = 0;
+    }
+    state.counters["fit%"] = 100.0 * static_cast<double>(fits) / static_cast<double>(state.iterations());
+  });
+}
+
+void BM_Bind(benchmark::State& state) {
+  const std::string& policy_name = gb::policy_list()[static_cast<std::size_t>(state.range(0))];
+  const int nodes = static_cast<int>(state.range(1));
+  auto& harness = gb::cached_harness(gb::shape_of(nodes, static_cast<int>(state.range(2))), policy_name);
+  const ext::ExtenderArgs& args = typed_args(nodes);
+  harness.binder.remember(args.pod);
+  state.SetLabel(policy_name);
+  // Nodes where the pod fits, so every bind succeeds.
+  std::vector<std::string> targets = harness.service->filter(args).node_names;
+  if (targets.empty()) {
+    state.SkipWithError("no node fits");
+    return;
+  }
+  ext::BindingArgs bind{args.pod.name, args.pod.namespace_name, args.pod.uid, ""};
+  std::size_t i = 0;
+  std::size_t failures = 0;
+  for (auto _ : state) {
+    bind.node = targets[i];
+    const ext::BindReply reply = harness.service->bind(bind);
+    failures += !reply.error.empty();
+    state.PauseTiming();
+    harness.store.write([&](core::ClusterModel& model, core::PlacementPolicy&) { model.remove_pod(args.pod.uid); });
+    if (++i == targets.size()) i = 0;
+    state.ResumeTiming();
+  }
+  if (failures > 0) state.SkipWithError("bind failed");
+}
+
+void BM_FilterRequest(benchmark::State& state) {
+  const int nodes = static_cast<int>(state.range(0));
+  auto& harness = gb::cached_harness(gb::shape_of(nodes, static_cast<int>(state.range(1))));
+  const std::string& body = gb::request_body(nodes, gb::BodyForm::kNodeNames);
+  std::size_t reply_bytes = 0;
+  for (auto _ : state) {
+    std::string reply = gb::handle_filter(*harness.service, body);
+    reply_bytes = reply.size();
+    benchmark::DoNotOptimize(reply);
+  }
+  state.counters["req_KB"] = static_cast<double>(body.size()) / 1024.0;
+  state.counters["reply_KB"] = static_cast<double>(reply_bytes) / 1024.0;
+}
+
+void BM_PrioritizeRequest(benchmark::State& state) {
+  const int nodes = static_cast<int>(state.range(0));
+  auto& harness = gb::cached_harness(gb::shape_of(nodes, static_cast<int>(state.range(1))));
+  const std::string& body = gb::request_body(nodes, gb::BodyForm::kNodeNames);
+  std::size_t reply_bytes = 0;
+  for (auto _ : state) {
+    std::string reply = gb::handle_prioritize(*harness.service, body);
+    reply_bytes = reply.size();
+    benchmark::DoNotOptimize(reply);
+  }
+  state.counters["req_KB"] = static_cast<double>(body.size()) / 1024.0;
+  state.counters["reply_KB"] = static_cast<double>(reply_bytes) / 1024.0;
+}
+
+void size_grid(benchmark::internal::Benchmark* b) {
+  b->ArgNames({"nodes", "alloc%"});
+  for (int nodes : gb::kNodeCounts) {
+    for (int alloc : gb::kAllocatedPercents) b->Args({nodes, alloc});
+  }
+}
+
+void policy_size_grid(benchmark::internal::Benchmark* b) {
+  b->ArgNames({"policy", "nodes", "alloc%"});
+  // Cluster-major order, so each generated cluster is built once per policy, not per point.
+  for (int nodes : gb::kNodeCounts) {
+    for (int alloc : gb::kAllocatedPercents) {
+      for (std::size_t p = 0; p < gb::policy_list().size(); ++p) {
+        b->Args({static_cast<std::int64_t>(p), nodes, alloc});
+      }
+    }
+  }
+}
+
+void policy_alloc_grid(benchmark::internal::Benchmark* b) {
+  b->ArgNames({"policy", "alloc%"});
+  for (int alloc : gb::kAllocatedPercents) {
+    for (std::size_t p = 0; p < gb::policy_list().size(); ++p) b->Args({static_cast<std::int64_t>(p), alloc});
+  }
+}
+
+}  // namespace
+
+BENCHMARK(BM_Filter)->Apply(size_grid)->Unit(benchmark::kMicrosecond);
+BENCHMARK(BM_Prioritize)->Apply(policy_size_grid)->Unit(benchmark::kMicrosecond);
+BENCHMARK(BM_PlaceOneNode)->Apply(policy_alloc_grid)->Unit(benchmark::kNanosecond);
+BENCHMARK(BM_Bind)->Apply(policy_size_grid)->Unit(benchmark::kMicrosecond);
+BENCHMARK(BM_FilterRequest)->Apply(size_grid)->Unit(benchmark::kMicrosecond);
+BENCHMARK(BM_PrioritizeRequest)->Apply(size_grid)->Unit(benchmark::kMicrosecond);
+
+BENCHMARK(BM_FilterRequest)
+    ->Name("BM_FilterRequestLatency")
+    ->Apply(size_grid)
+    ->Apply([](benchmark::internal::Benchmark* b) { gb::as_distribution(b, kLatencyRequests); })
+    ->Unit(benchmark::kMicrosecond);
+BENCHMARK(BM_PrioritizeRequest)
+    ->Name("BM_PrioritizeRequestLatency")
+    ->Apply(size_grid)
+    ->Apply([](benchmark::internal::Benchmark* b) { gb::as_distribution(b, kLatencyRequests); })
+    ->Unit(benchmark::kMicrosecond);
+
+BENCHMARK_MAIN();

@@ -1,0 +1,273 @@
+// The fast wire paths agree with the nlohmann DOM paths they replace:
+//  - decode_extender_args_body(body) == decode_extender_args(parse_json_body(body)): same
+//    arguments, or the same BadInput message, for hand-picked and randomly mutated bodies;
+//  - encode_filter_result / encode_priorities write exactly the bytes nlohmann's dump() wrote.
+
+#include <gtest/gtest.h>
+
+#include <random>
+
+#include "contract/extender_fixture.h"
+#include "gpushare/extender/wire_types.h"
+
+namespace gpushare::testing {
+namespace {
+
+using extender::ExtenderArgs;
+
+struct Outcome {
+  bool ok = false;
+  std::string error;
+  ExtenderArgs args;
+};
+
+template <typename Fn>
+Outcome run(Fn fn) {
+  Outcome outcome;
+  try {
+    outcome.args = fn();
+    outcome.ok = true;
+  } catch (const kube::BadInput& e) {
+    outcome.error = e.what();
+  }
+  return outcome;
+}
+
+// Compares the two decoders on one body; returns whether it decoded.
+bool expect_same_decoding(const std::string& body) {
+  const kube::ResourceNames names;
+  const Outcome dom = run([&] { return extender::decode_extender_args(extender::parse_json_body(body), names); });
+  const Outcome fast = run([&] { return extender::decode_extender_args_body(body, names); });
+  EXPECT_EQ(dom.ok, fast.ok) << "body: " << body.substr(0, 300) << "\ndom error: " << dom.error
+                             << "\nfast error: " << fast.error;
+  if (!dom.ok || !fast.ok) {
+    EXPECT_EQ(dom.error, fast.error) << "body: " << body.substr(0, 300);
+    return false;
+  }
+  EXPECT_EQ(dom.args.pod.uid, fast.args.pod.uid);
+  EXPECT_EQ(dom.args.pod.name, fast.args.pod.name);
+  EXPECT_EQ(dom.args.pod.namespace_name, fast.args.pod.namespace_name);
+  EXPECT_EQ(dom.args.pod.request, fast.args.pod.request);
+  EXPECT_EQ(dom.args.pod.node_name, fast.args.pod.node_name);
+  EXPECT_EQ(dom.args.pod.phase, fast.args.pod.phase);
+  EXPECT_EQ(dom.args.pod.resource_version, fast.args.pod.resource_version);
+  EXPECT_EQ(dom.args.pod.terminating, fast.args.pod.terminating);
+  EXPECT_EQ(dom.args.pod.gpu_index, fast.args.pod.gpu_index);
+  EXPECT_EQ(dom.args.pod.annotated_request, fast.args.pod.annotated_request);
+  EXPECT_EQ(dom.args.pod.annotated_device_memory, fast.args.pod.annotated_device_memory);
+  EXPECT_EQ(dom.args.pod.assigned, fast.args.pod.assigned);
+  EXPECT_EQ(dom.args.pod.assume_time_ns, fast.args.pod.assume_time_ns);
+  EXPECT_EQ(dom.args.node_names, fast.args.node_names);
+  EXPECT_EQ(dom.args.nodes.has_value(), fast.args.node_texts.has_value());
+  EXPECT_FALSE(fast.args.nodes.has_value());
+  EXPECT_EQ(dom.args.offered_names(), fast.args.offered_names());
+  if (dom.args.nodes && fast.args.node_texts) {
+    EXPECT_EQ(dom.args.nodes->size(), fast.args.node_texts->size());
+    for (std::size_t i = 0; i < dom.args.nodes->size() && i < fast.args.node_texts->size(); ++i) {
+      EXPECT_EQ((*dom.args.nodes)[i], Json::parse((*fast.args.node_texts)[i].json));
+    }
+  }
+  return true;
+}
+
+Json small_node(const std::string& name) { return node_object(name, 2, 32); }
+
+TEST(WireFastPath, DecodesLikeTheDom) {
+  const Json pod = pod_object("p", "uid-p", 4);
+  auto with_items = [&](Json items) { return Json{{"Pod", pod}, {"Nodes", Json{{"items", std::move(items)}}}}.dump(); };
+  const std::vector<std::string> bodies = {
+      Json{{"Pod", pod}, {"Nodes", nullptr}, {"NodeNames", {"n1", "n2"}}}.dump(),
+      Json{{"pod", pod}, {"nodes", nullptr}, {"nodenames", {"n1"}}}.dump(),
+      Json{{"POD", pod}, {"NODENAMES", Json::array()}}.dump(),
+      Json{{"Pod", pod}, {"Nodes", {{"items", {small_node("a"), small_node("b")}}}}, {"NodeNames", nullptr}}.dump(),
+      Json{{"Pod", pod}, {"Nodes", {{"items", {small_node("a")}}}}, {"NodeNames", {"x"}}}.dump(),
+      Json{{"Pod", pod}, {"Nodes", {{"Items", {small_node("a")}}, {"items", {small_node("b")}}}}}.dump(),
+      Json{{"Pod", pod}, {"Nodes", Json::object()}}.dump(),
+      Json{{"Pod", pod}, {"Nodes", {{"items", nullptr}}}}.dump(),
+      with_items(Json::array({Json{{"metadata", Json{{"Name", "m"}}}}})),
+      with_items(Json::array({Json{{"Metadata", Json{{"name", "m"}}}, {"metadata", Json{{"name", "n"}}}}})),
+      with_items(Json::array({Json{{"METADATA", Json{{"name", "m"}}}, {"Metadata", Json{{"name", "n"}}}}})),
+      with_items(Json::array({Json{{"metadata", Json{{"name", 3}}}}})),
+      with_items(Json::array({Json{{"metadata", Json{{"name", ""}}}}})),
+      with_items(Json::array({Json{{"metadata", nullptr}}})),
+      with_items(Json::array({Json{{"metadata", Json::array({1})}}})),
+      with_items(Json::array({Json{{"kind", "Node"}}})),
+      Json{{"Pod", pod}, {"Nodes", {{"items", {small_node("a"), 7, small_node("b")}}}}}.dump(),
+      Json{{"Pod", pod}, {"Nodes", "x"}}.dump(),
+      Json{{"Pod", pod}, {"Nodes", {{"items", "x"}}}}.dump(),
+      Json{{"Pod", pod}, {"NodeNames", "n1"}}.dump(),
+      Json{{"Pod", pod}, {"NodeNames", {"n1", 2}}}.dump(),
+      Json{{"Pod", pod}}.dump(),
+      Json{{"Pod", nullptr}, {"NodeNames", {"n1"}}}.dump(),
+      Json{{"Pod", "p"}, {"NodeNames", {"n1"}}}.dump(),
+      Json{{"NodeNames", {"n1"}}}.dump(),
+      Json{{"Pod", Json::object()}, {"NodeNames", {"n1"}}}.dump(),
+      // Duplicate keys (the DOM keeps the last), escapes, unicode, a BOM, whitespace.
+      R"({"Pod":)" + pod.dump() + R"(,"NodeNames":["a"],"NodeNames":["b","c"]})",
+      R"({"Pod":)" + pod.dump() + R"(,"nodeNames":["a"],"NodeNAMES":["b"]})",
+      R"({"Pod":)" + pod.dump() + R"(,"Node\u004eames":["\u00e9t\u00e9","\ud83d\ude00","a\"b\\c\/d\n"]})",
+      "\xEF\xBB\xBF" R"( { "Pod" : )" + pod.dump(2) + " ,\n\t\"NodeNames\" : [ \"n1\" ] } \r\n",
+      R"({"Pod":)" + pod.dump() + R"(,"NodeNames":["caf\u00e9","n\u00001"]})",
+      R"({"Pod":)" + pod.dump() + R"(,"NodeNames":["ok"],"extra":[1,-2.5e3,0.0,true,false,null,{"a":[[]]},1E+2]})",
+      R"({"Pod":)" + pod.dump() + R"(,"NodeNames":["ok"],"big":123456789012345678901234567890})",
+      // Invalid JSON of many kinds.
+      "", " ", "{", "}", "[1,2]", "\"text\"", "null", "3", "{\"Pod\": ", "{nope", "{\"a\":1,}", "{\"a\" 1}",
+      "{\"a\":01}", "{\"a\":-}", "{\"a\":1.}", "{\"a\":.5}", "{\"a\":1e}", "{\"a\":tru}", "{\"a\":nul}",
+      "{\"a\":\"\\x\"}", "{\"a\":\"\\u12\"}", "{\"a\":\"\\ud800\"}", "{\"a\":\"\\udc00\"}",
+      "{\"a\":\"\\ud800\\u0041\"}", "{\"a\":\"tab\there\"}", "{\"a\":\"\xC0\xAF\"}", "{\"a\":\"\xED\xA0\x80\"}",
+      "{\"a\":\"\xF4\x90\x80\x80\"}", "{\"a\":\"\xE2\x82\"}", "{\"a\":1e400}", "{\"a\":-1e309}", "{\"a\":1e-400}",
+      "{} {}", "{}x", "\xEF\xBB{}", "{\"a\":[1 2]}", "{\"a\":[1,]}", "{'a':1}", "{\"a\":1}/*c*/",
+      "{\"Pod\":{\"metadata\":{\"name\":\"p\"}},\"NodeNames\":[\"n\"]", "[[[[[[[[[[[[[[[[[[[[[]]]]]]]]]]]]]]]]]]]]",
+  };
+  for (const auto& body : bodies) expect_same_decoding(body);
+}
+
+// Pods of every odd shape: the fast path reads a pruned copy of the Pod, which must parse the same.
+TEST(WireFastPath, DecodesOddPodsLikeTheDom) {
+  std::vector<Json> pods;
+  const Json base = pod_object("p", "uid-p", 4, "n1", 1);
+  pods.push_back(base);
+  auto variant = [&](auto edit) {
+    Json pod = base;
+    edit(pod);
+    pods.push_back(pod);
+  };
+  variant([](Json& p) { p["metadata"]["Name"] = "other"; });
+  variant([](Json& p) { p["metadata"]["NAME"] = 5; });
+  variant([](Json& p) { p["Metadata"] = p["metadata"]; p["Metadata"]["name"] = "second"; });
+  variant([](Json& p) { p["METADATA"] = {{"name", "third"}}; p.erase("metadata"); });
+  variant([](Json& p) { p["metadata"] = "text"; });
+  variant([](Json& p) { p["metadata"]["uid"] = Json::object(); });
+  variant([](Json& p) { p["metadata"]["namespace"] = nullptr; });
+  variant([](Json& p) { p["metadata"]["deletionTimestamp"] = "2024-06-11T09:14:03Z"; });
+  variant([](Json& p) { p["metadata"]["DeletionTimestamp"] = nullptr; });
+  variant([](Json& p) { p["metadata"]["annotations"] = {{"ALIYUN_COM_GPU_MEM_IDX", "x"}, {"aliyun_com_gpu_mem_idx", "3"}}; });
+  variant([](Json& p) { p["metadata"]["annotations"] = {{"ALIYUN_COM_GPU_MEM_POD", 7}, {"ALIYUN_COM_GPU_MEM_ASSIGNED", "true"}, {"ALIYUN_COM_GPU_MEM_ASSUME_TIME", "123"}, {"ALIYUN_COM_GPU_MEM_DEV", "16"}}; });
+  variant([](Json& p) { p["metadata"]["annotations"] = {1, 2}; });
+  variant([](Json& p) { p["metadata"]["Annotations"] = {{"ALIYUN_COM_GPU_MEM_IDX", "2"}}; });
+  variant([](Json& p) { p["spec"]["NodeName"] = "n2"; });
+  variant([](Json& p) { p["spec"]["nodeName"] = 3; });
+  variant([](Json& p) { p["spec"]["containers"] = "x"; });
+  variant([](Json& p) { p["spec"]["containers"] = {1}; });
+  variant([](Json& p) { p["spec"]["Containers"] = p["spec"]["containers"]; p["spec"]["Containers"][0]["resources"]["limits"]["aliyun.com/gpu-mem"] = "9"; });
+  variant([](Json& p) { p["spec"]["containers"].push_back(p["spec"]["containers"][0]); });
+  variant([](Json& p) { p["spec"]["containers"][0]["resources"] = {{"requests", {{"ALIYUN.COM/GPU-MEM", "6"}}}}; });
+  variant([](Json& p) { p["spec"]["containers"][0]["resources"] = {{"Limits", {{"aliyun.com/gpu-mem", "1k"}}}}; });
+  variant([](Json& p) { p["spec"]["containers"][0]["resources"] = {{"limits", {{"aliyun.com/gpu-mem", 2.5}}}}; });
+  variant([](Json& p) { p["spec"]["containers"][0]["resources"] = {{"limits", {{"aliyun.com/gpu-mem", "-1"}}}}; });
+  variant([](Json& p) { p["spec"]["containers"][0]["resources"] = "none"; });
+  variant([](Json& p) { p["spec"]["containers"][0]["name"] = 4; });
+  variant([](Json& p) { p["spec"] = nullptr; });
+  variant([](Json& p) { p["spec"] = {1, 2}; });
+  variant([](Json& p) { p["status"] = {{"Phase", "Succeeded"}}; });
+  variant([](Json& p) { p["status"] = {{"phase", false}}; });
+  variant([](Json& p) { p["status"] = 1; });
+  variant([](Json& p) { p["spec"]["env"] = {{"deep", {{"a", {1, 2, {{"b", nullptr}}}}}}}; });
+  for (const Json& pod : pods) {
+    expect_same_decoding(Json{{"Pod", pod}, {"NodeNames", {"n1"}}}.dump());
+  }
+}
+
+TEST(WireFastPath, DeepNestingIsNotACrash) {
+  const std::string deep = std::string(200000, '[') + std::string(200000, ']');
+  const Json pod = pod_object("p", "uid-p", 4);
+  expect_same_decoding(R"({"Pod":)" + pod.dump() + R"(,"NodeNames":["n"],"x":)" + deep + "}");
+}
+
+TEST(WireFastPath, RandomMutationsDecodeLikeTheDom) {
+  const Json pod = pod_object("p", "uid-p", 4);
+  const std::vector<std::string> seeds = {
+      Json{{"Pod", pod}, {"Nodes", nullptr}, {"NodeNames", {"n1", "n\u00e92", "n3"}}}.dump(),
+      Json{{"Pod", pod}, {"Nodes", {{"items", {small_node("a"), small_node("b")}}}}, {"NodeNames", nullptr}}.dump(),
+  };
+  static constexpr char kInteresting[] = "{}[]\",:\\/ue0-+.1 \n\x80\xC3\xA9\xED\xF0tfn";
+  std::mt19937 rng(20240611);
+  int decoded = 0;
+  for (int round = 0; round < 4000; ++round) {
+    std::string body = seeds[static_cast<std::size_t>(round) % seeds.size()];
+    const int edits = 1 + static_cast<int>(rng() % 3);
+    for (int e = 0; e < edits && !body.empty(); ++e) {
+      const std::size_t at = rng() % body.size();
+      const char c = kInteresting[rng() % (sizeof kInteresting - 1)];
+      switch (rng() % 4) {
+        case 0: body[at] = c; break;
+        case 1: body.insert(body.begin() + static_cast<std::ptrdiff_t>(at), c); break;
+        case 2: body.erase(at, 1 + rng() % 4); break;
+        default: body.resize(at); break;
+      }
+    }
+    decoded += expect_same_decoding(body);
+    if (::testing::Test::HasFailure()) break;
+  }
+  EXPECT_GT(decoded, 0);  // some mutations stay valid, so both success paths are compared too
+}
+
+// The encoders as they were, through nlohmann's DOM.
+std::string dom_filter_result(const extender::FilterResult& result) {
+  auto string_map = [](const std::map<std::string, std::string>& values) {
+    Json object = Json::object();
+    for (const auto& [key, value] : values) object[key] = value;
+    return object;
+  };
+  Json body;
+  if (result.nodes) {
+    body["Nodes"] = {{"apiVersion", "v1"}, {"kind", "NodeList"}, {"metadata", Json::object()},
+                     {"items", *result.nodes}};
+  } else {
+    body["Nodes"] = nullptr;
+  }
+  body["NodeNames"] = result.node_names;
+  body["FailedNodes"] = string_map(result.failed);
+  body["FailedAndUnresolvableNodes"] = string_map(result.failed_unresolvable);
+  body["Error"] = result.error;
+  return body.dump(-1, ' ', false, Json::error_handler_t::replace);
+}
+
+std::string dom_priorities(const std::vector<extender::HostPriority>& priorities) {
+  Json body = Json::array();
+  for (const auto& priority : priorities) body.push_back({{"Host", priority.host}, {"Score", priority.score}});
+  return body.dump(-1, ' ', false, Json::error_handler_t::replace);
+}
+
+TEST(WireFastPath, EncodesByteForByteLikeTheDom) {
+  const std::vector<std::string> awkward = {
+      "", "n1", "quote\"back\\slash/", "ctl\x01\x1f\x7f\b\f\n\r\t", "caf\xC3\xA9 \xF0\x9F\x98\x80",
+      "bad\xC3", "bad\xFF\xFEutf8", "\xED\xA0\x80surrogate", std::string("nul\0byte", 8)};
+  extender::FilterResult result;
+  EXPECT_EQ(extender::encode_filter_result(result), dom_filter_result(result));
+  std::vector<extender::HostPriority> priorities;
+  EXPECT_EQ(extender::encode_priorities(priorities), dom_priorities(priorities));
+  std::int64_t score = -3;
+  for (const auto& text : awkward) {
+    result.node_names.push_back(text);
+    result.failed[text + "f"] = text;
+    result.failed_unresolvable[text + "u"] = "reason " + text;
+    result.error = text;
+    priorities.push_back({text, score});
+    score = score * 7 + 1;
+  }
+  priorities.push_back({"max", INT64_MAX});
+  priorities.push_back({"min", INT64_MIN});
+  EXPECT_EQ(extender::encode_filter_result(result), dom_filter_result(result));
+  EXPECT_EQ(extender::encode_priorities(priorities), dom_priorities(priorities));
+  result.nodes = std::vector<Json>{small_node("a"), small_node("b\xC3")};
+  EXPECT_EQ(extender::encode_filter_result(result), dom_filter_result(result));
+}
+
+TEST(WireFastPath, EchoesNodeTextsVerbatim) {
+  const Json pod = pod_object("p", "uid-p", 4);
+  const Json items = {small_node("a"), small_node("b")};
+  const std::string body = Json{{"Pod", pod}, {"Nodes", {{"items", items}}}}.dump(2);
+  const ExtenderArgs args = extender::decode_extender_args_body(body, kube::ResourceNames{});
+  ASSERT_TRUE(args.node_texts);
+  extender::FilterResult result;
+  result.node_names = {"a", "b"};
+  result.node_texts = std::vector<std::string_view>{(*args.node_texts)[0].json, (*args.node_texts)[1].json};
+  result.node_source = args.node_source;
+  const Json reply = Json::parse(extender::encode_filter_result(result));
+  EXPECT_EQ(reply["Nodes"]["items"], items);
+  EXPECT_EQ(reply["Nodes"]["kind"], "NodeList");
+}
+
+}  // namespace
+}  // namespace gpushare::testing
