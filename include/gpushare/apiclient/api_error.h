@@ -103,8 +103,7 @@ struct ApiError {
 ApiError error_from_response(int http_code, std::string_view body,
                              std::optional<std::chrono::seconds> retry_after_header = {});
 
-// Builds the error for an in-stream ERROR event's Status object (already parsed).
-// Declared in watch_event.h, which owns the JSON dependency.
+// (The error of an in-stream ERROR event is built by error_from_status_object, watch_event.h.)
 
 ApiError transport_error(TransportFailure failure, std::string message);
 ApiError stopped_error();
