@@ -1,0 +1,656 @@
+// deploy/: every manifest parses, and what the manifests promise is what the server serves:
+// the scheduler configurations' URLs and verbs are POSTed to a real in-process extender, the
+// probes' paths are fetched from it, the ports line up from kube-scheduler's urlPrefix through
+// the Service to the container and the extender's own default, and RBAC covers (exactly) what
+// the extender does with the API.
+
+#include <gtest/gtest.h>
+#include <yaml-cpp/yaml.h>
+
+#include <cstdio>
+#include <cstdlib>
+#include <filesystem>
+#include <fstream>
+#include <map>
+#include <memory>
+#include <optional>
+#include <set>
+#include <sstream>
+#include <string>
+#include <vector>
+
+#include "contract/extender_fixture.h"
+#include "gpushare/extender/options.h"
+#include "gpushare/extender/standalone_cluster.h"
+#include "gpushare/kube/annotations.h"
+
+namespace gpushare::testing {
+namespace {
+
+namespace fs = std::filesystem;
+
+const fs::path kRoot = fs::path(GPUSHARE_SOURCE_DIR);
+const fs::path kDeploy = kRoot / "deploy";
+
+// YAML -> JSON keeping YAML's plain-scalar typing for the values we compare (ints, booleans).
+Json to_json(const YAML::Node& node) {
+  switch (node.Type()) {
+    case YAML::NodeType::Null:
+    case YAML::NodeType::Undefined:
+      return nullptr;
+    case YAML::NodeType::Sequence: {
+      Json array = Json::array();
+      for (const auto& item : node) array.push_back(to_json(item));
+      return array;
+    }
+    case YAML::NodeType::Map: {
+      Json object = Json::object();
+      for (const auto& item : node) object[item.first.as<std::string>()] = to_json(item.second);
+      return object;
+    }
+    case YAML::NodeType::Scalar: {
+      const std::string text = node.Scalar();
+      if (node.Tag() == "!") return text;  // quoted
+      if (text == "true") return true;
+      if (text == "false") return false;
+      if (text == "null" || text == "~") return nullptr;
+      if (!text.empty() && text.find_first_not_of("0123456789") == std::string::npos && text.size() < 18) {
+        return std::stoll(text);
+      }
+      return text;
+    }
+  }
+  return nullptr;
+}
+
+struct Doc {
+  fs::path file;
+  Json object;
+};
+
+std::vector<Doc> load(const fs::path& file) {
+  std::vector<Doc> docs;
+  for (const YAML::Node& node : YAML::LoadAllFromFile(file.string())) docs.push_back({file, to_json(node)});
+  return docs;
+}
+
+std::vector<fs::path> yaml_files(const fs::path& dir) {
+  std::vector<fs::path> files;
+  for (const auto& entry : fs::recursive_directory_iterator(dir)) {
+    if (entry.is_regular_file() && entry.path().extension() == ".yaml") files.push_back(entry.path());
+  }
+  std::sort(files.begin(), files.end());
+  return files;
+}
+
+std::vector<Doc> docs_under(const fs::path& dir) {
+  std::vector<Doc> docs;
+  for (const auto& file : yaml_files(dir)) {
+    auto more = load(file);
+    docs.insert(docs.end(), more.begin(), more.end());
+  }
+  return docs;
+}
+
+std::vector<Doc> of_kind(const std::vector<Doc>& docs, std::string_view kind) {
+  std::vector<Doc> out;
+  for (const auto& d : docs) {
+    if (d.object.is_object() && d.object.value("kind", "") == kind) out.push_back(d);
+  }
+  return out;
+}
+
+// By value: callers often pass a temporary list of documents.
+Json find_named(const std::vector<Doc>& docs, std::string_view kind, std::string_view name) {
+  for (const auto& d : docs) {
+    if (d.object.value("kind", "") == kind && d.object["metadata"].value("name", "") == name) return d.object;
+  }
+  ADD_FAILURE() << "no " << kind << " named " << name;
+  return Json::object();
+}
+
+struct Url {
+  std::string scheme;
+  std::string host;
+  int port = -1;
+  std::string path;
+};
+
+Url parse_url(const std::string& text) {
+  Url url;
+  const auto scheme_end = text.find("://");
+  if (scheme_end == std::string::npos) return url;
+  url.scheme = text.substr(0, scheme_end);
+  const auto rest = text.substr(scheme_end + 3);
+  const auto slash = rest.find('/');
+  const std::string authority = rest.substr(0, slash);
+  url.path = slash == std::string::npos ? "" : rest.substr(slash);
+  const auto colon = authority.rfind(':');
+  url.host = authority.substr(0, colon);
+  if (colon != std::string::npos) url.port = std::stoi(authority.substr(colon + 1));
+  return url;
+}
+
+// kube-scheduler's URL for a verb: strings.TrimRight(urlPrefix, "/") + "/" + verb.
+std::string verb_path(const Url& url, const std::string& verb) {
+  std::string path = url.path;
+  while (!path.empty() && path.back() == '/') path.pop_back();
+  return path + "/" + verb;
+}
+
+// Every scheduler configuration shipped: the control-plane ones (three API versions) and the
+// second scheduler's.
+std::vector<Doc> scheduler_configs() {
+  auto docs = docs_under(kDeploy / "scheduler");
+  auto more = docs_under(kDeploy / "overlays" / "second-scheduler");
+  docs.insert(docs.end(), more.begin(), more.end());
+  return of_kind(docs, "KubeSchedulerConfiguration");
+}
+
+const Json& only_extender(const Json& config) {
+  static const Json none;
+  const Json* extenders = config.contains("extenders") ? &config["extenders"] : nullptr;
+  if (extenders == nullptr || !extenders->is_array() || extenders->size() != 1) {
+    ADD_FAILURE() << "want exactly one extender";
+    return none;
+  }
+  return (*extenders)[0];
+}
+
+Json sample_cluster() { return extender::read_cluster_file(kDeploy / "samples" / "cluster.yaml"); }
+
+Json sample_pod(const Json& cluster, const std::string& name) {
+  for (const auto& item : cluster["items"]) {
+    if (item["kind"] == "Pod" && item["metadata"]["name"] == name) return item;
+  }
+  return nullptr;
+}
+
+const Json& container(const Json& workload) { return workload["spec"]["template"]["spec"]["containers"][0]; }
+
+std::optional<int> container_port(const Json& workload, const Json& port_ref) {
+  const Json& c = container(workload);
+  if (!c.contains("ports")) return std::nullopt;
+  for (const auto& p : c["ports"]) {
+    if ((port_ref.is_string() && p.value("name", "") == port_ref.get<std::string>()) ||
+        (port_ref.is_number_integer() && p["containerPort"] == port_ref)) {
+      return p["containerPort"].get<int>();
+    }
+  }
+  return std::nullopt;
+}
+
+// ---------------------------------------------------------------------------------------------
+
+TEST(DeployManifests, EveryYamlFileParsesIntoKubernetesObjects) {
+  const auto files = yaml_files(kDeploy);
+  ASSERT_GE(files.size(), 15u);
+  for (const auto& file : files) {
+    SCOPED_TRACE(file.string());
+    std::vector<Doc> docs;
+    ASSERT_NO_THROW(docs = load(file));
+    ASSERT_FALSE(docs.empty());
+    std::set<std::string> seen;
+    for (const auto& doc : docs) {
+      ASSERT_TRUE(doc.object.is_object());
+      if (doc.object.contains("groups")) {  // a Prometheus rule file (deploy/monitoring)
+        for (const auto& group : doc.object["groups"]) {
+          EXPECT_TRUE(group.contains("name"));
+          for (const auto& rule : group["rules"]) {
+            EXPECT_TRUE(rule.contains("expr"));
+            EXPECT_TRUE(rule.contains("alert") || rule.contains("record"));
+          }
+        }
+        continue;
+      }
+      ASSERT_TRUE(doc.object.contains("apiVersion") && doc.object["apiVersion"].is_string());
+      ASSERT_TRUE(doc.object.contains("kind") && doc.object["kind"].is_string());
+      const std::string kind = doc.object["kind"];
+      if (kind == "Kustomization" || kind == "KubeSchedulerConfiguration" || kind == "List") continue;
+      ASSERT_TRUE(doc.object.contains("metadata") && doc.object["metadata"].contains("name")) << kind;
+      const std::string key =
+          kind + "/" + doc.object["metadata"].value("namespace", "") + "/" + doc.object["metadata"].value("name", "");
+      EXPECT_TRUE(seen.insert(key).second) << "duplicate " << key;
+    }
+  }
+}
+
+TEST(DeployManifests, KustomizationsReferenceFilesThatExist) {
+  const auto kustomizations = of_kind(docs_under(kDeploy), "Kustomization");
+  ASSERT_GE(kustomizations.size(), 6u);
+  for (const auto& k : kustomizations) {
+    SCOPED_TRACE(k.file.string());
+    const fs::path dir = k.file.parent_path();
+    for (const auto& resource : k.object.value("resources", Json::array())) {
+      const fs::path path = dir / resource.get<std::string>();
+      EXPECT_TRUE(fs::is_regular_file(path) || fs::is_regular_file(path / "kustomization.yaml")) << path;
+    }
+    for (const auto& patch : k.object.value("patches", Json::array())) {
+      if (patch.contains("path")) {
+        EXPECT_TRUE(fs::is_regular_file(dir / patch["path"].get<std::string>()));
+      }
+    }
+    for (const auto& generator : k.object.value("configMapGenerator", Json::array())) {
+      for (const auto& file : generator["files"]) EXPECT_TRUE(fs::is_regular_file(dir / file.get<std::string>()));
+    }
+  }
+}
+
+TEST(DeployManifests, SchedulerConfigsDeclareTheExtenderAsTheProductNeedsIt) {
+  const auto configs = scheduler_configs();
+  std::set<std::string> versions;
+  for (const auto& doc : configs) versions.insert(doc.object["apiVersion"]);
+  EXPECT_EQ(versions, (std::set<std::string>{"kubescheduler.config.k8s.io/v1", "kubescheduler.config.k8s.io/v1beta2",
+                                             "kubescheduler.config.k8s.io/v1beta3"}));
+  ASSERT_EQ(configs.size(), 4u);
+  for (const auto& doc : configs) {
+    SCOPED_TRACE(doc.file.string());
+    const Json& e = only_extender(doc.object);
+    EXPECT_EQ(e.value("filterVerb", ""), "filter");
+    EXPECT_EQ(e.value("prioritizeVerb", ""), "prioritize");
+    EXPECT_EQ(e.value("bindVerb", ""), "bind");
+    EXPECT_EQ(e.value("preemptVerb", ""), "preempt");
+    ASSERT_TRUE(e.contains("weight") && e["weight"].is_number_integer());
+    EXPECT_GT(e["weight"].get<int>(), 0) << "kube-scheduler rejects a prioritizeVerb without a positive weight";
+    EXPECT_EQ(e["nodeCacheCapable"], true);
+    EXPECT_EQ(e["enableHTTPS"], false);
+    EXPECT_EQ(e["ignorable"], false);
+    EXPECT_EQ(e.value("httpTimeout", ""), "5s");
+    EXPECT_EQ(e["managedResources"],
+              Json::parse(R"([{"name":")" + std::string(kube::kDefaultResourceName) + R"(","ignoredByScheduler":false}])"));
+    const Url url = parse_url(e.value("urlPrefix", ""));
+    EXPECT_EQ(url.scheme, "http");
+    EXPECT_EQ(url.path, "/gpushare-scheduler");
+  }
+  // The three control-plane files differ only in apiVersion and comments.
+  const Json reference = of_kind(load(kDeploy / "scheduler" / "kube-scheduler-config.yaml"), "KubeSchedulerConfiguration")
+                             .at(0)
+                             .object;
+  for (const char* other : {"kube-scheduler-config-v1beta2.yaml", "kube-scheduler-config-v1beta3.yaml"}) {
+    Json config = load(kDeploy / "scheduler" / other).at(0).object;
+    config["apiVersion"] = reference["apiVersion"];
+    EXPECT_EQ(config, reference) << other;
+  }
+}
+
+// The heart of it: kube-scheduler's four calls, built from each shipped configuration exactly
+// as kube-scheduler builds them, answered 200 by a real server.
+TEST(DeployManifests, EveryConfiguredVerbIsServed) {
+  const Json cluster = sample_cluster();
+  const Json pod = sample_pod(cluster, "demo-pending");
+  ASSERT_TRUE(pod.is_object());
+  for (const auto& doc : scheduler_configs()) {
+    SCOPED_TRACE(doc.file.string());
+    ExtenderUnderTest extender(cluster);
+    const Json& e = only_extender(doc.object);
+    const Url url = parse_url(e["urlPrefix"]);
+    auto post = [&](const std::string& verb, const Json& body) {
+      auto result = extender.client().Post(verb_path(url, verb), body.dump(), "application/json");
+      EXPECT_TRUE(result) << verb;
+      if (!result) return std::pair<int, Json>{-1, nullptr};
+      return std::pair<int, Json>{result->status, Json::parse(result->body, nullptr, false)};
+    };
+    ASSERT_TRUE(e["nodeCacheCapable"].get<bool>());  // so kube-scheduler sends NodeNames
+    const Json args = {{"Pod", pod}, {"Nodes", nullptr}, {"NodeNames", {"gpu-node-a", "gpu-node-b", "cpu-node-a"}}};
+
+    auto [filter_status, filtered] = post(e["filterVerb"], args);
+    EXPECT_EQ(filter_status, 200);
+    EXPECT_EQ(filtered["NodeNames"], Json::parse(R"(["gpu-node-a","gpu-node-b"])"));
+    // A node without GPUs: failed either way (preemption cannot help it).
+    EXPECT_TRUE(filtered["FailedNodes"].contains("cpu-node-a") ||
+                filtered["FailedAndUnresolvableNodes"].contains("cpu-node-a"))
+        << filtered.dump();
+
+    auto [prioritize_status, scores] = post(e["prioritizeVerb"], args);
+    EXPECT_EQ(prioritize_status, 200);
+    EXPECT_TRUE(scores.is_array());
+    EXPECT_EQ(scores.size(), 3u);
+
+    const Json preempt = {{"Pod", pod},
+                          {"NodeNameToVictims", nullptr},
+                          {"NodeNameToMetaVictims",
+                           {{"gpu-node-a",
+                             {{"Pods", {{{"UID", "3f1c2a9e-0000-4000-8000-000000000001"}}}}, {"NumPDBViolations", 0}}}}}};
+    auto [preempt_status, victims] = post(e["preemptVerb"], preempt);
+    EXPECT_EQ(preempt_status, 200);
+    EXPECT_TRUE(victims.contains("NodeNameToMetaVictims"));
+
+    auto [bind_status, bound] = post(e["bindVerb"], Json{{"PodName", "demo-pending"},
+                                                         {"PodNamespace", "default"},
+                                                         {"PodUID", "3f1c2a9e-0000-4000-8000-000000000010"},
+                                                         {"Node", "gpu-node-a"}});
+    EXPECT_EQ(bind_status, 200);
+    EXPECT_EQ(bound.value("Error", ""), "");
+  }
+}
+
+TEST(DeployManifests, PortsLineUpFromTheSchedulerToTheExtendersDefault) {
+  const auto base = docs_under(kDeploy / "base");
+  const Json deployment = find_named(base, "Deployment", "gpushare-schd-extender");
+  const Json node_port = find_named(base, "Service", "gpushare-schd-extender");
+  const Json internal = find_named(base, "Service", "gpushare-schd-extender-internal");
+
+  // The container listens where the extender listens by default (39999, the Go original's).
+  const int server_default = extender::Options{}.listen_port();
+  EXPECT_EQ(server_default, 39999);
+  EXPECT_EQ(container_port(deployment, "http"), server_default);
+  const auto parsed = extender::parse_options(container(deployment)["args"].get<std::vector<std::string>>(),
+                                              [](const char* name) -> std::optional<std::string> {
+                                                const std::string n = name;
+                                                if (n == "KUBERNETES_SERVICE_HOST") return "10.0.0.1";
+                                                if (n == "KUBERNETES_SERVICE_PORT") return "443";
+                                                return std::nullopt;
+                                              });
+  ASSERT_EQ(parsed.action, extender::ParsedOptions::Action::kRun) << parsed.message;
+  EXPECT_EQ(parsed.options.source, extender::ClusterSource::kInCluster);
+  EXPECT_EQ(parsed.options.listen_port(), server_default);
+
+  for (const Json* service : {&node_port, &internal}) {
+    const Json& port = (*service)["spec"]["ports"][0];
+    EXPECT_EQ(container_port(deployment, port["targetPort"]), server_default);
+    EXPECT_EQ(port["port"], server_default);
+    // The Service selects the Deployment's pods.
+    for (const auto& [key, value] : (*service)["spec"]["selector"].items()) {
+      EXPECT_EQ(deployment["spec"]["template"]["metadata"]["labels"][key], value) << key;
+    }
+  }
+  EXPECT_EQ(node_port["spec"]["type"], "NodePort");
+  EXPECT_EQ(node_port["spec"]["ports"][0]["nodePort"], 32766);  // like the original
+  EXPECT_EQ(internal["spec"]["type"], "ClusterIP");
+
+  // Control-plane configurations: the NodePort on the scheduler's own node.
+  for (const auto& doc : of_kind(docs_under(kDeploy / "scheduler"), "KubeSchedulerConfiguration")) {
+    const Url url = parse_url(only_extender(doc.object)["urlPrefix"]);
+    EXPECT_EQ(url.host, "127.0.0.1") << doc.file;
+    EXPECT_EQ(url.port, node_port["spec"]["ports"][0]["nodePort"]) << doc.file;
+  }
+  // Second scheduler: the ClusterIP Service's DNS name and port.
+  const auto second = of_kind(docs_under(kDeploy / "overlays" / "second-scheduler"), "KubeSchedulerConfiguration");
+  ASSERT_EQ(second.size(), 1u);
+  const Url url = parse_url(only_extender(second[0].object)["urlPrefix"]);
+  EXPECT_EQ(url.host, internal["metadata"]["name"].get<std::string>() + "." +
+                          internal["metadata"]["namespace"].get<std::string>() + ".svc");
+  EXPECT_EQ(url.port, internal["spec"]["ports"][0]["port"]);
+}
+
+TEST(DeployManifests, ProbesUseThePathsTheServerServes) {
+  const Json deployment = find_named(docs_under(kDeploy / "base"), "Deployment", "gpushare-schd-extender");
+  const Json& c = container(deployment);
+  EXPECT_EQ(c["livenessProbe"]["httpGet"]["path"], "/healthz");
+  EXPECT_EQ(c["readinessProbe"]["httpGet"]["path"], "/readyz");
+  ExtenderUnderTest extender(sample_cluster());
+  for (const char* probe : {"livenessProbe", "readinessProbe"}) {
+    const Json& get = c[probe]["httpGet"];
+    EXPECT_EQ(container_port(deployment, get["port"]), 39999) << probe;
+    auto result = extender.client().Get(get["path"].get<std::string>());
+    ASSERT_TRUE(result) << probe;
+    EXPECT_EQ(result->status, 200) << probe;
+  }
+  // The scrape annotations name the served /metrics on the container's port.
+  const Json& annotations = deployment["spec"]["template"]["metadata"]["annotations"];
+  EXPECT_EQ(annotations["prometheus.io/port"], "39999");
+  auto metrics = extender.client().Get(annotations["prometheus.io/path"].get<std::string>());
+  ASSERT_TRUE(metrics);
+  EXPECT_EQ(metrics->status, 200);
+  EXPECT_NE(metrics->body.find("gpushare_requests_total"), std::string::npos);
+}
+
+TEST(DeployManifests, OurWorkloadsRunUnprivilegedWithResourceBounds) {
+  auto docs = docs_under(kDeploy / "base");
+  auto more = docs_under(kDeploy / "overlays");
+  docs.insert(docs.end(), more.begin(), more.end());
+  const auto deployments = of_kind(docs, "Deployment");
+  ASSERT_EQ(deployments.size(), 2u);  // the extender and the second scheduler
+  for (const auto& d : deployments) {
+    SCOPED_TRACE(d.object["metadata"]["name"].get<std::string>());
+    const Json& pod = d.object["spec"]["template"]["spec"];
+    EXPECT_EQ(pod["securityContext"]["runAsNonRoot"], true);
+    EXPECT_NE(pod["securityContext"].value("runAsUser", 0), 0);
+    EXPECT_FALSE(pod.value("hostNetwork", false));
+    for (const auto& c : pod["containers"]) {
+      const Json& sc = c["securityContext"];
+      EXPECT_EQ(sc["readOnlyRootFilesystem"], true);
+      EXPECT_EQ(sc["allowPrivilegeEscalation"], false);
+      EXPECT_EQ(sc["capabilities"]["drop"], Json::array({"ALL"}));
+      EXPECT_FALSE(sc["capabilities"].contains("add"));
+      for (const char* bound : {"requests", "limits"}) {
+        EXPECT_TRUE(c["resources"][bound].contains("cpu")) << bound;
+        EXPECT_TRUE(c["resources"][bound].contains("memory")) << bound;
+      }
+    }
+  }
+  // The image's user is the one the manifests run as.
+  std::ifstream dockerfile(kRoot / "Dockerfile");
+  std::stringstream text;
+  text << dockerfile.rdbuf();
+  EXPECT_NE(text.str().find("\nUSER 65532:65532\n"), std::string::npos);
+  EXPECT_NE(text.str().find("\nEXPOSE 39999\n"), std::string::npos);
+  EXPECT_NE(text.str().find("FROM debian:bookworm AS build"), std::string::npos);
+  EXPECT_NE(text.str().find("scripts/install-deps.sh"), std::string::npos);
+}
+
+using Permissions = std::set<std::pair<std::string, std::string>>;  // (resource, verb)
+
+Permissions permissions_of(const Json& role) {
+  Permissions out;
+  for (const auto& rule : role["rules"]) {
+    for (const auto& group : rule["apiGroups"]) EXPECT_NE(group, "*");
+    for (const auto& resource : rule["resources"]) {
+      for (const auto& verb : rule["verbs"]) out.emplace(resource.get<std::string>(), verb.get<std::string>());
+    }
+  }
+  return out;
+}
+
+TEST(DeployManifests, RbacCoversWhatTheExtenderDoesAndNoMore) {
+  const auto base = docs_under(kDeploy / "base");
+  const Json deployment = find_named(base, "Deployment", "gpushare-schd-extender");
+  const std::string account = deployment["spec"]["template"]["spec"]["serviceAccountName"];
+  const std::string ns = deployment["metadata"]["namespace"];
+  const Json sa = find_named(base, "ServiceAccount", account);
+  EXPECT_EQ(sa["metadata"]["namespace"], ns);
+
+  auto bound_to_account = [&](const Json& binding) {
+    for (const auto& s : binding["subjects"]) {
+      if (s["kind"] == "ServiceAccount" && s["name"] == account && s["namespace"] == ns) return true;
+    }
+    return false;
+  };
+  Permissions cluster_wide;
+  std::map<std::string, Permissions> namespaced;  // namespace -> permissions
+  for (const auto& b : of_kind(base, "ClusterRoleBinding")) {
+    if (!bound_to_account(b.object)) continue;
+    for (const auto& p : permissions_of(find_named(base, "ClusterRole", b.object["roleRef"]["name"].get<std::string>()))) {
+      cluster_wide.insert(p);
+    }
+  }
+  for (const auto& b : of_kind(base, "RoleBinding")) {
+    if (!bound_to_account(b.object)) continue;
+    const Json role = find_named(base, "Role", b.object["roleRef"]["name"].get<std::string>());
+    EXPECT_EQ(role["metadata"]["namespace"], b.object["metadata"]["namespace"]);
+    for (const auto& p : permissions_of(role)) namespaced[b.object["metadata"]["namespace"]].insert(p);
+  }
+  // The list/watch of nodes and pods, the GET before a bind, patch-bind's PATCH, the Binding.
+  const Permissions want_cluster{{"nodes", "get"},  {"nodes", "list"}, {"nodes", "watch"},
+                                 {"pods", "get"},   {"pods", "list"},  {"pods", "watch"},
+                                 {"pods", "patch"}, {"pods/binding", "create"}};
+  EXPECT_EQ(cluster_wide, want_cluster);
+  // unhealthy-gpu-<node> ConfigMaps, watched in the default --unhealthy-configmap-namespace only.
+  const std::map<std::string, Permissions> want_namespaced{
+      {std::string(kube::kDefaultUnhealthyNamespace), {{"configmaps", "get"}, {"configmaps", "list"}, {"configmaps", "watch"}}}};
+  EXPECT_EQ(namespaced, want_namespaced);
+  EXPECT_EQ(extender::Options{}.names.unhealthy_namespace, kube::kDefaultUnhealthyNamespace);
+}
+
+TEST(DeployManifests, SecondSchedulerIsSelfContained) {
+  const auto docs = docs_under(kDeploy / "overlays" / "second-scheduler");
+  const Json kustomization = of_kind(docs, "Kustomization").at(0).object;
+  const Json deployment = find_named(docs, "Deployment", "gpushare-scheduler");
+  const Json config = of_kind(docs, "KubeSchedulerConfiguration").at(0).object;
+  const Json& pod = deployment["spec"]["template"]["spec"];
+
+  // Its own name, and a lease that is not the default scheduler's.
+  const std::string scheduler_name = config["profiles"][0]["schedulerName"];
+  EXPECT_EQ(scheduler_name, "gpushare-scheduler");
+  EXPECT_EQ(config["leaderElection"]["leaderElect"], true);
+  const std::string lease = config["leaderElection"]["resourceName"];
+  EXPECT_NE(lease, "kube-scheduler");
+
+  // --config names the generated ConfigMap's file where the volume is mounted.
+  const Json& generator = kustomization["configMapGenerator"][0];
+  EXPECT_EQ(pod["volumes"][0]["configMap"]["name"], generator["name"]);
+  const std::string mount = pod["containers"][0]["volumeMounts"][0]["mountPath"];
+  const std::string file = generator["files"][0];
+  const auto command = pod["containers"][0]["command"].get<std::vector<std::string>>();
+  EXPECT_NE(std::find(command.begin(), command.end(), "--config=" + mount + "/" + file), command.end());
+
+  // RBAC: the built-in scheduler roles, plus its own lease.
+  const std::string account = pod["serviceAccountName"];
+  std::set<std::string> cluster_roles;
+  for (const auto& b : of_kind(docs, "ClusterRoleBinding")) {
+    if (b.object["subjects"][0]["name"] == account) cluster_roles.insert(b.object["roleRef"]["name"]);
+  }
+  EXPECT_EQ(cluster_roles, (std::set<std::string>{"system:kube-scheduler", "system:volume-scheduler"}));
+  const Json lease_role = find_named(docs, "Role", "gpushare-scheduler-leader-election");
+  bool can_update_own_lease = false;
+  for (const auto& rule : lease_role["rules"]) {
+    const auto names = rule.value("resourceNames", Json::array());
+    const auto verbs = rule["verbs"];
+    if (std::find(names.begin(), names.end(), lease) != names.end() &&
+        std::find(verbs.begin(), verbs.end(), "update") != verbs.end()) {
+      can_update_own_lease = true;
+    }
+  }
+  EXPECT_TRUE(can_update_own_lease);
+
+  // The sample for this set-up asks for this scheduler.
+  const Json sample = of_kind(docs_under(kDeploy / "samples" / "binpack-gpushare-scheduler"), "Kustomization")
+                           .at(0)
+                           .object;
+  EXPECT_NE(sample["patches"][0]["patch"].get<std::string>().find("value: " + scheduler_name), std::string::npos);
+}
+
+TEST(DeployManifests, SamplesAndDevicePluginReference) {
+  const auto binpack = docs_under(kDeploy / "samples" / "binpack");
+  const Json sts = find_named(binpack, "StatefulSet", "binpack-1");
+  EXPECT_EQ(sts["spec"]["replicas"], 3);
+  EXPECT_EQ(container(sts)["resources"]["limits"][std::string(kube::kDefaultResourceName)], 3);
+
+  const auto plugin = docs_under(kDeploy / "device-plugin");
+  const Json ds = find_named(plugin, "DaemonSet", "gpushare-device-plugin-ds");
+  EXPECT_EQ(container(ds)["image"].get<std::string>().rfind("registry.cn-hangzhou.aliyuncs.com/acs/k8s-gpushare-plugin:", 0),
+            0u);
+  EXPECT_EQ(ds["spec"]["template"]["spec"]["nodeSelector"]["gpushare"], "true");
+  // The selector matches the template (apps/v1 requires both).
+  for (const auto& [key, value] : ds["spec"]["selector"]["matchLabels"].items()) {
+    EXPECT_EQ(ds["spec"]["template"]["metadata"]["labels"][key], value);
+  }
+}
+
+// Alert rules and dashboards under deploy/ must only name metrics that /metrics serves.
+TEST(DeployManifests, MonitoringNamesOnlyServedMetrics) {
+  ExtenderUnderTest extender(sample_cluster());
+  auto result = extender.client().Get("/metrics");
+  ASSERT_TRUE(result);
+  std::set<std::string> served;
+  std::istringstream lines(result->body);
+  for (std::string line; std::getline(lines, line);) {
+    if (!line.starts_with("# TYPE ")) continue;
+    std::istringstream words(line.substr(7));
+    std::string name;
+    std::string type;
+    words >> name >> type;
+    served.insert(name);
+    if (type == "histogram") {
+      for (const char* suffix : {"_bucket", "_sum", "_count"}) served.insert(name + suffix);
+    }
+  }
+  ASSERT_TRUE(served.contains("gpushare_requests_total"));
+  std::size_t checked = 0;
+  for (const auto& entry : fs::recursive_directory_iterator(kDeploy)) {
+    const auto ext = entry.path().extension();
+    if (!entry.is_regular_file() || (ext != ".yaml" && ext != ".json")) continue;
+    std::ifstream in(entry.path());
+    std::stringstream text;
+    text << in.rdbuf();
+    const std::string body = text.str();
+    for (std::size_t at = body.find("gpushare_"); at != std::string::npos; at = body.find("gpushare_", at + 1)) {
+      if (at > 0 && (std::isalnum(static_cast<unsigned char>(body[at - 1])) || body[at - 1] == '_' || body[at - 1] == '-')) {
+        continue;  // part of another word
+      }
+      std::size_t end = at;
+      while (end < body.size() && (std::isalnum(static_cast<unsigned char>(body[end])) || body[end] == '_')) ++end;
+      const std::string name = body.substr(at, end - at);
+      EXPECT_TRUE(served.contains(name)) << entry.path() << " names " << name << ", which /metrics does not serve";
+      ++checked;
+    }
+  }
+  std::cout << "checked " << checked << " metric references\n";
+}
+
+// `kubectl kustomize` renders each kustomization as a user would apply it (offline; skipped when
+// kubectl is not installed).
+std::optional<std::string> kustomize(const fs::path& dir) {
+  const std::string command = "kubectl kustomize '" + dir.string() + "' 2>&1";
+  std::unique_ptr<FILE, int (*)(FILE*)> pipe(::popen(command.c_str(), "r"), ::pclose);
+  if (!pipe) return std::nullopt;
+  std::string out;
+  char buffer[4096];
+  while (std::size_t n = std::fread(buffer, 1, sizeof buffer, pipe.get())) out.append(buffer, n);
+  const int status = ::pclose(pipe.release());
+  if (status != 0) {
+    ADD_FAILURE() << "kubectl kustomize " << dir << " failed:\n" << out;
+    return std::nullopt;
+  }
+  return out;
+}
+
+TEST(DeployManifests, KustomizeRendersEverySetUp) {
+  if (std::system("kubectl version --client >/dev/null 2>&1") != 0) GTEST_SKIP() << "kubectl not installed";
+  auto render = [](const fs::path& dir) {
+    std::vector<Json> objects;
+    const auto text = kustomize(dir);
+    if (!text) return objects;
+    for (const YAML::Node& node : YAML::LoadAll(*text)) objects.push_back(to_json(node));
+    return objects;
+  };
+  auto count = [](const std::vector<Json>& objects, std::string_view kind) {
+    return std::count_if(objects.begin(), objects.end(), [&](const Json& o) { return o.value("kind", "") == kind; });
+  };
+  const auto control_plane = render(kDeploy / "overlays" / "control-plane");
+  EXPECT_EQ(count(control_plane, "Service"), 2);
+  EXPECT_EQ(count(control_plane, "Deployment"), 1);
+  for (const auto& o : control_plane) {
+    if (o.value("kind", "") == "Deployment") {
+      EXPECT_EQ(container(o)["image"], "registry.example.com/gpushare/gpushare-extender:0.1.0");
+    }
+  }
+
+  const auto second = render(kDeploy / "overlays" / "second-scheduler");
+  EXPECT_EQ(count(second, "Deployment"), 2);
+  std::string generated;
+  for (const auto& o : second) {
+    const std::string kind = o.value("kind", "");
+    if (kind == "Service") {
+      EXPECT_EQ(o["spec"]["type"], "ClusterIP") << "the NodePort is removed in this set-up";
+    }
+    if (kind == "ConfigMap") generated = o["metadata"]["name"];
+  }
+  EXPECT_TRUE(generated.starts_with("gpushare-scheduler-config-")) << generated;
+  for (const auto& o : second) {
+    if (o.value("kind", "") == "Deployment" && o["metadata"]["name"] == "gpushare-scheduler") {
+      EXPECT_EQ(o["spec"]["template"]["spec"]["volumes"][0]["configMap"]["name"], generated);
+    }
+  }
+
+  for (const char* dir : {"device-plugin", "samples/binpack"}) EXPECT_FALSE(render(kDeploy / dir).empty()) << dir;
+  const auto sample = render(kDeploy / "samples" / "binpack-gpushare-scheduler");
+  for (const auto& o : sample) {
+    if (o.value("kind", "") == "StatefulSet") {
+      EXPECT_EQ(o["spec"]["template"]["spec"]["schedulerName"], "gpushare-scheduler");
+    }
+  }
+}
+
+}  // namespace
+}  // namespace gpushare::testing
