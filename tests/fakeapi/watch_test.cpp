@@ -202,6 +202,15 @@ TEST(Watch, TimeoutSecondsEndsTheStreamCleanly) {
   EXPECT_TRUE(server.wait_for_open_watches(0, kSoon));
 }
 
+TEST(Watch, ServerEndsWatchesByItselfWhenConfigured) {
+  FakeApiServer::Options options;
+  options.watch_lifetime = std::chrono::milliseconds(100);
+  FakeApiServer server(options);
+  WatchStream watch(server.port(), "/api/v1/pods?watch=1&timeoutSeconds=600");
+  EXPECT_TRUE(watch.read_to_end(kSoon).empty());  // zero events, then a clean end
+  EXPECT_TRUE(watch.ended_cleanly());
+}
+
 TEST(Watch, CloseAllEndsCleanlyAndDropAllEndsAbruptly) {
   FakeApiServer server;
   WatchStream closed(server.port(), "/api/v1/pods?watch=1");

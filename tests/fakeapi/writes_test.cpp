@@ -163,6 +163,17 @@ TEST_F(WritesTest, PatchProducesOneModifiedWithTheNewResourceVersion) {
   EXPECT_GT(std::stoull(rv_of(reply.json)), std::stoull(rv_of(created)));
 }
 
+TEST_F(WritesTest, PodsStoredWithoutDefaultsCanStillBePatched) {
+  server.create(Resource::Pods, make_pod("ns", "bare"));
+  server.mutate(Resource::Pods, "ns", "bare", [](Json& pod) {  // mutate() applies no defaults
+    pod["spec"].erase("restartPolicy");
+    pod["spec"].erase("terminationGracePeriodSeconds");
+  });
+  const Reply reply = client.patch("/api/v1/namespaces/ns/pods/bare", R"({"metadata":{"labels":{"v":"2"}}})", kMerge);
+  EXPECT_EQ(reply.status, 200) << reply.body;
+  EXPECT_EQ(reply.json["spec"]["restartPolicy"], "Always");
+}
+
 TEST_F(WritesTest, PatchOfMissingObjectIs404AndOtherResourcesPatchToo) {
   EXPECT_EQ(client.patch("/api/v1/namespaces/ns/pods/ghost", "{}", kMerge).status, 404);
   server.create(Resource::ConfigMaps, make_configmap("kube-system", "cm", {{"gpus", "0"}}));

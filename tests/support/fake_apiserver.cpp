@@ -212,6 +212,7 @@ json FakeApiServer::replace(Resource resource, json object) {
     for (const char* field : {"uid", "creationTimestamp"}) {
       if (!object["metadata"].contains(field)) object["metadata"][field] = current["metadata"][field];
     }
+    if (resource == Resource::Pods) apply_pod_defaults(object);
     replaced = impl_->store.modify(resource, std::move(object));
   }
   impl_->changed.notify_all();

@@ -83,6 +83,9 @@ struct FakeApiServerOptions {
   WatchFraming watch_framing = WatchFraming::OneEventPerChunk;
   // Periodic BOOKMARKs on watches that allow them; 0 = only send_bookmark_now().
   std::chrono::milliseconds bookmark_interval{0};
+  // The server ends every watch by itself (cleanly) after this × a random factor in [1, 2),
+  // like --min-request-timeout; 0 = only at timeoutSeconds or through the hooks.
+  std::chrono::milliseconds watch_lifetime{0};
   // Like servers with the WatchList gate (1.34+): a ""/"0" watch with bookmarks allowed
   // gets a BOOKMARK annotated k8s.io/initial-events-end after its synthetic ADDEDs.
   bool initial_events_end_bookmark = true;
@@ -90,7 +93,9 @@ struct FakeApiServerOptions {
   bool binding_copies_labels = true;
   bool binding_clears_nominated_node_name = true;
   std::string server_git_version = "v1.34.0";
-  std::chrono::seconds keep_alive_timeout{5};
+  // Idle keep-alive connections are closed after this (TLS: at most 2 s, because httplib's
+  // TLS loop only notices a stop after it).
+  std::chrono::seconds keep_alive_timeout{30};
 };
 
 class FakeApiServer {
@@ -128,6 +133,8 @@ class FakeApiServer {
   // would. Failures throw ApiError (e.g. 409 AlreadyExists, 404 NotFound).
   Json create(Resource resource, Json object);
   Json replace(Resource resource, Json object);  // unconditional; may change anything
+  // Reads the object, lets `edit` change it, writes it back (always a MODIFIED, even if
+  // nothing changed). `edit` runs under the server's lock: it must not call the server.
   Json mutate(Resource resource, std::string_view ns, std::string_view name,
               const std::function<void(Json&)>& edit);
   Json remove(Resource resource, std::string_view ns, std::string_view name);  // immediate

@@ -700,7 +700,9 @@ std::optional<json> FakeApiServer::Impl::prepare_update(Resource resource, const
   }
   if (resource == Resource::Pods && !status_subresource) {
     apply_pod_defaults(updated);
-    if (immutable_pod_spec(updated["spec"]) != immutable_pod_spec(current["spec"])) {
+    json defaulted_current = current;  // a test may have stored a pod without defaults
+    apply_pod_defaults(defaulted_current);
+    if (immutable_pod_spec(updated["spec"]) != immutable_pod_spec(defaulted_current["spec"])) {
       throw invalid("Pod", "", "Pod", name,
                     {{"spec", "Forbidden", "FieldValueForbidden", std::string(kPodUpdateForbidden)}});
     }

@@ -2,6 +2,7 @@
 // server mutex and written outside it.
 
 #include <algorithm>
+#include <random>
 
 #include <fmt/format.h>
 
@@ -116,6 +117,14 @@ void FakeApiServer::Impl::serve_watch(const Route& route, const httplib::Request
   session->connection = FakeHttpServer::current_connection();
   if (params.timeout_seconds && *params.timeout_seconds > 0) {
     session->deadline = Clock::now() + std::chrono::seconds(*params.timeout_seconds);
+  }
+  if (options.watch_lifetime.count() > 0) {
+    // Like the real server's min-request-timeout × random [1, 2).
+    thread_local std::mt19937 random{std::random_device{}()};
+    const double factor = std::uniform_real_distribution<double>(1.0, 2.0)(random);
+    const auto lifetime = std::chrono::duration_cast<Clock::duration>(options.watch_lifetime * factor);
+    const auto server_deadline = Clock::now() + lifetime;
+    session->deadline = session->deadline ? std::min(*session->deadline, server_deadline) : server_deadline;
   }
   const std::string& rv = params.resource_version;
   const bool from_now = rv.empty() || rv == "0";
