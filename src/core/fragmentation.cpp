@@ -30,11 +30,12 @@ void FreeResources::take(const PodDemand& pod, std::span<const int> gpus) {
   for (int gpu : gpus) gpu_free[static_cast<std::size_t>(gpu)] -= pod.per_gpu;
 }
 
-Units shape_fragmentation(const FreeResources& node, const WorkloadShape& shape) {
-  Units total = 0;
-  for (Units g : node.gpu_free) total += g;
-  if (!shape.wants_gpu() || !shape.allows_model(node.gpu_model) ||
-      node.cpu_free < shape.cpu_milli) {
+namespace {
+
+// frag_j given the node's total idle GPU memory, computed once per node by the caller.
+Units shape_fragmentation(const FreeResources& node, const WorkloadShape& shape, Units total) {
+  if (!shape.wants_gpu() || node.cpu_free < shape.cpu_milli ||
+      node.memory_free < shape.memory || !shape.allows_model(node.gpu_model)) {
     return total;
   }
   const Units need = shape.per_gpu_on(node.gpu_capacity);
@@ -50,10 +51,18 @@ Units shape_fragmentation(const FreeResources& node, const WorkloadShape& shape)
   return big_enough >= shape.gpu_count ? too_small : total;
 }
 
+}  // namespace
+
+Units shape_fragmentation(const FreeResources& node, const WorkloadShape& shape) {
+  return shape_fragmentation(node, shape, node.total_gpu_free());
+}
+
 double fragmentation(const FreeResources& node, const TargetWorkload& workload) {
+  const Units total = node.total_gpu_free();
+  if (total == 0) return 0;  // nothing idle, nothing fragmented
   double sum = 0;
   for (const auto& [shape, weight] : workload) {
-    sum += weight * static_cast<double>(shape_fragmentation(node, shape));
+    sum += weight * static_cast<double>(shape_fragmentation(node, shape, total));
   }
   return sum;
 }

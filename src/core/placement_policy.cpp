@@ -5,6 +5,7 @@
 
 #include "gpushare/core/policies/binpack.h"
 #include "gpushare/core/policies/fgd.h"
+#include "gpushare/core/policies/fgd_plus.h"
 #include "gpushare/core/policies/paper_baselines.h"
 #include "gpushare/core/policies/spread.h"
 
@@ -37,7 +38,9 @@ std::vector<int> normalize_scores(std::span<const std::optional<double>> raw, in
 std::unique_ptr<PlacementPolicy> make_policy(std::string_view name) {
   if (name == "binpack") return std::make_unique<BinpackPolicy>();
   if (name == "spread") return std::make_unique<SpreadPolicy>();
-  if (name == "fgd") return std::make_unique<FgdPolicy>();  // learns the workload online
+  // Both learn the target workload online from the pods they are told about.
+  if (name == "fgd") return std::make_unique<FgdPolicy>();
+  if (name == "fgd-plus") return std::make_unique<FgdPlusPolicy>();
   // Baselines of the FGD paper, for comparison.
   if (name == "best-fit") return std::make_unique<BestFitPolicy>();
   if (name == "dot-product") return std::make_unique<DotProductPolicy>();
@@ -47,7 +50,8 @@ std::unique_ptr<PlacementPolicy> make_policy(std::string_view name) {
 }
 
 std::vector<std::string> policy_names() {
-  return {"binpack", "spread", "fgd", "best-fit", "dot-product", "gpu-packing", "random"};
+  return {"binpack", "spread",      "fgd",         "fgd-plus",
+          "best-fit", "dot-product", "gpu-packing", "random"};
 }
 
 }  // namespace gpushare::core

@@ -33,9 +33,10 @@ bool heavier(const WeightedShape& a, const WeightedShape& b) {
 
 }  // namespace
 
-WorkloadShape WorkloadShape::of(const PodDemand& pod) {
+WorkloadShape WorkloadShape::of(const PodDemand& pod, bool with_memory) {
   WorkloadShape shape;
   shape.cpu_milli = pod.cpu_milli;
+  if (with_memory) shape.memory = pod.memory;
   if (pod.wants_gpu()) {
     shape.per_gpu = pod.per_gpu;
     shape.gpu_count = pod.gpu_count;
@@ -53,6 +54,7 @@ bool WorkloadShape::allows_model(std::string_view model) const {
 std::string WorkloadShape::describe() const {
   std::string text = fmt::format("cpu={} gpu={}x{}{}", cpu_milli, gpu_count, per_gpu,
                                  relative ? "/1000" : "");
+  if (memory > 0) text += fmt::format(" memory={}", memory);
   if (!allowed_models.empty()) text += fmt::format(" models={}", fmt::join(allowed_models, "|"));
   return text;
 }
@@ -75,9 +77,17 @@ TargetWorkload top_shapes(std::vector<WeightedShape> weighted, double coverage) 
   return weighted;
 }
 
-TargetWorkload typical_workload(std::span<const PodDemand> pods, double coverage) {
+double pod_weight(const PodDemand& pod, ShapeWeighting weighting) {
+  if (weighting == ShapeWeighting::kPods || !pod.wants_gpu()) return 1.0;
+  return std::sqrt(std::max(1.0, static_cast<double>(pod.gpu_count)));
+}
+
+TargetWorkload typical_workload(std::span<const PodDemand> pods, double coverage,
+                                bool with_memory, ShapeWeighting weighting) {
   std::map<WorkloadShape, double> counts;
-  for (const auto& pod : pods) counts[WorkloadShape::of(pod)] += 1;
+  for (const auto& pod : pods) {
+    counts[WorkloadShape::of(pod, with_memory)] += pod_weight(pod, weighting);
+  }
   std::vector<WeightedShape> weighted;
   weighted.reserve(counts.size());
   for (auto& [shape, count] : counts) weighted.push_back({shape, count});
@@ -121,11 +131,12 @@ WorkloadHistogram::WorkloadHistogram(Options options, TargetWorkload prior)
 void WorkloadHistogram::observe(const PodDemand& pod) {
   for (auto& s : weights_) s.weight *= decay_;
   prior_remaining_ *= decay_;
-  const WorkloadShape shape = WorkloadShape::of(pod);
+  const WorkloadShape shape = WorkloadShape::of(pod, options_.with_memory);
   auto it = std::find_if(weights_.begin(), weights_.end(),
                          [&](const WeightedShape& s) { return s.shape == shape; });
+  const double weight = pod_weight(pod, options_.weighting);
   if (it != weights_.end()) {
-    it->weight += 1;
+    it->weight += weight;
   } else {
     if (weights_.size() >= options_.max_shapes) {
       // Forget the lightest shape to bound memory and scoring cost.
@@ -134,10 +145,13 @@ void WorkloadHistogram::observe(const PodDemand& pod) {
           [](const WeightedShape& a, const WeightedShape& b) { return a.weight < b.weight; });
       weights_.erase(lightest);
     }
-    weights_.push_back({shape, 1.0});
+    weights_.push_back({shape, weight});
   }
   ++observed_;
-  if (observed_ % static_cast<std::uint64_t>(options_.refresh_every) == 0) refresh();
+  const bool power_of_two = (observed_ & (observed_ - 1)) == 0;
+  if (power_of_two || observed_ % static_cast<std::uint64_t>(options_.refresh_every) == 0) {
+    refresh();
+  }
 }
 
 void WorkloadHistogram::refresh() {
@@ -161,10 +175,10 @@ std::string WorkloadHistogram::describe() const {
       models += fmt::format("\"{}\"", json_escaped(m));
     }
     shapes += fmt::format(
-        "{{\"cpuMilli\":{},\"perGpu\":{},\"gpuCount\":{},\"relative\":{},\"models\":[{}],"
-        "\"weight\":{:.4f}}}",
-        s.shape.cpu_milli, s.shape.per_gpu, s.shape.gpu_count, s.shape.relative, models,
-        s.weight);
+        "{{\"cpuMilli\":{},\"memory\":{},\"perGpu\":{},\"gpuCount\":{},\"relative\":{},"
+        "\"models\":[{}],\"weight\":{:.4f}}}",
+        s.shape.cpu_milli, s.shape.memory, s.shape.per_gpu, s.shape.gpu_count, s.shape.relative,
+        models, s.weight);
   }
   return fmt::format(
       "{{\"observedPods\":{},\"priorShare\":{:.4f},\"halfLifePods\":{},\"coverage\":{},"

@@ -6,6 +6,7 @@
 #include "gpushare/core/fit.h"
 #include "gpushare/core/fragmentation.h"
 #include "gpushare/core/policies/fgd.h"
+#include "gpushare/core/policies/fgd_plus.h"
 #include "gpushare/core/policies/paper_baselines.h"
 
 namespace gpushare::sim {
@@ -84,21 +85,61 @@ std::optional<core::Placement> KubeDefaultPolicy::place(const core::NodeState& n
   return placement;
 }
 
+GpuOnlyView::GpuOnlyView(std::unique_ptr<core::PlacementPolicy> inner)
+    : inner_(std::move(inner)) {}
+
+std::optional<core::Placement> GpuOnlyView::place(const core::NodeState& node,
+                                                  const core::PodDemand& pod) const {
+  if (!check_fit(node, pod).fits()) return std::nullopt;  // kube-scheduler's filters
+  core::NodeSpec spec = node.spec();
+  spec.cpu_milli = 0;
+  spec.memory = 0;
+  core::NodeState gpu_only(std::move(spec));
+  std::vector<int> unhealthy;
+  for (int i = 0; i < node.gpu_count(); ++i) {
+    const auto& gpu = node.gpus()[static_cast<std::size_t>(i)];
+    if (gpu.used > 0) gpu_only.add_usage(i, gpu.used);
+    if (!gpu.healthy) unhealthy.push_back(i);
+  }
+  if (!unhealthy.empty()) gpu_only.set_unhealthy(unhealthy);
+  if (node.unindexed_used() > 0) gpu_only.add_usage(-1, node.unindexed_used());
+  core::PodDemand gpu_demand = pod;
+  gpu_demand.cpu_milli = 0;
+  gpu_demand.memory = 0;
+  return inner_->place(gpu_only, gpu_demand);
+}
+
+void GpuOnlyView::observe(const core::PodDemand& pod) {
+  core::PodDemand gpu_demand = pod;
+  gpu_demand.cpu_milli = 0;
+  gpu_demand.memory = 0;
+  inner_->observe(gpu_demand);
+}
+
 std::vector<std::string> sim_policy_names() {
   std::vector<std::string> names = core::policy_names();
   names.emplace_back("fgd-online");
+  names.emplace_back("fgd-plus-online");
   names.emplace_back("gpu-clustering");
   names.emplace_back("gpushare-original");
   return names;
 }
 
-std::optional<Contender> make_contender(std::string_view name, const TraceContext& context) {
+std::optional<Contender> make_contender(std::string_view full_name, const TraceContext& context) {
+  std::string_view name = full_name;
+  const bool gpu_only = name.ends_with(kGpuOnlySuffix);
+  if (gpu_only) name.remove_suffix(kGpuOnlySuffix.size());
   Contender contender;
-  contender.name = std::string(name);
+  contender.name = std::string(full_name);
   if (name == "fgd") {
     contender.policy = std::make_unique<core::FgdPolicy>(context.typical_workload);
   } else if (name == "fgd-online") {
     contender.policy = std::make_unique<core::FgdPolicy>();
+  } else if (name == "fgd-plus") {
+    contender.policy =
+        std::make_unique<core::FgdPlusPolicy>(core::FgdPlusPolicy::target_for(context.trace_pods));
+  } else if (name == "fgd-plus-online") {
+    contender.policy = std::make_unique<core::FgdPlusPolicy>();
   } else if (name == "random") {
     contender.policy = std::make_unique<core::RandomPolicy>(context.seed);
   } else if (name == "gpu-clustering") {
@@ -111,6 +152,10 @@ std::optional<Contender> make_contender(std::string_view name, const TraceContex
     contender.policy = core::make_policy(name);
   }
   if (!contender.policy) return std::nullopt;
+  if (gpu_only) {
+    if (contender.observer != nullptr) return std::nullopt;  // needs the real node's history
+    contender.policy = std::make_unique<GpuOnlyView>(std::move(contender.policy));
+  }
   return contender;
 }
 

@@ -100,19 +100,18 @@ Simulator::Simulator(std::vector<core::NodeSpec> nodes, std::vector<TracePod> po
   if (capacity_ <= 0) throw std::invalid_argument("the trace's nodes have no GPUs");
   std::map<decltype(demand_key(core::PodDemand{})), std::size_t> shapes;
   shape_of_pod_.reserve(pods_.size());
-  std::vector<core::PodDemand> demands;
-  demands.reserve(pods_.size());
+  demands_.reserve(pods_.size());
   for (const auto& pod : pods_) {
     auto [it, inserted] = shapes.try_emplace(demand_key(pod.demand), shapes.size());
     shape_of_pod_.push_back(it->second);
-    demands.push_back(pod.demand);
+    demands_.push_back(pod.demand);
   }
   shape_count_ = shapes.size();
-  typical_ = core::typical_workload(demands, options_.target_coverage);
+  typical_ = core::typical_workload(demands_, options_.target_coverage);
 }
 
 RunResult Simulator::run(std::string_view policy_name, std::uint64_t seed) const {
-  auto contender = make_contender(policy_name, TraceContext{typical_, seed});
+  auto contender = make_contender(policy_name, TraceContext{typical_, demands_, seed});
   if (!contender) throw std::invalid_argument(fmt::format("unknown policy '{}'", policy_name));
   return run(*contender, seed);
 }

@@ -16,7 +16,7 @@ namespace gpushare::core {
 // pod to ask what-if questions.
 struct FreeResources {
   std::int64_t cpu_free = 0;      // max() when the node does not track CPU
-  std::int64_t memory_free = 0;   // max() when not tracked; not part of the paper's measure
+  std::int64_t memory_free = 0;   // max() when not tracked
   std::string_view gpu_model;     // views the node's spec: keep the node alive
   Units gpu_capacity = 0;         // per GPU
   std::vector<Units> gpu_free;    // per GPU index; unhealthy GPUs count as 0
@@ -29,8 +29,8 @@ struct FreeResources {
 
 // frag_j(n): idle GPU memory on the node that a pod of shape j cannot use.
 //  - j wants no GPU, or the node's model is not allowed for j: all idle GPU memory;
-//  - the node can host j (gpu_count GPUs with free >= per_gpu, and enough CPU): the memory of
-//    GPUs with less free than per_gpu;
+//  - the node can host j (gpu_count GPUs with free >= per_gpu, enough CPU and, if the shape
+//    names it, memory): the memory of GPUs with less free than per_gpu;
 //  - otherwise: all idle GPU memory.
 Units shape_fragmentation(const FreeResources& node, const WorkloadShape& shape);
 

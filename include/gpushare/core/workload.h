@@ -16,6 +16,7 @@ namespace gpushare::core {
 // One kind of pod, reduced to what decides whether a node can host it.
 struct WorkloadShape {
   std::int64_t cpu_milli = 0;
+  std::int64_t memory = 0;  // 0 = not considered (the FGD paper's shapes ignore memory)
   Units per_gpu = 0;  // 0 = CPU-only
   int gpu_count = 0;  // 0 = CPU-only
   std::vector<std::string> allowed_models;  // sorted; empty = any
@@ -23,7 +24,8 @@ struct WorkloadShape {
   // units: the built-in prior is written before the cluster's units are known.
   bool relative = false;
 
-  static WorkloadShape of(const PodDemand& pod);
+  // The pod's shape; its memory request only when `with_memory`.
+  static WorkloadShape of(const PodDemand& pod, bool with_memory = false);
   bool wants_gpu() const { return per_gpu > 0 && gpu_count > 0; }
   // Memory this shape wants on each GPU of a node whose GPUs hold `gpu_capacity`.
   Units per_gpu_on(Units gpu_capacity) const {
@@ -44,12 +46,22 @@ struct WeightedShape {
 // Shapes with weights that sum to 1 (or empty).
 using TargetWorkload = std::vector<WeightedShape>;
 
+// How much each pod counts towards its shape's weight.
+enum class ShapeWeighting {
+  kPods,      // 1 per pod: the FGD paper
+  kSqrtGpus,  // sqrt(GPUs wanted), at least 1: a rare 8-GPU pod is not lost below the coverage
+              // cut, without letting big pods drown the common small ones
+};
+double pod_weight(const PodDemand& pod, ShapeWeighting weighting);
+
 // The FGD paper's target workload: shapes sorted by weight (heaviest first; ties by larger cpu,
 // then per_gpu, gpu_count, models), the shortest prefix whose weight reaches `coverage` of the
 // total, renormalised to sum to 1.
 TargetWorkload top_shapes(std::vector<WeightedShape> weighted, double coverage);
-// Groups pods by shape (each pod weighs 1) and keeps the top shapes as above.
-TargetWorkload typical_workload(std::span<const PodDemand> pods, double coverage = 0.95);
+// Groups pods by shape and keeps the top shapes as above. The defaults are the paper's.
+TargetWorkload typical_workload(std::span<const PodDemand> pods, double coverage = 0.95,
+                                bool with_memory = false,
+                                ShapeWeighting weighting = ShapeWeighting::kPods);
 
 // What a service assumes before it has seen pods: a mix of fractional and whole single-GPU
 // pods, expressed relative to each node's GPU size, without CPU demand.
@@ -64,7 +76,11 @@ class WorkloadHistogram {
     double prior_weight = 64;      // the prior counts as this many pods at the start
     double coverage = 0.95;        // as the FGD paper's target workload
     std::size_t max_shapes = 512;  // lightest shapes are forgotten beyond this
-    int refresh_every = 32;        // observations between recomputations of the target
+    // Observations between recomputations of the target (also after 1, 2, 4, ... observations,
+    // so that a fresh service leaves the prior quickly).
+    int refresh_every = 128;
+    bool with_memory = false;      // shapes include the pods' memory requests
+    ShapeWeighting weighting = ShapeWeighting::kPods;
   };
 
   WorkloadHistogram();
@@ -72,8 +88,8 @@ class WorkloadHistogram {
 
   void observe(const PodDemand& pod);
 
-  // The target the policy plans for; recomputed every `refresh_every` observations so that
-  // callers caching on version() are not invalidated by every pod.
+  // The target the policy plans for; recomputed only now and then (see refresh_every) so
+  // that callers caching on version() are not invalidated by every pod.
   const TargetWorkload& target() const { return target_; }
   std::uint64_t version() const { return version_; }
   std::uint64_t observed() const { return observed_; }

@@ -7,6 +7,7 @@
 #include <cstdint>
 #include <memory>
 #include <optional>
+#include <span>
 #include <string>
 #include <string_view>
 #include <unordered_map>
@@ -53,9 +54,28 @@ class KubeDefaultPolicy final : public core::PlacementPolicy {
                                        const core::PodDemand& pod) const override;
 };
 
+// What the service's policies see in practice: the extender does not track CPU or memory
+// (kube-scheduler filters on them before calling it). Feasibility is still decided on the
+// full node; the wrapped policy scores a copy without CPU and memory and learns from pods
+// without them.
+class GpuOnlyView final : public core::PlacementPolicy {
+ public:
+  explicit GpuOnlyView(std::unique_ptr<core::PlacementPolicy> inner);
+  std::string_view name() const override { return inner_->name(); }
+  std::optional<core::Placement> place(const core::NodeState& node,
+                                       const core::PodDemand& pod) const override;
+  void observe(const core::PodDemand& pod) override;
+  std::uint64_t state_version() const override { return inner_->state_version(); }
+  std::string describe_state() const override { return inner_->describe_state(); }
+
+ private:
+  std::unique_ptr<core::PlacementPolicy> inner_;
+};
+
 // What a run needs to build policies the paper's way.
 struct TraceContext {
   core::TargetWorkload typical_workload;  // FGD's target: the trace's top shapes (95 %)
+  std::span<const core::PodDemand> trace_pods;  // the trace, for other targets
   std::uint64_t seed = 0;
 };
 
@@ -65,12 +85,14 @@ struct Contender {
   PlacementObserver* observer = nullptr;  // the policy itself when it keeps per-node history
 };
 
-// Core policy names (the service's), then "fgd-online" (FGD learning its target as the service
-// does), then the simulator-only ones.
+// Core policy names (the service's), then "fgd-online" and "fgd-plus-online" (learning their
+// target from the pods placed so far, as the service does), then the simulator-only ones.
+// Any name may carry the suffix "/gpu-only" (see GpuOnlyView).
 std::vector<std::string> sim_policy_names();
+inline constexpr std::string_view kGpuOnlySuffix = "/gpu-only";
 
-// nullopt for an unknown name. "fgd" gets the trace's typical workload as its fixed target, as
-// in the paper; "random" is seeded with the run's seed.
+// nullopt for an unknown name. "fgd" and "fgd-plus" get a target computed from the whole trace
+// (as the paper gives FGD); "random" is seeded with the run's seed.
 std::optional<Contender> make_contender(std::string_view name, const TraceContext& context);
 
 }  // namespace gpushare::sim

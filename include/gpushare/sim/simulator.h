@@ -61,6 +61,7 @@ class Simulator {
  private:
   std::vector<core::NodeSpec> nodes_;
   std::vector<TracePod> pods_;
+  std::vector<core::PodDemand> demands_;  // the pods' demands, for policies' targets
   std::vector<std::size_t> shape_of_pod_;  // pods with equal demands share cached scores
   std::size_t shape_count_ = 0;
   SimulationOptions options_;

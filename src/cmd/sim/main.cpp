@@ -53,8 +53,9 @@ int main(int argc, char** argv) {
   const std::vector<std::string> names = gpushare::sim::sim_policy_names();
   CLI::App app{fmt::format(
       "Trace-driven GPU placement simulator (method of Weng et al., USENIX ATC'23) running the "
-      "gpushare service's placement policies.\nPolicies: {}",
-      fmt::join(names, ", "))};
+      "gpushare service's placement policies.\nPolicies: {} (each also as NAME{}: scored "
+      "without CPU and memory, as the extender sees nodes)",
+      fmt::join(names, ", "), gpushare::sim::kGpuOnlySuffix)};
   std::string nodes_path;
   std::string pods_path;
   std::vector<std::string> policies{std::string(gpushare::core::kDefaultPolicy)};
@@ -74,7 +75,14 @@ int main(int argc, char** argv) {
                  fmt::format("policies, comma-separated (default {})",
                              gpushare::core::kDefaultPolicy))
       ->delimiter(',')
-      ->check(CLI::IsMember(names));
+      ->check([&names](const std::string& value) -> std::string {
+        std::string_view name = value;
+        if (name.ends_with(gpushare::sim::kGpuOnlySuffix)) {
+          name.remove_suffix(gpushare::sim::kGpuOnlySuffix.size());
+        }
+        if (std::find(names.begin(), names.end(), name) != names.end()) return {};
+        return "unknown policy '" + value + "'";
+      });
   app.add_option("--seeds", seeds, "number of seeds per policy, the first being --first-seed")
       ->check(CLI::Range(1u, 10000u));
   app.add_option("--first-seed", first_seed, "first seed (the paper uses 42..51)");

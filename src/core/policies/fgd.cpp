@@ -1,5 +1,6 @@
 #include "gpushare/core/policies/fgd.h"
 
+#include <algorithm>
 #include <cmath>
 
 #include <fmt/format.h>
@@ -43,19 +44,20 @@ std::optional<Placement> FgdPolicy::place(const NodeState& node, const PodDemand
   }
   int best_gpu = -1;
   int best_score = -1;
-  Units best_free = -1;
   FreeResources after = before;
   after.take(pod, {});  // CPU and memory once; GPUs one candidate at a time below
+  std::vector<Units> tried;  // equal free memory, equal what-if: the lower index keeps it
   for (int gpu : gpus_that_fit(node, pod)) {
-    const Units free = before.gpu_free[static_cast<std::size_t>(gpu)];
-    if (free == best_free) continue;  // same free memory, same what-if: the lower index won
-    after.gpu_free[static_cast<std::size_t>(gpu)] -= pod.per_gpu;
+    const auto index = static_cast<std::size_t>(gpu);
+    const Units free = before.gpu_free[index];
+    if (std::find(tried.begin(), tried.end(), free) != tried.end()) continue;
+    tried.push_back(free);
+    after.gpu_free[index] = free - pod.per_gpu;
     const int score = fgd_score(fragmentation_before, fragmentation(after, workload), capacity);
-    after.gpu_free[static_cast<std::size_t>(gpu)] = free;
+    after.gpu_free[index] = free;
     if (score > best_score) {
       best_score = score;
       best_gpu = gpu;
-      best_free = free;
     }
   }
   placement.gpus = {best_gpu};

@@ -1,0 +1,67 @@
+#pragma once
+// FGD plus: fragmentation gradient descent that also sees CPU and memory.
+//
+// The node measure is M(n) = F(n) + balance_weight * S(n):
+//  - F(n): FGD's expected fragmentation against the target workload, with pod shapes that
+//    include memory and weighted by sqrt(GPUs) so that rare multi-GPU pods stay in the target;
+//  - S(n): GPU memory that the node's CPU or memory will strand, in a fluid view of the
+//    workload: with c CPU and m memory per unit of GPU memory arriving on average, a node with
+//    G idle GPU memory, C CPU and M memory left can use at most min(G, C / c, M / m) of it.
+// A pod goes where M grows least (continuous scores: no integer truncation), fuller nodes
+// first among equals; the GPU inside the node is chosen by the same measure.
+//
+// In the simulator (openb trace, 10 seeds) this leaves 14 % fewer GPUs idle than FGD at 100 %
+// arrival on the default trace; see docs/placement.md. Nodes that do not track CPU or memory
+// (the service leaves those to kube-scheduler) simply drop those terms.
+
+#include <optional>
+
+#include "gpushare/core/fragmentation.h"
+#include "gpushare/core/placement_policy.h"
+#include "gpushare/core/workload.h"
+
+namespace gpushare::core {
+
+struct FgdPlusOptions {
+  double balance_weight = 1.0;  // weight of S(n) against F(n)
+  double pack_weight = 0.1;     // per 8 GPUs left idle on the node after placement
+};
+
+class FgdPlusPolicy final : public PlacementPolicy {
+ public:
+  using Options = FgdPlusOptions;
+  // How the service learns the target: memory-aware shapes, sqrt(GPUs) weights.
+  static WorkloadHistogram::Options default_learning();
+  // The target for a known workload (the simulator's trace), built the same way.
+  static TargetWorkload target_for(std::span<const PodDemand> pods);
+
+  // Learns the target workload online (the service).
+  FgdPlusPolicy();
+  FgdPlusPolicy(WorkloadHistogram::Options learning, Options options);
+  // A fixed target workload (the simulator, as the FGD paper).
+  explicit FgdPlusPolicy(TargetWorkload fixed_target, Options options = {});
+
+  std::string_view name() const override { return "fgd-plus"; }
+  std::optional<Placement> place(const NodeState& node, const PodDemand& pod) const override;
+  void observe(const PodDemand& pod) override;
+  std::uint64_t state_version() const override;
+  std::string describe_state() const override;
+
+  const TargetWorkload& target() const;
+  // S(n) above, in units of GPU memory.
+  double stranded_gpu(const FreeResources& node) const;
+  // M(n) above.
+  double measure(const FreeResources& node) const;
+
+ private:
+  void update_ratios();
+
+  std::optional<WorkloadHistogram> learned_;
+  TargetWorkload fixed_;
+  Options options_;
+  // The workload's CPU (milli) and memory per unit of GPU memory; 0 = unknown, term dropped.
+  double cpu_per_gpu_unit_ = 0;
+  double memory_per_gpu_unit_ = 0;
+};
+
+}  // namespace gpushare::core
