@@ -185,9 +185,8 @@ class FakeApiServer {
   bool wait_for_request_count(Verb verb, std::optional<Resource> resource, std::size_t count,
                               std::chrono::milliseconds timeout) const;
 
-  struct Impl;
-
  private:
+  struct Impl;  // fake_apiserver_impl.h
   std::unique_ptr<Impl> impl_;
 };
 
