@@ -97,6 +97,7 @@ Result<Reflector::ListResult> Reflector::list_pages(const std::string& resource_
                                                     bool paged, std::stop_token stop) {
   ListResult out;
   std::string continue_token;
+  handler_.on_list_begin();
   for (bool first_page = true;; first_page = false) {
     RequestOptions request;
     request.stop = stop;
@@ -134,7 +135,15 @@ Result<Reflector::ListResult> Reflector::list_pages(const std::string& resource_
     }
     if (auto items = body.find("items"); items != body.end() && !items->is_null()) {
       if (!items->is_array()) return decode_error("list items is not an array");
-      for (auto& item : *items) out.items.push_back(std::move(item));
+      for (auto& item : *items) {
+        bool consumed = false;
+        try {
+          consumed = handler_.on_list_item(item);
+        } catch (const std::exception& e) {
+          return decode_error(fmt::format("list item rejected by the handler: {}", e.what()));
+        }
+        if (!consumed) out.items.push_back(std::move(item));
+      }
     }
     const auto metadata = body.find("metadata");
     const auto next = metadata != body.end() && metadata->is_object()

@@ -33,13 +33,18 @@ class ClusterSync::NodeHandler final : public apiclient::ReflectorHandler {
  public:
   explicit NodeHandler(ClusterSync& owner) : owner_(owner) {}
 
+  void on_list_begin() override { staged_.clear(); }
+  bool on_list_item(Json& item) override {
+    if (auto spec = parse(item)) staged_.push_back(std::move(*spec));
+    return true;
+  }
+
   void on_replace(std::vector<Json> items, const std::string& rv) override {
-    std::vector<core::NodeSpec> specs;
-    specs.reserve(items.size());
-    for (const Json& item : items) {
-      if (auto spec = parse(item)) specs.push_back(std::move(*spec));
-    }
-    items.clear();
+    std::vector<core::NodeSpec> specs = std::move(staged_);
+    staged_.clear();
+    for (Json& item : items) on_list_item(item);
+    for (auto& spec : staged_) specs.push_back(std::move(spec));
+    staged_.clear();
     owner_.store_.write([&](core::ClusterModel& model, core::PlacementPolicy&) {
       std::set<std::string, std::less<>> listed;
       for (const auto& spec : specs) listed.insert(spec.name);
@@ -86,20 +91,25 @@ class ClusterSync::NodeHandler final : public apiclient::ReflectorHandler {
   }
 
   ClusterSync& owner_;
+  std::vector<core::NodeSpec> staged_;  // the list in progress; reflector thread only
 };
 
 class ClusterSync::PodHandler final : public apiclient::ReflectorHandler {
  public:
   explicit PodHandler(ClusterSync& owner) : owner_(owner) {}
 
+  void on_list_begin() override { staged_.clear(); }
+  bool on_list_item(Json& item) override {
+    if (auto pod = parse(item)) staged_.push_back(std::move(*pod));
+    return true;
+  }
+
   void on_replace(std::vector<Json> items, const std::string& rv) override {
     std::map<std::string, kube::PodInfo, std::less<>> directory;
-    std::vector<kube::PodInfo> pods;
-    pods.reserve(items.size());
-    for (const Json& item : items) {
-      if (auto pod = parse(item)) pods.push_back(std::move(*pod));
-    }
+    for (Json& item : items) on_list_item(item);
     items.clear();
+    std::vector<kube::PodInfo> pods = std::move(staged_);
+    staged_.clear();
     owner_.store_.write([&](core::ClusterModel& model, core::PlacementPolicy&) {
       std::set<std::string, std::less<>> listed;
       for (const auto& pod : pods) {
@@ -161,17 +171,23 @@ class ClusterSync::PodHandler final : public apiclient::ReflectorHandler {
   }
 
   ClusterSync& owner_;
+  std::vector<kube::PodInfo> staged_;  // the list in progress; reflector thread only
 };
 
 class ClusterSync::ConfigMapHandler final : public apiclient::ReflectorHandler {
  public:
   explicit ConfigMapHandler(ClusterSync& owner) : owner_(owner) {}
 
+  void on_list_begin() override { staged_.clear(); }
+  bool on_list_item(Json& item) override {
+    if (auto parsed = parse(item)) staged_[parsed->node] = parsed->indices;
+    return true;
+  }
+
   void on_replace(std::vector<Json> items, const std::string&) override {
-    std::map<std::string, std::vector<int>> unhealthy;
-    for (const Json& item : items) {
-      if (auto parsed = parse(item)) unhealthy[parsed->node] = parsed->indices;
-    }
+    for (Json& item : items) on_list_item(item);
+    std::map<std::string, std::vector<int>> unhealthy = std::move(staged_);
+    staged_.clear();
     owner_.store_.write([&](core::ClusterModel& model, core::PlacementPolicy&) {
       for (const auto& node : marked_) {
         if (!unhealthy.contains(node)) model.set_unhealthy(node, {});
@@ -219,6 +235,7 @@ class ClusterSync::ConfigMapHandler final : public apiclient::ReflectorHandler {
 
   ClusterSync& owner_;
   std::set<std::string> marked_;  // nodes with an unhealthy-gpu ConfigMap; reflector thread only
+  std::map<std::string, std::vector<int>> staged_;  // the list in progress
 };
 
 ClusterSync::ClusterSync(apiclient::ApiClient& client, extender::ModelStore& store,
