@@ -201,6 +201,19 @@ TEST(FakeApiServerBasics, StopAndStartListeningOnTheSamePort) {
   EXPECT_EQ(ApiClient(server).get("/api/v1/nodes/n1").status, 200);
 }
 
+TEST(FakeApiServerBasics, ListensOnARequestedPort) {
+  std::uint16_t free_port = 0;
+  {
+    FakeApiServer probe;  // borrow a port the kernel just handed out
+    free_port = probe.port();
+  }
+  FakeApiServer::Options options;
+  options.port = free_port;
+  FakeApiServer server(options);
+  EXPECT_EQ(server.port(), free_port);
+  EXPECT_EQ(ApiClient(server).get("/healthz").status, 200);
+}
+
 TEST(FakeApiServerBasics, RestartKeepsOrDropsState) {
   FakeApiServer server;
   server.create(Resource::Pods, make_pod("ns", "p1"));

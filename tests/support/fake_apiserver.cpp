@@ -118,7 +118,7 @@ const json& FakeApiServer::Impl::find_or_throw(Resource resource, std::string_vi
 
 FakeApiServer::FakeApiServer(Options options) : impl_(std::make_unique<Impl>(std::move(options))) {
   std::lock_guard lock(impl_->lifecycle_mutex);
-  impl_->start(0);
+  impl_->start(impl_->options.port);
 }
 
 FakeApiServer::~FakeApiServer() {

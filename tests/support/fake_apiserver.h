@@ -75,7 +75,8 @@ struct RequestRecord {
 };
 
 struct FakeApiServerOptions {
-  bool tls = false;  // serve HTTPS with a self-signed cert (ca_cert_pem())
+  std::uint16_t port = 0;  // 0: an ephemeral port on 127.0.0.1
+  bool tls = false;        // serve HTTPS with a self-signed cert (ca_cert_pem())
   // Accepted bearer tokens; nullopt disables authentication.
   std::optional<std::set<std::string>> accepted_tokens;
   std::uint64_t initial_resource_version = 100;
