@@ -21,6 +21,8 @@ std::vector<std::size_t> arrival_order(std::span<const TracePod> pods, std::uint
   std::iota(order.begin(), order.end(), std::size_t{0});
   std::stable_sort(order.begin(), order.end(),
                    [&](std::size_t a, std::size_t b) { return pods[a].name < pods[b].name; });
+  // Top-up draws index the name-sorted trace too, so the file's row order never matters.
+  const std::vector<std::size_t> by_name = order;
   SeededRandom random(seed);
   random.shuffle(order);
 
@@ -41,7 +43,7 @@ std::vector<std::size_t> arrival_order(std::span<const TracePod> pods, std::uint
   const bool any_gpu = std::any_of(pods.begin(), pods.end(),
                                    [](const TracePod& p) { return p.demand.total_gpu() > 0; });
   if (!any_gpu || pods.empty()) return arrivals;
-  while (admit(static_cast<std::size_t>(random.below(pods.size())))) {
+  while (admit(by_name[static_cast<std::size_t>(random.below(by_name.size()))])) {
   }
   return arrivals;
 }

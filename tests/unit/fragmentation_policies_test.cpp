@@ -1,0 +1,243 @@
+// FGD, fgd-plus and the FGD paper's baselines, on small hand-made nodes.
+#include <gtest/gtest.h>
+
+#include <set>
+
+#include "gpushare/core/fit.h"
+#include "gpushare/core/placement_policy.h"
+#include "gpushare/core/policies/fgd.h"
+#include "gpushare/core/policies/fgd_plus.h"
+#include "gpushare/core/policies/paper_baselines.h"
+
+namespace gpushare::core {
+namespace {
+
+// A node with GPUs of 1000 units, `used` on each, and CPU/memory tracked.
+NodeState node(std::string name, std::vector<Units> used, std::int64_t cpu = 64000,
+               std::int64_t cpu_used = 0, std::int64_t memory = 262144,
+               std::string model = std::string("A")) {
+  NodeSpec spec;
+  spec.name = std::move(name);
+  spec.gpu_count = static_cast<int>(used.size());
+  spec.memory_per_gpu = 1000;
+  spec.cpu_milli = cpu;
+  spec.memory = memory;
+  spec.gpu_model = std::move(model);
+  NodeState state(spec);
+  for (std::size_t i = 0; i < used.size(); ++i) {
+    if (used[i] > 0) state.add_usage(static_cast<int>(i), used[i]);
+  }
+  if (cpu_used > 0) state.add_cpu_mem(cpu_used, 0);
+  return state;
+}
+
+PodDemand pod(Units per_gpu, int count = 1, std::int64_t cpu = 1000, std::int64_t memory = 0) {
+  PodDemand demand;
+  demand.per_gpu = per_gpu;
+  demand.gpu_count = count;
+  demand.cpu_milli = cpu;
+  demand.memory = memory;
+  return demand;
+}
+
+PodDemand cpu_only(std::int64_t cpu) { return pod(0, 0, cpu); }
+
+TargetWorkload only(WorkloadShape shape) { return {{std::move(shape), 1.0}}; }
+
+WorkloadShape shape(Units per_gpu, int count = 1, std::int64_t cpu = 0) {
+  WorkloadShape s;
+  s.per_gpu = per_gpu;
+  s.gpu_count = count;
+  s.cpu_milli = cpu;
+  return s;
+}
+
+TEST(Fgd, ChoosesTheGpuThatKeepsTargetPodsPlaceable) {
+  // Target: pods of 500. Best fit would take GPU 0 (600 free -> 100) ... no: 600 -> 400 is
+  // tighter than 700 -> 500, but leaves a 400 hole no target pod fits; GPU 1 leaves 500.
+  const FgdPolicy fgd(only(shape(500)));
+  const NodeState n = node("n", {400, 300});
+  const auto placement = fgd.place(n, pod(200));
+  ASSERT_TRUE(placement);
+  EXPECT_EQ(placement->gpus, std::vector<int>{1});
+  EXPECT_EQ(best_fit_gpus(n, pod(200)), std::vector<int>{0});
+}
+
+TEST(Fgd, ScoresWithTheTruncatedSigmoidOfTheFragmentationChange) {
+  const FgdPolicy fgd(only(shape(500)));
+  // No change: 50. Filling a hole nothing else fits (dF = -300): floor(100 sigmoid(0.3)) = 57.
+  EXPECT_EQ(fgd.place(node("n", {0, 0}), pod(1000))->score, 50);
+  EXPECT_EQ(fgd.place(node("n", {700, 0}), pod(300))->score, 57);
+  // Creating a 400 hole (dF = +400): floor(100 sigmoid(-0.4)) = 40.
+  EXPECT_EQ(fgd.place(node("n", {0}), pod(600))->score, 40);
+}
+
+TEST(Fgd, MultiGpuPodsTakeTheLowestWhollyFreeGpus) {
+  const FgdPolicy fgd(only(shape(1000, 2)));
+  const auto placement = fgd.place(node("n", {100, 0, 0, 0}), pod(1000, 2));
+  ASSERT_TRUE(placement);
+  EXPECT_EQ(placement->gpus, (std::vector<int>{1, 2}));
+  EXPECT_FALSE(fgd.place(node("n", {100, 0, 100, 0}), pod(1000, 3)));
+}
+
+TEST(Fgd, AvoidsStrandingGpusForLackOfCpu) {
+  // Target pods need 4 cores with their GPU. A CPU-only pod that leaves a node with fewer
+  // cores than that strands the node's GPUs; elsewhere it costs nothing.
+  const FgdPolicy fgd(only(shape(1000, 1, 4000)));
+  const auto tight = fgd.place(node("tight", {0, 0}, 6000), cpu_only(3000));
+  const auto roomy = fgd.place(node("roomy", {0, 0}, 64000), cpu_only(3000));
+  ASSERT_TRUE(tight && roomy);
+  EXPECT_LT(tight->score, roomy->score);
+  EXPECT_EQ(roomy->score, 50);
+  EXPECT_FALSE(fgd.place(node("full", {0, 0}, 6000, 4000), cpu_only(3000)));  // CPU-bound
+}
+
+TEST(Fgd, OnlineLearningChangesTheTargetAndIsExposed) {
+  FgdPolicy fgd;
+  EXPECT_NE(fgd.describe_state().find("\"observedPods\":0"), std::string::npos);
+  const auto version = fgd.state_version();
+  fgd.observe(pod(250));
+  EXPECT_NE(fgd.state_version(), version);  // the first pods refresh the target at once
+  for (int i = 1; i < 64; ++i) fgd.observe(pod(250));
+  EXPECT_EQ(fgd.target().front().shape.per_gpu, 250);  // outweighs the prior's 64 pods
+  EXPECT_NE(fgd.describe_state().find("\"observedPods\":64"), std::string::npos);
+}
+
+TEST(FgdPlus, PutsCpuOnlyPodsWhereCpuIsPlentiful) {
+  // Workload: whole-GPU pods with 4 cores each. Both nodes can host one after the CPU-only
+  // pod, so FGD ties them; on the 8-core node the pod leaves one GPU without its cores.
+  const TargetWorkload target = only(shape(1000, 1, 4000));
+  const NodeState balanced = node("balanced", {0, 0}, 8000);
+  const NodeState rich = node("rich", {0, 0}, 32000);
+  const FgdPolicy fgd(target);
+  EXPECT_EQ(fgd.place(balanced, cpu_only(4000))->score, fgd.place(rich, cpu_only(4000))->score);
+  const FgdPlusPolicy plus(target);
+  EXPECT_GT(plus.place(rich, cpu_only(4000))->score, plus.place(balanced, cpu_only(4000))->score);
+  EXPECT_NEAR(plus.stranded_gpu(FreeResources::of(balanced)), 0.0, 1e-9);
+  FreeResources after = FreeResources::of(balanced);
+  after.take(cpu_only(4000), {});
+  EXPECT_NEAR(plus.stranded_gpu(after), 1000.0, 1e-9);  // 4 cores left: one GPU's worth
+}
+
+TEST(FgdPlus, SeesMemoryAndTheWorkloadsMemoryPerGpu) {
+  WorkloadShape hungry = shape(1000, 1, 0);
+  hungry.memory = 100000;
+  const FgdPlusPolicy plus(only(hungry));
+  // 150000 MiB left: one hungry pod fits, so one of two idle GPUs is stranded.
+  const NodeState n = node("n", {0, 0}, 64000, 0, 150000);
+  EXPECT_NEAR(plus.stranded_gpu(FreeResources::of(n)), 500.0, 1e-9);
+  // A pod that needs no memory goes to the GPU-rich, memory-poor node rather than spend the
+  // memory of a node that can still take hungry pods.
+  const NodeState roomy = node("roomy", {0, 0}, 64000, 0, 262144);
+  const auto on_poor = plus.place(n, pod(1000, 1, 0, 0));
+  const auto on_roomy = plus.place(roomy, pod(1000, 1, 0, 0));
+  ASSERT_TRUE(on_poor && on_roomy);
+  EXPECT_GT(on_poor->score, on_roomy->score);
+}
+
+TEST(FgdPlus, ChoosesTheGpuByTheSameMeasure) {
+  const FgdPlusPolicy plus(only(shape(500)));
+  const auto placement = plus.place(node("n", {400, 300}), pod(200));
+  ASSERT_TRUE(placement);
+  EXPECT_EQ(placement->gpus, std::vector<int>{1});
+  // Continuous scores: a smaller fragmentation change is always a higher score.
+  const auto fill = plus.place(node("n", {700, 0}), pod(300));
+  const auto open = plus.place(node("n", {0, 0}), pod(300));
+  EXPECT_GT(fill->score, open->score);
+}
+
+TEST(FgdPlus, FullerNodesWinAmongEquals) {
+  const FgdPlusPolicy plus(only(shape(1000)));
+  EXPECT_GT(plus.place(node("fuller", {1000, 0, 0}), pod(1000))->score,
+            plus.place(node("emptier", {0, 0, 0}), pod(1000))->score);
+}
+
+TEST(FgdPlus, LearnsOnlineWithMemoryAwareShapes) {
+  FgdPlusPolicy plus;
+  for (int i = 0; i < 64; ++i) plus.observe(pod(1000, 1, 8000, 32768));
+  EXPECT_EQ(plus.target().front().shape.memory, 32768);
+  const std::string state = plus.describe_state();
+  EXPECT_NE(state.find("\"policy\":\"fgd-plus\""), std::string::npos);
+  // 8000 milli-CPU per 1000 units of GPU; the prior's relative shapes do not count.
+  EXPECT_NE(state.find("\"cpuMilliPerGpuUnit\":8.0000"), std::string::npos);
+  EXPECT_NE(state.find("\"observedPods\":64"), std::string::npos);
+}
+
+TEST(BestFit, ScoresLeftoverCpuAndGpuAsThePaper) {
+  const BestFitPolicy best_fit;
+  // 128 cores and 8 idle GPUs; the pod takes 1 GPU and no CPU:
+  // raw = 0.5 * 128/128 + 0.5 * 7/8 = 0.9375 -> floor(6.25) = 6.
+  EXPECT_EQ(best_fit.place(node("n", std::vector<Units>(8, 0), 128000), pod(1000, 1, 0))->score,
+            6);
+  // Half the CPU and 1 GPU left after: raw = 0.25 + 0.0625 -> floor(68.75) = 68.
+  EXPECT_EQ(best_fit.place(node("n", {0, 0}, 128000, 64000), pod(1000, 1, 0))->score, 68);
+  EXPECT_EQ(best_fit.place(node("n", {700, 300}), pod(300))->gpus, std::vector<int>{0});
+}
+
+TEST(DotProduct, PrefersTheNodeLeastAlignedWithThePod) {
+  const DotProductPolicy dot;
+  // 8 idle GPUs, 128 cores; pod 1 GPU, 16 cores: d = (1 * 1/8 + 1 * 1/8) / 2 = 0.125 -> 87.
+  EXPECT_EQ(dot.place(node("n", std::vector<Units>(8, 0), 128000), pod(1000, 1, 16000))->score,
+            87);
+  EXPECT_GT(dot.place(node("small", {0}, 8000), pod(1000, 1, 4000))->score,
+            dot.place(node("big", std::vector<Units>(8, 0), 128000), pod(1000, 1, 4000))->score);
+}
+
+TEST(GpuPacking, SharedGpusFirstThenUsedNodesThenSmallIdleNodes) {
+  const GpuPackingPolicy packing;
+  EXPECT_EQ(packing.place(node("idle8", std::vector<Units>(8, 0)), pod(500))->score, 25);
+  EXPECT_EQ(packing.place(node("idle2", {0, 0}), pod(500))->score, 31);
+  // Onto a GPU with 600 free: 100 - 60 / 10 = 94.
+  EXPECT_EQ(packing.place(node("shared", {400, 0}), pod(500))->score, 94);
+  // A whole GPU on a used node: 50 - 1.
+  EXPECT_EQ(packing.place(node("used", {400, 0}), pod(1000))->score, 49);
+  EXPECT_EQ(packing.place(node("used", {400, 0}), cpu_only(100))->score, 0);
+}
+
+TEST(Random, FeasibleNodesInADeterministicRandomOrderThatMovesOnEachPod) {
+  RandomPolicy random(7);
+  const std::vector<NodeState> nodes{node("a", {0}), node("b", {0}), node("c", {0}),
+                                     node("d", {0})};
+  std::vector<double> first;
+  for (const auto& n : nodes) first.push_back(random.place(n, pod(500))->score);
+  EXPECT_EQ(std::set<double>(first.begin(), first.end()).size(), nodes.size());
+  EXPECT_EQ(RandomPolicy(7).place(nodes[0], pod(500))->score, first[0]);
+  random.observe(pod(500));
+  EXPECT_NE(random.place(nodes[0], pod(500))->score, first[0]);
+  EXPECT_FALSE(random.place(node("full", {1000}), pod(500)));
+}
+
+TEST(Random, PicksAmongFittingGpusOnly) {
+  RandomPolicy random(1);
+  std::set<int> chosen;
+  for (int i = 0; i < 64; ++i) {
+    const auto placement = random.place(node("n", {900, 0, 700, 0}), pod(400));
+    ASSERT_TRUE(placement);
+    chosen.insert(placement->gpus.front());
+    random.observe(pod(400));
+  }
+  EXPECT_EQ(chosen, (std::set<int>{1, 3}));
+}
+
+TEST(PaperPolicies, AreRegisteredAndKeepBinpackTheDefault) {
+  for (std::string_view name : {"fgd", "fgd-plus", "best-fit", "dot-product", "gpu-packing",
+                                "random"}) {
+    const auto policy = make_policy(name);
+    ASSERT_TRUE(policy) << name;
+    EXPECT_EQ(policy->name(), name);
+  }
+  EXPECT_EQ(policy_names().front(), "binpack");
+}
+
+TEST(PaperPolicies, WholeGpuPodsNeverShareAGpu) {
+  for (const auto& name : policy_names()) {
+    const auto policy = make_policy(name);
+    const NodeState n = node("n", {10, 0, 500, 0});
+    const auto placement = policy->place(n, pod(1000, 2));
+    ASSERT_TRUE(placement) << name;
+    EXPECT_EQ(placement->gpus, (std::vector<int>{1, 3})) << name;
+  }
+}
+
+}  // namespace
+}  // namespace gpushare::core
