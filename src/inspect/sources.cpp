@@ -1,5 +1,6 @@
 #include "gpushare/inspect/sources.h"
 
+#include <cctype>
 #include <map>
 
 #include <fmt/format.h>
