@@ -1,6 +1,7 @@
 #include "gpushare/sim/simulator.h"
 
 #include <chrono>
+#include <ctime>
 #include <cmath>
 #include <limits>
 #include <map>
@@ -51,6 +52,12 @@ void check_placement(const core::NodeState& node, const core::PodDemand& pod,
     if (!state.healthy || state.free() < pod.per_gpu) fail("GPU without room");
     if (pod.needs_whole_gpus() && state.used != 0) fail("a shared GPU for a multi-GPU pod");
   }
+}
+
+double thread_cpu_seconds() {
+  timespec now{};
+  if (clock_gettime(CLOCK_THREAD_CPUTIME_ID, &now) != 0) return 0;
+  return static_cast<double>(now.tv_sec) + static_cast<double>(now.tv_nsec) * 1e-9;
 }
 
 }  // namespace
@@ -118,6 +125,7 @@ RunResult Simulator::run(std::string_view policy_name, std::uint64_t seed) const
 
 RunResult Simulator::run(Contender& contender, std::uint64_t seed) const {
   const auto started = std::chrono::steady_clock::now();
+  const double cpu_started = thread_cpu_seconds();
   core::PlacementPolicy& policy = *contender.policy;
   core::ClusterModel model;
   for (const auto& spec : nodes_) model.upsert_node(spec);
@@ -201,6 +209,7 @@ RunResult Simulator::run(Contender& contender, std::uint64_t seed) const {
   result.final_alloc_pct = 100.0 * static_cast<double>(result.allocated) / capacity;
   result.seconds =
       std::chrono::duration<double>(std::chrono::steady_clock::now() - started).count();
+  result.cpu_seconds = thread_cpu_seconds() - cpu_started;
   return result;
 }
 

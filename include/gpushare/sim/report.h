@@ -23,6 +23,7 @@ struct PolicySummary {
   std::vector<CurvePoint> curve;  // mean over seeds, arrived % present in every run
   double final_alloc_pct = 0;     // after the last pod, mean over seeds
   double mean_seconds = 0;
+  double mean_cpu_seconds = 0;
   double alloc_stddev_at_100 = 0;  // seed-to-seed standard deviation at 100 % arrival
 
   // Allocation at an integer arrived %, NaN if no point.
@@ -36,7 +37,7 @@ std::vector<PolicySummary> summarize(std::span<const RunResult> runs);
 double unallocated_gpus(double alloc_pct, double capacity_gpus);
 
 // Markdown table: allocation % at 80/90/100/110/120 % arrival, unallocated GPUs at 100 % and at
-// the end, seconds per run.
+// the end, CPU seconds per run.
 void write_table(std::ostream& out, std::span<const PolicySummary> summaries,
                  double capacity_gpus);
 

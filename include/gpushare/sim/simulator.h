@@ -41,6 +41,7 @@ struct RunResult {
   core::Units allocated = 0;
   double final_alloc_pct = 0;  // after the last pod
   double seconds = 0;          // wall time of the run
+  double cpu_seconds = 0;      // CPU time of the thread that ran it: robust to a busy machine
   std::uint64_t place_calls = 0;  // policy evaluations (cache misses)
 };
 
@@ -52,6 +53,7 @@ class Simulator {
   core::Units capacity() const { return capacity_; }
   const core::TargetWorkload& typical_workload() const { return typical_; }
   const SimulationOptions& options() const { return options_; }
+  const std::vector<TracePod>& pods() const { return pods_; }
 
   // Throws std::invalid_argument for an unknown policy name, std::logic_error if the policy
   // proposes GPUs the pod does not fit on.

@@ -9,9 +9,11 @@
 
 #include <CLI/CLI.hpp>
 #include <fmt/format.h>
+#include <fmt/ostream.h>
 #include <fmt/ranges.h>
 
 #include "gpushare/core/placement_policy.h"
+#include "gpushare/sim/arrivals.h"
 #include "gpushare/sim/report.h"
 #include "gpushare/sim/simulator.h"
 #include "gpushare/sim/trace.h"
@@ -36,8 +38,9 @@ std::vector<RunResult> run_all(const gpushare::sim::Simulator& simulator,
       results[i] = simulator.run(jobs[i].policy, jobs[i].seed);
       if (verbose) {
         const std::lock_guard lock(print);
-        fmt::print(stderr, "{} seed {}: {:.2f} % allocated at the end, {:.2f} s\n",
-                   jobs[i].policy, jobs[i].seed, results[i].final_alloc_pct, results[i].seconds);
+        fmt::print(stderr, "{} seed {}: {:.2f} % allocated at the end, {:.2f} s ({:.2f} s CPU)\n",
+                   jobs[i].policy, jobs[i].seed, results[i].final_alloc_pct, results[i].seconds,
+                   results[i].cpu_seconds);
       }
     }
   };
@@ -65,8 +68,11 @@ int main(int argc, char** argv) {
   std::string out_path;
   std::string plot_path;
   std::string title;
+  std::vector<std::string> plot_policies;
+  std::string arrivals_path;
   unsigned jobs = 1;
   bool verbose = false;
+  bool arrivals_only = false;
   app.add_option("--nodes", nodes_path, "node list CSV (sn,cpu_milli,memory_mib,gpu,model)")
       ->required();
   app.add_option("--pods", pods_path, "pod list CSV (name,cpu_milli,memory_mib,num_gpu,gpu_milli,...)")
@@ -92,6 +98,12 @@ int main(int argc, char** argv) {
   app.add_option("--out", out_path, "CSV of every point: " + std::string(gpushare::sim::kCsvHeader));
   app.add_option("--plot", plot_path, "SVG line plot of allocation vs. arrived demand");
   app.add_option("--title", title, "plot title (default: the pod file's name)");
+  app.add_option("--plot-policy", plot_policies, "policies to draw in the plot (default: all)")
+      ->delimiter(',');
+  app.add_option("--dump-arrivals", arrivals_path,
+                 "write each seed's arrival sequence as CSV (seed,position,pod,num_gpu,gpu_milli,"
+                 "arrived_pct), e.g. for bench/sim/packing_bound.py");
+  app.add_flag("--arrivals-only", arrivals_only, "only write --dump-arrivals, run no policy");
   app.add_option("-j,--jobs", jobs, "runs in parallel")->check(CLI::Range(1u, 64u));
   app.add_flag("-v,--verbose", verbose, "print each run as it finishes");
   CLI11_PARSE(app, argc, argv);
@@ -110,6 +122,27 @@ int main(int argc, char** argv) {
                "seeds {}..{}; arrival up to {:.0f} %\n\n",
                node_count, capacity_gpus, pod_count, simulator.typical_workload().size(),
                first_seed, first_seed + seeds - 1, max_arrival * 100);
+
+    if (!arrivals_path.empty()) {
+      std::ofstream out(arrivals_path);
+      out << "seed,position,pod,num_gpu,gpu_milli,arrived_pct\n";
+      const auto& trace = simulator.pods();
+      for (unsigned s = 0; s < seeds; ++s) {
+        const auto order = gpushare::sim::arrival_order(trace, first_seed + s, max_arrival,
+                                                        simulator.capacity());
+        gpushare::core::Units arrived = 0;
+        for (std::size_t position = 0; position < order.size(); ++position) {
+          const auto& pod = trace[order[position]];
+          arrived += pod.demand.total_gpu();
+          fmt::print(out, "{},{},{},{},{},{:.4f}\n", first_seed + s, position, pod.name,
+                     pod.demand.gpu_count, pod.demand.per_gpu,
+                     100.0 * static_cast<double>(arrived) /
+                         static_cast<double>(simulator.capacity()));
+        }
+      }
+      if (!out) throw gpushare::sim::TraceError("cannot write " + arrivals_path);
+    }
+    if (arrivals_only) return 0;
 
     std::vector<Job> job_list;
     for (const auto& policy : policies) {
@@ -132,7 +165,14 @@ int main(int argc, char** argv) {
     if (!plot_path.empty()) {
       std::ofstream out(plot_path);
       if (title.empty()) title = std::filesystem::path(pods_path).filename().string();
-      gpushare::sim::write_svg(out, summaries, title);
+      std::vector<gpushare::sim::PolicySummary> plotted;
+      for (const auto& summary : summaries) {
+        if (plot_policies.empty() || std::find(plot_policies.begin(), plot_policies.end(),
+                                               summary.policy) != plot_policies.end()) {
+          plotted.push_back(summary);
+        }
+      }
+      gpushare::sim::write_svg(out, plotted, title);
       if (!out) throw gpushare::sim::TraceError("cannot write " + plot_path);
     }
   } catch (const std::exception& error) {
