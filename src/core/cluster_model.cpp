@@ -1,6 +1,7 @@
 #include "gpushare/core/cluster_model.h"
 
 #include <algorithm>
+#include <cstring>
 #include <utility>
 
 namespace gpushare::core {
@@ -9,14 +10,84 @@ namespace {
 const std::vector<int> kNoIndices;
 }
 
+std::uint64_t ClusterModel::hash_name(std::string_view name) {
+  // 8 bytes at a time, then the splitmix64 finaliser: a few instructions for a 40-byte name.
+  std::uint64_t h = 0x9e3779b97f4a7c15ULL ^ name.size();
+  const char* p = name.data();
+  std::size_t n = name.size();
+  for (; n >= 8; p += 8, n -= 8) {
+    std::uint64_t word;
+    std::memcpy(&word, p, 8);
+    h = (h ^ word) * 0xbf58476d1ce4e5b9ULL;
+    h ^= h >> 31;
+  }
+  if (n > 0) {
+    // The last 8 bytes of the name, overlapping bytes already mixed in (names shorter than 8
+    // bytes are read byte by byte).
+    std::uint64_t tail = 0;
+    if (name.size() >= 8) {
+      std::memcpy(&tail, name.data() + name.size() - 8, 8);
+    } else {
+      for (std::size_t i = 0; i < n; ++i) tail |= static_cast<std::uint64_t>(static_cast<unsigned char>(p[i])) << (8 * i);
+    }
+    h = (h ^ tail) * 0xbf58476d1ce4e5b9ULL;
+  }
+  h = (h ^ (h >> 30)) * 0xbf58476d1ce4e5b9ULL;
+  h = (h ^ (h >> 27)) * 0x94d049bb133111ebULL;
+  return h ^ (h >> 31);
+}
+
+std::size_t ClusterModel::index_find(std::string_view name, std::uint64_t hash) const {
+  if (index_.empty()) return std::string_view::npos;
+  const std::size_t mask = index_.size() - 1;
+  for (std::size_t slot = hash & mask;; slot = (slot + 1) & mask) {
+    const IndexSlot& entry = index_[slot];
+    if (entry.node == kNoNode) return std::string_view::npos;
+    if (entry.hash == hash && nodes_[entry.node].name() == name) return slot;
+  }
+}
+
+void ClusterModel::index_insert(std::uint64_t hash, std::uint32_t node) {
+  if ((nodes_.size() + 1) * 2 > index_.size()) {
+    // Grow to keep the table at most half full; re-place every node but the one being added.
+    std::vector<IndexSlot> old(std::max<std::size_t>(16, index_.size() * 2));
+    index_.swap(old);
+    const std::size_t mask = index_.size() - 1;
+    for (const IndexSlot& entry : old) {
+      if (entry.node == kNoNode) continue;
+      std::size_t slot = entry.hash & mask;
+      while (index_[slot].node != kNoNode) slot = (slot + 1) & mask;
+      index_[slot] = entry;
+    }
+  }
+  const std::size_t mask = index_.size() - 1;
+  std::size_t slot = hash & mask;
+  while (index_[slot].node != kNoNode) slot = (slot + 1) & mask;
+  index_[slot] = {hash, node};
+}
+
+void ClusterModel::index_erase(std::size_t hole) {
+  // Backward-shift deletion: pull later entries of the probe run into the hole when their home
+  // slot does not lie cyclically in (hole, their slot], so every run stays unbroken.
+  const std::size_t mask = index_.size() - 1;
+  for (std::size_t slot = (hole + 1) & mask; index_[slot].node != kNoNode; slot = (slot + 1) & mask) {
+    const std::size_t home = index_[slot].hash & mask;
+    const bool stays = hole <= slot ? (hole < home && home <= slot) : (hole < home || home <= slot);
+    if (stays) continue;
+    index_[hole] = index_[slot];
+    hole = slot;
+  }
+  index_[hole] = IndexSlot{};
+}
+
 NodeState* ClusterModel::mutable_node(std::string_view name) {
-  auto it = node_index_.find(name);
-  return it == node_index_.end() ? nullptr : &nodes_[it->second];
+  const std::size_t slot = index_find(name, hash_name(name));
+  return slot == std::string_view::npos ? nullptr : &nodes_[index_[slot].node];
 }
 
 const NodeState* ClusterModel::find_node(std::string_view name) const {
-  auto it = node_index_.find(name);
-  return it == node_index_.end() ? nullptr : &nodes_[it->second];
+  const std::size_t slot = index_find(name, hash_name(name));
+  return slot == std::string_view::npos ? nullptr : &nodes_[index_[slot].node];
 }
 
 void ClusterModel::upsert_node(NodeSpec spec) {
@@ -25,11 +96,13 @@ void ClusterModel::upsert_node(NodeSpec spec) {
   NodeState fresh(std::move(spec));
   const std::string name = fresh.name();
   if (auto it = unhealthy_.find(name); it != unhealthy_.end()) fresh.set_unhealthy(it->second);
-  if (auto it = node_index_.find(name); it != node_index_.end()) {
-    fresh.continue_generation_from(nodes_[it->second]);
-    nodes_[it->second] = std::move(fresh);
+  const std::uint64_t hash = hash_name(name);
+  if (const std::size_t slot = index_find(name, hash); slot != std::string_view::npos) {
+    NodeState& current = nodes_[index_[slot].node];
+    fresh.continue_generation_from(current);
+    current = std::move(fresh);
   } else {
-    node_index_.emplace(name, nodes_.size());
+    index_insert(hash, static_cast<std::uint32_t>(nodes_.size()));
     nodes_.push_back(std::move(fresh));
   }
   if (auto it = pods_by_node_.find(name); it != pods_by_node_.end()) {
@@ -38,13 +111,18 @@ void ClusterModel::upsert_node(NodeSpec spec) {
 }
 
 bool ClusterModel::remove_node(std::string_view name) {
-  auto it = node_index_.find(name);
-  if (it == node_index_.end()) return false;
-  const std::size_t index = it->second;
-  node_index_.erase(it);
-  if (index + 1 != nodes_.size()) {
-    nodes_[index] = std::move(nodes_.back());
-    node_index_[nodes_[index].name()] = index;
+  const std::size_t slot = index_find(name, hash_name(name));
+  if (slot == std::string_view::npos) return false;
+  const std::uint32_t index = index_[slot].node;
+  index_erase(slot);
+  const auto last = static_cast<std::uint32_t>(nodes_.size() - 1);
+  if (index != last) {
+    // The last node fills the gap: re-point its slot, then move it.
+    const std::size_t mask = index_.size() - 1;
+    std::size_t moved = hash_name(nodes_[last].name()) & mask;
+    while (index_[moved].node != last) moved = (moved + 1) & mask;
+    index_[moved].node = index;
+    nodes_[index] = std::move(nodes_[last]);
   }
   nodes_.pop_back();
   return true;

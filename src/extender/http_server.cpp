@@ -2,6 +2,7 @@
 
 #include <chrono>
 #include <thread>
+#include <utility>
 
 #include <fmt/format.h>
 #include <httplib.h>
@@ -102,13 +103,13 @@ void HttpServer::install_routes() {
   };
   server_->Post(route("filter"),
                 handle("filter", [this](const httplib::Request& req, httplib::Response& res) {
-                  const ExtenderArgs args = decode_extender_args_body(req.body, service_.config().names);
-                  res.set_content(encode_filter_result(service_.filter(args)), kJson);
+                  ExtenderArgs args = decode_extender_args_body(req.body, service_.config().names);
+                  res.set_content(encode_filter_result(service_.filter(std::move(args))), kJson);
                 }, filter_error));
   server_->Post(route("prioritize"),
                 handle("prioritize", [this](const httplib::Request& req, httplib::Response& res) {
-                  const ExtenderArgs args = decode_extender_args_body(req.body, service_.config().names);
-                  res.set_content(encode_priorities(service_.prioritize(args)), kJson);
+                  ExtenderArgs args = decode_extender_args_body(req.body, service_.config().names);
+                  res.set_content(encode_priorities(service_.prioritize(std::move(args))), kJson);
                 }, plain_error));
   server_->Post(route("bind"),
                 handle("bind", [this](const httplib::Request& req, httplib::Response& res) {

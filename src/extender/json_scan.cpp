@@ -78,26 +78,35 @@ int utf8_sequence_length(const char* p, const char* end) {
 }
 
 std::size_t first_special(std::string_view text) {
-  const char* p = text.data();
+  const char* begin = text.data();
+  const char* p = begin;
   const char* end = p + text.size();
 #if defined(__SSE2__)
-  const __m128i quote = _mm_set1_epi8('"');
-  const __m128i backslash = _mm_set1_epi8('\\');
-  const __m128i space = _mm_set1_epi8(0x20);
-  while (end - p >= 16) {
-    const __m128i chunk = _mm_loadu_si128(reinterpret_cast<const __m128i*>(p));
-    const __m128i special = _mm_or_si128(_mm_or_si128(_mm_cmpeq_epi8(chunk, quote), _mm_cmpeq_epi8(chunk, backslash)),
-                                         _mm_cmplt_epi8(chunk, space));
-    const int mask = _mm_movemask_epi8(special);
-    if (mask != 0) return static_cast<std::size_t>(p - text.data()) + static_cast<std::size_t>(__builtin_ctz(static_cast<unsigned>(mask)));
-    p += 16;
+  if (text.size() >= 16) {
+    const __m128i quote = _mm_set1_epi8('"');
+    const __m128i backslash = _mm_set1_epi8('\\');
+    const __m128i space = _mm_set1_epi8(0x20);
+    auto specials = [&](const char* at) {
+      const __m128i chunk = _mm_loadu_si128(reinterpret_cast<const __m128i*>(at));
+      return _mm_movemask_epi8(_mm_or_si128(_mm_or_si128(_mm_cmpeq_epi8(chunk, quote), _mm_cmpeq_epi8(chunk, backslash)),
+                                            _mm_cmplt_epi8(chunk, space)));
+    };
+    for (; end - p >= 16; p += 16) {
+      if (const int mask = specials(p)) return static_cast<std::size_t>(p - begin + __builtin_ctz(static_cast<unsigned>(mask)));
+    }
+    if (p != end) {
+      // The last 16 bytes, overlapping bytes already known to be plain.
+      const char* last = end - 16;
+      if (const int mask = specials(last)) return static_cast<std::size_t>(last - begin + __builtin_ctz(static_cast<unsigned>(mask)));
+    }
+    return text.size();
   }
 #endif
   for (; p != end; ++p) {
     const unsigned char c = static_cast<unsigned char>(*p);
     if (c == '"' || c == '\\' || c < 0x20 || c >= 0x80) break;
   }
-  return static_cast<std::size_t>(p - text.data());
+  return static_cast<std::size_t>(p - begin);
 }
 
 bool equal_ignoring_case(std::string_view a, std::string_view b) {

@@ -93,16 +93,29 @@ class ReasonTexts {
   std::int64_t unknown_ = -1;
 };
 
+// The i-th offered name as a string: moved out of the arguments when the caller gave them up,
+// else copied.
+struct NameTaker {
+  const std::vector<std::string_view>& offered;
+  ExtenderArgs* movable;
+
+  std::string operator()(std::size_t i) const {
+    if (movable != nullptr && movable->node_names) return std::move((*movable->node_names)[i]);
+    if (movable != nullptr && movable->node_texts) return std::move((*movable->node_texts)[i].name);
+    return std::string(offered[i]);
+  }
+};
+
 // Fills a reply map from failures in offered order: sorted first, so each insertion lands at
 // the end of the map rather than searching it. A name offered twice keeps one entry.
 template <typename Failures>
 void fill_sorted(std::map<std::string, std::string>& target, Failures& failures,
-                 const std::vector<std::string>& reasons) {
+                 const std::vector<std::string>& reasons, const NameTaker& take) {
   std::stable_sort(failures.begin(), failures.end(),
                    [](const auto& a, const auto& b) { return a.node < b.node; });
   for (std::size_t i = 0; i < failures.size(); ++i) {
     if (i + 1 < failures.size() && failures[i + 1].node == failures[i].node) continue;  // last wins
-    target.emplace_hint(target.end(), std::string(failures[i].node), reasons[failures[i].reason]);
+    target.emplace_hint(target.end(), take(failures[i].index), reasons[failures[i].reason]);
   }
 }
 
@@ -116,7 +129,17 @@ SchedulingService::SchedulingService(ModelStore& store, PodBinder& binder, Metri
       rejections_(rejections),
       config_(std::move(config)) {}
 
-FilterResult SchedulingService::filter(const ExtenderArgs& args) {
+FilterResult SchedulingService::filter(const ExtenderArgs& args) { return filter_impl(args, nullptr); }
+FilterResult SchedulingService::filter(ExtenderArgs&& args) { return filter_impl(args, &args); }
+
+std::vector<HostPriority> SchedulingService::prioritize(const ExtenderArgs& args) const {
+  return prioritize_impl(args, nullptr);
+}
+std::vector<HostPriority> SchedulingService::prioritize(ExtenderArgs&& args) const {
+  return prioritize_impl(args, &args);
+}
+
+FilterResult SchedulingService::filter_impl(const ExtenderArgs& args, ExtenderArgs* movable) {
   FilterResult result;
   const core::PodDemand demand = args.pod.demand();
   std::vector<std::string> owned_names;
@@ -127,6 +150,7 @@ FilterResult SchedulingService::filter(const ExtenderArgs& args) {
   // repeat across nodes (they depend on a few numbers), so each distinct one is formatted once.
   struct Failure {
     std::string_view node;
+    std::size_t index;     // in `offered`
     std::uint32_t reason;  // index into `reasons`
   };
   std::vector<Failure> failed;
@@ -138,20 +162,19 @@ FilterResult SchedulingService::filter(const ExtenderArgs& args) {
   if (demand.wants_gpu()) {
     ReasonTexts texts(reasons, config_.names.memory);
     store_.read([&](const core::ClusterModel& model, const core::PlacementPolicy&) {
-      for (std::size_t i = 0; i < offered.size(); ++i) {
-        const core::NodeState* node = model.find_node(offered[i]);
+      model.visit_nodes(offered, [&](std::size_t i, const core::NodeState* node) {
         if (node == nullptr) {
           passed[i] = 0;
-          unresolvable.push_back({offered[i], texts.unknown_node()});
+          unresolvable.push_back({offered[i], i, texts.unknown_node()});
           ++unknown_nodes;
-          continue;
+          return;
         }
         const core::FitResult fit = core::check_fit(*node, demand);
-        if (fit.fits()) continue;
+        if (fit.fits()) return;
         passed[i] = 0;
-        (fit.unresolvable() ? unresolvable : failed).push_back({offered[i], texts.of(fit)});
+        (fit.unresolvable() ? unresolvable : failed).push_back({offered[i], i, texts.of(fit)});
         ++rejected_by_status[static_cast<std::size_t>(fit.status)];
-      }
+      });
     });
   }
 
@@ -161,8 +184,11 @@ FilterResult SchedulingService::filter(const ExtenderArgs& args) {
     const std::string_view label = status_label(static_cast<core::FitStatus>(status));
     for (std::size_t n = 0; n < rejected_by_status[status]; ++n) metrics_.count_filter_rejection(label);
   }
-  fill_sorted(result.failed, failed, reasons);
-  fill_sorted(result.failed_unresolvable, unresolvable, reasons);
+  // From here on each offered name is taken (moved, when movable) exactly once; its view is not
+  // used after that.
+  const NameTaker take{offered, movable};
+  fill_sorted(result.failed, failed, reasons, take);
+  fill_sorted(result.failed_unresolvable, unresolvable, reasons, take);
 
   if (args.node_texts) {
     result.node_texts.emplace();
@@ -176,7 +202,7 @@ FilterResult SchedulingService::filter(const ExtenderArgs& args) {
   if (result.node_texts) result.node_texts->reserve(survivors);
   for (std::size_t i = 0; i < offered.size(); ++i) {
     if (!passed[i]) continue;
-    result.node_names.emplace_back(offered[i]);
+    result.node_names.push_back(take(i));
     if (args.node_texts) {
       result.node_texts->push_back((*args.node_texts)[i].json);
     } else if (args.nodes) {
@@ -208,24 +234,28 @@ FilterResult SchedulingService::filter(const ExtenderArgs& args) {
   return result;
 }
 
-std::vector<HostPriority> SchedulingService::prioritize(const ExtenderArgs& args) const {
+std::vector<HostPriority> SchedulingService::prioritize_impl(const ExtenderArgs& args,
+                                                             ExtenderArgs* movable) const {
   const core::PodDemand demand = args.pod.demand();
   std::vector<std::string> owned_names;
   const std::vector<std::string_view> offered = offered_views(args, owned_names);
   std::vector<std::optional<double>> raw(offered.size());
   if (demand.wants_gpu()) {
     store_.read([&](const core::ClusterModel& model, const core::PlacementPolicy& policy) {
-      for (std::size_t i = 0; i < offered.size(); ++i) {
-        if (const core::NodeState* node = model.find_node(offered[i])) {
-          if (auto placement = policy.place(*node, demand)) raw[i] = placement->score;
-        }
-      }
+      model.visit_nodes(
+          offered,
+          [&](std::size_t i, const core::NodeState* node) {
+            if (node == nullptr) return;
+            raw[i] = policy.score(*node, demand);
+          },
+          /*with_gpus=*/true);
     });
   }
   const std::vector<int> scores = core::normalize_scores(raw);
   std::vector<HostPriority> result;
   result.reserve(offered.size());
-  for (std::size_t i = 0; i < offered.size(); ++i) result.push_back({std::string(offered[i]), scores[i]});
+  const NameTaker take{offered, movable};
+  for (std::size_t i = 0; i < offered.size(); ++i) result.push_back({take(i), scores[i]});
   return result;
 }
 

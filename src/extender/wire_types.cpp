@@ -538,18 +538,9 @@ bool valid_utf8(std::string_view text) {
   return true;
 }
 
-// Appends `text` as a JSON string exactly as nlohmann's dump(-1, ' ', false, replace) writes it.
-void append_string(std::string& out, std::string_view text) {
-  std::size_t special = json_scan::first_special(text);
-  if (special == text.size()) {  // the common case: nothing to escape
-    const std::size_t at = out.size();
-    out.resize(at + text.size() + 2);
-    char* p = out.data() + at;
-    *p = '"';
-    std::memcpy(p + 1, text.data(), text.size());
-    p[text.size() + 1] = '"';
-    return;
-  }
+// Appends `text` as a JSON string exactly as nlohmann's dump(-1, ' ', false, replace) writes it
+// (the slow path of Writer::string: text with characters to escape or non-ASCII bytes).
+void append_escaped(std::string& out, std::string_view text, std::size_t special) {
   if (!valid_utf8(text.substr(special))) {
     out += Json(std::string(text)).dump(-1, ' ', false, Json::error_handler_t::replace);
     return;
@@ -583,31 +574,79 @@ void append_string(std::string& out, std::string_view text) {
   out.push_back('"');
 }
 
-void append_string_map(std::string& out, const std::map<std::string, std::string>& values) {
-  out.push_back('{');
-  bool first = true;
-  for (const auto& [key, value] : values) {
-    if (!first) out.push_back(',');
-    first = false;
-    append_string(out, key);
-    out.push_back(':');
-    append_string(out, value);
+// Writes a reply into one buffer, sized up front from an estimate, with inline bounds checks.
+class Writer {
+ public:
+  explicit Writer(std::size_t estimate) : buffer_(std::max<std::size_t>(estimate, 64), '\0') {
+    p_ = buffer_.data();
+    end_ = p_ + buffer_.size();
   }
-  out.push_back('}');
-}
 
-void append_integer(std::string& out, std::int64_t value) {
-  char buffer[24];
-  const auto [end, ec] = std::to_chars(buffer, buffer + sizeof buffer, value);
-  out.append(buffer, end);
-}
+  void raw(std::string_view text) {
+    room(text.size());
+    std::memcpy(p_, text.data(), text.size());
+    p_ += text.size();
+  }
+  void raw(char c) {
+    room(1);
+    *p_++ = c;
+  }
+  // A JSON string, byte for byte as nlohmann writes it.
+  void string(std::string_view text) {
+    const std::size_t special = json_scan::first_special(text);
+    if (special != text.size()) {
+      std::string escaped;
+      append_escaped(escaped, text, special);
+      raw(escaped);
+      return;
+    }
+    room(text.size() + 2);
+    *p_++ = '"';
+    std::memcpy(p_, text.data(), text.size());
+    p_ += text.size();
+    *p_++ = '"';
+  }
+  void integer(std::int64_t value) {
+    room(24);
+    p_ = std::to_chars(p_, end_, value).ptr;
+  }
+  void string_map(const std::map<std::string, std::string>& values) {
+    raw('{');
+    bool first = true;
+    for (const auto& [key, value] : values) {
+      if (!first) raw(',');
+      first = false;
+      string(key);
+      raw(':');
+      string(value);
+    }
+    raw('}');
+  }
+  std::string finish() {
+    buffer_.resize(static_cast<std::size_t>(p_ - buffer_.data()));
+    return std::move(buffer_);
+  }
+
+ private:
+  void room(std::size_t n) {
+    if (static_cast<std::size_t>(end_ - p_) >= n) return;
+    const std::size_t used = static_cast<std::size_t>(p_ - buffer_.data());
+    buffer_.resize(std::max(buffer_.size() * 2, used + n));
+    p_ = buffer_.data() + used;
+    end_ = buffer_.data() + buffer_.size();
+  }
+
+  std::string buffer_;
+  char* p_;
+  char* end_;
+};
 
 }  // namespace
 
 // The replies are written directly rather than through a DOM, byte for byte as nlohmann
 // would dump them (keys in its sorted order, compact, invalid UTF-8 replaced).
 std::string encode_filter_result(const FilterResult& result) {
-  std::size_t estimate = 128;
+  std::size_t estimate = 160 + result.error.size();
   for (const auto& name : result.node_names) estimate += name.size() + 3;
   for (const auto* map : {&result.failed, &result.failed_unresolvable}) {
     for (const auto& [node, reason] : *map) estimate += node.size() + reason.size() + 6;
@@ -615,60 +654,57 @@ std::string encode_filter_result(const FilterResult& result) {
   if (result.node_texts) {
     for (std::string_view text : *result.node_texts) estimate += text.size() + 1;
   }
-  std::string out;
-  out.reserve(estimate);
-  out += "{\"Error\":";
-  append_string(out, result.error);
-  out += ",\"FailedAndUnresolvableNodes\":";
-  append_string_map(out, result.failed_unresolvable);
-  out += ",\"FailedNodes\":";
-  append_string_map(out, result.failed);
-  out += ",\"NodeNames\":[";
+  Writer out(estimate);
+  out.raw("{\"Error\":");
+  out.string(result.error);
+  out.raw(",\"FailedAndUnresolvableNodes\":");
+  out.string_map(result.failed_unresolvable);
+  out.raw(",\"FailedNodes\":");
+  out.string_map(result.failed);
+  out.raw(",\"NodeNames\":[");
   for (std::size_t i = 0; i < result.node_names.size(); ++i) {
-    if (i > 0) out.push_back(',');
-    append_string(out, result.node_names[i]);
+    if (i > 0) out.raw(',');
+    out.string(result.node_names[i]);
   }
-  out += "],\"Nodes\":";
+  out.raw("],\"Nodes\":");
   if (result.nodes || result.node_texts) {
-    out += "{\"apiVersion\":\"v1\",\"items\":[";
+    out.raw("{\"apiVersion\":\"v1\",\"items\":[");
     bool first = true;
     if (result.nodes) {
       for (const Json& node : *result.nodes) {
-        if (!first) out.push_back(',');
+        if (!first) out.raw(',');
         first = false;
-        out += node.dump(-1, ' ', false, Json::error_handler_t::replace);
+        out.raw(node.dump(-1, ' ', false, Json::error_handler_t::replace));
       }
     } else {
       for (std::string_view text : *result.node_texts) {
-        if (!first) out.push_back(',');
+        if (!first) out.raw(',');
         first = false;
-        out += text;
+        out.raw(text);
       }
     }
-    out += "],\"kind\":\"NodeList\",\"metadata\":{}}";
+    out.raw("],\"kind\":\"NodeList\",\"metadata\":{}}");
   } else {
-    out += "null";
+    out.raw("null");
   }
-  out.push_back('}');
-  return out;
+  out.raw('}');
+  return out.finish();
 }
 
 std::string encode_priorities(const std::vector<HostPriority>& priorities) {
   std::size_t estimate = 2;
-  for (const auto& priority : priorities) estimate += priority.host.size() + 32;
-  std::string out;
-  out.reserve(estimate);
-  out.push_back('[');
+  for (const auto& priority : priorities) estimate += priority.host.size() + 24;
+  Writer out(estimate);
+  out.raw('[');
   for (std::size_t i = 0; i < priorities.size(); ++i) {
-    if (i > 0) out.push_back(',');
-    out += "{\"Host\":";
-    append_string(out, priorities[i].host);
-    out += ",\"Score\":";
-    append_integer(out, priorities[i].score);
-    out.push_back('}');
+    out.raw(i > 0 ? std::string_view(",{\"Host\":") : std::string_view("{\"Host\":"));
+    out.string(priorities[i].host);
+    out.raw(",\"Score\":");
+    out.integer(priorities[i].score);
+    out.raw('}');
   }
-  out.push_back(']');
-  return out;
+  out.raw(']');
+  return out.finish();
 }
 
 std::string encode_binding_result(std::string_view error) {

@@ -7,6 +7,7 @@
 #include <map>
 #include <optional>
 #include <set>
+#include <span>
 #include <string>
 #include <string_view>
 #include <unordered_map>
@@ -32,6 +33,12 @@ class ClusterModel {
   const std::vector<int>& unhealthy(std::string_view node) const;
 
   const NodeState* find_node(std::string_view name) const;
+  // Calls fn(i, find_node(names[i])) for every i in order. For the thousands of names of a
+  // filter or prioritize request this is several times faster than find_node in a loop: the
+  // table slot, the node and its name are prefetched a few look-ups ahead, so their cache misses
+  // overlap instead of queueing. `with_gpus` also prefetches the nodes' per-GPU state.
+  template <typename Fn>
+  void visit_nodes(std::span<const std::string_view> names, Fn&& fn, bool with_gpus = false) const;
   std::size_t node_count() const { return nodes_.size(); }
   // Stable, insertion-ordered storage for fast scans (removal swaps the last node in).
   const std::vector<NodeState>& nodes() const { return nodes_; }
@@ -65,11 +72,70 @@ class ClusterModel {
   void attach(const PodAllocation& pod);
   void detach(const PodAllocation& pod);
 
+  // nodes_ by name, for filter's and prioritize's thousands of look-ups per request: open
+  // addressing with linear probing over a power-of-two table kept at most half full. A slot
+  // holds the name's hash and the node's position in nodes_, so a look-up reads one slot of a
+  // flat table and then the node itself (std::unordered_map chased three or four pointers).
+  struct IndexSlot {
+    std::uint64_t hash = 0;
+    std::uint32_t node = kNoNode;
+  };
+  static constexpr std::uint32_t kNoNode = 0xFFFFFFFFu;
+  static std::uint64_t hash_name(std::string_view name);
+  std::size_t index_find(std::string_view name, std::uint64_t hash) const;  // slot, or npos
+  void index_insert(std::uint64_t hash, std::uint32_t node);
+  void index_erase(std::size_t slot);
+
   std::vector<NodeState> nodes_;
-  std::unordered_map<std::string, std::size_t, StringHash, std::equal_to<>> node_index_;
+  std::vector<IndexSlot> index_;
   std::unordered_map<std::string, std::vector<int>, StringHash, std::equal_to<>> unhealthy_;
   std::unordered_map<std::string, PodAllocation, StringHash, std::equal_to<>> pods_;
   std::unordered_map<std::string, std::set<std::string>, StringHash, std::equal_to<>> pods_by_node_;
 };
+
+template <typename Fn>
+void ClusterModel::visit_nodes(std::span<const std::string_view> names, Fn&& fn, bool with_gpus) const {
+  const std::size_t n = names.size();
+  if (index_.empty()) {
+    for (std::size_t i = 0; i < n; ++i) fn(i, static_cast<const NodeState*>(nullptr));
+    return;
+  }
+  // A software pipeline, kAhead look-ups per stage: (1) hash, prefetch the home slot;
+  // (2) find the slot with that hash, prefetch the node; (3) prefetch the node's name (and
+  // GPUs); (4) compare the name exactly and call fn.
+  constexpr std::size_t kAhead = 8;
+  const std::size_t mask = index_.size() - 1;
+  std::vector<std::uint64_t> hashes(n);
+  std::vector<std::uint32_t> candidate(n, kNoNode);
+  for (std::size_t i = 0; i < n + 3 * kAhead; ++i) {
+    if (i < n) {
+      hashes[i] = hash_name(names[i]);
+      __builtin_prefetch(&index_[hashes[i] & mask]);
+    }
+    if (i >= kAhead && i - kAhead < n) {
+      const std::size_t j = i - kAhead;
+      for (std::size_t slot = hashes[j] & mask; index_[slot].node != kNoNode; slot = (slot + 1) & mask) {
+        if (index_[slot].hash != hashes[j]) continue;
+        candidate[j] = index_[slot].node;
+        const char* node = reinterpret_cast<const char*>(&nodes_[candidate[j]]);
+        for (std::size_t offset = 0; offset < sizeof(NodeState); offset += 64) __builtin_prefetch(node + offset);
+        break;
+      }
+    }
+    if (i >= 2 * kAhead && i - 2 * kAhead < n) {
+      const std::size_t j = i - 2 * kAhead;
+      if (candidate[j] != kNoNode) {
+        const NodeState& node = nodes_[candidate[j]];
+        __builtin_prefetch(node.name().data());
+        if (with_gpus) __builtin_prefetch(node.gpus().data());
+      }
+    }
+    if (i >= 3 * kAhead && i - 3 * kAhead < n) {
+      const std::size_t j = i - 3 * kAhead;
+      const std::size_t slot = index_find(names[j], hashes[j]);
+      fn(j, slot == std::string_view::npos ? static_cast<const NodeState*>(nullptr) : &nodes_[index_[slot].node]);
+    }
+  }
+}
 
 }  // namespace gpushare::core

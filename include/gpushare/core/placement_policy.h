@@ -27,6 +27,12 @@ class PlacementPolicy {
   // Where `pod` would go on `node`, or nullopt if it does not fit (check_fit fails).
   // Must be a pure function of (node, pod, the policy's learned state).
   virtual std::optional<Placement> place(const NodeState& node, const PodDemand& pod) const = 0;
+  // place(node, pod)->score, or nullopt where place() gives nullopt: all prioritize needs.
+  // Policies may override it to skip building the Placement; it must return the same value.
+  virtual std::optional<double> score(const NodeState& node, const PodDemand& pod) const {
+    std::optional<Placement> placement = place(node, pod);
+    return placement ? std::optional<double>(placement->score) : std::nullopt;
+  }
 
   // Told about every pod actually placed, for policies that learn the workload online.
   virtual void observe(const PodDemand& /*pod*/) {}

@@ -41,12 +41,20 @@ class SchedulingService {
 
   FilterResult filter(const ExtenderArgs& args);
   std::vector<HostPriority> prioritize(const ExtenderArgs& args) const;
+  // The same, moving the offered node names into the result rather than copying them (the
+  // HTTP path, where the decoded arguments are not needed afterwards).
+  FilterResult filter(ExtenderArgs&& args);
+  std::vector<HostPriority> prioritize(ExtenderArgs&& args) const;
   BindReply bind(const BindingArgs& args);
   std::map<std::string, MetaVictims> preempt(const PreemptionArgs& args) const;
 
   const ServiceConfig& config() const { return config_; }
 
  private:
+  // `movable` is &args when the caller gave the arguments up (its names may then be moved).
+  FilterResult filter_impl(const ExtenderArgs& args, ExtenderArgs* movable);
+  std::vector<HostPriority> prioritize_impl(const ExtenderArgs& args, ExtenderArgs* movable) const;
+
   ModelStore& store_;
   PodBinder& binder_;
   Metrics& metrics_;

@@ -9,6 +9,7 @@ class SpreadPolicy final : public PlacementPolicy {
  public:
   std::string_view name() const override { return "spread"; }
   std::optional<Placement> place(const NodeState& node, const PodDemand& pod) const override;
+  std::optional<double> score(const NodeState& node, const PodDemand& pod) const override;
 };
 
 }  // namespace gpushare::core
