@@ -1,6 +1,8 @@
 #include "gpushare/extender/http_server.h"
 
+#include <algorithm>
 #include <chrono>
+#include <ranges>
 #include <thread>
 #include <utility>
 
@@ -10,6 +12,7 @@
 
 #include "gpushare/extender/inspect.h"
 #include "gpushare/extender/options.h"
+#include "gpushare/extender/web_ui.h"
 
 namespace gpushare::extender {
 namespace {
@@ -130,7 +133,9 @@ void HttpServer::install_routes() {
   server_->Get(route("inspect"),
                handle("inspect", [this](const httplib::Request&, httplib::Response& res) {
                  Json body = store_.read([&](const core::ClusterModel& model, const core::PlacementPolicy& policy) {
-                   return inspect_cluster(model, policy.name(), policy.describe_state());
+                   Json cluster = inspect_cluster(model, policy.name(), policy.describe_state());
+                   add_fragmentation(cluster, model, policy);
+                   return cluster;
                  });
                  body["recentRejections"] = rejections_json(rejections_.recent());
                  res.set_content(body.dump(-1, ' ', false, Json::error_handler_t::replace), kJson);
@@ -170,6 +175,28 @@ void HttpServer::install_routes() {
     const ModelGauges gauges = store_.read(
         [](const core::ClusterModel& model, const core::PlacementPolicy&) { return model_gauges(model); });
     res.set_content(metrics_.render(&gauges), "text/plain; version=0.0.4");
+  });
+
+  install_web_ui(*server_);
+  // httplib (0.11) compresses with brotli at its slowest quality whenever a client accepts br, as
+  // every browser does: seconds of CPU per MB of /inspect or /metrics, on every refresh of the
+  // web view. Offer such clients gzip (or nothing) instead.
+  server_->set_pre_routing_handler([](const httplib::Request& req, httplib::Response&) {
+    auto [first, last] = req.headers.equal_range("Accept-Encoding");
+    for (auto it = first; it != last; ++it) {
+      if (it->second.find("br") == std::string::npos) continue;
+      std::string kept;
+      for (const auto part : std::views::split(std::string_view(it->second), ',')) {
+        std::string_view coding(part.begin(), part.end());
+        coding.remove_prefix(std::min(coding.find_first_not_of(' '), coding.size()));
+        if (coding.starts_with("br")) continue;
+        if (!kept.empty()) kept += ", ";
+        kept += coding;
+      }
+      // Handlers get a const view of the server's own (non-const) request object.
+      const_cast<std::string&>(it->second) = kept;
+    }
+    return httplib::Server::HandlerResponse::Unhandled;
   });
 
   // Whatever httplib itself rejects (unknown path, oversized body, bad request line) still

@@ -1,6 +1,10 @@
 #include "gpushare/extender/inspect.h"
 
 #include <algorithm>
+#include <cmath>
+
+#include "gpushare/core/fragmentation.h"
+#include "gpushare/core/policies/fgd.h"
 
 namespace gpushare::extender {
 
@@ -70,6 +74,28 @@ Json inspect_cluster(const core::ClusterModel& model, std::string_view policy_na
     if (!state.is_discarded()) result["policy"]["state"] = std::move(state);
   }
   return result;
+}
+
+void add_fragmentation(Json& cluster, const core::ClusterModel& model,
+                       const core::PlacementPolicy& policy) {
+  const auto* fgd = dynamic_cast<const core::FgdPolicy*>(&policy);
+  const core::TargetWorkload prior = fgd == nullptr ? core::default_prior_workload() : core::TargetWorkload{};
+  const core::TargetWorkload& workload = fgd != nullptr ? fgd->target() : prior;
+  auto rounded = [](double units) { return std::round(units * 100) / 100; };
+  double total = 0;
+  if (cluster.contains("nodes")) {
+    for (Json& entry : cluster["nodes"]) {
+      const core::NodeState* node = model.find_node(entry.value("name", std::string()));
+      if (node == nullptr) continue;
+      const double fragmented = node->gpu_count() > 0 ? core::fragmentation(*node, workload) : 0.0;
+      total += fragmented;
+      entry["fragmentedGPU"] = rounded(fragmented);
+    }
+  }
+  cluster["fragmentedGPU"] = rounded(total);
+  cluster["fragmentation"] = {{"measure", "fgd"},
+                              {"workload", fgd != nullptr ? "policy-target" : "default-prior"},
+                              {"shapes", workload.size()}};
 }
 
 Json rejections_json(const std::vector<Rejection>& rejections) {

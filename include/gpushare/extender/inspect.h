@@ -5,6 +5,7 @@
 #include <string_view>
 
 #include "gpushare/core/cluster_model.h"
+#include "gpushare/core/placement_policy.h"
 #include "gpushare/extender/rejection_log.h"
 #include "gpushare/kube/json_access.h"
 
@@ -15,6 +16,13 @@ kube::Json inspect_cluster(const core::ClusterModel& model, std::string_view pol
                            std::string_view policy_state);
 // One node in the same shape as an element of "nodes", or nullopt if unknown.
 std::optional<kube::Json> inspect_node(const core::ClusterModel& model, std::string_view node);
+// Adds "fragmentedGPU" to each node of an inspect_cluster() result and to the cluster, plus a
+// "fragmentation" object naming the measure: FGD's F(n) (core/fragmentation.h), the expected
+// idle GPU memory on the node that a pod of the target workload could not use. The workload is
+// the fgd policy's own target when that policy runs, else the built-in prior
+// (core::default_prior_workload). Call under the store's lock; costs one pass over the nodes.
+void add_fragmentation(kube::Json& cluster, const core::ClusterModel& model,
+                       const core::PlacementPolicy& policy);
 kube::Json rejections_json(const std::vector<Rejection>& rejections);
 
 }  // namespace gpushare::extender

@@ -1,0 +1,443 @@
+// gpushare web view: draws /gpushare-scheduler/inspect and refreshes it periodically.
+// Plain ES2017, no libraries. Everything is drawn by building one HTML string per section and
+// assigning it once, so a refresh of 1 000+ nodes is a single DOM replacement.
+//
+// Query parameters (for links and tests): refresh=<seconds, 0 pauses>, filter=<text>,
+// sort=<name|free-desc|free-asc|frag-desc|used-desc>, cpu=1 (show CPU-only nodes),
+// limit=<max tiles drawn before "show all">.
+(function () {
+  'use strict';
+
+  var INSPECT_URL = '../gpushare-scheduler/inspect';
+  var MAX_REJECTION_ROWS = 100;
+
+  var params = new URLSearchParams(window.location.search);
+  var state = {
+    data: null,          // last /inspect answer, with derived fields added by prepare()
+    lastText: '',        // its text: an unchanged answer is not drawn again
+    filter: params.get('filter') || '',
+    sort: params.get('sort') || 'name',
+    showCpu: params.get('cpu') === '1',
+    limit: positiveInt(params.get('limit'), 2000),
+    refreshSeconds: params.has('refresh') ? Math.max(0, Number(params.get('refresh')) || 0) : 5,
+    timer: 0,
+    inFlight: false,
+  };
+
+  // Exposed for tests and for the curious: how many times the page drew and how long it took.
+  var stats = window.gpushareUi = {
+    fetches: 0,
+    renders: 0,
+    lastFetchMs: 0,     // request + JSON.parse
+    lastRenderMs: 0,    // building and assigning the DOM strings
+    firstRenderAt: 0,   // performance.now() when the first data was on screen
+    error: '',
+  };
+
+  var el = {};
+
+  function positiveInt(text, fallback) {
+    var n = parseInt(text, 10);
+    return n > 0 ? n : fallback;
+  }
+
+  function esc(value) {
+    return String(value).replace(/[&<>"']/g, function (c) {
+      return {'&': '&amp;', '<': '&lt;', '>': '&gt;', '"': '&quot;', "'": '&#39;'}[c];
+    });
+  }
+
+  // Memory amounts: integers as they are, fractions with at most two decimals (fewer when large).
+  function fmt(n) {
+    if (typeof n !== 'number' || !isFinite(n)) return '?';
+    return Number.isInteger(n) ? String(n) : String(parseFloat(n.toFixed(n >= 100 ? 0 : n >= 10 ? 1 : 2)));
+  }
+
+  function pct(part, whole) {
+    return whole > 0 ? (100 * part / whole) : 0;
+  }
+
+  function hash(text) {
+    var h = 2166136261;
+    for (var i = 0; i < text.length; i++) {
+      h ^= text.charCodeAt(i);
+      h = Math.imul(h, 16777619);
+    }
+    return h >>> 0;
+  }
+
+  // One hue per namespace, the lightness varies with the pod: neighbours stay distinguishable.
+  function podColor(namespace, name) {
+    var hue = hash(namespace) % 360;
+    var light = 42 + hash(name) % 22;
+    return 'hsl(' + hue + ' 55% ' + light + '%)';
+  }
+
+  // ---- data ---------------------------------------------------------------------------------
+
+  // The page's fallback when the extender does not report fragmentedGPU: free memory on healthy
+  // GPUs whose free amount is below the typical (median) pod request, i.e. memory that a typical
+  // pod could not use.
+  function typicalRequest(nodes) {
+    var sizes = [];
+    nodes.forEach(function (node) {
+      (node.devs || []).forEach(function (dev) {
+        (dev.pods || []).forEach(function (pod) { sizes.push(pod.usedGPU); });
+      });
+    });
+    if (!sizes.length) return 0;
+    sizes.sort(function (a, b) { return a - b; });
+    return sizes[Math.floor(sizes.length / 2)];
+  }
+
+  function prepare(data) {
+    var nodes = data.nodes || [];
+    var serverFrag = typeof data.fragmentedGPU === 'number';
+    var typical = serverFrag ? 0 : typicalRequest(nodes);
+    var totals = {gpuNodes: 0, cpuNodes: 0, gpus: 0, unhealthy: 0, cordoned: 0, misconfigured: 0,
+                  frag: 0, largestFree: 0};
+    nodes.forEach(function (node) {
+      var devs = node.devs || [];
+      var free = Math.max(0, (node.totalGPU || 0) - (node.usedGPU || 0));
+      var unhealthy = 0;
+      var fallbackFrag = 0;
+      var words = [node.name, node.gpuModel || '', node.address || ''];
+      devs.forEach(function (dev) {
+        if (!dev.healthy) unhealthy++;
+        var devFree = Math.max(0, dev.totalGPU - dev.usedGPU);
+        if (dev.healthy && devFree > 0 && devFree < typical) fallbackFrag += devFree;
+        (dev.pods || []).forEach(function (pod) { words.push(pod.namespace + '/' + pod.name); });
+      });
+      (node.unindexedPods || []).forEach(function (pod) { words.push(pod.namespace + '/' + pod.name); });
+      node._free = free;
+      node._frag = serverFrag ? (node.fragmentedGPU || 0) : fallbackFrag;
+      node._usedShare = pct(node.usedGPU || 0, node.totalGPU || 0);
+      node._unhealthy = unhealthy;
+      node._cpuOnly = devs.length === 0 && !node.misconfiguration;
+      node._search = words.join(' ').toLowerCase();
+      if (node._cpuOnly) {
+        totals.cpuNodes++;
+      } else {
+        totals.gpuNodes++;
+      }
+      totals.gpus += devs.length;
+      totals.unhealthy += unhealthy;
+      if (node.unschedulable) totals.cordoned++;
+      if (node.misconfiguration) totals.misconfigured++;
+      totals.frag += node._frag;
+      totals.largestFree = Math.max(totals.largestFree, node.largestFreeGPU || 0);
+    });
+    data._totals = totals;
+    data._fragSource = serverFrag
+      ? 'the extender\'s FGD measure (' + ((data.fragmentation || {}).workload || 'target workload') + ')'
+      : 'free memory on GPUs with less free than the median request (' + fmt(typical) + ')';
+    return data;
+  }
+
+  function fetchNow() {
+    if (state.inFlight) return;
+    state.inFlight = true;
+    var started = performance.now();
+    fetch(INSPECT_URL, {cache: 'no-store', headers: {'Accept': 'application/json'}})
+      .then(function (response) {
+        if (!response.ok) throw new Error('HTTP ' + response.status + ' from ' + INSPECT_URL);
+        return response.text();
+      })
+      .then(function (text) {
+        stats.fetches++;
+        stats.error = '';
+        var changed = text !== state.lastText;
+        if (changed) {
+          state.data = prepare(JSON.parse(text));
+          state.lastText = text;
+        }
+        stats.lastFetchMs = performance.now() - started;
+        if (changed) render();
+        setStatus('updated ' + new Date().toLocaleTimeString() + ' \u00b7 fetch ' +
+                  Math.round(stats.lastFetchMs) + ' ms \u00b7 draw ' + Math.round(stats.lastRenderMs) + ' ms', false);
+      })
+      .catch(function (error) {
+        stats.error = String(error && error.message || error);
+        setStatus('cannot refresh: ' + stats.error + (state.data ? ' (showing the last data)' : ''), true);
+      })
+      .then(function () {
+        state.inFlight = false;
+        document.body.setAttribute('data-fetches', String(stats.fetches));
+      });
+  }
+
+  function schedule() {
+    if (state.timer) clearInterval(state.timer);
+    state.timer = 0;
+    if (state.refreshSeconds > 0) {
+      state.timer = setInterval(function () {
+        if (!document.hidden) fetchNow();
+      }, state.refreshSeconds * 1000);
+    }
+  }
+
+  function setStatus(text, isError) {
+    el.status.textContent = text;
+    el.status.className = isError ? 'status error' : 'status';
+  }
+
+  // ---- drawing ------------------------------------------------------------------------------
+
+  function card(out, id, label, value, sub, extraClass, title, meter) {
+    out.push('<div class="card', extraClass ? ' ' + extraClass : '', '" id="', id, '"',
+             title ? ' title="' + esc(title) + '"' : '', '><div class="label">', esc(label),
+             '</div><div class="value">', esc(value), '</div>');
+    if (sub) out.push('<div class="sub">', esc(sub), '</div>');
+    if (meter !== undefined) {
+      out.push('<div class="meter"><div style="width:', Math.min(100, meter).toFixed(1), '%"></div></div>');
+    }
+    out.push('</div>');
+  }
+
+  function renderSummary(data) {
+    var t = data._totals;
+    var total = data.totalGPU || 0;
+    var used = data.usedGPU || 0;
+    var free = Math.max(0, total - used);
+    var out = [];
+    card(out, 'sum-allocated', 'GPU memory allocated', fmt(used) + ' / ' + fmt(total),
+         pct(used, total).toFixed(1) + '% allocated', '', '', pct(used, total));
+    card(out, 'sum-free', 'Free', fmt(free), 'largest on one GPU: ' + fmt(t.largestFree));
+    card(out, 'sum-fragmented', 'Fragmented', fmt(Math.round(t.frag * 100) / 100),
+         pct(t.frag, free).toFixed(1) + '% of free memory', '',
+         'Idle GPU memory that pods of the expected workload could not use, by ' + data._fragSource + '.');
+    card(out, 'sum-nodes', 'GPU nodes', String(t.gpuNodes),
+         [t.cordoned + ' cordoned', t.misconfigured + ' misconfigured', t.cpuNodes + ' CPU-only'].join(', '),
+         t.misconfigured ? 'alert' : '');
+    card(out, 'sum-gpus', 'GPUs', String(t.gpus), t.unhealthy + ' unhealthy', t.unhealthy ? 'alert' : '');
+    card(out, 'sum-pods', 'Pods', String(data.pods || 0),
+         (data.assumedPods || 0) + ' assumed, not yet bound', data.assumedPods ? 'alert' : '',
+         'Assumed: bound by the extender, not yet seen bound by the API server.');
+    el.summary.innerHTML = out.join('');
+    var policy = data.policy || {};
+    el.policy.textContent = policy.name ? 'policy: ' + policy.name : '';
+  }
+
+  function podTitle(pod, gpuText) {
+    return pod.namespace + '/' + pod.name + '\n' + fmt(pod.usedGPU) + ' ' + gpuText + '\n' +
+           (pod.assumed ? 'assumed (bound by the extender, not yet seen bound)' : 'running');
+  }
+
+  function tile(node, out) {
+    var classes = 'tile';
+    if (node.unschedulable) classes += ' cordoned';
+    if (node.misconfiguration) classes += ' misconfigured';
+    if (node._cpuOnly) classes += ' cpu';
+    out.push('<div class="', classes, '" data-node="', esc(node.name), '" data-free="', node._free,
+             '" data-frag="', node._frag, '"><div class="tile-head"><span class="node-name" title="',
+             esc(node.name + (node.address ? ' (' + node.address + ')' : '')), '">', esc(node.name),
+             '</span><span class="model">', esc(node.gpuModel || ''), '</span>');
+    if (node.unschedulable) out.push('<span class="badge">cordoned</span>');
+    if (node._unhealthy) out.push('<span class="badge bad">', node._unhealthy, ' unhealthy</span>');
+    out.push('</div>');
+    if (node._cpuOnly) {
+      out.push('<div class="tile-stats">no GPUs</div></div>');
+      return;
+    }
+    out.push('<div class="tile-stats"><b>', fmt(node.usedGPU), '</b> / ', fmt(node.totalGPU),
+             ' used \u00b7 free <b>', fmt(node._free), '</b> \u00b7 frag <b>', fmt(Math.round(node._frag * 100) / 100),
+             '</b></div>');
+    var devs = node.devs || [];
+    for (var i = 0; i < devs.length; i++) {
+      var dev = devs[i];
+      var total = dev.totalGPU || 0;
+      var devFree = total - dev.usedGPU;
+      var gpuClass = 'gpu' + (dev.healthy ? '' : ' unhealthy') + (devFree < 0 ? ' over' : '');
+      out.push('<div class="', gpuClass, '" data-gpu="', dev.id, '" data-total="', total, '" data-used="',
+               dev.usedGPU, '" title="GPU ', dev.id, ': ', fmt(dev.usedGPU), ' of ', fmt(total), ' allocated',
+               dev.healthy ? '' : ', UNHEALTHY (takes no new pods)', '"><span class="gpu-id">', dev.id,
+               '</span><div class="bar">');
+      var podsUsed = 0;
+      var pods = dev.pods || [];
+      for (var j = 0; j < pods.length; j++) {
+        var pod = pods[j];
+        podsUsed += pod.usedGPU;
+        out.push('<div class="seg', pod.assumed ? ' assumed' : '', '" style="width:',
+                 pct(pod.usedGPU, total).toFixed(3), '%;background-color:', podColor(pod.namespace, pod.name),
+                 '" data-pod="', esc(pod.namespace + '/' + pod.name), '" data-amount="', pod.usedGPU,
+                 '" data-assumed="', pod.assumed ? 'true' : 'false', '" title="',
+                 esc(podTitle(pod, 'on GPU ' + dev.id)), '"></div>');
+      }
+      if (dev.usedGPU > podsUsed) {
+        // Allocated on the GPU but by no pod the model lists on it.
+        out.push('<div class="seg other" style="width:', pct(dev.usedGPU - podsUsed, total).toFixed(3),
+                 '%" data-amount="', dev.usedGPU - podsUsed, '" title="', fmt(dev.usedGPU - podsUsed),
+                 ' allocated by pods not listed on this GPU"></div>');
+      }
+      out.push('</div><span class="gpu-free" title="free">', fmt(Math.max(0, devFree)), '</span></div>');
+    }
+    var unindexed = node.unindexedPods || [];
+    if (unindexed.length) {
+      out.push('<div class="note" title="Pods bound without a GPU index: they count against the node, not a GPU.">',
+               'no GPU index: ');
+      for (var k = 0; k < unindexed.length; k++) {
+        var p = unindexed[k];
+        out.push(k ? ', ' : '', '<span class="unindexed" data-pod="', esc(p.namespace + '/' + p.name),
+                 '" title="', esc(podTitle(p, 'on no GPU index')), '">', esc(p.namespace + '/' + p.name), ' (',
+                 fmt(p.usedGPU), ')</span>');
+      }
+      out.push('</div>');
+    }
+    if (node.misconfiguration) out.push('<div class="note bad">', esc(node.misconfiguration), '</div>');
+    out.push('</div>');
+  }
+
+  var sorters = {
+    'name': function (a, b) { return a.name < b.name ? -1 : a.name > b.name ? 1 : 0; },
+    'free-desc': function (a, b) { return b._free - a._free; },
+    'free-asc': function (a, b) { return a._free - b._free; },
+    'frag-desc': function (a, b) { return b._frag - a._frag; },
+    'used-desc': function (a, b) { return b._usedShare - a._usedShare; },
+  };
+
+  function visibleNodes(data) {
+    var needle = state.filter.trim().toLowerCase();
+    var list = (data.nodes || []).filter(function (node) {
+      if (node._cpuOnly && !state.showCpu) return false;
+      return !needle || node._search.indexOf(needle) >= 0;
+    });
+    var primary = sorters[state.sort] || sorters.name;
+    list.sort(function (a, b) { return primary(a, b) || sorters.name(a, b); });
+    return list;
+  }
+
+  function renderNodes(data) {
+    var list = visibleNodes(data);
+    var drawn = Math.min(list.length, state.limit);
+    var out = [];
+    for (var i = 0; i < drawn; i++) tile(list[i], out);
+    el.nodes.innerHTML = out.join('');
+    var all = (data.nodes || []).length;
+    el.shown.textContent = list.length === all ? all + ' nodes' : list.length + ' of ' + all + ' nodes';
+    el.more.innerHTML = drawn < list.length
+      ? 'Showing ' + drawn + ' of ' + list.length + ' nodes. <button type="button" id="show-all">Show all</button>'
+      : '';
+  }
+
+  function reasonGroup(reason) {
+    return String(reason).replace(/\d+(\.\d+)?/g, '#');
+  }
+
+  function renderRejections(data) {
+    var needle = state.filter.trim().toLowerCase();
+    var all = data.recentRejections || [];
+    var list = needle ? all.filter(function (r) {
+      return (r.pod + ' ' + r.node + ' ' + r.reason).toLowerCase().indexOf(needle) >= 0;
+    }) : all;
+    var groups = {};
+    list.forEach(function (r) {
+      var g = reasonGroup(r.reason);
+      groups[g] = (groups[g] || 0) + 1;
+    });
+    var chips = Object.keys(groups).sort(function (a, b) { return groups[b] - groups[a]; }).slice(0, 8);
+    el.reasons.innerHTML = chips.map(function (g) {
+      return '<span class="reason-chip">' + groups[g] + ' \u00d7 ' + esc(g) + '</span>';
+    }).join('');
+    var out = [];
+    var rows = Math.min(list.length, MAX_REJECTION_ROWS);
+    for (var i = 0; i < rows; i++) {
+      var r = list[i];
+      var when = new Date(Number(r.timeUnixNano) / 1e6);
+      out.push('<tr class="rejection"><td title="', esc(when.toISOString()), '">', esc(when.toLocaleTimeString()),
+               '</td><td>', esc(r.pod), '</td><td>', esc(r.node), '</td><td>', esc(r.reason), '</td></tr>');
+    }
+    if (!rows) out.push('<tr><td colspan="4" class="muted">none', needle ? ' matching the filter' : '', '</td></tr>');
+    el.tbody.innerHTML = out.join('');
+    el.rejectionCount.textContent = list.length === all.length
+      ? '(' + all.length + ', newest first)' : '(' + list.length + ' of ' + all.length + ', newest first)';
+  }
+
+  function render() {
+    var data = state.data;
+    if (!data) return;
+    var started = performance.now();
+    renderSummary(data);
+    renderNodes(data);
+    renderRejections(data);
+    stats.lastRenderMs = performance.now() - started;
+    stats.renders++;
+    if (!stats.firstRenderAt) stats.firstRenderAt = performance.now();
+    document.body.setAttribute('data-renders', String(stats.renders));
+    document.body.setAttribute('data-render-ms', stats.lastRenderMs.toFixed(1));
+  }
+
+  // ---- controls -----------------------------------------------------------------------------
+
+  function syncUrl() {
+    var q = new URLSearchParams(window.location.search);
+    function put(key, value, dflt) {
+      if (value === dflt) q.delete(key); else q.set(key, value);
+    }
+    put('filter', state.filter, '');
+    put('sort', state.sort, 'name');
+    put('cpu', state.showCpu ? '1' : '0', '0');
+    put('refresh', String(state.refreshSeconds), '5');
+    var search = q.toString();
+    window.history.replaceState(null, '', search ? '?' + search : window.location.pathname);
+  }
+
+  function init() {
+    ['summary', 'nodes', 'more', 'shown', 'status', 'policy', 'reasons'].forEach(function (id) {
+      el[id] = document.getElementById(id);
+    });
+    el.tbody = document.getElementById('rejections');
+    el.rejectionCount = document.getElementById('rejection-count');
+    var filter = document.getElementById('filter');
+    var sort = document.getElementById('sort');
+    var showCpu = document.getElementById('show-cpu');
+    var refresh = document.getElementById('refresh');
+
+    filter.value = state.filter;
+    if (sorters[state.sort]) sort.value = state.sort; else state.sort = 'name';
+    showCpu.checked = state.showCpu;
+    var refreshText = String(state.refreshSeconds);
+    if (!Array.prototype.some.call(refresh.options, function (o) { return o.value === refreshText; })) {
+      var option = document.createElement('option');
+      option.value = refreshText;
+      option.textContent = refreshText + ' s';
+      refresh.appendChild(option);
+    }
+    refresh.value = refreshText;
+
+    var debounce = 0;
+    filter.addEventListener('input', function () {
+      clearTimeout(debounce);
+      debounce = setTimeout(function () {
+        state.filter = filter.value;
+        syncUrl();
+        render();
+      }, 120);
+    });
+    sort.addEventListener('change', function () { state.sort = sort.value; syncUrl(); render(); });
+    showCpu.addEventListener('change', function () { state.showCpu = showCpu.checked; syncUrl(); render(); });
+    refresh.addEventListener('change', function () {
+      state.refreshSeconds = Number(refresh.value) || 0;
+      syncUrl();
+      schedule();
+      if (state.refreshSeconds > 0) fetchNow();
+    });
+    el.more.addEventListener('click', function (event) {
+      if (event.target && event.target.id === 'show-all') {
+        state.limit = Infinity;
+        render();
+      }
+    });
+    document.addEventListener('visibilitychange', function () {
+      if (!document.hidden && state.refreshSeconds > 0) fetchNow();
+    });
+
+    fetchNow();
+    schedule();
+  }
+
+  if (document.readyState === 'loading') {
+    document.addEventListener('DOMContentLoaded', init);
+  } else {
+    init();
+  }
+})();

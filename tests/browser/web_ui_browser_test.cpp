@@ -1,0 +1,426 @@
+// The web view in a real browser: headless Chromium (through chromedriver) against
+// gpushare-extender running standalone. Checks that the tiles and bars drawn match /inspect, that
+// the page refreshes itself after a bind, writes a screenshot, and measures 1 000 nodes.
+// Skips when chromium or chromedriver is missing (scripts/install-browser.sh installs them).
+
+#include <gtest/gtest.h>
+
+#include <algorithm>
+#include <cmath>
+#include <filesystem>
+#include <fstream>
+#include <iostream>
+#include <map>
+#include <set>
+#include <string>
+#include <tuple>
+#include <vector>
+
+#include "browser/webdriver.h"
+
+namespace gpushare::browser {
+namespace {
+
+namespace fs = std::filesystem;
+
+const fs::path kSampleCluster = fs::path(GPUSHARE_SOURCE_DIR) / "deploy/samples/cluster.yaml";
+
+class WebUiBrowser : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    const std::string missing = browser_missing();
+    if (!missing.empty()) GTEST_SKIP() << missing;
+    work_ = fs::temp_directory_path() /
+            ("gpushare-browser-" + std::to_string(::getpid()) + "-" +
+             ::testing::UnitTest::GetInstance()->current_test_info()->name());
+    fs::remove_all(work_);
+    fs::create_directories(work_);
+  }
+  void TearDown() override {
+    if (!work_.empty() && !HasFailure()) fs::remove_all(work_);
+    if (HasFailure()) std::cerr << "logs kept in " << work_ << "\n";
+  }
+  fs::path work_;
+};
+
+// What the page drew, read back from the DOM: tiles, GPU bars and pod segments with their
+// on-screen widths, and the summary.
+const char* kReadPage = R"js(
+  var measure = arguments[0];
+  function rect(e) { return measure ? e.getBoundingClientRect().width : 0; }
+  var tiles = Array.prototype.map.call(document.querySelectorAll('#nodes .tile'), function (t) {
+    return {
+      node: t.dataset.node, free: Number(t.dataset.free), frag: Number(t.dataset.frag),
+      cordoned: t.classList.contains('cordoned'),
+      gpus: Array.prototype.map.call(t.querySelectorAll('.gpu'), function (g) {
+        return {
+          id: Number(g.dataset.gpu), total: Number(g.dataset.total), used: Number(g.dataset.used),
+          unhealthy: g.classList.contains('unhealthy'), barWidth: rect(g.querySelector('.bar')),
+          segs: Array.prototype.map.call(g.querySelectorAll('.seg'), function (s) {
+            return {pod: s.dataset.pod || '', amount: Number(s.dataset.amount),
+                    assumed: s.dataset.assumed === 'true', width: rect(s), title: s.title,
+                    other: s.classList.contains('other')};
+          })
+        };
+      }),
+      unindexed: Array.prototype.map.call(t.querySelectorAll('.unindexed'), function (u) { return u.dataset.pod; })
+    };
+  });
+  function text(sel) { var e = document.querySelector(sel); return e ? e.textContent : null; }
+  return {
+    tiles: tiles,
+    renders: Number(document.body.dataset.renders || 0),
+    allocated: text('#sum-allocated .value'),
+    pods: text('#sum-pods .value'),
+    assumed: text('#sum-pods .sub'),
+    fragmented: text('#sum-fragmented .value'),
+    rejections: Array.prototype.map.call(document.querySelectorAll('#rejections tr.rejection'), function (r) {
+      return Array.prototype.map.call(r.cells, function (c) { return c.textContent; });
+    }),
+    sameDocument: window.__gpushareSameDocument === true
+  };
+)js";
+
+std::string number_text(const Json& n) {
+  const double v = n.get<double>();
+  if (v == std::floor(v)) return std::to_string(static_cast<long long>(v));
+  return n.dump();
+}
+
+// Every node of /inspect (the page shows CPU-only nodes with ?cpu=1) has a tile; every GPU a bar
+// with its total, used and health; every pod on it a segment with its amount, state and a hover
+// text naming it, as wide (on screen, when measured) as its share of the GPU.
+void expect_page_matches(const Json& page, const Json& inspect, bool measured) {
+  std::map<std::string, Json> tiles;
+  for (const Json& tile : page["tiles"]) tiles[tile["node"]] = tile;
+  ASSERT_EQ(tiles.size(), inspect["nodes"].size()) << "one tile per node";
+  for (const Json& node : inspect["nodes"]) {
+    const std::string name = node["name"];
+    SCOPED_TRACE("node " + name);
+    ASSERT_TRUE(tiles.count(name));
+    const Json& tile = tiles[name];
+    EXPECT_EQ(tile["cordoned"], node["unschedulable"]);
+    EXPECT_DOUBLE_EQ(tile["free"].get<double>(), node["totalGPU"].get<double>() - node["usedGPU"].get<double>());
+    if (node.contains("fragmentedGPU")) {
+      EXPECT_NEAR(tile["frag"].get<double>(), node["fragmentedGPU"].get<double>(), 1e-9);
+    }
+    ASSERT_EQ(tile["gpus"].size(), node["devs"].size()) << "one bar per GPU";
+    for (std::size_t i = 0; i < node["devs"].size(); ++i) {
+      const Json& dev = node["devs"][i];
+      const Json& bar = tile["gpus"][i];
+      SCOPED_TRACE("gpu " + dev["id"].dump());
+      EXPECT_EQ(bar["id"], dev["id"]);
+      EXPECT_EQ(bar["total"], dev["totalGPU"]);
+      EXPECT_EQ(bar["used"], dev["usedGPU"]);
+      EXPECT_EQ(bar["unhealthy"].get<bool>(), !dev["healthy"].get<bool>());
+      std::multiset<std::tuple<std::string, double, bool>> expected;
+      double pods_used = 0;
+      for (const Json& pod : dev["pods"]) {
+        expected.emplace(pod["namespace"].get<std::string>() + "/" + pod["name"].get<std::string>(),
+                         pod["usedGPU"].get<double>(), pod["assumed"].get<bool>());
+        pods_used += pod["usedGPU"].get<double>();
+      }
+      std::multiset<std::tuple<std::string, double, bool>> drawn;
+      double drawn_width = 0;
+      for (const Json& seg : bar["segs"]) {
+        drawn_width += seg["width"].get<double>();
+        if (seg["other"].get<bool>()) {
+          EXPECT_DOUBLE_EQ(seg["amount"].get<double>(), dev["usedGPU"].get<double>() - pods_used);
+        } else {
+          drawn.emplace(seg["pod"].get<std::string>(), seg["amount"].get<double>(), seg["assumed"].get<bool>());
+          const std::string title = seg["title"];
+          EXPECT_NE(title.find(seg["pod"].get<std::string>()), std::string::npos) << title;
+          EXPECT_NE(title.find(number_text(seg["amount"])), std::string::npos) << title;
+          EXPECT_NE(title.find(seg["assumed"].get<bool>() ? "assumed" : "running"), std::string::npos) << title;
+        }
+        if (measured) {
+          const double share = seg["amount"].get<double>() / dev["totalGPU"].get<double>();
+          EXPECT_NEAR(seg["width"].get<double>(), share * bar["barWidth"].get<double>(), 1.0)
+              << "segment of " << seg["pod"] << " in a bar " << bar["barWidth"] << " px wide";
+        }
+      }
+      EXPECT_EQ(drawn, expected);
+      if (measured) {
+        EXPECT_GT(bar["barWidth"].get<double>(), 50.0);
+        EXPECT_NEAR(drawn_width, dev["usedGPU"].get<double>() / dev["totalGPU"].get<double>() * bar["barWidth"].get<double>(), 1.5);
+      }
+    }
+    std::multiset<std::string> unindexed;
+    for (const Json& pod : node["unindexedPods"]) {
+      unindexed.insert(pod["namespace"].get<std::string>() + "/" + pod["name"].get<std::string>());
+    }
+    std::multiset<std::string> drawn_unindexed(tile["unindexed"].begin(), tile["unindexed"].end());
+    EXPECT_EQ(drawn_unindexed, unindexed);
+  }
+  EXPECT_EQ(page["allocated"], number_text(inspect["usedGPU"]) + " / " + number_text(inspect["totalGPU"]));
+  EXPECT_EQ(page["pods"], number_text(inspect["pods"]));
+  EXPECT_EQ(page["assumed"], number_text(inspect["assumedPods"]) + " assumed, not yet bound");
+}
+
+Json read_page(Browser& browser, bool measure) { return browser.execute(kReadPage, Json::array({measure})); }
+
+void wait_for_first_render(Browser& browser) {
+  browser.wait_for("return Number(document.body.dataset.renders || 0) >= 1;", std::chrono::seconds(60));
+}
+
+Json demo_pod(const std::string& name, const std::string& uid, int request) {
+  return {{"apiVersion", "v1"},
+          {"kind", "Pod"},
+          {"metadata", {{"name", name}, {"namespace", "default"}, {"uid", uid}}},
+          {"spec",
+           {{"containers", Json::array({{{"name", "app"},
+                                         {"resources", {{"limits", {{"aliyun.com/gpu-mem", std::to_string(request)}}}}}}})}}},
+          {"status", {{"phase", "Pending"}}}};
+}
+
+TEST_F(WebUiBrowser, TilesAndBarsMatchInspectAndFilterAndSortWork) {
+  Extender extender(kSampleCluster, work_);
+  Browser browser(work_);
+  browser.navigate(extender.url("/ui/?cpu=1&refresh=0"));
+  wait_for_first_render(browser);
+  const Json inspect = extender.inspect();
+  // The sample has what the page must mark: an unhealthy GPU and pods on several GPUs.
+  bool any_unhealthy = false;
+  for (const Json& node : inspect["nodes"]) {
+    for (const Json& dev : node["devs"]) any_unhealthy |= !dev["healthy"].get<bool>();
+  }
+  ASSERT_TRUE(any_unhealthy) << "deploy/samples/cluster.yaml should keep its unhealthy GPU";
+  ASSERT_GE(inspect["pods"].get<int>(), 3);
+  const Json page = read_page(browser, true);
+  expect_page_matches(page, inspect, true);
+  EXPECT_EQ(browser.execute("return document.querySelector('.gpu.unhealthy') !== null;"), true);
+
+  // Filtering by a pod's name leaves the tile that holds it.
+  browser.execute(R"js(
+    var f = document.getElementById('filter');
+    f.value = 'inference-1';
+    f.dispatchEvent(new Event('input'));)js");
+  const Json shown = browser.wait_for(R"js(
+    var t = document.querySelectorAll('#nodes .tile');
+    return t.length === 1 ? t[0].dataset.node : null;)js");
+  EXPECT_EQ(shown, "gpu-node-a");
+
+  // Sorting by free memory orders the tiles as /inspect's numbers say.
+  browser.execute(R"js(
+    var f = document.getElementById('filter');
+    f.value = '';
+    f.dispatchEvent(new Event('input'));)js");
+  browser.wait_for("return document.querySelectorAll('#nodes .tile').length === 4;");
+  const Json order = browser.execute(R"js(
+    var s = document.getElementById('sort');
+    s.value = 'free-desc';
+    s.dispatchEvent(new Event('change'));
+    return Array.prototype.map.call(document.querySelectorAll('#nodes .tile'), function (t) { return t.dataset.node; });)js");
+  std::vector<std::pair<double, std::string>> expected;
+  for (const Json& node : inspect["nodes"]) {
+    expected.emplace_back(-(node["totalGPU"].get<double>() - node["usedGPU"].get<double>()), node["name"]);
+  }
+  std::sort(expected.begin(), expected.end());
+  std::vector<std::string> expected_order;
+  for (const auto& entry : expected) expected_order.push_back(entry.second);
+  EXPECT_EQ(order.get<std::vector<std::string>>(), expected_order);
+}
+
+TEST_F(WebUiBrowser, RefreshesAfterABindShowsRejectionsAndWritesAScreenshot) {
+  Extender extender(kSampleCluster, work_);
+  Browser browser(work_, 1400, 900);
+  browser.navigate(extender.url("/ui/?refresh=1"));
+  wait_for_first_render(browser);
+  browser.execute("window.__gpushareSameDocument = true;");
+  const Json before = read_page(browser, false);
+  for (const Json& tile : before["tiles"]) {
+    for (const Json& gpu : tile["gpus"]) {
+      for (const Json& seg : gpu["segs"]) ASSERT_NE(seg["pod"], "default/demo-pending");
+    }
+  }
+
+  // kube-scheduler's calls for the sample's pending pod: a filter that rejects the CPU-only node
+  // and one that rejects every node for a pod too big for any GPU, then the bind.
+  const Json nodes = Json::array({"gpu-node-a", "gpu-node-b", "gpu-node-c", "cpu-node-a"});
+  auto [filter_status, filtered] =
+      extender.post("filter", {{"Pod", demo_pod("demo-pending", "3f1c2a9e-0000-4000-8000-000000000010", 6)}, {"NodeNames", nodes}});
+  ASSERT_EQ(filter_status, 200) << filtered;
+  auto [big_status, big] = extender.post("filter", {{"Pod", demo_pod("too-big", "uid-too-big", 40)}, {"NodeNames", nodes}});
+  ASSERT_EQ(big_status, 200) << big;
+  auto [bind_status, bound] = extender.post("bind", {{"PodName", "demo-pending"}, {"PodNamespace", "default"},
+                                                     {"PodUID", "3f1c2a9e-0000-4000-8000-000000000010"},
+                                                     {"Node", "gpu-node-a"}});
+  ASSERT_EQ(bind_status, 200) << bound;
+
+  // The open page picks the bind up by itself (no reload: the marker survives).
+  browser.wait_for(R"js(return document.querySelector('.seg[data-pod="default/demo-pending"]') !== null;)js",
+                   std::chrono::seconds(60));
+  const Json inspect = extender.inspect();
+  const Json after = read_page(browser, true);
+  EXPECT_TRUE(after["sameDocument"].get<bool>()) << "the page was reloaded instead of refreshed";
+  EXPECT_GT(after["renders"].get<int>(), before["renders"].get<int>());
+  Json gpu_nodes = inspect;
+  gpu_nodes["nodes"] = Json::array();
+  for (const Json& node : inspect["nodes"]) {
+    if (!node["devs"].empty()) gpu_nodes["nodes"].push_back(node);  // CPU-only hidden by default
+  }
+  expect_page_matches(after, gpu_nodes, true);
+
+  // Recent rejections, newest first, as /inspect lists them.
+  const Json& rejections = inspect["recentRejections"];
+  ASSERT_GE(rejections.size(), 4u);
+  ASSERT_EQ(after["rejections"].size(), std::min<std::size_t>(rejections.size(), 100));
+  for (std::size_t i = 0; i < after["rejections"].size(); ++i) {
+    const Json& row = after["rejections"][i];
+    EXPECT_EQ(row[1], rejections[i]["pod"]);
+    EXPECT_EQ(row[2], rejections[i]["node"]);
+    EXPECT_EQ(row[3], rejections[i]["reason"]);
+  }
+
+  const std::string png = browser.screenshot_png();
+  ASSERT_GT(png.size(), 24u);
+  ASSERT_EQ(png.substr(0, 8), std::string("\x89PNG\r\n\x1a\n", 8));
+  auto be32 = [&](std::size_t at) {
+    return (static_cast<unsigned>(static_cast<unsigned char>(png[at])) << 24) |
+           (static_cast<unsigned>(static_cast<unsigned char>(png[at + 1])) << 16) |
+           (static_cast<unsigned>(static_cast<unsigned char>(png[at + 2])) << 8) |
+           static_cast<unsigned>(static_cast<unsigned char>(png[at + 3]));
+  };
+  EXPECT_EQ(be32(16), 1400u) << "screenshot width";
+  EXPECT_GE(be32(20), 700u) << "screenshot height";
+  const fs::path out = env_or("GPUSHARE_UI_SCREENSHOT", (fs::path(GPUSHARE_BINARY_DIR) / "ui.png").string());
+  std::ofstream(out, std::ios::binary) << png;
+  std::cout << "screenshot: " << out << " (" << png.size() << " bytes)\n";
+}
+
+// A synthetic cluster: `nodes` GPU nodes of 1, 2, 4 or 8 GPUs of 16, 24, 32 or 80 units, GPUs
+// filled by pods of common sizes, some GPUs unhealthy. Deterministic.
+Json synthetic_cluster(int nodes) {
+  Json items = Json::array();
+  std::uint64_t seed = 42;
+  auto next = [&seed](int bound) {
+    seed = seed * 6364136223846793005ULL + 1442695040888963407ULL;
+    return static_cast<int>((seed >> 33) % static_cast<std::uint64_t>(bound));
+  };
+  const int gpu_counts[] = {1, 2, 4, 8};
+  const int gpu_sizes[] = {16, 24, 32, 80};
+  const int requests[] = {2, 4, 6, 8, 10, 12, 16};
+  const char* namespaces[] = {"ml", "research", "inference", "batch", "notebooks"};
+  int pod_index = 0;
+  for (int n = 0; n < nodes; ++n) {
+    char name[32];
+    std::snprintf(name, sizeof name, "gpu-%04d", n);
+    const int count = gpu_counts[next(4)];
+    const int size = gpu_sizes[next(4)];
+    const std::string total = std::to_string(count * size);
+    const Json capacity = {{"cpu", "64"}, {"memory", "256Gi"}, {"aliyun.com/gpu-mem", total},
+                           {"aliyun.com/gpu-count", std::to_string(count)}};
+    items.push_back({{"apiVersion", "v1"},
+                     {"kind", "Node"},
+                     {"metadata", {{"name", name}, {"labels", {{"nvidia.com/gpu.product", size == 80 ? "A100-80GB" : "Tesla-T4"}}}}},
+                     {"status", {{"capacity", capacity}, {"allocatable", capacity}}}});
+    if (next(25) == 0) {
+      items.push_back({{"apiVersion", "v1"},
+                       {"kind", "ConfigMap"},
+                       {"metadata", {{"name", std::string("unhealthy-gpu-") + name}, {"namespace", "kube-system"}}},
+                       {"data", {{"gpus", std::to_string(next(count))}}}});
+    }
+    for (int gpu = 0; gpu < count; ++gpu) {
+      int free = size;
+      const int pods = next(5);
+      for (int p = 0; p < pods; ++p) {
+        const int request = requests[next(7)];
+        if (request > free) break;
+        free -= request;
+        const std::string pod_name = "job-" + std::to_string(pod_index++);
+        items.push_back({{"apiVersion", "v1"},
+                         {"kind", "Pod"},
+                         {"metadata",
+                          {{"name", pod_name},
+                           {"namespace", namespaces[next(5)]},
+                           {"uid", "uid-" + pod_name},
+                           {"annotations",
+                            {{"ALIYUN_COM_GPU_MEM_IDX", std::to_string(gpu)},
+                             {"ALIYUN_COM_GPU_MEM_POD", std::to_string(request)},
+                             {"ALIYUN_COM_GPU_MEM_DEV", std::to_string(size)},
+                             {"ALIYUN_COM_GPU_MEM_ASSIGNED", "true"}}}}},
+                         {"spec",
+                          {{"nodeName", name},
+                           {"containers", Json::array({{{"name", "main"},
+                                                        {"resources", {{"limits", {{"aliyun.com/gpu-mem", std::to_string(request)}}}}}}})}}},
+                         {"status", {{"phase", "Running"}}}});
+      }
+    }
+  }
+  return {{"apiVersion", "v1"}, {"kind", "List"}, {"items", items}};
+}
+
+// Not a timing assertion: the numbers are printed (and recorded as test properties) for the
+// docs. What is asserted is that all 1 000 tiles are drawn and match /inspect.
+TEST_F(WebUiBrowser, RendersAThousandNodes) {
+  constexpr int kNodes = 1000;
+  const fs::path cluster = work_ / "cluster-1000.json";
+  std::ofstream(cluster) << synthetic_cluster(kNodes).dump();
+  Extender extender(cluster, work_);
+  auto inspect_res = extender.client().Get("/gpushare-scheduler/inspect");
+  ASSERT_TRUE(inspect_res);
+  const std::size_t inspect_bytes = inspect_res->body.size();
+  const Json inspect = Json::parse(inspect_res->body);
+  ASSERT_EQ(inspect["nodes"].size(), static_cast<std::size_t>(kNodes));
+
+  Browser browser(work_, 1400, 900);
+  browser.navigate(extender.url("/ui"));  // the bare path redirects to /ui/: the browser must follow
+  wait_for_first_render(browser);
+  const Json first = browser.execute(R"js(
+    var s = window.gpushareUi;
+    return {firstRenderAt: s.firstRenderAt, fetchMs: s.lastFetchMs, renderMs: s.lastRenderMs,
+            tiles: document.querySelectorAll('#nodes .tile').length,
+            bars: document.querySelectorAll('#nodes .gpu').length,
+            segments: document.querySelectorAll('#nodes .seg').length};)js");
+  // A full redraw (sort change), with style and layout forced, then the next frame painted.
+  const Json redraw = browser.execute(R"js(
+    return new Promise(function (resolve) {
+      var t0 = performance.now();
+      var s = document.getElementById('sort');
+      s.value = 'frag-desc';
+      s.dispatchEvent(new Event('change'));
+      var built = performance.now();
+      document.body.offsetHeight;
+      var laidOut = performance.now();
+      requestAnimationFrame(function () {
+        setTimeout(function () {
+          resolve({build: built - t0, layout: laidOut - t0, frame: performance.now() - t0});
+        }, 0);
+      });
+    });)js");
+  const Json filtered = browser.execute(R"js(
+    var t0 = performance.now();
+    var f = document.getElementById('filter');
+    f.value = 'gpu-09';
+    window.__filterStart = t0;
+    f.dispatchEvent(new Event('input'));
+    return true;)js");
+  (void)filtered;
+  const Json filter_count = browser.wait_for(R"js(
+    var n = document.querySelectorAll('#nodes .tile').length;
+    return n === 100 ? n : null;)js");
+  EXPECT_EQ(filter_count, 100);
+
+  EXPECT_EQ(first["tiles"], kNodes);
+  // Back to everything, by name, and compare every tile and bar with /inspect.
+  browser.execute(R"js(
+    var f = document.getElementById('filter'); f.value = ''; f.dispatchEvent(new Event('input'));)js");
+  browser.wait_for("return document.querySelectorAll('#nodes .tile').length === 1000;");
+  expect_page_matches(read_page(browser, false), inspect, false);
+
+  const double first_render = first["firstRenderAt"].get<double>();
+  std::cout << "1000 nodes (" << first["bars"] << " GPU bars, " << first["segments"] << " pod segments, /inspect "
+            << inspect_bytes / 1024 << " KiB):\n"
+            << "  navigation start to first data drawn: " << first_render << " ms\n"
+            << "  /inspect fetch + JSON.parse: " << first["fetchMs"] << " ms\n"
+            << "  building and assigning the DOM: " << first["renderMs"] << " ms\n"
+            << "  full redraw on sort change: build " << redraw["build"] << " ms, with layout "
+            << redraw["layout"] << " ms, next frame " << redraw["frame"] << " ms\n";
+  RecordProperty("first_render_ms", std::to_string(first_render));
+  RecordProperty("fetch_ms", first["fetchMs"].dump());
+  RecordProperty("render_ms", first["renderMs"].dump());
+  RecordProperty("redraw_frame_ms", redraw["frame"].dump());
+}
+
+}  // namespace
+}  // namespace gpushare::browser
