@@ -90,10 +90,13 @@ int main(int argc, char** argv) {
         return "unknown policy '" + value + "'";
       });
   app.add_option("--seeds", seeds, "number of seeds per policy, the first being --first-seed")
+      ->capture_default_str()
       ->check(CLI::Range(1u, 10000u));
-  app.add_option("--first-seed", first_seed, "first seed (the paper uses 42..51)");
+  app.add_option("--first-seed", first_seed, "first seed (the paper uses 42..51)")
+      ->capture_default_str();
   app.add_option("--max-arrival", max_arrival,
                  "stop when arrived GPU demand reaches this multiple of capacity")
+      ->capture_default_str()
       ->check(CLI::Range(0.01, 100.0));
   app.add_option("--out", out_path, "CSV of every point: " + std::string(gpushare::sim::kCsvHeader));
   app.add_option("--plot", plot_path, "SVG line plot of allocation vs. arrived demand");
@@ -104,7 +107,9 @@ int main(int argc, char** argv) {
                  "write each seed's arrival sequence as CSV (seed,position,pod,num_gpu,gpu_milli,"
                  "arrived_pct), e.g. for bench/sim/packing_bound.py");
   app.add_flag("--arrivals-only", arrivals_only, "only write --dump-arrivals, run no policy");
-  app.add_option("-j,--jobs", jobs, "runs in parallel")->check(CLI::Range(1u, 64u));
+  app.add_option("-j,--jobs", jobs, "runs in parallel")
+      ->capture_default_str()
+      ->check(CLI::Range(1u, 64u));
   app.add_flag("-v,--verbose", verbose, "print each run as it finishes");
   CLI11_PARSE(app, argc, argv);
 
