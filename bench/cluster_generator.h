@@ -388,17 +388,32 @@ inline Json default_pending_pod(Units request = 4) {
   return pending_pod("llm-finetune-6d9f7c8b5-x7k2p", "7e0c3a55-1b2d-4c6e-8f90-a1b2c3d4e5f6", request);
 }
 
+// The nodes a request offers: all of them, or `offered` spread evenly over the cluster.
+// kube-scheduler offers extenders only the nodes that passed its own filters, and stops looking
+// once it has max(100, nodes x percentageOfNodesToScore / 100) of them: by default (adaptive,
+// 50 - nodes/125 percent, at least 5) 500 of 5 000 nodes and 500 of 10 000. Offering every node
+// is the worst case (percentageOfNodesToScore: 100, or few nodes feasible).
+inline std::vector<int> offered_nodes(const ClusterShape& shape, int offered = -1) {
+  std::vector<int> indices;
+  const int count = offered <= 0 || offered > shape.nodes ? shape.nodes : offered;
+  indices.reserve(static_cast<std::size_t>(count));
+  for (int i = 0; i < count; ++i) {
+    indices.push_back(static_cast<int>(static_cast<std::int64_t>(i) * shape.nodes / count));
+  }
+  return indices;
+}
+
 // nodeCacheCapable: true -> {"Pod": ..., "Nodes": null, "NodeNames": [...]}.
-inline std::string args_with_names(const ClusterShape& shape, const Json& pod) {
+inline std::string args_with_names(const ClusterShape& shape, const Json& pod, int offered = -1) {
   Json names = Json::array();
-  for (int i = 0; i < shape.nodes; ++i) names.push_back(node_name(i));
+  for (int i : offered_nodes(shape, offered)) names.push_back(node_name(i));
   return Json{{"Pod", pod}, {"Nodes", nullptr}, {"NodeNames", std::move(names)}}.dump();
 }
 
 // nodeCacheCapable: false -> {"Pod": ..., "Nodes": {"items": [...]}, "NodeNames": null}.
-inline std::string args_with_nodes(const ClusterShape& shape, const Json& pod) {
+inline std::string args_with_nodes(const ClusterShape& shape, const Json& pod, int offered = -1) {
   Json items = Json::array();
-  for (int i = 0; i < shape.nodes; ++i) items.push_back(node_object(shape, i));
+  for (int i : offered_nodes(shape, offered)) items.push_back(node_object(shape, i));
   return Json{{"Pod", pod},
               {"Nodes", {{"metadata", {{"resourceVersion", ""}}}, {"items", std::move(items)}}},
               {"NodeNames", nullptr}}

@@ -9,7 +9,8 @@
 #
 #   bench/http/run.sh [BUILD_DIR]          (default: build-bench, then build)
 #
-# Environment: NODES (5000), ALLOCATED (0.5), DURATION (10s per run), CONNECTIONS ("1 2 8 64"),
+# Environment: NODES (5000), ALLOCATED (0.5), OFFERED (nodes per request: all; kube-scheduler's
+# default percentageOfNodesToScore offers 500 at 5 000 nodes), DURATION (10s per run), CONNECTIONS ("1 2 8 64"),
 # VERBS ("filter prioritize"), BODY (names | nodes: full Node objects), POLICY (binpack),
 # HTTP_THREADS (0 = the server's default), WRK_THREADS (2), KEEP (1: keep the work directory).
 set -euo pipefail
@@ -28,6 +29,7 @@ command -v wrk >/dev/null || { echo "wrk is not installed (apt-get install wrk)"
 
 NODES=${NODES:-5000}
 ALLOCATED=${ALLOCATED:-0.5}
+OFFERED=${OFFERED:-$NODES}
 DURATION=${DURATION:-10s}
 CONNECTIONS=${CONNECTIONS:-"1 2 8 64"}
 VERBS=${VERBS:-"filter prioritize"}
@@ -48,7 +50,7 @@ cleanup() {
 trap cleanup EXIT INT TERM
 
 echo "generating $NODES nodes at $ALLOCATED allocated in $work" >&2
-"$build/bench/bench_inputs" --nodes "$NODES" --allocated "$ALLOCATED" --out "$work"
+"$build/bench/bench_inputs" --nodes "$NODES" --allocated "$ALLOCATED" --offered "$OFFERED" --out "$work"
 body_file="$work/filter-$BODY.json"
 
 port=$(python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1", 0)); print(s.getsockname()[1])')
@@ -69,7 +71,7 @@ rss_kb=$(awk '/VmRSS/ {print $2}' "/proc/$server_pid/status")
 cpu_ticks() { awk '{print $14 + $15}' "/proc/$server_pid/stat"; }
 ticks_per_second=$(getconf CLK_TCK)
 
-echo "# gpushare-extender HTTP load: $NODES nodes x 8 GPUs, $ALLOCATED allocated, body=$BODY ($(( $(stat -c %s "$body_file") / 1024 )) KiB), policy=$POLICY"
+echo "# gpushare-extender HTTP load: $NODES nodes x 8 GPUs, $ALLOCATED allocated, $OFFERED nodes offered per request, body=$BODY ($(( $(stat -c %s "$body_file") / 1024 )) KiB), policy=$POLICY"
 echo
 echo "machine: $(nproc) CPUs, $(grep -m1 'model name' /proc/cpuinfo | cut -d: -f2 | sed 's/^ //'), load before: $(cut -d' ' -f1-3 /proc/loadavg)"
 echo "server: ready in ${ready_ms} ms (cluster file $(( $(stat -c %s "$work/cluster.json") / 1048576 )) MiB), RSS ${rss_kb} KiB; wrk -t min(c,$WRK_THREADS) -d $DURATION"
