@@ -40,6 +40,13 @@ std::size_t on_header_line(char* data, std::size_t size, std::size_t count, void
     // A new response (after a 100 Continue, say): forget the previous one's headers.
     context->retry_after.reset();
     context->content_type.clear();
+    context->status = 0;
+    if (const auto space = line.find(' '); space != std::string_view::npos) {
+      const auto code = line.substr(space + 1);
+      long status = 0;
+      const auto [end, error] = std::from_chars(code.data(), code.data() + code.size(), status);
+      if (error == std::errc()) context->status = status;
+    }
   } else if (header_name_is(line, "retry-after")) {
     // Only the delta-seconds form: the API server never sends an HTTP date.
     const auto value = header_value(line, 11);
@@ -255,12 +262,28 @@ void ApiClient::Impl::configure(CURL* easy, const AttemptSpec& spec, TransferCon
   }
 }
 
-Result<Response> ApiClient::Impl::attempt(const Request& request, const std::string& token) {
+Result<Response> ApiClient::Impl::attempt(const Request& request, const std::string& token,
+                                          ListDecoder* decoder) {
   auto lease = pool.acquire();
   TransferContext context;
   std::string body;
   bool too_large = false;
+  bool undecodable = false;
+  std::string callback_error;
+  if (decoder != nullptr) decoder->reset();
   context.on_body = [&](std::string_view chunk) {
+    if (decoder != nullptr && context.status >= 200 && context.status < 300) {
+      try {
+        undecodable = !decoder->feed(chunk);
+      } catch (const std::exception& e) {
+        callback_error = e.what();
+        return false;
+      } catch (...) {
+        callback_error = "unknown exception";
+        return false;
+      }
+      return !undecodable;
+    }
     if (body.size() + chunk.size() > options.max_response_bytes) {
       too_large = true;
       return false;
@@ -287,10 +310,21 @@ Result<Response> ApiClient::Impl::attempt(const Request& request, const std::str
   if (context.error_buffer[0] != '\0') {
     return transport_error(TransportFailure::kOther, context.error_buffer);
   }
+  if (decoder != nullptr) {
+    // Bigger reads for a streamed list: fewer callbacks, fewer items split across reads.
+    curl_easy_setopt(lease->easy.get(), CURLOPT_BUFFERSIZE, 512L * 1024L);
+  }
 
   ++requests;
   const auto outcome = detail::run_transfer(*lease, request.options.stop);
   if (outcome.stopped) return stopped_error();
+  if (!callback_error.empty()) {
+    return decode_error(fmt::format("list item rejected by the handler: {}", callback_error));
+  }
+  if (undecodable) {
+    return decode_error(fmt::format("{} {}: {}", to_string(request.method), request.path,
+                                    decoder->error()));
+  }
   if (too_large) {
     return decode_error(fmt::format("response to {} {} exceeds {} bytes", to_string(request.method),
                                     request.path, options.max_response_bytes));
@@ -307,6 +341,10 @@ Result<Response> ApiClient::Impl::attempt(const Request& request, const std::str
   }
   const int status = static_cast<int>(outcome.http_status);
   if (status >= 200 && status < 300) {
+    if (decoder != nullptr && !decoder->finish()) {
+      return decode_error(fmt::format("{} {}: {}", to_string(request.method), request.path,
+                                      decoder->error()));
+    }
     return Response{status, std::move(body), std::move(context.content_type)};
   }
   return error_from_response(status, body, context.retry_after);
@@ -330,15 +368,20 @@ bool ApiClient::Impl::should_retry(const Request& request, const ApiError& error
          (error.http_code >= 500 && error.http_code != 501 && error.http_code != 505);
 }
 
-Result<Response> ApiClient::Impl::send(const Request& request) {
+Result<Response> ApiClient::Impl::send(const Request& request, ListDecoder* decoder) {
   bool token_reloaded = false;
   int retry_index = 0;
   for (;;) {
     const std::string token = tokens.current();
-    auto result = attempt(request, token);
+    auto result = attempt(request, token, decoder);
     if (result.ok()) return result;
     const ApiError& error = result.error();
     if (error.is_stopped()) return result;
+    if (decoder != nullptr && decoder->item_count() > 0) {
+      // Items already handed over cannot be taken back: the caller restarts the whole list.
+      ++failures;
+      return result;
+    }
 
     if (error.is_unauthorized() && !token_reloaded && tokens.file_backed()) {
       // The token may have rotated since the last periodic read: re-read once, right away.
@@ -407,6 +450,29 @@ Result<Json> parse_json_response(Result<Response> response) {
 Result<Json> ApiClient::get(std::string_view path, RequestOptions options) {
   return parse_json_response(
       send(Request{HttpMethod::kGet, std::string(path), {}, {}, std::move(options)}));
+}
+
+Result<ListPage> ApiClient::list(std::string_view path, const ListItemCallback& on_item,
+                                 RequestOptions options) {
+  try {
+    ListDecoder decoder([&](Json&& item) { on_item(std::move(item)); },
+                        std::min(impl_->options.max_response_bytes,
+                                 ListDecoder::kDefaultMaxValueBytes));
+    auto response =
+        impl_->send(Request{HttpMethod::kGet, std::string(path), {}, {}, std::move(options)},
+                     &decoder);
+    if (!response.ok()) return response.error();
+    ListPage page;
+    page.resource_version = decoder.resource_version();
+    page.continue_token = decoder.continue_token();
+    page.items = decoder.item_count();
+    page.body_bytes = decoder.bytes_read();
+    page.metadata = decoder.metadata();
+    return page;
+  } catch (const std::exception& e) {
+    ++impl_->failures;
+    return transport_error(TransportFailure::kOther, e.what());
+  }
 }
 
 Result<Json> ApiClient::post(std::string_view path, const Json& body, RequestOptions options) {

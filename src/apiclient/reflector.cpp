@@ -5,6 +5,10 @@
 
 #include <algorithm>
 
+#if defined(__GLIBC__)
+#include <malloc.h>
+#endif
+
 namespace gpushare::apiclient {
 
 struct Reflector::ListResult {
@@ -110,7 +114,12 @@ Result<Reflector::ListResult> Reflector::list_pages(const std::string& resource_
       request.query.emplace_back("continue", continue_token);
     }
 
-    auto page = client_.get(options_.path, request);
+    // Items go to the handler while the body arrives: a 50 000-pod list served in one piece
+    // (the watch cache ignores limit) is never held as one string or one JSON tree.
+    auto on_item = [&](Json&& item) {
+      if (!handler_.on_list_item(item)) out.items.push_back(std::move(item));
+    };
+    auto page = client_.list(options_.path, on_item, request);
     if (!page.ok()) {
       if (!first_page && page.error().is_expired()) {
         // The continue token expired mid-list; like client-go's pager, list it all in one go.
@@ -125,30 +134,15 @@ Result<Reflector::ListResult> Reflector::list_pages(const std::string& resource_
       return page.error();
     }
 
-    Json& body = page.value();
-    if (!body.is_object()) return decode_error("list response is not a JSON object");
     if (first_page) {
-      out.resource_version = resource_version_of(body);
+      out.resource_version = page.value().resource_version;
       if (out.resource_version.empty()) {
         return decode_error("list response has no metadata.resourceVersion");
       }
     }
-    if (auto items = body.find("items"); items != body.end() && !items->is_null()) {
-      if (!items->is_array()) return decode_error("list items is not an array");
-      for (auto& item : *items) {
-        bool consumed = false;
-        try {
-          consumed = handler_.on_list_item(item);
-        } catch (const std::exception& e) {
-          return decode_error(fmt::format("list item rejected by the handler: {}", e.what()));
-        }
-        if (!consumed) out.items.push_back(std::move(item));
-      }
-    }
-    const auto metadata = body.find("metadata");
-    const auto next = metadata != body.end() && metadata->is_object()
-                          ? metadata->value("continue", std::string())
-                          : std::string();
+    spdlog::debug("reflector {}: list page of {} items, {} bytes", options_.name,
+                  page.value().items, page.value().body_bytes);
+    const std::string next = page.value().continue_token;
     if (next.empty() || !paged) break;
     out.paginated = true;
     continue_token = next;
@@ -206,6 +200,11 @@ bool Reflector::list_and_replace(std::stop_token stop) {
     return false;
   }
   set_resource_version(list.resource_version);
+#if defined(__GLIBC__)
+  // A list frees many small parse-time allocations at once; glibc keeps such memory in its
+  // arenas (one per reflector thread) unless asked to give it back.
+  malloc_trim(0);
+#endif
   {
     std::lock_guard lock(state_mutex_);
     ++counters_.lists;

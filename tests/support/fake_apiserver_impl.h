@@ -133,7 +133,8 @@ struct FakeApiServer::Impl {
   // HTTP (fake_apiserver_http.cpp).
   void handle(const httplib::Request& request, httplib::Response& response);
   void serve(const fakeapi::Route& route, const httplib::Request& request, httplib::Response& response);
-  nlohmann::json serve_list(const fakeapi::Route& route, const httplib::Request& request);
+  // The serialised list body: written item by item, never built as one JSON tree.
+  std::string serve_list(const fakeapi::Route& route, const httplib::Request& request);
   nlohmann::json http_create(const fakeapi::Route& route, const std::string& body);
   nlohmann::json http_update(const fakeapi::Route& route, const std::string& body);
   nlohmann::json http_patch(const fakeapi::Route& route, const httplib::Request& request);

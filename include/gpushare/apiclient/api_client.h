@@ -22,6 +22,7 @@
 #include "gpushare/apiclient/backoff.h"
 #include "gpushare/apiclient/clock.h"
 #include "gpushare/apiclient/cluster_config.h"
+#include "gpushare/apiclient/list_decoder.h"
 #include "gpushare/apiclient/query.h"
 #include "gpushare/apiclient/result.h"
 #include "gpushare/apiclient/token_source.h"
@@ -83,6 +84,19 @@ struct WatchOptions {
   std::size_t max_event_bytes = 64u << 20;
 };
 
+// What a list response says besides its items.
+struct ListPage {
+  Json metadata = Json::object();  // resourceVersion, continue, remainingItemCount
+  std::string resource_version;
+  std::string continue_token;      // "" on the last page
+  std::size_t items = 0;           // items handed to the callback
+  std::size_t body_bytes = 0;      // decoded (after any Content-Encoding) body size
+};
+
+// Receives one list item as soon as it has been read. An exception aborts the list: list()
+// returns a decode error that names it.
+using ListItemCallback = std::function<void(Json&& item)>;
+
 // Called on the watching thread for each ADDED/MODIFIED/DELETED/BOOKMARK event. An exception
 // ends the watch with WatchEnd::kHandlerError.
 using WatchCallback = std::function<void(WatchEvent&& event)>;
@@ -114,6 +128,13 @@ class ApiClient {
   Result<Json> patch(std::string_view path, const Json& body, PatchType type,
                      RequestOptions options = {});
   Result<Json> remove(std::string_view path, RequestOptions options = {});  // DELETE
+
+  // GETs a list and decodes the body while it arrives (ListDecoder): each item goes to `on_item`
+  // as soon as it is complete; neither the whole body nor its JSON tree is ever held. Items
+  // come before the body is known to be complete: stage them, and apply them only if list()
+  // succeeds. Retried like get(), but never once an attempt has handed over an item.
+  Result<ListPage> list(std::string_view path, const ListItemCallback& on_item,
+                        RequestOptions options = {});
 
   // Streams `path?watch=1&<query>` and calls `on_event` for every event until the stream ends,
   // an ERROR event arrives, or `stop` is requested (noticed within milliseconds, even while the
