@@ -1,0 +1,67 @@
+// filter/prioritize request bodies (ExtenderArgs): the DOM decoder and the one-pass text
+// decoder the hot path uses, which must agree on every input.
+
+#include <cstddef>
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include "fuzz_util.h"
+#include "gpushare/extender/wire_types.h"
+
+using namespace gpushare;
+
+extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size) {
+  const std::string_view body(reinterpret_cast<const char*>(data), size);
+  const kube::ResourceNames names;
+  extender::ExtenderArgs dom;
+  extender::ExtenderArgs text;
+  const bool dom_ok = fuzz::accepts("decode_extender_args", [&] {
+    dom = extender::decode_extender_args(extender::parse_json_body(body), names);
+  });
+  const bool text_ok = fuzz::accepts("decode_extender_args_body", [&] {
+    text = extender::decode_extender_args_body(body, names);
+  });
+  if (dom_ok != text_ok) {
+    fuzz::finding("decoders disagree", dom_ok ? "only the DOM decoder accepted the body" : "only the text decoder accepted the body");
+  }
+  if (!dom_ok) return 0;
+  if (dom.offered_names() != text.offered_names()) fuzz::finding("decoders disagree", "offered node names differ");
+  if (dom.pod.uid != text.pod.uid || dom.pod.name != text.pod.name ||
+      dom.pod.namespace_name != text.pod.namespace_name || dom.pod.request != text.pod.request ||
+      dom.pod.node_name != text.pod.node_name) {
+    fuzz::finding("decoders disagree", "pod fields differ");
+  }
+  if (dom.has_node_objects() != text.has_node_objects()) fuzz::finding("decoders disagree", "node objects vs names");
+
+  // The replies are written without a DOM but must be what nlohmann would write, and a filter
+  // reply echoes the text decoder's node spans verbatim: they must be the very objects the DOM
+  // decoder saw, or kube-scheduler would receive broken JSON.
+  extender::FilterResult passed;
+  passed.node_names = text.offered_names();
+  if (text.node_texts) {
+    passed.node_texts.emplace();
+    for (const extender::NodeText& node : *text.node_texts) passed.node_texts->push_back(node.json);
+    passed.node_source = text.node_source;
+  }
+  const kube::Json reply = kube::Json::parse(extender::encode_filter_result(passed), nullptr, false);
+  if (reply.is_discarded()) fuzz::finding("encode_filter_result", "reply is not valid JSON");
+  if (reply["NodeNames"].get<std::vector<std::string>>() != passed.node_names) {
+    fuzz::finding("encode_filter_result", "NodeNames do not round-trip");
+  }
+  if (dom.nodes && (!reply["Nodes"].is_object() || reply["Nodes"]["items"] != kube::Json(*dom.nodes))) {
+    fuzz::finding("encode_filter_result", "echoed node objects differ from the DOM decoder's");
+  }
+  std::vector<extender::HostPriority> priorities;
+  kube::Json expected = kube::Json::array();
+  std::int64_t score = 0;
+  for (const std::string& name : passed.node_names) {
+    priorities.push_back({name, score});
+    expected.push_back({{"Host", name}, {"Score", score}});
+    score = score * 7 - 3;
+  }
+  if (extender::encode_priorities(priorities) != expected.dump(-1, ' ', false, kube::Json::error_handler_t::replace)) {
+    fuzz::finding("encode_priorities", "differs from nlohmann's dump");
+  }
+  return 0;
+}
