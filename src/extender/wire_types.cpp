@@ -67,6 +67,10 @@ std::vector<std::string> ExtenderArgs::offered_names() const {
 
 Json parse_json_body(std::string_view body) {
   if (body.empty()) throw BadInput("empty request body");
+  // nlohmann's lexer takes a NUL byte for the end of the input, so "{...}\0junk" would parse.
+  // JSON text never holds a raw NUL (strings must escape it), so any NUL makes the body invalid,
+  // as decode_extender_args_body and Go's decoder already say. Found by extender_args_fuzzer.
+  if (body.find('\0') != std::string_view::npos) throw BadInput("request body is not valid JSON");
   Json parsed = Json::parse(body.begin(), body.end(), nullptr, /*allow_exceptions=*/false);
   if (parsed.is_discarded()) throw BadInput("request body is not valid JSON");
   if (!parsed.is_object()) throw BadInput("request body must be a JSON object");

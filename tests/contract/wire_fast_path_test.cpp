@@ -174,6 +174,19 @@ TEST(WireFastPath, DeepNestingIsNotACrash) {
   expect_same_decoding(R"({"Pod":)" + pod.dump() + R"(,"NodeNames":["n"],"x":)" + deep + "}");
 }
 
+// Found by fuzz/extender_args_fuzzer: nlohmann stops at a NUL byte, so the DOM path accepted a
+// valid body followed by "\0" and anything at all, which the fast path (rightly) rejects.
+TEST(WireFastPath, NulByteAfterTheBodyIsRejected) {
+  const Json pod = pod_object("p", "uid-p", 4);
+  const std::string body = Json{{"Pod", pod}, {"NodeNames", {"n1"}}}.dump();
+  EXPECT_TRUE(expect_same_decoding(body));
+  EXPECT_FALSE(expect_same_decoding(body + std::string("\0\0junk", 6)));
+  EXPECT_FALSE(expect_same_decoding(body + std::string(1, '\0')));
+  const std::string bind = R"({"PodName":"p","PodNamespace":"ns","PodUID":"u","Node":"n"})";
+  EXPECT_NO_THROW(extender::decode_binding_args(extender::parse_json_body(bind)));
+  EXPECT_THROW(extender::parse_json_body(bind + std::string("\0}", 2)), kube::BadInput);
+}
+
 TEST(WireFastPath, RandomMutationsDecodeLikeTheDom) {
   const Json pod = pod_object("p", "uid-p", 4);
   const std::vector<std::string> seeds = {
