@@ -129,6 +129,82 @@ class BodyWriter {
   nlohmann::detail::serializer<json> serializer_;
 };
 
+std::shared_ptr<const std::string> serialize_list_item(const json& object) {
+  auto text = std::make_shared<std::string>();
+  BodyWriter(*text).list_item(object);
+  return text;
+}
+
+}  // namespace
+}  // namespace fakeapi
+
+// A list response as pieces: head, items separated by commas, "]}". Shared by the response's
+// content provider, which may outlive the store entries the items came from.
+struct FakeApiServer::Impl::ListBody {
+  std::string head;
+  std::vector<std::shared_ptr<const std::string>> items;
+  static constexpr std::string_view kTail = "]}";
+
+  std::size_t size() const {
+    std::size_t total = head.size() + kTail.size() + (items.empty() ? 0 : items.size() - 1);
+    for (const auto& item : items) total += item->size();
+    return total;
+  }
+
+  // Writes up to `length` bytes from `offset`, batched into large writes. httplib asks for
+  // consecutive offsets; the cursor only moves forward (a rewind restarts it).
+  bool write(std::size_t offset, std::size_t length, httplib::DataSink& sink) {
+    if (offset < cursor_offset_) {
+      cursor_piece_ = 0;
+      cursor_in_piece_ = 0;
+      cursor_offset_ = 0;
+    }
+    buffer_.clear();
+    const std::size_t wanted = std::min<std::size_t>(length, 256 * 1024);
+    while (buffer_.size() < wanted) {
+      const std::string_view piece = piece_at(cursor_piece_);
+      if (piece.data() == nullptr) break;  // past the end
+      const std::size_t skip = offset > cursor_offset_ ? offset - cursor_offset_ : 0;
+      const std::size_t available = piece.size() - cursor_in_piece_;
+      if (skip >= available) {  // catching up with `offset`
+        cursor_offset_ += available;
+        ++cursor_piece_;
+        cursor_in_piece_ = 0;
+        continue;
+      }
+      const std::size_t take = std::min(available - skip, wanted - buffer_.size());
+      buffer_.append(piece.substr(cursor_in_piece_ + skip, take));
+      cursor_in_piece_ += skip + take;
+      cursor_offset_ += skip + take;
+      offset = cursor_offset_;
+      if (cursor_in_piece_ == piece.size()) {
+        ++cursor_piece_;
+        cursor_in_piece_ = 0;
+      }
+    }
+    return !buffer_.empty() && sink.write(buffer_.data(), buffer_.size());
+  }
+
+ private:
+  // Piece 0 is the head, then item, ",", item, ..., then the tail; null past the end.
+  std::string_view piece_at(std::size_t index) const {
+    if (index == 0) return head;
+    --index;
+    const std::size_t item_pieces = items.empty() ? 0 : 2 * items.size() - 1;
+    if (index < item_pieces) return index % 2 == 0 ? std::string_view(*items[index / 2]) : std::string_view(",");
+    if (index == item_pieces) return kTail;
+    return {};
+  }
+
+  std::size_t cursor_piece_ = 0;
+  std::size_t cursor_in_piece_ = 0;
+  std::size_t cursor_offset_ = 0;  // body offset of the cursor
+  std::string buffer_;
+};
+
+namespace fakeapi {
+namespace {
+
 std::string precondition_message(std::string_view what, std::string_view expected,
                                  std::string_view actual) {
   return fmt::format("Precondition failed: {} in precondition: {}, {} in object meta: {}", what,
@@ -537,12 +613,7 @@ void FakeApiServer::Impl::serve(const Route& route, const httplib::Request& requ
       return;
     case Route::Kind::Collection:
       if (route.verb == Verb::Watch) return serve_watch(route, request, response);
-      if (route.verb == Verb::List) {
-        response.status = 200;
-        response.body = serve_list(route, request);  // moved: lists can be 100 MB
-        response.set_header("Content-Type", "application/json");
-        return;
-      }
+      if (route.verb == Verb::List) return serve_list(route, request, response);
       return write_json(response, 201, http_create(route, request.body));
     case Route::Kind::Object:
     case Route::Kind::Subresource:
@@ -566,7 +637,8 @@ void FakeApiServer::Impl::serve(const Route& route, const httplib::Request& requ
 
 // --- List --------------------------------------------------------------------------------
 
-std::string FakeApiServer::Impl::serve_list(const Route& route, const httplib::Request& request) {
+void FakeApiServer::Impl::serve_list(const Route& route, const httplib::Request& request,
+                                     httplib::Response& response) {
   const Resource resource = *route.resource;
   const ResourceInfo& ri = info(resource);
   const ListParams params = parse_list_params(request);
@@ -574,7 +646,7 @@ std::string FakeApiServer::Impl::serve_list(const Route& route, const httplib::R
   const FieldSelector fields = FieldSelector::parse(resource, params.field_selector);
   const LabelSelector labels = LabelSelector::parse(params.label_selector);
 
-  std::lock_guard lock(mutex);
+  std::unique_lock lock(mutex);
   const std::uint64_t current = store.current_rv();
   std::uint64_t snapshot_rv = current;
   std::string start_after;
@@ -616,18 +688,10 @@ std::string FakeApiServer::Impl::serve_list(const Route& route, const httplib::R
   if (!prefix.empty() && it != snapshot.end() && it->first < prefix) it = snapshot.lower_bound(prefix);
   auto in_scope = [&](const auto& entry) { return entry.first.compare(0, prefix.size(), prefix) == 0; };
 
-  // Written straight into the body: copying every object into a list tree and dumping the
-  // tree took seconds for 50 000 pods (the real server also encodes item by item).
-  std::string body;
-  BodyWriter writer(body);
-  writer.raw(R"({"kind":)");
-  writer.string(ri.list_kind);
-  writer.raw(R"(,"apiVersion":)");
-  writer.string(ri.api_version);
-  // The metadata is known only after the items (continue, remainingItemCount), but the real
-  // server sends it first: items go to their own string and are appended at the end.
-  std::string items;
-  BodyWriter item_writer(items);
+  // Items are serialised one by one (nlohmann's serializer; building one list tree and dumping
+  // it took seconds for 50 000 pods) and kept per object while its resourceVersion holds.
+  auto list = std::make_shared<ListBody>();
+  auto* cache = snapshot_rv == current ? &list_item_cache[resource] : nullptr;
   std::int64_t count = 0;
   std::string last_key;
   bool more = false;
@@ -637,12 +701,22 @@ std::string FakeApiServer::Impl::serve_list(const Route& route, const httplib::R
       break;
     }
     last_key = it->first;
-    if (fields.matches(it->second) && labels.matches(it->second)) {
-      if (count > 0) items.push_back(',');
-      item_writer.list_item(it->second);
-      ++count;
+    if (!fields.matches(it->second) || !labels.matches(it->second)) continue;
+    ++count;
+    if (cache == nullptr) {
+      list->items.push_back(serialize_list_item(it->second));
+      continue;
     }
+    const std::uint64_t rv = rv_of(it->second);
+    auto& entry = (*cache)[it->first];
+    if (entry.rv != rv || entry.text == nullptr) {
+      entry.text = serialize_list_item(it->second);
+      entry.rv = rv;
+    }
+    list->items.push_back(entry.text);
   }
+  // Deleted objects leave entries behind; start over once they are a sizeable share.
+  if (cache != nullptr && cache->size() > snapshot.size() + snapshot.size() / 4 + 100) cache->clear();
   json metadata = {{"resourceVersion", std::to_string(snapshot_rv)}};
   if (more) {
     metadata["continue"] = encode_continue({snapshot_rv, last_key, continue_generation});
@@ -650,12 +724,25 @@ std::string FakeApiServer::Impl::serve_list(const Route& route, const httplib::R
       metadata["remainingItemCount"] = std::count_if(it, snapshot.end(), in_scope);
     }
   }
-  writer.raw(R"(,"metadata":)");
-  writer.value(metadata);
-  writer.raw(R"(,"items":[)");
-  body.append(items);
-  body.append("]}");
-  return body;
+  lock.unlock();
+
+  // The real server's order: kind, apiVersion, metadata, items.
+  BodyWriter head(list->head);
+  head.raw(R"({"kind":)");
+  head.string(ri.list_kind);
+  head.raw(R"(,"apiVersion":)");
+  head.string(ri.api_version);
+  head.raw(R"(,"metadata":)");
+  head.value(metadata);
+  head.raw(R"(,"items":[)");
+  response.status = 200;
+  // Streamed from the pieces with a Content-Length: no 100 MB copy, and the client starts
+  // reading while the rest is written.
+  response.set_content_provider(
+      list->size(), "application/json",
+      [list](std::size_t offset, std::size_t length, httplib::DataSink& sink) {
+        return list->write(offset, length, sink);
+      });
 }
 
 // --- Writes ------------------------------------------------------------------------------
