@@ -18,6 +18,7 @@
 #include <vector>
 
 #include <fmt/format.h>
+#include <spdlog/spdlog.h>
 
 #include "gpushare/core/cluster_model.h"
 #include "gpushare/core/placement_policy.h"
@@ -445,6 +446,9 @@ class MemoryBinder final : public extender::PodBinder {
 struct Harness {
   explicit Harness(const ClusterShape& shape, std::string_view policy = "binpack")
       : store(core::make_policy(policy)) {
+    // bind() logs one info line per pod; at benchmark rates that is millions of lines, and the
+    // time would be the log sink's, not the extender's.
+    spdlog::set_level(spdlog::level::warn);
     store.write([&](core::ClusterModel& model, core::PlacementPolicy&) { populate_model(model, shape); });
     extender::ServiceConfig config;
     service = std::make_unique<extender::SchedulingService>(store, binder, metrics, rejections, config);
