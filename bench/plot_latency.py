@@ -40,6 +40,8 @@ def load(paths, alloc, clock):
             if not m or int(m.group(3)) != alloc:
                 continue
             stat = b.get("aggregate_name") or "mean"
+            if stat not in ("p50", "p99"):
+                continue  # only these are drawn; max (one preempted request) would set the scale
             value = b[clock] * UNIT_TO_MS[b.get("time_unit", "ns")]
             points.setdefault((m.group(1), stat), {})[int(m.group(2))] = value
     return points, context
@@ -146,7 +148,7 @@ def main():
     parser.add_argument("--alloc", type=int, default=50, help="allocated %% to plot (0, 50 or 90)")
     parser.add_argument("--clock", choices=["real_time", "cpu_time"], default="real_time")
     parser.add_argument("--target-ms", type=float, default=1.0)
-    parser.add_argument("--load", default="", help="load average to note under the title")
+    parser.add_argument("--load", default="", help="load average (and how it was run) to note under the title")
     args = parser.parse_args()
     points, context = load(args.inputs, args.alloc, args.clock)
     note = f" (load average {args.load})" if args.load else ""

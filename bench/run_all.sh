@@ -79,8 +79,9 @@ DURATION=$http_duration VERBS=filter CONNECTIONS="1 2 8" BODY=nodes bench/http/r
 echo "load after HTTP: $(load)" >>"$facts"
 
 latency_json="$out/latency.json"
-[[ -f "$out/latency-rt.json" ]] && latency_json="$out/latency-rt.json"
+how=""
+if [[ -f "$out/latency-rt.json" && "${RT:-0}" == 1 ]]; then latency_json="$out/latency-rt.json"; how="; SCHED_FIFO"; fi
 python3 bench/plot_latency.py "$latency_json" -o docs/img/latency-vs-nodes.svg \
-  --load "$(grep 'load before latency' "$facts" | tail -1 | cut -d: -f2 | sed 's/^ //')"
+  --load "$(grep 'load before latency' "$facts" | tail -1 | cut -d: -f2 | sed 's/^ //')$how"
 python3 bench/tables.py "$out" >"$out/tables.md"
 echo "== done: $out/tables.md, $out/http-*.md, docs/img/latency-vs-nodes.svg" >&2

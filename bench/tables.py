@@ -38,6 +38,8 @@ def fmt_us(v):
         return f"{v / 1000:.2f} ms"
     if v >= 10:
         return f"{v:.0f} µs"
+    if v < 1:
+        return f"{v * 1000:.0f} ns"
     return f"{v:.2f} µs"
 
 
