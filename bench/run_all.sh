@@ -76,6 +76,11 @@ DURATION=$http_duration bench/http/run.sh "$build" | tee "$out/http-names-all.md
 DURATION=$http_duration OFFERED=500 bench/http/run.sh "$build" | tee "$out/http-names-500.md"
 DURATION=$http_duration VERBS=filter CONNECTIONS="1 2 8" BODY=nodes bench/http/run.sh "$build" \
   | tee "$out/http-nodes-all.md"
+# kube-scheduler's Go client asks for gzip; the extender then compresses every reply.
+DURATION=$http_duration VERBS=filter CONNECTIONS="1 2 8" ACCEPT_ENCODING=gzip bench/http/run.sh "$build" \
+  | tee "$out/http-names-all-gzip.md"
+DURATION=$http_duration VERBS=filter CONNECTIONS="1 2 8" OFFERED=500 ACCEPT_ENCODING=gzip bench/http/run.sh "$build" \
+  | tee "$out/http-names-500-gzip.md"
 echo "load after HTTP: $(load)" >>"$facts"
 
 latency_json="$out/latency.json"

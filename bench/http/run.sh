@@ -12,7 +12,8 @@
 # Environment: NODES (5000), ALLOCATED (0.5), OFFERED (nodes per request: all; kube-scheduler's
 # default percentageOfNodesToScore offers 500 at 5 000 nodes), DURATION (10s per run), CONNECTIONS ("1 2 8 64"),
 # VERBS ("filter prioritize"), BODY (names | nodes: full Node objects), POLICY (binpack),
-# HTTP_THREADS (0 = the server's default), WRK_THREADS (2), KEEP (1: keep the work directory).
+# HTTP_THREADS (0 = the server's default), WRK_THREADS (2), KEEP (1: keep the work directory),
+# ACCEPT_ENCODING (unset; "gzip" asks for compressed replies, as kube-scheduler's Go client does).
 set -euo pipefail
 
 here=$(cd "$(dirname "$0")" && pwd)
@@ -71,7 +72,7 @@ rss_kb=$(awk '/VmRSS/ {print $2}' "/proc/$server_pid/status")
 cpu_ticks() { awk '{print $14 + $15}' "/proc/$server_pid/stat"; }
 ticks_per_second=$(getconf CLK_TCK)
 
-echo "# gpushare-extender HTTP load: $NODES nodes x 8 GPUs, $ALLOCATED allocated, $OFFERED nodes offered per request, body=$BODY ($(( $(stat -c %s "$body_file") / 1024 )) KiB), policy=$POLICY"
+echo "# gpushare-extender HTTP load: $NODES nodes x 8 GPUs, $ALLOCATED allocated, $OFFERED nodes offered per request, body=$BODY ($(( $(stat -c %s "$body_file") / 1024 )) KiB), policy=$POLICY${ACCEPT_ENCODING:+, Accept-Encoding: $ACCEPT_ENCODING}"
 echo
 echo "machine: $(nproc) CPUs, $(grep -m1 'model name' /proc/cpuinfo | cut -d: -f2 | sed 's/^ //'), load before: $(cut -d' ' -f1-3 /proc/loadavg)"
 echo "server: ready in ${ready_ms} ms (cluster file $(( $(stat -c %s "$work/cluster.json") / 1048576 )) MiB), RSS ${rss_kb} KiB; wrk -t min(c,$WRK_THREADS) -d $DURATION"
