@@ -1,6 +1,8 @@
 #include "gpushare/extender/options.h"
 
+#include <cctype>
 #include <charconv>
+#include <tuple>
 #include <fstream>
 #include <sstream>
 
@@ -56,6 +58,41 @@ std::optional<std::string> find_config_flag(const std::vector<std::string>& args
 }
 
 }  // namespace
+
+std::optional<std::chrono::milliseconds> parse_go_duration(std::string_view text) {
+  if (text == "0") return std::chrono::milliseconds(0);
+  if (text.empty()) return std::nullopt;
+  double total_ms = 0;
+  std::size_t i = 0;
+  while (i < text.size()) {
+    const std::size_t start = i;
+    while (i < text.size() && (std::isdigit(static_cast<unsigned char>(text[i])) || text[i] == '.')) ++i;
+    if (i == start) return std::nullopt;
+    double value = 0;
+    const std::string number(text.substr(start, i - start));
+    std::size_t used = 0;
+    try {
+      value = std::stod(number, &used);
+    } catch (const std::exception&) {
+      return std::nullopt;
+    }
+    if (used != number.size()) return std::nullopt;
+    const std::size_t unit_start = i;
+    while (i < text.size() && !std::isdigit(static_cast<unsigned char>(text[i])) && text[i] != '.') ++i;
+    const std::string_view unit = text.substr(unit_start, i - unit_start);
+    double scale = 0;
+    if (unit == "ns") scale = 1e-6;
+    else if (unit == "us" || unit == "\u00b5s" || unit == "\u03bcs") scale = 1e-3;
+    else if (unit == "ms") scale = 1;
+    else if (unit == "s") scale = 1e3;
+    else if (unit == "m") scale = 60e3;
+    else if (unit == "h") scale = 3600e3;
+    else return std::nullopt;
+    total_ms += value * scale;
+  }
+  if (total_ms > 1e15) return std::nullopt;
+  return std::chrono::milliseconds(static_cast<std::int64_t>(total_ms));
+}
 
 std::string version_string() {
   std::string commit = GPUSHARE_GIT_COMMIT;
@@ -127,6 +164,26 @@ ParsedOptions parse_options(const std::vector<std::string>& raw_args,
       ->check(CLI::Range(1, 86400))
       ->capture_default_str();
 
+  app.add_flag("--leader-elect", o.leader_elect,
+               "live mode: run several replicas; only the one holding the Lease binds (and is ready)");
+  std::string lease_duration = "15s", renew_deadline = "10s", retry_period = "2s", shutdown_grace = "20s";
+  app.add_option("--leader-elect-lease-duration", lease_duration,
+                 "how long followers wait after the last renewal before taking over")
+      ->capture_default_str();
+  app.add_option("--leader-elect-renew-deadline", renew_deadline,
+                 "how long the leader keeps retrying a renewal before it steps down")
+      ->capture_default_str();
+  app.add_option("--leader-elect-retry-period", retry_period, "wait between acquire/renew attempts")
+      ->capture_default_str();
+  app.add_option("--leader-elect-resource-namespace", o.leader_elect_resource_namespace,
+                 "namespace of the Lease")
+      ->capture_default_str();
+  app.add_option("--leader-elect-resource-name", o.leader_elect_resource_name, "name of the Lease")
+      ->capture_default_str();
+  app.add_option("--shutdown-grace-period", shutdown_grace,
+                 "on SIGTERM, how long to wait for binds in flight before exiting")
+      ->capture_default_str();
+
   std::vector<std::string> args;
   try {
     if (auto config = find_config_flag(raw_args)) args = config_file_args(*config);
@@ -167,6 +224,30 @@ ParsedOptions parse_options(const std::vector<std::string>& raw_args,
   if (o.names.memory.empty() || o.names.count.empty()) {
     return usage_error("--resource-name and --count-name must not be empty");
   }
+  for (auto [flag, text, out] : {std::tuple{"--leader-elect-lease-duration", &lease_duration, &o.leader_elect_lease_duration},
+                                 std::tuple{"--leader-elect-renew-deadline", &renew_deadline, &o.leader_elect_renew_deadline},
+                                 std::tuple{"--leader-elect-retry-period", &retry_period, &o.leader_elect_retry_period},
+                                 std::tuple{"--shutdown-grace-period", &shutdown_grace, &o.shutdown_grace_period}}) {
+    const auto duration = parse_go_duration(*text);
+    if (!duration) return usage_error(fmt::format("{}: bad duration \"{}\" (e.g. 15s, 500ms, 1m)", flag, *text));
+    *out = *duration;
+  }
+  if (o.leader_elect) {
+    // client-go's rules (leaderelection.NewLeaderElector).
+    if (o.leader_elect_lease_duration < std::chrono::seconds(1)) {
+      return usage_error("--leader-elect-lease-duration must be at least 1s");
+    }
+    if (o.leader_elect_lease_duration <= o.leader_elect_renew_deadline) {
+      return usage_error("--leader-elect-lease-duration must be greater than --leader-elect-renew-deadline");
+    }
+    if (o.leader_elect_retry_period.count() <= 0 ||
+        o.leader_elect_renew_deadline * 10 <= o.leader_elect_retry_period * 12) {
+      return usage_error("--leader-elect-renew-deadline must be greater than 1.2 x --leader-elect-retry-period");
+    }
+    if (o.leader_elect_resource_namespace.empty() || o.leader_elect_resource_name.empty()) {
+      return usage_error("--leader-elect-resource-namespace and --leader-elect-resource-name must not be empty");
+    }
+  }
 
   // Exactly one cluster source.
   std::string kubeconfig = o.kubeconfig;
@@ -179,6 +260,7 @@ ParsedOptions parse_options(const std::vector<std::string>& raw_args,
     return usage_error("give only one of --cluster-file and --kubeconfig");
   }
   if (!o.cluster_file.empty()) {
+    if (o.leader_elect) return usage_error("--leader-elect needs a live cluster (not --cluster-file)");
     o.source = ClusterSource::kClusterFile;
   } else if (!kubeconfig.empty()) {
     o.source = ClusterSource::kKubeconfig;

@@ -65,12 +65,24 @@ std::optional<kube::PodInfo> ApiPodBinder::find_pod(std::string_view namespace_n
 
 BindOutcome ApiPodBinder::bind(const kube::PodInfo& pod, std::string_view node,
                                const std::map<std::string, std::string>& annotations) {
+  return bind_within(pod, node, annotations, timeout_);
+}
+
+BindOutcome ApiPodBinder::bind_within(const kube::PodInfo& pod, std::string_view node,
+                                      const std::map<std::string, std::string>& annotations,
+                                      std::chrono::milliseconds budget) {
+  const auto deadline = std::chrono::steady_clock::now() + budget;
   apiclient::RequestOptions options;
-  options.timeout = timeout_;
   options.retry = false;  // a lost reply may hide a bind that happened; the watch will tell
+  // Each call gets what is left of the budget (at least 1 ms: 0 would mean "no time-out").
+  auto with_time_left = [&]() -> apiclient::RequestOptions& {
+    const auto left = std::chrono::duration_cast<std::chrono::milliseconds>(deadline - std::chrono::steady_clock::now());
+    options.timeout = std::max(left, std::chrono::milliseconds(1));
+    return options;
+  };
 
   if (mode_ == BindMode::kBinding || annotations.empty()) {
-    auto result = apiclient::bind_pod(client_, pod.namespace_name, pod.name, pod.uid, node, annotations, options);
+    auto result = apiclient::bind_pod(client_, pod.namespace_name, pod.name, pod.uid, node, annotations, with_time_left());
     if (!result) return outcome_of(result.error());
     return {true, "", false};
   }
@@ -81,14 +93,15 @@ BindOutcome ApiPodBinder::bind(const kube::PodInfo& pod, std::string_view node,
                                                   pod.resource_version.empty()
                                                       ? std::nullopt
                                                       : std::optional<std::string_view>(pod.resource_version),
-                                                  options);
+                                                  with_time_left());
   if (!patched) return outcome_of(patched.error());
-  auto bound = apiclient::bind_pod(client_, pod.namespace_name, pod.name, pod.uid, node, {}, options);
+  auto bound = apiclient::bind_pod(client_, pod.namespace_name, pod.name, pod.uid, node, {}, with_time_left());
   if (bound) return {true, "", false};
   BindOutcome outcome = outcome_of(bound.error());
   if (!outcome.outcome_unknown) {
     std::map<std::string, std::optional<std::string>> removal;
     for (const auto& [key, value] : annotations) removal.emplace(key, std::nullopt);
+    options.timeout = timeout_;  // a clean-up, not a decision: the full time-out
     auto undone = apiclient::patch_pod_annotations(client_, pod.namespace_name, pod.name, removal, {}, options);
     if (!undone) {
       spdlog::warn("could not remove gpushare annotations from pod {} after a failed bind: {}", pod.key(),

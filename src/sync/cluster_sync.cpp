@@ -110,17 +110,24 @@ class ClusterSync::PodHandler final : public apiclient::ReflectorHandler {
     items.clear();
     std::vector<kube::PodInfo> pods = std::move(staged_);
     staged_.clear();
-    owner_.store_.write([&](core::ClusterModel& model, core::PlacementPolicy&) {
-      std::set<std::string, std::less<>> listed;
-      for (const auto& pod : pods) {
-        listed.insert(pod.uid);
-        apply_pod(model, pod);
+    std::set<std::string, std::less<>> listed;
+    for (const auto& pod : pods) listed.insert(pod.uid);
+    // Pods we saw before that this list no longer has were deleted while the watch was down.
+    std::set<std::string, std::less<>> deleted;
+    {
+      std::lock_guard lock(owner_.pods_mutex_);
+      for (const auto& [key, pod] : owner_.pods_) {
+        if (!listed.contains(pod.uid)) deleted.insert(pod.uid);
       }
+    }
+    owner_.store_.write([&](core::ClusterModel& model, core::PlacementPolicy&) {
+      for (const auto& pod : pods) apply_pod(model, pod);
       // Pods the model holds that the API server no longer has. A reservation of a bind in
-      // flight stays until it is confirmed or expires: a list may be older than our bind.
+      // flight stays until it is confirmed or expires (a list may be older than our bind),
+      // unless the pod is known to be deleted.
       std::vector<std::string> vanished;
       for (const auto& [uid, allocation] : model.pods()) {
-        if (!allocation.assumed && !listed.contains(uid)) vanished.push_back(uid);
+        if (!listed.contains(uid) && (!allocation.assumed || deleted.contains(uid))) vanished.push_back(uid);
       }
       for (const auto& uid : vanished) model.remove_pod(uid);
     });
@@ -130,8 +137,10 @@ class ClusterSync::PodHandler final : public apiclient::ReflectorHandler {
     }
     const std::size_t count = directory.size();
     {
+      const std::int64_t now = owner_.options_.now_ns();
       std::lock_guard lock(owner_.pods_mutex_);
       owner_.pods_.swap(directory);
+      for (auto& uid : deleted) owner_.deleted_uids_.insert_or_assign(uid, now);
     }
     spdlog::info("pods listed: {} at resourceVersion {}", count, rv);
   }
@@ -148,6 +157,7 @@ class ClusterSync::PodHandler final : public apiclient::ReflectorHandler {
     });
     std::lock_guard lock(owner_.pods_mutex_);
     if (type == WatchEventType::kDeleted) {
+      owner_.deleted_uids_.insert_or_assign(pod->uid, owner_.options_.now_ns());
       // Only if it is the same pod: a new one may already have taken the name.
       if (auto it = owner_.pods_.find(pod->key()); it != owner_.pods_.end() && it->second.uid == pod->uid) {
         owner_.pods_.erase(it);
@@ -327,17 +337,38 @@ std::size_t ClusterSync::cached_pod_count() const {
   return pods_.size();
 }
 
+std::string ClusterSync::pods_resource_version() const { return pods_reflector_->last_resource_version(); }
+
 std::size_t ClusterSync::expire_assumed() {
   const std::int64_t deadline =
       options_.now_ns() - std::chrono::duration_cast<std::chrono::nanoseconds>(options_.assume_ttl).count();
+  std::vector<std::string> deleted;
+  {
+    std::lock_guard lock(pods_mutex_);
+    std::erase_if(deleted_uids_, [&](const auto& entry) { return entry.second < deadline; });
+    deleted.reserve(deleted_uids_.size());
+    for (const auto& [uid, when] : deleted_uids_) deleted.push_back(uid);
+  }
+  std::vector<std::string> dropped;
   const auto expired = store_.write([&](core::ClusterModel& model, core::PlacementPolicy&) {
-    return model.expire_assumed(deadline);
+    for (const auto& uid : deleted) {
+      if (const core::PodAllocation* held = model.find_pod(uid); held != nullptr && held->assumed) {
+        model.remove_pod(uid);
+        dropped.push_back(uid);
+      }
+    }
+    auto uids = model.expire_assumed(deadline);
+    // Counted with the change, so that whoever sees the reservation gone also sees the count.
+    expired_assumptions_ += uids.size();
+    return uids;
   });
+  for (const auto& uid : dropped) {
+    spdlog::info("dropped the bind reservation of pod uid {}: the pod was deleted while being bound", uid);
+  }
   for (const auto& uid : expired) {
     spdlog::warn("bind reservation of pod uid {} expired: the API server never showed it bound", uid);
   }
-  expired_assumptions_ += expired.size();
-  return expired.size();
+  return expired.size() + dropped.size();
 }
 
 void ClusterSync::publish_sync_metrics() {

@@ -7,6 +7,8 @@
 #include <gtest/gtest.h>
 #include <yaml-cpp/yaml.h>
 
+#include <algorithm>
+#include <chrono>
 #include <cstdio>
 #include <cstdlib>
 #include <filesystem>
@@ -475,11 +477,47 @@ TEST(DeployManifests, RbacCoversWhatTheExtenderDoesAndNoMore) {
                                  {"pods", "get"},   {"pods", "list"},  {"pods", "watch"},
                                  {"pods", "patch"}, {"pods/binding", "create"}};
   EXPECT_EQ(cluster_wide, want_cluster);
-  // unhealthy-gpu-<node> ConfigMaps, watched in the default --unhealthy-configmap-namespace only.
+  // unhealthy-gpu-<node> ConfigMaps, watched in the default --unhealthy-configmap-namespace
+  // only, and the --leader-elect Lease in the default --leader-elect-resource-namespace (both
+  // kube-system).
+  const extender::Options defaults;
+  ASSERT_EQ(defaults.leader_elect_resource_namespace, std::string(kube::kDefaultUnhealthyNamespace));
   const std::map<std::string, Permissions> want_namespaced{
-      {std::string(kube::kDefaultUnhealthyNamespace), {{"configmaps", "get"}, {"configmaps", "list"}, {"configmaps", "watch"}}}};
+      {std::string(kube::kDefaultUnhealthyNamespace),
+       {{"configmaps", "get"}, {"configmaps", "list"}, {"configmaps", "watch"},
+        {"leases", "create"}, {"leases", "get"}, {"leases", "update"}}}};
   EXPECT_EQ(namespaced, want_namespaced);
-  EXPECT_EQ(extender::Options{}.names.unhealthy_namespace, kube::kDefaultUnhealthyNamespace);
+  EXPECT_EQ(defaults.names.unhealthy_namespace, kube::kDefaultUnhealthyNamespace);
+  // get/update are limited to the Lease the extender uses by default.
+  const Json lease_role = find_named(base, "Role", "gpushare-schd-extender-leader-election");
+  for (const auto& rule : lease_role["rules"]) {
+    if (rule["verbs"].get<std::vector<std::string>>() == std::vector<std::string>{"create"}) continue;
+    EXPECT_EQ(rule["resourceNames"], Json::array({defaults.leader_elect_resource_name})) << rule;
+    EXPECT_EQ(rule["apiGroups"], Json::array({"coordination.k8s.io"}));
+  }
+}
+
+TEST(DeployManifests, TheExtenderRunsHighlyAvailable) {
+  const auto base = docs_under(kDeploy / "base");
+  const Json deployment = find_named(base, "Deployment", "gpushare-schd-extender");
+  EXPECT_GE(deployment["spec"]["replicas"].get<int>(), 2);
+  // A rolling update would wait for a new replica to become ready, which a follower never is.
+  EXPECT_EQ(deployment["spec"]["strategy"]["type"], "Recreate");
+  const Json& container = deployment["spec"]["template"]["spec"]["containers"][0];
+  std::vector<std::string> args = container["args"];
+  EXPECT_NE(std::find(args.begin(), args.end(), "--leader-elect"), args.end());
+  // The flags parse in a pod (in-cluster), which --leader-elect needs.
+  const auto parsed = extender::parse_options(args, [](const char* name) -> std::optional<std::string> {
+    const std::string n = name;
+    if (n == "KUBERNETES_SERVICE_HOST") return "10.0.0.1";
+    if (n == "KUBERNETES_SERVICE_PORT") return "443";
+    return std::nullopt;
+  });
+  ASSERT_EQ(parsed.action, extender::ParsedOptions::Action::kRun) << parsed.message;
+  EXPECT_TRUE(parsed.options.leader_elect);
+  // The kubelet's SIGKILL comes after the grace period: binds in flight must finish before it.
+  const int grace_seconds = deployment["spec"]["template"]["spec"].value("terminationGracePeriodSeconds", 30);
+  EXPECT_GT(std::chrono::seconds(grace_seconds), parsed.options.shutdown_grace_period);
 }
 
 TEST(DeployManifests, SecondSchedulerIsSelfContained) {

@@ -142,6 +142,26 @@ TEST(WebUi, BrowsersGetGzipNotBrotli) {
   EXPECT_EQ(decoded->body, plain);
 }
 
+// kube-scheduler's Go client asks for gzip on every call; compressing a filter reply costs more
+// CPU than it saves on a cluster network, so the scheduling verbs answer uncompressed.
+TEST(WebUi, SchedulingVerbsAreNotCompressed) {
+  auto extender = make_extender();
+  auto client = extender.client();
+  client.set_decompress(false);
+  const std::string body = Json{{"Pod", pod_object("p", "uid-p", 1)}, {"NodeNames", {"n1"}}}.dump();
+  for (const char* verb : {"filter", "prioritize"}) {
+    auto res = client.Post(std::string("/gpushare-scheduler/") + verb, {{"Accept-Encoding", "gzip"}}, body,
+                           "application/json");
+    ASSERT_TRUE(res) << verb;
+    EXPECT_EQ(res->status, 200) << verb;
+    EXPECT_EQ(res->get_header_value("Content-Encoding"), "") << verb;
+    EXPECT_TRUE(Json::accept(res->body)) << verb;
+  }
+  auto inspect = client.Get("/gpushare-scheduler/inspect", {{"Accept-Encoding", "gzip"}});
+  ASSERT_TRUE(inspect);
+  EXPECT_EQ(inspect->get_header_value("Content-Encoding"), "gzip");
+}
+
 // The page sorts and sums by fragmentedGPU: FGD's measure with the built-in prior workload (per
 // GPU of 16: 4, 8, 12 and 16 units, weights .25 .30 .10 .35) unless the fgd policy runs.
 TEST(WebUi, InspectReportsFragmentationPerNodeAndCluster) {

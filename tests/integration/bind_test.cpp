@@ -162,6 +162,26 @@ TEST_F(Bind, AnUnconfirmedReservationExpires) {
   EXPECT_EQ(extender.sync().counters().expired_assumptions, 1u);
 }
 
+// Found by the soak run: the pod is bound and deleted while our watch is down, so no event
+// confirms or removes our reservation and the relist simply lacks the pod. The reservation must
+// go with the relist, not hold the memory until the assume TTL (5 minutes by default).
+TEST_F(Bind, AReservationOfAPodDeletedWhileTheWatchWasDownIsDropped) {
+  LiveExtender extender(fake);
+  ASSERT_TRUE(extender.wait_for_sync());
+  const std::string uid = uid_of(fake, "p");
+  fake.hold_watch_events();
+  EXPECT_EQ(extender.bind("p", uid, "n1"), 200);
+  EXPECT_TRUE(assumed(extender, uid));
+  fake.remove(Resource::Pods, "default", "p");
+  fake.compact_to_current();  // the watch cannot resume: the reflector must relist
+  fake.drop_all_watches();
+  fake.release_watch_events();
+  EXPECT_TRUE(eventually([&] { return !held(extender, uid); }, 10s));
+  EXPECT_EQ(extender.used_on("n1", 0), 10);
+  EXPECT_EQ(extender.snapshot().total_used(), 10);
+  EXPECT_EQ(extender.sync().counters().expired_assumptions, 0u);
+}
+
 TEST(BindParallel, NeverOversubscribesAgainstTheApiServer) {
   FakeApiServer fake;
   fake.create(Resource::Nodes, gpu_node("n1", 2, 20));

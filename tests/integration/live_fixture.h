@@ -8,6 +8,7 @@
 #include <filesystem>
 #include <functional>
 #include <memory>
+#include <optional>
 #include <thread>
 
 #include "gpushare/apiclient/api_client.h"
@@ -17,6 +18,7 @@
 #include "gpushare/extender/scheduling_service.h"
 #include "gpushare/sync/api_pod_binder.h"
 #include "gpushare/sync/cluster_sync.h"
+#include "gpushare/sync/leader_election.h"
 #include "support/fake_apiserver.h"
 
 namespace gpushare::testing {
@@ -67,7 +69,26 @@ struct LiveOptions {
   std::chrono::milliseconds bind_timeout = 2s;
   std::chrono::seconds assume_ttl{300};
   std::filesystem::path kubeconfig;  // use this file instead of the fake's own kubeconfig
+  // Set: run as one replica of an HA pair (--leader-elect).
+  std::optional<sync::LeaderElectionConfig> leader_election;
+  std::chrono::milliseconds shutdown_grace = 10s;
 };
+
+// Lease timings for tests: kube-scheduler's proportions (15 s / 10 s / 2 s) scaled down, but with
+// room for a loaded 2-core CI machine and sanitizer builds, where one lease write can take
+// several hundred milliseconds.
+inline constexpr std::chrono::milliseconds kTestLeaseDuration{3000};
+inline constexpr std::chrono::milliseconds kTestRenewDeadline{2000};
+inline constexpr std::chrono::milliseconds kTestRetryPeriod{250};
+
+inline sync::LeaderElectionConfig test_election(const std::string& identity) {
+  sync::LeaderElectionConfig config;
+  config.identity = identity;
+  config.lease_duration = kTestLeaseDuration;
+  config.renew_deadline = kTestRenewDeadline;
+  config.retry_period = kTestRetryPeriod;
+  return config;
+}
 
 inline LiveOptions live_options(std::function<void(LiveOptions&)> edit) {
   LiveOptions options;
@@ -113,22 +134,62 @@ class LiveExtender {
     };
     sync_ = std::make_unique<sync::ClusterSync>(*client_, store_, metrics_, sync_options);
     binder_ = std::make_unique<sync::ApiPodBinder>(*client_, *sync_, options.bind_mode, options.bind_timeout);
-    service_ = std::make_unique<extender::SchedulingService>(store_, *binder_, metrics_, rejections_,
+    extender::PodBinder* binder = binder_.get();
+    if (options.leader_election) {
+      gate_ = std::make_unique<sync::LeaderGate>(*client_, *sync_, store_, kube::ResourceNames{},
+                                                 *options.leader_election);
+      leader_binder_ = std::make_unique<sync::LeaderBinder>(*binder_, *gate_, options.bind_timeout);
+      binder = leader_binder_.get();
+    }
+    service_ = std::make_unique<extender::SchedulingService>(store_, *binder, metrics_, rejections_,
                                                               extender::ServiceConfig{});
     extender::HttpServerOptions http;
     http.threads = 8;
-    http.not_ready_reason = [this] { return sync_->not_ready_reason(); };
+    http.shutdown_grace = options.shutdown_grace;
+    http.not_ready_reason = [this] {
+      std::string reason = sync_->not_ready_reason();
+      if (reason.empty() && gate_) reason = gate_->not_ready_reason();
+      return reason;
+    };
     server_ = std::make_unique<extender::HttpServer>(*service_, store_, metrics_, rejections_, http);
     port_ = server_->bind("127.0.0.1", 0);
     sync_->start();
+    if (gate_) gate_->start();
     thread_ = std::jthread([this] { server_->serve(); });
     while (!server_->is_running()) std::this_thread::yield();
   }
   ~LiveExtender() {
     server_->stop();
-    thread_.join();
+    if (thread_.joinable()) thread_.join();
+    if (gate_) gate_->stop();
     sync_->stop();
     if (owns_kubeconfig_) std::filesystem::remove(kubeconfig_);
+  }
+
+  // What main does on SIGTERM: stop accepting, wait for binds in flight, give the lease up
+  // (only if they all finished), stop. Returns whether the binds finished in time.
+  bool shutdown() {
+    const bool drained = server_->stop();
+    if (gate_) gate_->stop(drained);
+    if (thread_.joinable()) thread_.join();
+    sync_->stop();
+    return drained;
+  }
+  // Like a killed process, as far as in-process allows: stops serving and renewing at once,
+  // without giving the lease up (binds already in flight still finish).
+  void crash() {
+    if (gate_) gate_->abandon();
+    server_->stop();
+    if (thread_.joinable()) thread_.join();
+    sync_->stop();
+  }
+  extender::HttpServer& server() { return *server_; }
+  sync::LeaderGate* gate() { return gate_.get(); }
+  int port() const { return port_; }
+  // GET /readyz: the status code, or -1 if nothing answered.
+  int readyz() const {
+    auto result = http().Get("/readyz");
+    return result ? result->status : -1;
   }
 
   bool wait_for_sync() { return sync_->wait_for_sync(10s); }
@@ -175,6 +236,8 @@ class LiveExtender {
   std::unique_ptr<apiclient::ApiClient> client_;
   std::unique_ptr<sync::ClusterSync> sync_;
   std::unique_ptr<sync::ApiPodBinder> binder_;
+  std::unique_ptr<sync::LeaderGate> gate_;
+  std::unique_ptr<sync::LeaderBinder> leader_binder_;
   std::unique_ptr<extender::SchedulingService> service_;
   std::unique_ptr<extender::HttpServer> server_;
   int port_ = -1;

@@ -2,8 +2,11 @@
 // The extender's HTTP(S) endpoint: routes of product-spec.md mapped onto SchedulingService.
 
 #include <atomic>
+#include <chrono>
+#include <condition_variable>
 #include <functional>
 #include <memory>
+#include <mutex>
 #include <string>
 
 #include "gpushare/extender/metrics.h"
@@ -25,6 +28,8 @@ struct HttpServerOptions {
   std::string policy_name;
   // Readiness: empty string = ready, else why not (first sync pending, not the leader...).
   std::function<std::string()> not_ready_reason = [] { return std::string(); };
+  // How long stop() waits for binds in flight to finish.
+  std::chrono::milliseconds shutdown_grace{20000};
 };
 
 class HttpServer {
@@ -39,12 +44,17 @@ class HttpServer {
   int bind(const std::string& host, int port);
   // Serves until stop(); blocks.
   void serve();
-  // Stops accepting, lets in-flight requests finish; safe from any thread.
-  void stop();
+  // Stops accepting (binds that arrive from now on are refused with 503) and waits up to
+  // shutdown_grace for the binds in flight to finish. Returns false if some are still running.
+  // Safe from any thread; serve() returns once every request in flight has been answered.
+  bool stop();
   bool is_running() const;
+  int binds_in_flight() const;
 
  private:
   void install_routes();
+  bool begin_bind();  // false once stopping
+  void end_bind();
 
   SchedulingService& service_;
   ModelStore& store_;
@@ -52,6 +62,11 @@ class HttpServer {
   RejectionLog& rejections_;
   HttpServerOptions options_;
   std::unique_ptr<httplib::Server> server_;
+
+  mutable std::mutex binds_mutex_;
+  std::condition_variable binds_done_;
+  int binds_in_flight_ = 0;
+  bool stopping_ = false;
 };
 
 }  // namespace gpushare::extender

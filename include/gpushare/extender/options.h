@@ -2,10 +2,12 @@
 // Command-line flags of gpushare-extender (product-spec.md), optionally from a YAML --config file
 // whose keys are the flag names without dashes; flags given on the command line win.
 
+#include <chrono>
 #include <cstddef>
 #include <functional>
 #include <optional>
 #include <string>
+#include <string_view>
 #include <vector>
 
 #include "gpushare/kube/resource_names.h"
@@ -30,6 +32,15 @@ struct Options {
   int http_threads = 0;  // 0 = automatic
   // How long a bind may stay unconfirmed by the watch before its reservation is dropped.
   int assume_ttl_seconds = 300;
+  // High availability (live mode only), with kube-scheduler's flag names and defaults.
+  bool leader_elect = false;
+  std::chrono::milliseconds leader_elect_lease_duration{15000};
+  std::chrono::milliseconds leader_elect_renew_deadline{10000};
+  std::chrono::milliseconds leader_elect_retry_period{2000};
+  std::string leader_elect_resource_namespace = "kube-system";
+  std::string leader_elect_resource_name = "gpushare-extender";
+  // On SIGTERM: how long to wait for binds in flight before giving up on them.
+  std::chrono::milliseconds shutdown_grace_period{20000};
 
   ClusterSource source = ClusterSource::kClusterFile;
   std::string listen_host() const;
@@ -48,5 +59,9 @@ ParsedOptions parse_options(const std::vector<std::string>& args,
                             const std::function<std::optional<std::string>(const char*)>& getenv);
 
 std::string version_string();
+
+// A Go duration ("15s", "1m30s", "500ms", "1.5h"), as kube-scheduler's flags take them;
+// nullopt if malformed or negative.
+std::optional<std::chrono::milliseconds> parse_go_duration(std::string_view text);
 
 }  // namespace gpushare::extender

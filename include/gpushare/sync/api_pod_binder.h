@@ -21,6 +21,11 @@ class ApiPodBinder final : public extender::PodBinder {
   std::optional<kube::PodInfo> find_pod(std::string_view namespace_name, std::string_view name) override;
   extender::BindOutcome bind(const kube::PodInfo& pod, std::string_view node,
                    const std::map<std::string, std::string>& annotations) override;
+  // bind() finishing within `budget` in all (patch-bind makes up to three calls); leader
+  // election cuts it to what is left of the lease.
+  extender::BindOutcome bind_within(const kube::PodInfo& pod, std::string_view node,
+                                    const std::map<std::string, std::string>& annotations,
+                                    std::chrono::milliseconds budget);
   // The watch confirms binds (and shows late successes after time-outs).
   bool confirms_asynchronously() const override { return true; }
 

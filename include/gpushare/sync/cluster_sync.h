@@ -55,8 +55,11 @@ class ClusterSync {
   // The pod as last seen by the watch (by namespace/name), or nullopt.
   std::optional<kube::PodInfo> cached_pod(std::string_view namespace_name, std::string_view name) const;
   std::size_t cached_pod_count() const;
+  // The resourceVersion the pod reflector has delivered up to ("" before the first list).
+  std::string pods_resource_version() const;
 
-  // Drops assumed pods older than the TTL now (also done periodically); returns how many.
+  // Drops assumed pods older than the TTL, and reservations of pods the API server has deleted,
+  // now (also done periodically); returns how many.
   std::size_t expire_assumed();
 
   struct Counters {
@@ -78,8 +81,13 @@ class ClusterSync {
   extender::Metrics& metrics_;
   SyncOptions options_;
 
-  mutable std::mutex pods_mutex_;  // guards pods_ (the directory bind reads)
+  mutable std::mutex pods_mutex_;  // guards pods_ (the directory bind reads) and deleted_uids_
   std::map<std::string, kube::PodInfo, std::less<>> pods_;  // by namespace/name
+  // Pods the API server deleted (by UID, with when we learnt it), kept for the assume TTL. A
+  // reservation for one of them can only come from a bind that raced the deletion (the delete
+  // event came before the reservation, or was seen only as absence from a relist), and no event
+  // will ever confirm or remove it: expire_assumed() drops it instead of waiting for the TTL.
+  std::map<std::string, std::int64_t, std::less<>> deleted_uids_;
   std::atomic<std::uint64_t> parse_errors_{0};
   std::atomic<std::uint64_t> expired_assumptions_{0};
   Counters published_;  // what publish_sync_metrics() already reported; housekeeping thread only

@@ -2,6 +2,8 @@
 
 #include <pthread.h>
 
+#include <atomic>
+#include <chrono>
 #include <csignal>
 #include <functional>
 #include <cstdlib>
@@ -20,6 +22,7 @@
 #include "gpushare/apiclient/config_resolution.h"
 #include "gpushare/sync/api_pod_binder.h"
 #include "gpushare/sync/cluster_sync.h"
+#include "gpushare/sync/leader_election.h"
 #endif
 
 namespace ext = gpushare::extender;
@@ -50,10 +53,14 @@ class ShutdownSignals {
   sigset_t set_{};
 };
 
+// `on_drained` runs on a signal after the server stopped accepting and the binds in flight
+// finished (argument true) or the grace period ran out (false): e.g. to give up the lease.
 int serve(const ext::Options& options, ext::SchedulingService& service, ext::ModelStore& store,
           ext::Metrics& metrics, ext::RejectionLog& rejections,
-          std::function<std::string()> not_ready_reason, ShutdownSignals& signals) {
+          std::function<std::string()> not_ready_reason, ShutdownSignals& signals,
+          std::function<void(bool drained)> on_drained = nullptr) {
   ext::HttpServerOptions http;
+  http.shutdown_grace = options.shutdown_grace_period;
   http.max_request_bytes = options.max_request_bytes;
   http.threads = options.http_threads;
   http.tls_cert_file = options.tls_cert_file;
@@ -66,8 +73,22 @@ int serve(const ext::Options& options, ext::SchedulingService& service, ext::Mod
   spdlog::info("{} serving {} on {}:{} with policy {}, bind mode {}", ext::version_string(),
                options.tls_cert_file.empty() ? "HTTP" : "HTTPS", options.listen_host(), port,
                options.policy, options.bind_mode);
-  auto waiter = signals.on_signal([&server] { server.stop(); });
+  std::atomic<bool> served{false};
+  auto waiter = signals.on_signal([&] {
+    const bool drained = server.stop();  // stop accepting; wait for binds in flight
+    if (on_drained) on_drained(drained);
+    // httplib notices the stop on an idle keep-alive connection (kube-scheduler keeps them)
+    // only when that connection's keep-alive time-out (90 s) runs out, long after the kubelet's
+    // SIGKILL. Binds are answered and the lease is given up by now: do not wait for them.
+    for (int i = 0; i < 300 && !served; ++i) std::this_thread::sleep_for(std::chrono::milliseconds(10));
+    if (!served) {
+      spdlog::info("exiting; idle keep-alive connections are closed with the process");
+      spdlog::shutdown();
+      std::_Exit(0);
+    }
+  });
   server.serve();
+  served = true;
   spdlog::info("stopped serving");
   // The signal waiter may still be blocked in sigwait (we stopped for another reason): wake it
   // so it can be joined. A waiter that already returned ignores this.
@@ -123,15 +144,46 @@ int run_live(const ext::Options& options, ShutdownSignals& signals) {
   sync_options.names = options.names;
   sync_options.assume_ttl = std::chrono::seconds(options.assume_ttl_seconds);
   gpushare::sync::ClusterSync sync(client, store, metrics, sync_options);
+  constexpr std::chrono::seconds kBindTimeout{10};
   gpushare::sync::ApiPodBinder binder(
       client, sync,
-      options.bind_mode == "patch-bind" ? gpushare::sync::BindMode::kPatchBind : gpushare::sync::BindMode::kBinding);
+      options.bind_mode == "patch-bind" ? gpushare::sync::BindMode::kPatchBind : gpushare::sync::BindMode::kBinding,
+      kBindTimeout);
+  // --leader-elect: only the caught-up holder of the Lease binds and reports ready.
+  std::unique_ptr<gpushare::sync::LeaderGate> gate;
+  std::unique_ptr<gpushare::sync::LeaderBinder> leader_binder;
+  if (options.leader_elect) {
+    gpushare::sync::LeaderElectionConfig election;
+    election.lease_namespace = options.leader_elect_resource_namespace;
+    election.lease_name = options.leader_elect_resource_name;
+    election.lease_duration = options.leader_elect_lease_duration;
+    election.renew_deadline = options.leader_elect_renew_deadline;
+    election.retry_period = options.leader_elect_retry_period;
+    try {
+      gate = std::make_unique<gpushare::sync::LeaderGate>(client, sync, store, options.names, election);
+    } catch (const std::exception& e) {
+      spdlog::critical("{}", e.what());
+      return 2;
+    }
+    leader_binder = std::make_unique<gpushare::sync::LeaderBinder>(binder, *gate, kBindTimeout);
+  }
   ext::ServiceConfig config;
   config.names = options.names;
-  ext::SchedulingService service(store, binder, metrics, rejections, config);
+  ext::SchedulingService service(store, leader_binder ? static_cast<ext::PodBinder&>(*leader_binder) : binder,
+                                 metrics, rejections, config);
   sync.start();
-  const int code = serve(options, service, store, metrics, rejections,
-                         [&sync] { return sync.not_ready_reason(); }, signals);
+  if (gate) gate->start();
+  auto not_ready = [&sync, &gate] {
+    std::string reason = sync.not_ready_reason();
+    if (reason.empty() && gate) reason = gate->not_ready_reason();
+    return reason;
+  };
+  // Give the lease up only when no bind of ours can still land; else let it expire.
+  auto on_drained = [&gate](bool drained) {
+    if (gate) gate->stop(drained);
+  };
+  const int code = serve(options, service, store, metrics, rejections, not_ready, signals, on_drained);
+  if (gate) gate->stop(true);  // every request has been answered by now
   sync.stop();
   return code;
 }

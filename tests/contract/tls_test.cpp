@@ -1,0 +1,180 @@
+// HTTPS serving (kube-scheduler's enableHTTPS with tlsConfig.caFile): --tls-cert-file and
+// --tls-private-key-file, exercised with a verifying TLS client and certificates made here.
+
+#include <gtest/gtest.h>
+#include <httplib.h>
+#include <spdlog/sinks/ringbuffer_sink.h>
+#include <spdlog/spdlog.h>
+#include <unistd.h>
+
+#include <cstdlib>
+#include <filesystem>
+#include <fstream>
+#include <memory>
+#include <thread>
+
+#include <fmt/format.h>
+
+#include "contract/extender_fixture.h"
+
+namespace gpushare::testing {
+namespace {
+
+namespace fs = std::filesystem;
+
+// A CA, a server certificate it signed (SAN 127.0.0.1 and localhost), and an unrelated CA.
+struct Pki {
+  fs::path dir, ca_cert, server_cert, server_key, other_ca_cert;
+};
+
+void run(const std::string& command) {
+  if (std::system((command + " >/dev/null 2>&1").c_str()) != 0) throw std::runtime_error("failed: " + command);
+}
+
+const Pki& pki() {
+  static const Pki made = [] {
+    Pki p;
+    std::string pattern = (fs::temp_directory_path() / "gpushare-tls-test-XXXXXX").string();
+    if (::mkdtemp(pattern.data()) == nullptr) throw std::runtime_error("mkdtemp failed");
+    p.dir = pattern;
+    p.ca_cert = p.dir / "ca.crt";
+    p.server_cert = p.dir / "server.crt";
+    p.server_key = p.dir / "server.key";
+    p.other_ca_cert = p.dir / "other-ca.crt";
+    const std::string ec = "-newkey ec -pkeyopt ec_paramgen_curve:prime256v1 -nodes";
+    run(fmt::format("openssl req -x509 {} -days 2 -subj /CN=gpushare-test-ca "
+                    "-addext basicConstraints=critical,CA:TRUE -addext keyUsage=critical,keyCertSign "
+                    "-keyout '{}' -out '{}'",
+                    ec, (p.dir / "ca.key").string(), p.ca_cert.string()));
+    run(fmt::format("openssl req {} -subj /CN=gpushare-extender -keyout '{}' -out '{}'", ec, p.server_key.string(),
+                    (p.dir / "server.csr").string()));
+    std::ofstream(p.dir / "server.ext") << "subjectAltName=IP:127.0.0.1,DNS:localhost\n"
+                                           "extendedKeyUsage=serverAuth\n";
+    run(fmt::format("openssl x509 -req -in '{}' -CA '{}' -CAkey '{}' -CAcreateserial -days 2 -extfile '{}' -out '{}'",
+                    (p.dir / "server.csr").string(), p.ca_cert.string(), (p.dir / "ca.key").string(),
+                    (p.dir / "server.ext").string(), p.server_cert.string()));
+    run(fmt::format("openssl req -x509 {} -days 2 -subj /CN=someone-else -keyout '{}' -out '{}'", ec,
+                    (p.dir / "other-ca.key").string(), p.other_ca_cert.string()));
+    return p;
+  }();
+  return made;
+}
+
+// The extender over HTTPS on an ephemeral port, on a one-node standalone cluster.
+class HttpsExtender {
+ public:
+  HttpsExtender(std::string cert, std::string key)
+      : cluster_(cluster_list({node_object("n1", 2, 32), node_object("n2", 1, 8)}), kube::ResourceNames{}),
+        store_(core::make_policy("binpack")) {
+    store_.write([&](core::ClusterModel& model, core::PlacementPolicy&) { cluster_.populate(model); });
+    service_ = std::make_unique<extender::SchedulingService>(store_, cluster_, metrics_, rejections_,
+                                                              extender::ServiceConfig{});
+    extender::HttpServerOptions options;
+    options.threads = 4;
+    options.tls_cert_file = std::move(cert);
+    options.tls_private_key_file = std::move(key);
+    server_ = std::make_unique<extender::HttpServer>(*service_, store_, metrics_, rejections_, options);
+    port_ = server_->bind("127.0.0.1", 0);
+    if (port_ > 0) {
+      thread_ = std::jthread([this] { server_->serve(); });
+      while (!server_->is_running()) std::this_thread::yield();
+    }
+  }
+  ~HttpsExtender() {
+    server_->stop();
+    if (thread_.joinable()) thread_.join();
+  }
+  int port() const { return port_; }
+
+ private:
+  extender::StandaloneCluster cluster_;
+  extender::ModelStore store_;
+  extender::Metrics metrics_;
+  extender::RejectionLog rejections_;
+  std::unique_ptr<extender::SchedulingService> service_;
+  std::unique_ptr<extender::HttpServer> server_;
+  int port_ = -1;
+  std::jthread thread_;
+};
+
+std::unique_ptr<httplib::SSLClient> verifying_client(int port, const fs::path& ca) {
+  auto client = std::make_unique<httplib::SSLClient>("127.0.0.1", port);
+  client->set_ca_cert_path(ca.string());
+  client->enable_server_certificate_verification(true);
+  client->set_connection_timeout(5);
+  client->set_read_timeout(10);
+  return client;
+}
+
+const std::string kFilterBody =
+    Json{{"Pod", pod_object("p", "uid-p", 12)}, {"Nodes", nullptr}, {"NodeNames", {"n1", "n2"}}}.dump();
+
+TEST(Tls, FilterOverHttpsWithAVerifyingClient) {
+  HttpsExtender extender(pki().server_cert.string(), pki().server_key.string());
+  ASSERT_GT(extender.port(), 0);
+  auto client = verifying_client(extender.port(), pki().ca_cert);
+  auto filtered = client->Post("/gpushare-scheduler/filter", kFilterBody, "application/json");
+  ASSERT_TRUE(filtered) << httplib::to_string(filtered.error());
+  EXPECT_EQ(filtered->status, 200);
+  const Json reply = Json::parse(filtered->body);
+  EXPECT_EQ(reply["NodeNames"], Json::array({"n1"}));  // 12 fits a 16 GPU, not an 8 one
+  EXPECT_TRUE(reply["FailedNodes"].contains("n2") || reply["FailedAndUnresolvableNodes"].contains("n2")) << reply;
+  // The same connection again (kube-scheduler keeps them alive), and another verb.
+  auto health = client->Get("/healthz");
+  ASSERT_TRUE(health);
+  EXPECT_EQ(health->status, 200);
+  // TLS 1.2 or newer was negotiated; the certificate chain verified against our CA.
+  EXPECT_EQ(client->get_openssl_verify_result(), X509_V_OK);
+}
+
+TEST(Tls, AClientThatDoesNotTrustTheCertificateIsRefused) {
+  HttpsExtender extender(pki().server_cert.string(), pki().server_key.string());
+  ASSERT_GT(extender.port(), 0);
+  auto stranger = verifying_client(extender.port(), pki().other_ca_cert);
+  auto result = stranger->Post("/gpushare-scheduler/filter", kFilterBody, "application/json");
+  ASSERT_FALSE(result);
+  EXPECT_EQ(result.error(), httplib::Error::SSLServerVerification);
+  // Plain HTTP to the HTTPS port gets no HTTP answer.
+  httplib::Client plain("127.0.0.1", extender.port());
+  plain.set_read_timeout(5);
+  auto plain_result = plain.Post("/gpushare-scheduler/filter", kFilterBody, "application/json");
+  EXPECT_TRUE(!plain_result || plain_result->status != 200);
+}
+
+// Captures what the server logs, to check the error names the culprit.
+class LogCapture {
+ public:
+  LogCapture() : sink_(std::make_shared<spdlog::sinks::ringbuffer_sink_mt>(64)), previous_(spdlog::default_logger()) {
+    spdlog::set_default_logger(std::make_shared<spdlog::logger>("capture", sink_));
+  }
+  ~LogCapture() { spdlog::set_default_logger(previous_); }
+  std::string text() const {
+    std::string all;
+    for (const auto& line : sink_->last_formatted()) all += line;
+    return all;
+  }
+
+ private:
+  std::shared_ptr<spdlog::sinks::ringbuffer_sink_mt> sink_;
+  std::shared_ptr<spdlog::logger> previous_;
+};
+
+TEST(Tls, AnUnreadableOrMismatchedCertificateIsAClearErrorAtStartup) {
+  {
+    LogCapture log;
+    HttpsExtender missing("/nonexistent/tls.crt", pki().server_key.string());
+    EXPECT_EQ(missing.port(), -1);  // main exits with status 1
+    EXPECT_NE(log.text().find("cannot serve TLS"), std::string::npos) << log.text();
+    EXPECT_NE(log.text().find("/nonexistent/tls.crt"), std::string::npos) << log.text();
+  }
+  {
+    // A certificate with someone else's key.
+    LogCapture log;
+    HttpsExtender mismatched(pki().server_cert.string(), (pki().dir / "other-ca.key").string());
+    EXPECT_EQ(mismatched.port(), -1);
+    EXPECT_NE(log.text().find("cannot serve TLS"), std::string::npos) << log.text();
+  }
+}
+
+}  // namespace
+}  // namespace gpushare::testing
