@@ -159,7 +159,10 @@ TEST_F(FilterContract, PrioritizeAgreesWithBind) {
   ASSERT_EQ(extender.post("bind", Json{{"PodName", "p"}, {"PodNamespace", "default"},
                                        {"PodUID", "uid-p"}, {"Node", best}}).first, 200);
   // The GPU bind chose is the one prioritize scored: n1 GPU 0, now exactly full.
-  for (const auto& node : extender.inspect()["nodes"]) {
+  // Named: a range-for over inspect()["nodes"] would iterate a temporary destroyed before the
+  // loop body (TSan/ASan: heap-use-after-free).
+  const Json inspected = extender.inspect();
+  for (const auto& node : inspected.at("nodes")) {
     if (node["name"] == "n1") {
       EXPECT_EQ(node["devs"][0]["usedGPU"], 16);
     }
