@@ -218,6 +218,7 @@ void HttpServer::install_routes() {
     }
   });
   server_->Get("/metrics", [this](const httplib::Request&, httplib::Response& res) {
+    metrics_.set_ready(options_.not_ready_reason().empty());
     // Copy the model's gauges under the shared lock; format after releasing it.
     const ModelGauges gauges = store_.read(
         [](const core::ClusterModel& model, const core::PlacementPolicy&) { return model_gauges(model); });

@@ -221,6 +221,9 @@ std::string Metrics::render(const ModelGauges* model) const {
   family(out, "gpushare_last_sync_timestamp_seconds", "gauge",
          "Unix time of the last complete sync with the API server (0: none yet, or standalone).");
   out += fmt::format("gpushare_last_sync_timestamp_seconds {}\n", last_sync_seconds_.load());
+  family(out, "gpushare_ready", "gauge",
+         "1 if this replica answers /readyz with 200: synced and, with --leader-elect, the leader.");
+  out += fmt::format("gpushare_ready {}\n", ready_.load() ? 1 : 0);
   if (model != nullptr) render_model(out, *model);
   return out;
 }

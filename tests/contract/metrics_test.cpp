@@ -280,6 +280,7 @@ TEST(Metrics, ExpositionParsesAndFollowsNamingConventions) {
       {"gpushare_watch_restarts_total", "counter"},
       {"gpushare_relists_total", "counter"},
       {"gpushare_last_sync_timestamp_seconds", "gauge"},
+      {"gpushare_ready", "gauge"},
       {"gpushare_assumed_pods", "gauge"},
       {"gpushare_pods", "gauge"},
       {"gpushare_nodes", "gauge"},
@@ -298,6 +299,7 @@ TEST(Metrics, ExpositionParsesAndFollowsNamingConventions) {
   EXPECT_EQ(e.value("gpushare_requests_total", {{"verb", "filter"}, {"code", "400"}}), 1);
   EXPECT_EQ(e.value("gpushare_requests_total", {{"verb", "bind"}, {"code", "200"}}), 1);
   EXPECT_EQ(e.value("gpushare_binds_total", {{"outcome", "success"}}), 1);
+  EXPECT_EQ(e.value("gpushare_ready", Labels{}), 1);  // standalone: ready at once
   // cpu-node-a has no GPU memory; gpu-node-b cannot fit 6 more on either GPU? It can (32-24=8
   // on GPU0), so the only rejection is the CPU node.
   double rejections = 0;

@@ -101,6 +101,16 @@ TEST(LeaderElection, OnlyTheLeaderIsReadyAndBinds) {
            follower_readyz.find("not the leader (the leader is replica-") != std::string::npos;
   })) << follower_readyz;
 
+  // /metrics says the same, for the "no replica ready" alert.
+  auto ready_metric = [](LiveExtender& replica) {
+    const auto metrics = replica.http().Get("/metrics");
+    if (!metrics) return std::string("no answer");
+    const auto at = metrics->body.find("\ngpushare_ready ");
+    return at == std::string::npos ? std::string("missing") : metrics->body.substr(at + 16, 1);
+  };
+  EXPECT_EQ(ready_metric(chief), "1");
+  EXPECT_EQ(ready_metric(follower), "0");
+
   // The follower answers bind with an error (kube-scheduler retries), and writes nothing.
   fake.clear_request_log();
   const auto [code, reply] = follower.post(

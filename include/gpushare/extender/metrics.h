@@ -71,6 +71,8 @@ class Metrics {
   void count_watch_restart(std::string_view resource);
   void count_relist(std::string_view resource);
   void set_last_sync(std::int64_t unix_seconds) { last_sync_seconds_ = unix_seconds; }
+  // What /readyz says (synced and, with --leader-elect, the caught-up leader); set per scrape.
+  void set_ready(bool ready) { ready_ = ready; }
 
   // Everything above in Prometheus text format (version 0.0.4), plus the model's gauges when
   // given.
@@ -92,6 +94,7 @@ class Metrics {
   Counter relists_;
   std::map<std::string, Histogram, std::less<>> latency_;  // per verb; nodes are stable
   std::atomic<std::int64_t> last_sync_seconds_{0};
+  std::atomic<bool> ready_{false};
 };
 
 }  // namespace gpushare::extender
