@@ -349,12 +349,44 @@ std::size_t ClusterSync::expire_assumed() {
     deleted.reserve(deleted_uids_.size());
     for (const auto& [uid, when] : deleted_uids_) deleted.push_back(uid);
   }
+  // Reservations whose bind is certainly over (older than max_bind_duration) for a pod the watch
+  // does not have: had the bind landed on a living pod, the watch would show the pod.
+  struct Settled {
+    std::string uid, key;
+    std::int64_t assume_time_ns;
+  };
+  const std::int64_t settled_before =
+      options_.now_ns() - std::chrono::duration_cast<std::chrono::nanoseconds>(options_.max_bind_duration).count();
+  std::vector<Settled> settled = store_.read([&](const core::ClusterModel& model, const core::PlacementPolicy&) {
+    std::vector<Settled> out;
+    for (const auto& [uid, pod] : model.pods()) {
+      if (pod.assumed && pod.assume_time_ns < settled_before) {
+        out.push_back({uid, pod.namespace_name + "/" + pod.name, pod.assume_time_ns});
+      }
+    }
+    return out;
+  });
+  if (!settled.empty()) {
+    std::lock_guard lock(pods_mutex_);
+    std::erase_if(settled, [&](const Settled& pod) {
+      const auto it = pods_.find(pod.key);
+      return it != pods_.end() && it->second.uid == pod.uid;  // known: the TTL decides
+    });
+  }
   std::vector<std::string> dropped;
   const auto expired = store_.write([&](core::ClusterModel& model, core::PlacementPolicy&) {
     for (const auto& uid : deleted) {
       if (const core::PodAllocation* held = model.find_pod(uid); held != nullptr && held->assumed) {
         model.remove_pod(uid);
         dropped.push_back(uid);
+      }
+    }
+    for (const auto& pod : settled) {
+      // Unless the watch confirmed it meanwhile (then it is no longer assumed).
+      if (const core::PodAllocation* held = model.find_pod(pod.uid);
+          held != nullptr && held->assumed && held->assume_time_ns == pod.assume_time_ns) {
+        model.remove_pod(pod.uid);
+        dropped.push_back(pod.uid);
       }
     }
     auto uids = model.expire_assumed(deadline);

@@ -127,6 +127,7 @@ class LiveExtender {
     sync::SyncOptions sync_options;
     sync_options.assume_ttl = options.assume_ttl;
     sync_options.expiry_interval = 100ms;
+    sync_options.max_bind_duration = 2 * options.bind_timeout;
     sync_options.tune_reflector = [](apiclient::ReflectorOptions& reflector) {
       reflector.backoff.initial = 20ms;
       reflector.backoff.cap = 200ms;

@@ -27,6 +27,10 @@ struct SyncOptions {
   // A bind's reservation that the watch never confirms is dropped after this long.
   std::chrono::seconds assume_ttl{300};
   std::chrono::milliseconds expiry_interval{10000};
+  // The longest a bind's API calls can take (the binder's time-out, with room). A reservation
+  // older than this whose pod the watch does not know (deleted, and the deletion missed
+  // between a dropped watch and a relist) is dropped rather than held for the assume TTL.
+  std::chrono::milliseconds max_bind_duration{30000};
   // Applied to all three reflectors (tests shorten backoffs and watch time-outs).
   std::function<void(apiclient::ReflectorOptions&)> tune_reflector;
   std::function<std::int64_t()> now_ns = [] {
