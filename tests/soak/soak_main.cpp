@@ -130,6 +130,7 @@ struct Args {
   int seconds = 60;
   unsigned seed = 1;
   bool ha = false;
+  bool quiet = false;  // errors only (churn makes many expected bind-failure warnings)
 };
 
 Args parse_args(int argc, char** argv) {
@@ -142,8 +143,10 @@ Args parse_args(int argc, char** argv) {
       args.seed = static_cast<unsigned>(std::stoul(argv[++i]));
     } else if (arg == "--ha") {
       args.ha = true;
+    } else if (arg == "--quiet") {
+      args.quiet = true;
     } else {
-      std::cerr << "usage: gpushare-soak [--seconds N] [--seed S] [--ha]\n";
+      std::cerr << "usage: gpushare-soak [--seconds N] [--seed S] [--ha] [--quiet]\n";
       std::exit(2);
     }
   }
@@ -525,7 +528,8 @@ class Soak {
 }  // namespace gpushare::testing
 
 int main(int argc, char** argv) {
-  spdlog::set_level(spdlog::level::warn);
   const auto args = gpushare::testing::parse_args(argc, argv);
+  // Churn makes many expected bind failures (warnings); --quiet keeps only errors.
+  spdlog::set_level(args.quiet ? spdlog::level::err : spdlog::level::warn);
   return gpushare::testing::Soak(args).run();
 }
