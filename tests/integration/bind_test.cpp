@@ -110,7 +110,11 @@ TEST_F(Bind, RealConflictsFromTheServer) {
   const std::string old_uid = uid_of(fake, "p");
   fake.remove(Resource::Pods, "default", "p");
   fake.create(Resource::Pods, gpu_pod("p", 6));
-  ASSERT_TRUE(eventually([&] { return extender.sync().cached_pod("default", "p")->uid != old_uid; }));
+  ASSERT_TRUE(eventually([&] {
+    // Between the delete and the create events the cache has no pod "p" at all.
+    const auto cached = extender.sync().cached_pod("default", "p");
+    return cached && cached->uid != old_uid;
+  }));
   auto [code, reply] = extender.post(
       "bind", Json{{"PodName", "p"}, {"PodNamespace", "default"}, {"PodUID", old_uid}, {"Node", "n1"}});
   EXPECT_EQ(code, 500);

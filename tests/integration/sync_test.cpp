@@ -27,7 +27,10 @@ class Sync : public ::testing::Test {
 TEST_F(Sync, InitialSyncBuildsTheModelAndTurnsReady) {
   LiveExtender extender(fake);
   ASSERT_TRUE(extender.wait_for_sync());
-  EXPECT_TRUE(eventually([&] { return extender.http().Get("/readyz")->status == 200; }));
+  EXPECT_TRUE(eventually([&] {
+    const auto readyz = extender.http().Get("/readyz");
+    return readyz && readyz->status == 200;
+  }));
   extender.read([](const core::ClusterModel& model) {
     EXPECT_EQ(model.node_count(), 3u);
     EXPECT_EQ(model.pod_count(), 2u);  // the pending pod holds nothing
