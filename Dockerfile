@@ -2,7 +2,7 @@
 #   docker build -t REGISTRY/gpushare-extender:TAG .
 # Build stage: the Debian packages of scripts/install-deps.sh (the same script), then CMake.
 FROM debian:bookworm AS build
-COPY scripts/install-deps.sh /tmp/install-deps.sh
+COPY scripts/install-deps.sh scripts/apt-install-missing.sh /tmp/
 RUN /tmp/install-deps.sh && rm -rf /var/lib/apt/lists/*
 WORKDIR /src
 COPY . .

@@ -25,12 +25,7 @@ scripts/install-deps.sh
 # install-deps.sh (which every build runs).
 if [[ -z "${GPUSHARE_FUZZ_CXX:-}" ]] && { ! command -v clang++ >/dev/null ||
     ! compgen -G '/usr/lib/llvm-*/lib/clang/*/lib/linux/libclang_rt.fuzzer-x86_64.a' >/dev/null; }; then
-  echo "fuzz.sh: installing clang and libclang-rt-dev" >&2
-  sudo=""
-  [[ $(id -u) -ne 0 ]] && sudo="sudo"
-  export DEBIAN_FRONTEND=noninteractive
-  $sudo apt-get update -qq
-  $sudo apt-get install -y -qq --no-install-recommends clang libclang-rt-dev
+  scripts/apt-install-missing.sh "for fuzzing" clang libclang-rt-dev
 fi
 clang="${GPUSHARE_FUZZ_CXX:-$(command -v clang++ || true)}"
 if [[ -z "$clang" ]]; then

@@ -10,22 +10,4 @@ packages=(
   libgtest-dev libgmock-dev libbenchmark-dev
 )
 
-missing=()
-for package in "${packages[@]}"; do
-  [[ -z "$package" ]] && continue
-  if ! dpkg-query -W -f='${Status}' "$package" 2>/dev/null | grep -q "install ok installed"; then
-    missing+=("$package")
-  fi
-done
-if ((${#missing[@]} == 0)); then
-  exit 0
-fi
-
-echo "gpushare: installing Debian packages: ${missing[*]}" >&2
-sudo=""
-if [[ $(id -u) -ne 0 ]]; then
-  sudo="sudo"
-fi
-export DEBIAN_FRONTEND=noninteractive
-$sudo apt-get update -qq
-$sudo apt-get install -y -qq --no-install-recommends "${missing[@]}"
+"$(dirname "$0")/apt-install-missing.sh" "to build and test" "${packages[@]}"
