@@ -9,6 +9,19 @@
 #include <malloc.h>
 #endif
 
+// Under ASan/TSan the sanitizer's allocator replaces glibc's, whose arenas are then never set
+// up; malloc_trim on them crashed TSan builds (two reflectors trimming at once after a list).
+#if defined(__SANITIZE_ADDRESS__) || defined(__SANITIZE_THREAD__)
+#define GPUSHARE_SANITIZED_ALLOCATOR 1
+#elif defined(__has_feature)
+#if __has_feature(address_sanitizer) || __has_feature(thread_sanitizer)
+#define GPUSHARE_SANITIZED_ALLOCATOR 1
+#endif
+#endif
+#ifndef GPUSHARE_SANITIZED_ALLOCATOR
+#define GPUSHARE_SANITIZED_ALLOCATOR 0
+#endif
+
 namespace gpushare::apiclient {
 
 struct Reflector::ListResult {
@@ -200,7 +213,7 @@ bool Reflector::list_and_replace(std::stop_token stop) {
     return false;
   }
   set_resource_version(list.resource_version);
-#if defined(__GLIBC__)
+#if defined(__GLIBC__) && !GPUSHARE_SANITIZED_ALLOCATOR
   // A list frees many small parse-time allocations at once; glibc keeps such memory in its
   // arenas (one per reflector thread) unless asked to give it back.
   malloc_trim(0);
