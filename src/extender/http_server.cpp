@@ -10,6 +10,7 @@
 #include <httplib.h>
 #include <spdlog/spdlog.h>
 
+#include "gpushare/extender/connection_thread_pool.h"
 #include "gpushare/extender/inspect.h"
 #include "gpushare/extender/options.h"
 #include "gpushare/extender/web_ui.h"
@@ -29,6 +30,21 @@ bool is_scheduling_verb(std::string_view path) {
   return verb == "filter" || verb == "prioritize" || verb == "bind" || verb == "preempt";
 }
 
+// httplib runs each accepted connection as one task on this queue.
+class PooledTaskQueue final : public httplib::TaskQueue {
+ public:
+  explicit PooledTaskQueue(std::shared_ptr<ConnectionThreadPool> pool) : pool_(std::move(pool)) {}
+  void enqueue(std::function<void()> task) override { pool_->enqueue(std::move(task)); }
+  void shutdown() override { pool_->shutdown(); }
+
+ private:
+  std::shared_ptr<ConnectionThreadPool> pool_;
+};
+
+std::size_t connection_thread_limit(int requested) {
+  return requested > 0 ? static_cast<std::size_t>(requested) : kDefaultHttpThreads;
+}
+
 }  // namespace
 
 HttpServer::HttpServer(SchedulingService& service, ModelStore& store, Metrics& metrics,
@@ -37,7 +53,10 @@ HttpServer::HttpServer(SchedulingService& service, ModelStore& store, Metrics& m
       store_(store),
       metrics_(metrics),
       rejections_(rejections),
-      options_(std::move(options)) {
+      options_(std::move(options)),
+      connections_(std::make_shared<ConnectionThreadPool>(
+          std::min<std::size_t>(4, connection_thread_limit(options_.threads)),
+          connection_thread_limit(options_.threads))) {
   if (!options_.tls_cert_file.empty()) {
     server_ = std::make_unique<httplib::SSLServer>(options_.tls_cert_file.c_str(),
                                                    options_.tls_private_key_file.c_str());
@@ -96,11 +115,9 @@ void HttpServer::end_bind() {
 }
 
 void HttpServer::install_routes() {
-  const std::size_t threads = options_.threads > 0
-                                  ? static_cast<std::size_t>(options_.threads)
-                                  : std::max<std::size_t>(8, std::thread::hardware_concurrency() * 2);
-  // httplib takes ownership of the raw pointer it asks for here.
-  server_->new_task_queue = [threads] { return new httplib::ThreadPool(threads); };
+  // httplib takes ownership of the raw pointer it asks for here; the pool itself is shared with
+  // /metrics.
+  server_->new_task_queue = [pool = connections_] { return new PooledTaskQueue(pool); };
   server_->set_payload_max_length(options_.max_request_bytes);
   // kube-scheduler keeps connections alive; httplib's default of 5 requests each would churn.
   server_->set_keep_alive_max_count(100000);
@@ -219,6 +236,8 @@ void HttpServer::install_routes() {
   });
   server_->Get("/metrics", [this](const httplib::Request&, httplib::Response& res) {
     metrics_.set_ready(options_.not_ready_reason().empty());
+    const ConnectionPoolStats pool = connections_->stats();
+    metrics_.set_http_connections({pool.busy, pool.waiting, pool.max_threads});
     // Copy the model's gauges under the shared lock; format after releasing it.
     const ModelGauges gauges = store_.read(
         [](const core::ClusterModel& model, const core::PlacementPolicy&) { return model_gauges(model); });

@@ -224,6 +224,14 @@ std::string Metrics::render(const ModelGauges* model) const {
   family(out, "gpushare_ready", "gauge",
          "1 if this replica answers /readyz with 200: synced and, with --leader-elect, the leader.");
   out += fmt::format("gpushare_ready {}\n", ready_.load() ? 1 : 0);
+  family(out, "gpushare_http_connections", "gauge",
+         "Open HTTP connections being served; each holds a thread while kept alive.");
+  out += fmt::format("gpushare_http_connections {}\n", http_served_.load());
+  family(out, "gpushare_http_connections_waiting", "gauge",
+         "Accepted HTTP connections waiting for a thread because --http-threads are all in use.");
+  out += fmt::format("gpushare_http_connections_waiting {}\n", http_waiting_.load());
+  family(out, "gpushare_http_connection_limit", "gauge", "--http-threads: most connections served at once.");
+  out += fmt::format("gpushare_http_connection_limit {}\n", http_limit_.load());
   if (model != nullptr) render_model(out, *model);
   return out;
 }

@@ -157,8 +157,8 @@ ParsedOptions parse_options(const std::vector<std::string>& raw_args,
   app.add_option("--max-request-bytes", o.max_request_bytes, "largest request body accepted")
       ->check(CLI::Range(std::size_t{1024}, std::size_t{1} << 32))
       ->capture_default_str();
-  app.add_option("--http-threads", o.http_threads, "HTTP worker threads (0 = automatic)")
-      ->check(CLI::Range(0, 1024));
+  app.add_option("--http-threads", o.http_threads, "Most HTTP connections served at once; each open (kept-alive) connection holds a thread (0 = 512)")
+      ->check(CLI::Range(0, 4096));
   app.add_option("--assume-ttl-seconds", o.assume_ttl_seconds,
                  "drop a bind's reservation if the API server never shows the pod bound")
       ->check(CLI::Range(1, 86400))

@@ -56,7 +56,7 @@ inline Json cluster_list(const std::vector<Json>& items) {
 class ExtenderUnderTest {
  public:
   explicit ExtenderUnderTest(const Json& cluster, std::string policy = "binpack",
-                             std::size_t max_request_bytes = 1 << 20)
+                             std::size_t max_request_bytes = 1 << 20, int http_threads = 0)
       : standalone_(cluster, kube::ResourceNames{}), store_(core::make_policy(policy)) {
     store_.write([&](core::ClusterModel& model, core::PlacementPolicy&) { standalone_.populate(model); });
     extender::ServiceConfig config;
@@ -65,7 +65,7 @@ class ExtenderUnderTest {
                                                               config);
     extender::HttpServerOptions options;
     options.max_request_bytes = max_request_bytes;
-    options.threads = 8;
+    options.threads = http_threads;
     options.policy_name = policy;
     server_ = std::make_unique<extender::HttpServer>(*service_, store_, metrics_, rejections_, options);
     port_ = server_->bind("127.0.0.1", 0);

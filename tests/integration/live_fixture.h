@@ -19,6 +19,7 @@
 #include "gpushare/sync/api_pod_binder.h"
 #include "gpushare/sync/cluster_sync.h"
 #include "gpushare/sync/leader_election.h"
+#include "support/eventually.h"
 #include "support/fake_apiserver.h"
 
 namespace gpushare::testing {
@@ -50,17 +51,6 @@ inline Json gpu_pod(const std::string& name, long long request, const std::strin
   return pod;
 }
 
-// Polls `condition` until it holds or `timeout` passes. Not a timing assertion: the deadline
-// is generous and only bounds a hang.
-template <typename Fn>
-bool eventually(Fn condition, std::chrono::milliseconds timeout = 10s) {
-  const auto deadline = std::chrono::steady_clock::now() + timeout;
-  while (std::chrono::steady_clock::now() < deadline) {
-    if (condition()) return true;
-    std::this_thread::sleep_for(5ms);
-  }
-  return condition();
-}
 
 struct LiveOptions {
   sync::BindMode bind_mode = sync::BindMode::kBinding;
@@ -145,7 +135,7 @@ class LiveExtender {
     service_ = std::make_unique<extender::SchedulingService>(store_, *binder, metrics_, rejections_,
                                                               extender::ServiceConfig{});
     extender::HttpServerOptions http;
-    http.threads = 8;
+    http.threads = 0;
     http.shutdown_grace = options.shutdown_grace;
     http.not_ready_reason = [this] {
       std::string reason = sync_->not_ready_reason();

@@ -20,9 +20,15 @@ class Server;
 
 namespace gpushare::extender {
 
+class ConnectionThreadPool;
+
+// Each open connection holds a thread while it is kept alive (httplib's model), so the limit is
+// on connections served at once; more wait until one closes.
+inline constexpr std::size_t kDefaultHttpThreads = 512;
+
 struct HttpServerOptions {
   std::size_t max_request_bytes = 64 * 1024 * 1024;
-  int threads = 0;  // 0 = automatic
+  int threads = 0;  // most connections served at once; 0 = kDefaultHttpThreads
   std::string tls_cert_file;
   std::string tls_private_key_file;
   std::string policy_name;
@@ -61,6 +67,7 @@ class HttpServer {
   Metrics& metrics_;
   RejectionLog& rejections_;
   HttpServerOptions options_;
+  std::shared_ptr<ConnectionThreadPool> connections_;  // outlives httplib's queue adaptor
   std::unique_ptr<httplib::Server> server_;
 
   mutable std::mutex binds_mutex_;

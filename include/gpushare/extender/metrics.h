@@ -73,6 +73,17 @@ class Metrics {
   void set_last_sync(std::int64_t unix_seconds) { last_sync_seconds_ = unix_seconds; }
   // What /readyz says (synced and, with --leader-elect, the caught-up leader); set per scrape.
   void set_ready(bool ready) { ready_ = ready; }
+  // The HTTP server's connection threads; set per scrape.
+  struct HttpConnections {
+    std::size_t served = 0;   // open connections, each holding a thread
+    std::size_t waiting = 0;  // accepted, waiting for a thread (all --http-threads busy)
+    std::size_t limit = 0;
+  };
+  void set_http_connections(HttpConnections connections) {
+    http_served_ = connections.served;
+    http_waiting_ = connections.waiting;
+    http_limit_ = connections.limit;
+  }
 
   // Everything above in Prometheus text format (version 0.0.4), plus the model's gauges when
   // given.
@@ -95,6 +106,9 @@ class Metrics {
   std::map<std::string, Histogram, std::less<>> latency_;  // per verb; nodes are stable
   std::atomic<std::int64_t> last_sync_seconds_{0};
   std::atomic<bool> ready_{false};
+  std::atomic<std::size_t> http_served_{0};
+  std::atomic<std::size_t> http_waiting_{0};
+  std::atomic<std::size_t> http_limit_{0};
 };
 
 }  // namespace gpushare::extender
