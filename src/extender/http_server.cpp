@@ -238,6 +238,7 @@ void HttpServer::install_routes() {
     metrics_.set_ready(options_.not_ready_reason().empty());
     const ConnectionPoolStats pool = connections_->stats();
     metrics_.set_http_connections({pool.busy, pool.waiting, pool.max_threads});
+    if (options_.before_scrape) options_.before_scrape(metrics_);
     // Copy the model's gauges under the shared lock; format after releasing it.
     const ModelGauges gauges = store_.read(
         [](const core::ClusterModel& model, const core::PlacementPolicy&) { return model_gauges(model); });

@@ -224,6 +224,18 @@ std::string Metrics::render(const ModelGauges* model) const {
   family(out, "gpushare_ready", "gauge",
          "1 if this replica answers /readyz with 200: synced and, with --leader-elect, the leader.");
   out += fmt::format("gpushare_ready {}\n", ready_.load() ? 1 : 0);
+  if (const auto election = leader_election()) {
+    family(out, "gpushare_leader", "gauge", "1 while this replica holds the leader-election Lease.");
+    out += fmt::format("gpushare_leader {}\n", election->leader ? 1 : 0);
+    family(out, "gpushare_leader_acquisitions_total", "counter", "Times this replica became the leader.");
+    out += fmt::format("gpushare_leader_acquisitions_total {}\n", election->acquisitions);
+    family(out, "gpushare_leader_lost_total", "counter",
+           "Times this replica stopped leading because no renewal succeeded within the renew deadline.");
+    out += fmt::format("gpushare_leader_lost_total {}\n", election->lost);
+    family(out, "gpushare_leader_failed_attempts_total", "counter",
+           "Lease acquire or renew attempts that did not succeed (held by another replica, conflicts, API errors).");
+    out += fmt::format("gpushare_leader_failed_attempts_total {}\n", election->failed_attempts);
+  }
   family(out, "gpushare_http_connections", "gauge",
          "Open HTTP connections being served; each holds a thread while kept alive.");
   out += fmt::format("gpushare_http_connections {}\n", http_served_.load());
@@ -234,6 +246,16 @@ std::string Metrics::render(const ModelGauges* model) const {
   out += fmt::format("gpushare_http_connection_limit {}\n", http_limit_.load());
   if (model != nullptr) render_model(out, *model);
   return out;
+}
+
+void Metrics::set_leader_election(LeaderElection state) {
+  std::lock_guard lock(mutex_);
+  leader_election_ = state;
+}
+
+std::optional<Metrics::LeaderElection> Metrics::leader_election() const {
+  std::lock_guard lock(mutex_);
+  return leader_election_;
 }
 
 }  // namespace gpushare::extender

@@ -550,4 +550,9 @@ extender::BindOutcome LeaderBinder::bind(const kube::PodInfo& pod, std::string_v
   return inner_.bind_within(pod, node, annotations, std::min(bind_timeout_, *budget));
 }
 
+extender::Metrics::LeaderElection leader_election_metrics(const LeaderElector& elector) {
+  const LeaderElector::Counters counters = elector.counters();
+  return {elector.is_leader(), counters.acquisitions, counters.lost, counters.failed_attempts};
+}
+
 }  // namespace gpushare::sync

@@ -54,6 +54,8 @@ Exported scrape_exported_metrics() {
   extender.metrics().count_watch_restart("pods");
   extender.metrics().count_relist("pods");
   extender.metrics().set_last_sync(1'700'000'000);
+  // And the leader-election series, as a --leader-elect replica's scrape hook does.
+  extender.metrics().set_leader_election({.leader = true, .acquisitions = 1, .lost = 0, .failed_attempts = 0});
 
   auto res = extender.client().Get("/metrics");
   EXPECT_TRUE(res && res->status == 200);

@@ -22,6 +22,7 @@
 #include <vector>
 
 #include "contract/extender_fixture.h"
+#include "gpushare/extender/metrics.h"
 #include "gpushare/extender/options.h"
 #include "gpushare/extender/standalone_cluster.h"
 #include "gpushare/kube/annotations.h"
@@ -591,19 +592,27 @@ TEST(DeployManifests, MonitoringNamesOnlyServedMetrics) {
   auto result = extender.client().Get("/metrics");
   ASSERT_TRUE(result);
   std::set<std::string> served;
-  std::istringstream lines(result->body);
-  for (std::string line; std::getline(lines, line);) {
-    if (!line.starts_with("# TYPE ")) continue;
-    std::istringstream words(line.substr(7));
-    std::string name;
-    std::string type;
-    words >> name >> type;
-    served.insert(name);
-    if (type == "histogram") {
-      for (const char* suffix : {"_bucket", "_sum", "_count"}) served.insert(name + suffix);
+  auto add_served = [&served](const std::string& exposition) {
+    std::istringstream lines(exposition);
+    for (std::string line; std::getline(lines, line);) {
+      if (!line.starts_with("# TYPE ")) continue;
+      std::istringstream words(line.substr(7));
+      std::string name;
+      std::string type;
+      words >> name >> type;
+      served.insert(name);
+      if (type == "histogram") {
+        for (const char* suffix : {"_bucket", "_sum", "_count"}) served.insert(name + suffix);
+      }
     }
-  }
+  };
+  add_served(result->body);
+  // What only a --leader-elect replica serves.
+  extender::Metrics leader_metrics;
+  leader_metrics.set_leader_election({});
+  add_served(leader_metrics.render());
   ASSERT_TRUE(served.contains("gpushare_requests_total"));
+  ASSERT_TRUE(served.contains("gpushare_leader_lost_total"));
   std::size_t checked = 0;
   for (const auto& entry : fs::recursive_directory_iterator(kDeploy)) {
     const auto ext = entry.path().extension();

@@ -289,6 +289,9 @@ TEST(Metrics, ExpositionParsesAndFollowsNamingConventions) {
       {"gpushare_node_gpu_memory_capacity", "gauge"},
       {"gpushare_node_gpu_memory_allocated", "gauge"},
       {"gpushare_build_info", "gauge"},
+      {"gpushare_http_connections", "gauge"},
+      {"gpushare_http_connections_waiting", "gauge"},
+      {"gpushare_http_connection_limit", "gauge"},
   };
   for (const auto& [name, type] : required) {
     const Family* f = e.family(name);
@@ -300,6 +303,9 @@ TEST(Metrics, ExpositionParsesAndFollowsNamingConventions) {
   EXPECT_EQ(e.value("gpushare_requests_total", {{"verb", "bind"}, {"code", "200"}}), 1);
   EXPECT_EQ(e.value("gpushare_binds_total", {{"outcome", "success"}}), 1);
   EXPECT_EQ(e.value("gpushare_ready", Labels{}), 1);  // standalone: ready at once
+  EXPECT_EQ(e.family("gpushare_leader"), nullptr) << "leader series only with --leader-elect";
+  EXPECT_EQ(e.value("gpushare_http_connection_limit", Labels{}), 512);
+  EXPECT_GE(e.value("gpushare_http_connections", Labels{}), 1);  // this scrape's own
   // cpu-node-a has no GPU memory; gpu-node-b cannot fit 6 more on either GPU? It can (32-24=8
   // on GPU0), so the only rejection is the CPU node.
   double rejections = 0;
@@ -426,6 +432,27 @@ TEST(Metrics, LabelValuesAreEscaped) {
   for (const auto& error : e.errors) ADD_FAILURE() << error;
   EXPECT_EQ(e.value("gpushare_binds_total", {{"outcome", "odd\"outcome\\with\nnewline"}}), 1);
   EXPECT_EQ(e.value("gpushare_gpu_memory_allocated", {{"node", "we\"ird\\node"}, {"gpu", "0"}}), 3);
+}
+
+TEST(Metrics, LeaderElectionSeriesOnceSet) {
+  extender::Metrics metrics;
+  metrics.set_leader_election({.leader = true, .acquisitions = 2, .lost = 1, .failed_attempts = 7});
+  const Exposition e = parse_exposition(metrics.render());
+  ASSERT_TRUE(e.errors.empty()) << e.errors.front();
+  const std::map<std::string, std::pair<std::string, double>> expected{
+      {"gpushare_leader", {"gauge", 1}},
+      {"gpushare_leader_acquisitions_total", {"counter", 2}},
+      {"gpushare_leader_lost_total", {"counter", 1}},
+      {"gpushare_leader_failed_attempts_total", {"counter", 7}},
+  };
+  for (const auto& [name, type_value] : expected) {
+    const Family* f = e.family(name);
+    ASSERT_NE(f, nullptr) << name;
+    EXPECT_EQ(f->type, type_value.first) << name;
+    EXPECT_EQ(e.value(name, Labels{}), type_value.second) << name;
+  }
+  metrics.set_leader_election({.leader = false, .acquisitions = 2, .lost = 2, .failed_attempts = 9});
+  EXPECT_EQ(parse_exposition(metrics.render()).value("gpushare_leader", Labels{}), 0);
 }
 
 TEST(Metrics, ParserRejectsMalformedText) {

@@ -61,6 +61,17 @@ std::map<std::pair<std::string, std::string>, long long> usage_by_gpu(FakeApiSer
   return used;
 }
 
+// One unlabelled series' value from GET /metrics ("no answer" / "missing" otherwise).
+std::string metric_value(LiveExtender& replica, const std::string& name) {
+  const auto metrics = replica.http().Get("/metrics");
+  if (!metrics) return "no answer";
+  const std::string prefix = "\n" + name + " ";
+  const auto at = metrics->body.find(prefix);
+  if (at == std::string::npos) return "missing";
+  const auto start = at + prefix.size();
+  return metrics->body.substr(start, metrics->body.find('\n', start) - start);
+}
+
 // Which replica is ready (the leader), waiting for exactly one.
 int wait_for_single_leader(const std::vector<LiveExtender*>& replicas) {
   int leader = -1;
@@ -101,15 +112,15 @@ TEST(LeaderElection, OnlyTheLeaderIsReadyAndBinds) {
            follower_readyz.find("not the leader (the leader is replica-") != std::string::npos;
   })) << follower_readyz;
 
-  // /metrics says the same, for the "no replica ready" alert.
-  auto ready_metric = [](LiveExtender& replica) {
-    const auto metrics = replica.http().Get("/metrics");
-    if (!metrics) return std::string("no answer");
-    const auto at = metrics->body.find("\ngpushare_ready ");
-    return at == std::string::npos ? std::string("missing") : metrics->body.substr(at + 16, 1);
-  };
-  EXPECT_EQ(ready_metric(chief), "1");
-  EXPECT_EQ(ready_metric(follower), "0");
+  // /metrics says the same, for the "no replica ready" alert, and which replica leads.
+  EXPECT_EQ(metric_value(chief, "gpushare_ready"), "1");
+  EXPECT_EQ(metric_value(follower, "gpushare_ready"), "0");
+  EXPECT_EQ(metric_value(chief, "gpushare_leader"), "1");
+  EXPECT_EQ(metric_value(follower, "gpushare_leader"), "0");
+  EXPECT_EQ(metric_value(chief, "gpushare_leader_acquisitions_total"), "1");
+  EXPECT_EQ(metric_value(follower, "gpushare_leader_acquisitions_total"), "0");
+  // The follower's retries find the Lease held.
+  EXPECT_TRUE(eventually([&] { return metric_value(follower, "gpushare_leader_failed_attempts_total") != "0"; }));
 
   // The follower answers bind with an error (kube-scheduler retries), and writes nothing.
   fake.clear_request_log();
@@ -192,6 +203,8 @@ TEST(LeaderElection, TheLeaderStepsDownWhenItCannotRenew) {
   ASSERT_TRUE(eventually([&] { return a.readyz() == 503; }, 10s));
   EXPECT_FALSE(a.gate()->elector().is_leader());
   EXPECT_GE(a.gate()->elector().counters().lost, 1u);
+  EXPECT_EQ(metric_value(a, "gpushare_leader"), "0");
+  EXPECT_NE(metric_value(a, "gpushare_leader_lost_total"), "0");
   const auto [code, reply] = a.post(
       "bind", Json{{"PodName", "p"}, {"PodNamespace", "default"}, {"PodUID", uid_of(fake, "p")}, {"Node", "n1"}});
   EXPECT_EQ(code, 500);

@@ -142,6 +142,11 @@ class LiveExtender {
       if (reason.empty() && gate_) reason = gate_->not_ready_reason();
       return reason;
     };
+    if (gate_) {
+      http.before_scrape = [this](extender::Metrics& m) {
+        m.set_leader_election(sync::leader_election_metrics(gate_->elector()));
+      };
+    }
     server_ = std::make_unique<extender::HttpServer>(*service_, store_, metrics_, rejections_, http);
     port_ = server_->bind("127.0.0.1", 0);
     sync_->start();

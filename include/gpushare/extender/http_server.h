@@ -34,6 +34,9 @@ struct HttpServerOptions {
   std::string policy_name;
   // Readiness: empty string = ready, else why not (first sync pending, not the leader...).
   std::function<std::string()> not_ready_reason = [] { return std::string(); };
+  // Called on every /metrics scrape before rendering, to copy state kept elsewhere (leader
+  // election) into the metrics.
+  std::function<void(Metrics&)> before_scrape;
   // How long stop() waits for binds in flight to finish.
   std::chrono::milliseconds shutdown_grace{20000};
 };

@@ -7,6 +7,7 @@
 #include <cstdint>
 #include <map>
 #include <mutex>
+#include <optional>
 #include <string>
 #include <string_view>
 #include <vector>
@@ -85,6 +86,15 @@ class Metrics {
     http_limit_ = connections.limit;
   }
 
+  // --leader-elect only (the series are absent without it); set per scrape.
+  struct LeaderElection {
+    bool leader = false;              // holds the Lease now
+    std::uint64_t acquisitions = 0;   // times this replica became leader
+    std::uint64_t lost = 0;           // step-downs: no renewal succeeded within the renew deadline
+    std::uint64_t failed_attempts = 0;  // acquire or renew attempts that did not succeed
+  };
+  void set_leader_election(LeaderElection state);
+
   // Everything above in Prometheus text format (version 0.0.4), plus the model's gauges when
   // given.
   std::string render() const { return render(nullptr); }
@@ -96,6 +106,7 @@ class Metrics {
     std::map<LabelKey, std::uint64_t> values;
   };
   void increment(Counter& counter, LabelKey labels);
+  std::optional<LeaderElection> leader_election() const;
 
   mutable std::mutex mutex_;  // guards the counter maps and the histogram map's shape
   Counter requests_;
@@ -106,6 +117,7 @@ class Metrics {
   std::map<std::string, Histogram, std::less<>> latency_;  // per verb; nodes are stable
   std::atomic<std::int64_t> last_sync_seconds_{0};
   std::atomic<bool> ready_{false};
+  std::optional<LeaderElection> leader_election_;  // guarded by mutex_
   std::atomic<std::size_t> http_served_{0};
   std::atomic<std::size_t> http_waiting_{0};
   std::atomic<std::size_t> http_limit_{0};

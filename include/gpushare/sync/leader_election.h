@@ -31,6 +31,7 @@
 #include <thread>
 
 #include "gpushare/apiclient/api_client.h"
+#include "gpushare/extender/metrics.h"
 #include "gpushare/extender/model_store.h"
 #include "gpushare/extender/pod_binder.h"
 #include "gpushare/sync/api_pod_binder.h"
@@ -55,6 +56,10 @@ std::string validate(const LeaderElectionConfig& config);
 
 // hostname + "_" + a random suffix, as kube-scheduler does.
 std::string default_leader_identity();
+
+class LeaderElector;
+// The elector's state as /metrics reports it.
+extender::Metrics::LeaderElection leader_election_metrics(const LeaderElector& elector);
 
 class LeaderElector {
  public:

@@ -58,7 +58,8 @@ class ShutdownSignals {
 int serve(const ext::Options& options, ext::SchedulingService& service, ext::ModelStore& store,
           ext::Metrics& metrics, ext::RejectionLog& rejections,
           std::function<std::string()> not_ready_reason, ShutdownSignals& signals,
-          std::function<void(bool drained)> on_drained = nullptr) {
+          std::function<void(bool drained)> on_drained = nullptr,
+          std::function<void(ext::Metrics&)> before_scrape = nullptr) {
   ext::HttpServerOptions http;
   http.shutdown_grace = options.shutdown_grace_period;
   http.max_request_bytes = options.max_request_bytes;
@@ -67,6 +68,7 @@ int serve(const ext::Options& options, ext::SchedulingService& service, ext::Mod
   http.tls_private_key_file = options.tls_private_key_file;
   http.policy_name = options.policy;
   http.not_ready_reason = std::move(not_ready_reason);
+  http.before_scrape = std::move(before_scrape);
   ext::HttpServer server(service, store, metrics, rejections, http);
   const int port = server.bind(options.listen_host(), options.listen_port());
   if (port < 0) return 1;
@@ -182,7 +184,14 @@ int run_live(const ext::Options& options, ShutdownSignals& signals) {
   auto on_drained = [&gate](bool drained) {
     if (gate) gate->stop(drained);
   };
-  const int code = serve(options, service, store, metrics, rejections, not_ready, signals, on_drained);
+  std::function<void(ext::Metrics&)> before_scrape;
+  if (gate) {
+    before_scrape = [&gate](ext::Metrics& m) {
+      m.set_leader_election(gpushare::sync::leader_election_metrics(gate->elector()));
+    };
+  }
+  const int code =
+      serve(options, service, store, metrics, rejections, not_ready, signals, on_drained, before_scrape);
   if (gate) gate->stop(true);  // every request has been answered by now
   sync.stop();
   return code;
