@@ -1,5 +1,6 @@
 #include "gpushare/core/quantity.h"
 
+#include <algorithm>
 #include <array>
 #include <limits>
 
@@ -75,8 +76,9 @@ Quantity Quantity::parse(std::string_view text) {
         int value = 0;
         for (; p < suffix.size(); ++p) {
           if (!is_digit(suffix[p])) fail(text, "bad exponent");
-          value = value * 10 + (suffix[p] - '0');
-          if (value > 40) fail(text, "exponent out of range");
+          // Kubernetes takes any number of exponent digits; past 10^6 the outcome no longer
+          // changes (0, the smallest unit, or out of range), so saturate there.
+          value = std::min(value * 10 + (suffix[p] - '0'), 1'000'000);
         }
         exponent = exp_negative ? -value : value;
       } else if (suffix != "E") {
@@ -99,7 +101,16 @@ Quantity Quantity::parse(std::string_view text) {
   }
   if (negative && mantissa != 0) fail(text, "negative quantities are not allowed here");
 
+  if (mantissa == 0) return Quantity(0);  // "0e999" is zero, as in Kubernetes
+
   // value_milli = mantissa * 1000 * base^exponent / 10^fraction_digits, rounded up like Kubernetes.
+  if (base == 10) {
+    // Cancel the fraction against a positive exponent first ("0.000001e9"), so that only the
+    // value, not its spelling, can overflow.
+    const int cancelled = std::clamp(exponent, 0, fraction_digits);
+    exponent -= cancelled;
+    fraction_digits -= cancelled;
+  }
   Wide numerator = mantissa * 1000;
   Wide denominator = 1;
   for (int i = 0; i < fraction_digits; ++i) denominator *= 10;
@@ -112,7 +123,9 @@ Quantity Quantity::parse(std::string_view text) {
   if (exponent >= 0) {
     multiply(numerator, base, exponent);
   } else {
-    multiply(denominator, base, -exponent);
+    // Once the denominator reaches the numerator the value is at most one milli-unit, which
+    // rounding up makes exactly one ("1e-40" is the smallest positive quantity, as in Kubernetes).
+    for (int i = 0; i < -exponent && denominator < numerator; ++i) denominator *= base;
   }
   const Wide milli = (numerator + denominator - 1) / denominator;
   if (milli > kMaxMilli) fail(text, "value out of range");

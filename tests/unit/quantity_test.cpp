@@ -40,6 +40,23 @@ TEST(Quantity, Exponents) {
   EXPECT_EQ(Quantity::parse("12e+2").units_ceil(), 1200);
 }
 
+// Kubernetes accepts any exponent; tiny values round up to the smallest unit (ours is the
+// milli-unit) and zero stays zero, however large the exponent.
+TEST(Quantity, ExtremeExponents) {
+  EXPECT_EQ(Quantity::parse("1e-40").milli(), 1);
+  EXPECT_EQ(Quantity::parse("5e-4").milli(), 1);
+  EXPECT_EQ(Quantity::parse("1e-3").milli(), 1);
+  EXPECT_EQ(Quantity::parse("2e-3").milli(), 2);
+  EXPECT_EQ(Quantity::parse("123456789e-99999999999").milli(), 1);
+  EXPECT_EQ(Quantity::parse("0e999").milli(), 0);
+  EXPECT_EQ(Quantity::parse("0.0e-999").milli(), 0);
+  EXPECT_FALSE(Quantity::parse("1e-40").is_whole());
+  EXPECT_EQ(Quantity::parse("0.000000000000000000000000000001e40").units_ceil(), 10'000'000'000);
+  EXPECT_EQ(Quantity::parse("1.5e1").milli(), 15'000);
+  EXPECT_THROW(Quantity::parse("1e41"), QuantityError);
+  EXPECT_THROW(Quantity::parse("1e99999999999"), QuantityError);
+}
+
 TEST(Quantity, Fractions) {
   EXPECT_EQ(Quantity::parse("0.5").milli(), 500);
   EXPECT_EQ(Quantity::parse(".5").milli(), 500);
