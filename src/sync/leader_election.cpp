@@ -335,10 +335,17 @@ void LeaderElector::run(std::stop_token stop) {
       }
       count_failure();
       const double jitter = std::uniform_real_distribution<double>(0.0, 1.2)(random);
-      if (!wait(ms(config_.retry_period + std::chrono::duration_cast<Clock::duration>(config_.retry_period * jitter)),
-                stop)) {
-        break;
+      auto pause = ms(config_.retry_period + std::chrono::duration_cast<Clock::duration>(config_.retry_period * jitter));
+      // If the holder's lease (as we observed it) runs out before the next jittered attempt, try
+      // right then instead: the same acquisition rule as client-go, without waiting up to 2.2
+      // retry periods past the expiry. No extra calls while the holder keeps renewing, since each
+      // attempt then sees a new renewTime and pushes the expiry a lease duration ahead.
+      if (!observed_.holder.empty() && observed_.holder != config_.identity) {
+        const Time expiry = observed_time_ + std::chrono::seconds(observed_.lease_duration_seconds) + 5ms;
+        const auto until_expiry = ms(expiry - Clock::now());
+        if (until_expiry > 0ms && until_expiry < pause) pause = until_expiry;
       }
+      if (!wait(pause, stop)) break;
       continue;
     }
     // Renew: every retry period; within one round, retry until the renew deadline passes.
