@@ -1,5 +1,7 @@
 #include "gpushare/extender/http_server.h"
 
+#include <sys/socket.h>
+
 #include <algorithm>
 #include <chrono>
 #include <ranges>
@@ -126,6 +128,13 @@ void HttpServer::install_routes() {
   // waits for the client's delayed ACK (40 ms on Linux) whenever the reply is small, as it is
   // for the ~500 nodes kube-scheduler offers by default (bench/http/run.sh: 44 ms -> sub-ms).
   server_->set_tcp_nodelay(true);
+  // httplib's default also sets SO_REUSEPORT, under which a second process on our port (a
+  // leftover replica, a typo in --listen) would silently share our connections instead of
+  // failing to start. SO_REUSEADDR alone still allows an immediate restart.
+  server_->set_socket_options([](socket_t sock) {
+    int yes = 1;
+    setsockopt(sock, SOL_SOCKET, SO_REUSEADDR, &yes, sizeof yes);
+  });
   server_->set_read_timeout(30);
   server_->set_write_timeout(30);
 

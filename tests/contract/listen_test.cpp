@@ -1,0 +1,57 @@
+// Listening: a second extender on a port already served must fail to start, not share it.
+// (httplib's default socket options set SO_REUSEPORT, under which both would listen and the
+// kernel would split connections between them: a leftover follower would answer half the binds.)
+
+#include <gtest/gtest.h>
+
+#include "contract/extender_fixture.h"
+
+namespace gpushare::testing {
+namespace {
+
+Json one_node() {
+  return cluster_list({node_object("gpu-a", 2, 32)});
+}
+
+// An extender that has not bound yet, to try ports with.
+class UnboundExtender {
+ public:
+  UnboundExtender()
+      : standalone_(one_node(), kube::ResourceNames{}),
+        store_(core::make_policy("binpack")),
+        service_(store_, standalone_, metrics_, rejections_, extender::ServiceConfig{}),
+        server_(service_, store_, metrics_, rejections_, extender::HttpServerOptions{}) {}
+  int bind(int port) { return server_.bind("127.0.0.1", port); }
+
+ private:
+  extender::StandaloneCluster standalone_;
+  extender::ModelStore store_;
+  extender::Metrics metrics_;
+  extender::RejectionLog rejections_;
+  extender::SchedulingService service_;
+  extender::HttpServer server_;
+};
+
+TEST(Listen, ASecondServerOnABusyPortFailsToBind) {
+  ExtenderUnderTest first(one_node());
+  UnboundExtender second;
+  EXPECT_EQ(second.bind(first.port()), -1);
+  // The first one still answers.
+  auto health = first.client().Get("/healthz");
+  ASSERT_TRUE(health);
+  EXPECT_EQ(health->status, 200);
+}
+
+TEST(Listen, APortIsReusableRightAfterAServerStops) {
+  int port = -1;
+  {
+    ExtenderUnderTest first(one_node());
+    port = first.port();
+    ASSERT_TRUE(first.client().Get("/healthz"));  // leaves a connection in TIME_WAIT
+  }
+  UnboundExtender again;
+  EXPECT_EQ(again.bind(port), port);
+}
+
+}  // namespace
+}  // namespace gpushare::testing
