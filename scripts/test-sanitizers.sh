@@ -1,5 +1,6 @@
 #!/usr/bin/env bash
-# Builds the unit, contract and integration tests with AddressSanitizer+UndefinedBehaviorSanitizer
+# Builds the unit, contract, integration, API-client and fake-API-server tests with
+# AddressSanitizer+UndefinedBehaviorSanitizer
 # (build-asan/) and with ThreadSanitizer (build-tsan/), and runs them. Any report fails the run.
 #
 #   scripts/test-sanitizers.sh [asan] [tsan]        (default: both)
@@ -16,7 +17,7 @@ kinds=("$@")
 if ((${#kinds[@]} == 0)); then
   kinds=(asan tsan)
 fi
-targets=(gpushare_unit_tests gpushare_contract_tests gpushare_integration_tests)
+targets=(gpushare_unit_tests gpushare_contract_tests gpushare_integration_tests gpushare_apiclient_tests gpushare_fakeapi_tests)
 supp="$PWD/scripts/sanitizers"
 
 for kind in "${kinds[@]}"; do
