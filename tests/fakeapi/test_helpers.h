@@ -19,6 +19,7 @@
 #include <nlohmann/json.hpp>
 
 #include "support/fake_apiserver.h"
+#include "support/raw_http_connection.h"
 
 namespace gpushare::testing::fakeapi_test {
 
@@ -52,37 +53,6 @@ class ApiClient {
   httplib::Headers headers() const;
   std::unique_ptr<httplib::Client> client_;
   std::string token_;
-};
-
-class RawHttpConnection {
- public:
-  enum class ChunkStatus { Chunk, CleanEnd, Abrupt, Timeout };
-  struct Head {
-    int status = 0;
-    std::map<std::string, std::string> headers;  // keys lower-cased
-  };
-
-  explicit RawHttpConnection(std::uint16_t port);
-  ~RawHttpConnection();
-  RawHttpConnection(const RawHttpConnection&) = delete;
-  RawHttpConnection& operator=(const RawHttpConnection&) = delete;
-
-  void send_request(std::string_view method, std::string_view target,
-                    const std::map<std::string, std::string>& headers = {}, std::string_view body = {});
-  std::optional<Head> read_head(std::chrono::milliseconds timeout = kSoon);
-  // The next chunk of a chunked body.
-  ChunkStatus read_chunk(std::string& data, std::chrono::milliseconds timeout = kSoon);
-  // A whole body (Content-Length or chunked); nullopt on error.
-  std::optional<std::string> read_body(const Head& head, std::chrono::milliseconds timeout = kSoon);
-  // True once the server has closed (or reset) the connection.
-  bool closed_by_peer(std::chrono::milliseconds timeout = kSoon);
-
- private:
-  enum class Fill { Data, Eof, Reset, Timeout };
-  Fill fill(std::chrono::steady_clock::time_point deadline);
-  std::optional<std::string> read_line(std::chrono::steady_clock::time_point deadline, Fill& why);
-  int fd_ = -1;
-  std::string buffer_;
 };
 
 // Cuts a byte stream into complete top-level JSON values, whatever the chunking.
