@@ -22,6 +22,10 @@ struct PodInfo {
   bool terminating = false;  // metadata.deletionTimestamp set
   // Sum over regular containers of limits[resource] (requests when no limit is given).
   core::Units request = 0;
+  // CPU (milli-cores) and memory (bytes) the pod requests, as kube-scheduler counts them:
+  // max(sum of containers and sidecars, each init container) plus the pod overhead.
+  std::int64_t cpu_milli = 0;
+  std::int64_t memory = 0;
   // From the device-plugin annotations, when present and valid.
   std::optional<int> gpu_index;
   std::optional<core::Units> annotated_request;
@@ -34,10 +38,12 @@ struct PodInfo {
   // What the pod holds: the _POD annotation if present, else its containers' limits.
   core::Units effective_request() const { return annotated_request.value_or(request); }
   std::string key() const { return namespace_name + "/" + name; }
-  // What the pod asks of a node: its request, on one GPU.
+  // What the pod asks of a node: its request, on one GPU, and its CPU and memory.
   core::PodDemand demand() const {
     core::PodDemand d;
     d.per_gpu = effective_request();
+    d.cpu_milli = cpu_milli;
+    d.memory = memory;
     return d;
   }
 };
