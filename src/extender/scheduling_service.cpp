@@ -55,6 +55,16 @@ std::vector<std::string_view> offered_views(const ExtenderArgs& args, std::vecto
   return views;
 }
 
+// What kube-scheduler leaves to us: the pod's GPU demand without CPU and memory. kube-scheduler
+// has already filtered on those (it is the authority on them: it also counts pods we never see,
+// non-zero defaults and overhead), so filter, bind and preempt never reject a node for them;
+// scoring alone uses them.
+core::PodDemand gpu_demand_only(core::PodDemand demand) {
+  demand.cpu_milli = 0;
+  demand.memory = 0;
+  return demand;
+}
+
 constexpr std::size_t kFitStatusCount = static_cast<std::size_t>(core::FitStatus::kNotEnoughWholeGpus) + 1;
 
 // Filter's reason texts, each distinct one formatted once per request.
@@ -141,7 +151,7 @@ std::vector<HostPriority> SchedulingService::prioritize(ExtenderArgs&& args) con
 
 FilterResult SchedulingService::filter_impl(const ExtenderArgs& args, ExtenderArgs* movable) {
   FilterResult result;
-  const core::PodDemand demand = args.pod.demand();
+  const core::PodDemand demand = gpu_demand_only(args.pod.demand());
   std::vector<std::string> owned_names;
   const std::vector<std::string_view> offered = offered_views(args, owned_names);
   std::vector<char> passed(offered.size(), 1);
@@ -240,17 +250,22 @@ std::vector<HostPriority> SchedulingService::prioritize_impl(const ExtenderArgs&
   std::vector<std::string> owned_names;
   const std::vector<std::string_view> offered = offered_views(args, owned_names);
   std::vector<std::optional<double>> raw(offered.size());
-  if (demand.wants_gpu()) {
-    store_.read([&](const core::ClusterModel& model, const core::PlacementPolicy& policy) {
-      model.visit_nodes(
-          offered,
-          [&](std::size_t i, const core::NodeState* node) {
-            if (node == nullptr) return;
-            raw[i] = policy.score(*node, demand);
-          },
-          /*with_gpus=*/true);
-    });
-  }
+  // Every pod is scored, GPU or not: a second extender entry without managedResources sends
+  // CPU-only pods here so that they can be steered off the CPU and memory GPU pods will need.
+  const core::PodDemand gpu_only = gpu_demand_only(demand);
+  const bool tracks_cpu_memory = demand.cpu_milli > 0 || demand.memory > 0;
+  store_.read([&](const core::ClusterModel& model, const core::PlacementPolicy& policy) {
+    model.visit_nodes(
+        offered,
+        [&](std::size_t i, const core::NodeState* node) {
+          if (node == nullptr) return;
+          raw[i] = policy.score(*node, demand);
+          // kube-scheduler found the node feasible; where our view of its CPU or memory
+          // disagrees, score it on GPUs alone rather than call it infeasible.
+          if (!raw[i] && tracks_cpu_memory) raw[i] = policy.score(*node, gpu_only);
+        },
+        /*with_gpus=*/demand.wants_gpu());
+  });
   const std::vector<int> scores = core::normalize_scores(raw);
   std::vector<HostPriority> result;
   result.reserve(offered.size());
@@ -300,11 +315,12 @@ BindReply SchedulingService::bind(const BindingArgs& args) {
                             existing->node, existing->assumed ? " (bind in progress)" : "");
         return;
       }
-      const auto placement = policy.place(*node, demand);
+      std::optional<core::Placement> placement = policy.place(*node, demand);
+      if (!placement) placement = policy.place(*node, gpu_demand_only(demand));  // see filter
       if (!placement || placement->gpus.size() != 1) {
         outcome = "no_fit";
         error = fmt::format("node {}: {}", args.node,
-                            core::check_fit(*node, demand).reason(config_.names.memory));
+                            core::check_fit(*node, gpu_demand_only(demand)).reason(config_.names.memory));
         return;
       }
       gpu = placement->gpus.front();
@@ -316,6 +332,8 @@ BindReply SchedulingService::bind(const BindingArgs& args) {
       allocation.node = args.node;
       allocation.gpus = {gpu};
       allocation.per_gpu = demand.per_gpu;
+      allocation.cpu_milli = demand.cpu_milli;
+      allocation.memory = demand.memory;
       allocation.assumed = true;
       allocation.assume_time_ns = assume_time;
       model.add_pod(std::move(allocation));
@@ -353,7 +371,7 @@ BindReply SchedulingService::bind(const BindingArgs& args) {
 
 std::map<std::string, MetaVictims> SchedulingService::preempt(const PreemptionArgs& args) const {
   std::map<std::string, MetaVictims> result;
-  const core::PodDemand demand = args.pod.demand();
+  const core::PodDemand demand = gpu_demand_only(args.pod.demand());
   store_.read([&](const core::ClusterModel& model, const core::PlacementPolicy&) {
     for (const auto& [node_name, victims] : args.victims) {
       const core::NodeState* node = model.find_node(node_name);
