@@ -266,7 +266,7 @@ std::vector<HostPriority> SchedulingService::prioritize_impl(const ExtenderArgs&
         },
         /*with_gpus=*/demand.wants_gpu());
   });
-  const std::vector<int> scores = core::normalize_scores(raw);
+  const std::vector<int> scores = core::map_scores(raw, config_.score_mapping);
   std::vector<HostPriority> result;
   result.reserve(offered.size());
   const NameTaker take{offered, movable};

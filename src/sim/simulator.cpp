@@ -117,6 +117,17 @@ Simulator::Simulator(std::vector<core::NodeSpec> nodes, std::vector<TracePod> po
   typical_ = core::typical_workload(demands_, options_.target_coverage);
 }
 
+std::vector<std::size_t> Simulator::arrivals(std::uint64_t seed) const {
+  std::vector<std::size_t> order = arrival_order(pods_, seed, options_.max_arrival, capacity_);
+  if (options_.single_gpu_only) {
+    std::erase_if(order, [&](std::size_t index) { return pods_[index].demand.gpu_count > 1; });
+  }
+  if (options_.gpu_pods_only) {
+    std::erase_if(order, [&](std::size_t index) { return !pods_[index].demand.wants_gpu(); });
+  }
+  return order;
+}
+
 RunResult Simulator::run(std::string_view policy_name, std::uint64_t seed) const {
   auto contender = make_contender(policy_name, TraceContext{typical_, demands_, seed});
   if (!contender) throw std::invalid_argument(fmt::format("unknown policy '{}'", policy_name));
@@ -131,8 +142,7 @@ RunResult Simulator::run(Contender& contender, std::uint64_t seed) const {
   for (const auto& spec : nodes_) model.upsert_node(spec);
   const std::vector<core::NodeState>& nodes = model.nodes();
   const std::vector<std::size_t> tie_order = node_tie_order(nodes.size(), seed);
-  const std::vector<std::size_t> arrivals =
-      arrival_order(pods_, seed, options_.max_arrival, capacity_);
+  const std::vector<std::size_t> arrivals = this->arrivals(seed);
 
   std::vector<std::vector<CachedPlacement>> cache(shape_count_);
   std::vector<double> node_fragmentation(nodes.size());

@@ -9,6 +9,7 @@
 #include <string>
 #include <vector>
 
+#include "gpushare/core/score_mapping.h"
 #include "gpushare/extender/metrics.h"
 #include "gpushare/extender/model_store.h"
 #include "gpushare/extender/pod_binder.h"
@@ -20,6 +21,8 @@ namespace gpushare::extender {
 
 struct ServiceConfig {
   kube::ResourceNames names;
+  // How prioritize maps the policy's raw scores onto 0..10 (--score-mapping).
+  core::ScoreMapping score_mapping = core::ScoreMapping::kMinMax;
   // Wall clock in Unix nanoseconds (ASSUME_TIME annotation); injectable for tests.
   std::function<std::int64_t()> now_ns = [] {
     return std::chrono::duration_cast<std::chrono::nanoseconds>(

@@ -21,6 +21,11 @@ namespace gpushare::sim {
 struct SimulationOptions {
   double max_arrival = 1.3;  // stop when arrived GPU demand reaches this x capacity
   double target_coverage = 0.95;  // FGD's typical workload: top shapes covering this share
+  // Drop multi-GPU pods from each seed's arrival sequence (drawn from the whole trace, so the
+  // single-GPU pods arrive in the same order as with them): gpushare places single-GPU pods only.
+  bool single_gpu_only = false;
+  // Drop pods that want no GPU likewise (to see what CPU-only pods cost).
+  bool gpu_pods_only = false;
 };
 
 // Means of the records whose arrived demand rounds to `arrived_pct` (as the paper's analysis).
@@ -54,6 +59,9 @@ class Simulator {
   const core::TargetWorkload& typical_workload() const { return typical_; }
   const SimulationOptions& options() const { return options_; }
   const std::vector<TracePod>& pods() const { return pods_; }
+  const std::vector<core::NodeSpec>& nodes() const { return nodes_; }
+  // The seed's arrival sequence: indices into pods().
+  std::vector<std::size_t> arrivals(std::uint64_t seed) const;
 
   // Throws std::invalid_argument for an unknown policy name, std::logic_error if the policy
   // proposes GPUs the pod does not fit on.

@@ -11,8 +11,12 @@
 #include <fmt/format.h>
 #include <fmt/ostream.h>
 #include <fmt/ranges.h>
+#include <spdlog/spdlog.h>
 
 #include "gpushare/core/placement_policy.h"
+#include "gpushare/core/score_mapping.h"
+#include "gpushare/kubesim/deployed_run.h"
+#include "gpushare/kubesim/scheduler_config.h"
 #include "gpushare/sim/arrivals.h"
 #include "gpushare/sim/report.h"
 #include "gpushare/sim/simulator.h"
@@ -27,20 +31,47 @@ struct Job {
   std::uint64_t seed;
 };
 
+// The deployed path: pods through a modelled kube-scheduler and the service in process.
+struct Deployment {
+  gpushare::kubesim::SchedulerConfig config;
+  gpushare::kubesim::DeployedOptions options;
+  std::string label;  // the configuration file's name, in run names
+};
+
+std::string deployed_run_name(const std::string& policy, const Deployment& deployment) {
+  return policy + "@" + deployment.label;
+}
+
 // Runs every (policy, seed) on `jobs` threads; results in job order.
 std::vector<RunResult> run_all(const gpushare::sim::Simulator& simulator,
-                               const std::vector<Job>& jobs, unsigned threads, bool verbose) {
+                               const std::vector<Job>& jobs, unsigned threads, bool verbose,
+                               const Deployment* deployment) {
   std::vector<RunResult> results(jobs.size());
   std::atomic<std::size_t> next{0};
   std::mutex print;
   const auto worker = [&] {
     for (std::size_t i = next++; i < jobs.size(); i = next++) {
-      results[i] = simulator.run(jobs[i].policy, jobs[i].seed);
+      std::string detail;
+      if (deployment != nullptr) {
+        auto [run, stats, placements] = gpushare::kubesim::run_deployed(
+            simulator.nodes(), simulator.pods(), simulator.arrivals(jobs[i].seed),
+            simulator.typical_workload(), deployment->config, deployment->options, jobs[i].seed,
+            deployed_run_name(jobs[i].policy, *deployment));
+        results[i] = std::move(run);
+        detail = fmt::format(
+            "; GPU pods {} ({} failed), CPU-only pods {} ({} failed, {} on GPU nodes); "
+            "{} taken without scoring; extender: {} filter, {} prioritize, {} bind",
+            stats.gpu_pods, stats.failed_gpu_pods, stats.cpu_only_pods, stats.failed_cpu_only_pods,
+            stats.cpu_only_on_gpu_nodes, stats.single_feasible, stats.extender_filter_calls,
+            stats.extender_prioritize_calls, stats.extender_binds);
+      } else {
+        results[i] = simulator.run(jobs[i].policy, jobs[i].seed);
+      }
       if (verbose) {
         const std::lock_guard lock(print);
-        fmt::print(stderr, "{} seed {}: {:.2f} % allocated at the end, {:.2f} s ({:.2f} s CPU)\n",
-                   jobs[i].policy, jobs[i].seed, results[i].final_alloc_pct, results[i].seconds,
-                   results[i].cpu_seconds);
+        fmt::print(stderr, "{} seed {}: {:.2f} % allocated at the end, {:.2f} s ({:.2f} s CPU){}\n",
+                   results[i].policy, jobs[i].seed, results[i].final_alloc_pct, results[i].seconds,
+                   results[i].cpu_seconds, detail);
       }
     }
   };
@@ -73,6 +104,14 @@ int main(int argc, char** argv) {
   unsigned jobs = 1;
   bool verbose = false;
   bool arrivals_only = false;
+  bool single_gpu_only = false;
+  bool gpu_pods_only = false;
+  std::string scheduler_config_path;
+  std::string kube_version = "current";
+  std::string scheduler_name;
+  std::string cpu_only_pods = "auto";
+  std::int64_t max_pods = 110;
+  std::string score_mapping = "minmax";
   app.add_option("--nodes", nodes_path, "node list CSV (sn,cpu_milli,memory_mib,gpu,model)")
       ->required();
   app.add_option("--pods", pods_path, "pod list CSV (name,cpu_milli,memory_mib,num_gpu,gpu_milli,...)")
@@ -110,16 +149,76 @@ int main(int argc, char** argv) {
   app.add_option("-j,--jobs", jobs, "runs in parallel")
       ->capture_default_str()
       ->check(CLI::Range(1u, 64u));
+  app.add_flag("--single-gpu-only", single_gpu_only,
+               "drop multi-GPU pods from each seed's arrivals (always so with --scheduler-config)");
+  app.add_flag("--gpu-pods-only", gpu_pods_only, "drop pods that want no GPU from each seed's arrivals");
+  app.add_option("--scheduler-config", scheduler_config_path,
+                 "the deployed path: place pods through a model of kube-scheduler configured by this "
+                 "KubeSchedulerConfiguration file (e.g. deploy/scheduler/kube-scheduler-config.yaml), "
+                 "with the extender's service in process; --policy then names the extender's policy");
+  app.add_option("--kube-version", kube_version,
+                 "kube-scheduler's scoring formulas: 1.20 (1.20-1.22) or current (1.23 and later)")
+      ->capture_default_str()
+      ->check(CLI::IsMember({"1.20", "1.21", "1.22", "current"}));
+  app.add_option("--scheduler-name", scheduler_name,
+                 "the profile GPU pods name (default: the configuration's first profile)");
+  app.add_option("--cpu-only-pods", cpu_only_pods,
+                 "which scheduler CPU-only pods go through: same (the configured profile), default (a "
+                 "plain default-scheduler, as in a second-scheduler set-up) or auto (same if the "
+                 "profile is default-scheduler)")
+      ->capture_default_str()
+      ->check(CLI::IsMember({"auto", "same", "default"}));
+  app.add_option("--max-pods", max_pods, "pods per node (kubelet's maxPods) in the deployed path")
+      ->capture_default_str()
+      ->check(CLI::Range(std::int64_t{1}, std::int64_t{100000}));
+  app.add_option("--score-mapping", score_mapping,
+                 fmt::format("the extender's --score-mapping in the deployed path: {}",
+                             gpushare::core::kScoreMappingNames))
+      ->capture_default_str()
+      ->check(CLI::IsMember({"minmax", "rank"}));
   app.add_flag("-v,--verbose", verbose, "print each run as it finishes");
   CLI11_PARSE(app, argc, argv);
+  // The in-process extender logs every bind at info; a simulation binds thousands.
+  spdlog::set_level(spdlog::level::warn);
 
   try {
     auto nodes = gpushare::sim::parse_nodes_csv(gpushare::sim::read_text_file(nodes_path));
     auto pods = gpushare::sim::parse_pods_csv(gpushare::sim::read_text_file(pods_path));
     const std::size_t node_count = nodes.size();
     const std::size_t pod_count = pods.size();
+    std::optional<Deployment> deployment;
+    if (!scheduler_config_path.empty()) {
+      const auto version = kube_version == "current" ? gpushare::kubesim::KubeVersion::kCurrent
+                                                     : gpushare::kubesim::KubeVersion::k1_20;
+      deployment.emplace();
+      try {
+        deployment->config = gpushare::kubesim::parse_scheduler_config(
+            gpushare::sim::read_text_file(scheduler_config_path), version);
+      } catch (const gpushare::kubesim::ConfigError& error) {
+        throw gpushare::sim::TraceError(fmt::format("{}: {}", scheduler_config_path, error.what()));
+      }
+      deployment->options.version = version;
+      deployment->options.scheduler_name = scheduler_name;
+      deployment->options.cpu_only_pods = cpu_only_pods == "same" ? gpushare::kubesim::CpuOnlyPods::kSameProfile
+                                          : cpu_only_pods == "default"
+                                              ? gpushare::kubesim::CpuOnlyPods::kDefaultScheduler
+                                              : gpushare::kubesim::CpuOnlyPods::kAuto;
+      deployment->options.max_pods_per_node = max_pods;
+      deployment->options.score_mapping = score_mapping;
+      deployment->label = std::filesystem::path(scheduler_config_path).stem().string();
+      for (const auto& policy : policies) {
+        if (!gpushare::core::make_policy(policy)) {
+          throw gpushare::sim::TraceError(fmt::format(
+              "--policy {}: the deployed path runs the service's policies: {}", policy,
+              fmt::join(gpushare::core::policy_names(), ", ")));
+        }
+      }
+      single_gpu_only = true;
+    }
     gpushare::sim::SimulationOptions options;
     options.max_arrival = max_arrival;
+    options.single_gpu_only = single_gpu_only;
+    options.gpu_pods_only = gpu_pods_only;
     const gpushare::sim::Simulator simulator(std::move(nodes), std::move(pods), options);
     const double capacity_gpus =
         static_cast<double>(simulator.capacity()) / static_cast<double>(gpushare::sim::kUnitsPerGpu);
@@ -133,8 +232,7 @@ int main(int argc, char** argv) {
       out << "seed,position,pod,num_gpu,gpu_milli,arrived_pct\n";
       const auto& trace = simulator.pods();
       for (unsigned s = 0; s < seeds; ++s) {
-        const auto order = gpushare::sim::arrival_order(trace, first_seed + s, max_arrival,
-                                                        simulator.capacity());
+        const auto order = simulator.arrivals(first_seed + s);
         gpushare::core::Units arrived = 0;
         for (std::size_t position = 0; position < order.size(); ++position) {
           const auto& pod = trace[order[position]];
@@ -155,7 +253,7 @@ int main(int argc, char** argv) {
     }
     const std::vector<RunResult> results =
         run_all(simulator, job_list, std::min<unsigned>(jobs, static_cast<unsigned>(job_list.size())),
-                verbose);
+                verbose, deployment ? &*deployment : nullptr);
     const auto summaries = gpushare::sim::summarize(results);
     fmt::print("GPU allocation (%) at arrived GPU demand of 80..120 % of capacity, mean of {} "
                "seed(s):\n\n",

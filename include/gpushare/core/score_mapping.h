@@ -1,0 +1,32 @@
+#pragma once
+// How prioritize turns a policy's raw node scores into kube-scheduler's extender scale 0..10.
+//
+// kube-scheduler adds score x weight x 10 to the sum of its own score plugins (each 0..100 x its
+// weight), so the mapping decides how much of the policy's order survives:
+//  - min-max: 1..10 by linear position between the worst and the best feasible node. Coarse:
+//    nodes whose raw scores differ can share a level (a 4 GiB pod: an exact 4 GiB hole and a 96 GiB
+//    hole on a 4 TiB card both land on 10), and kube's own plugins then decide between them.
+//  - rank: the best distinct raw score gets 10, the next 9, ... the tenth and below 1. The
+//    policy's order among its ten best candidates is kept exactly, whatever the scale of the raw
+//    scores; equal raw scores share a level.
+// Infeasible nodes (nullopt) get 0 under both.
+
+#include <optional>
+#include <span>
+#include <string>
+#include <string_view>
+#include <vector>
+
+namespace gpushare::core {
+
+enum class ScoreMapping { kMinMax, kRank };
+
+std::vector<int> rank_scores(std::span<const std::optional<double>> raw, int max_score = 10);
+std::vector<int> map_scores(std::span<const std::optional<double>> raw, ScoreMapping mapping, int max_score = 10);
+
+// "minmax" or "rank"; nullopt otherwise.
+std::optional<ScoreMapping> score_mapping_named(std::string_view name);
+std::string_view score_mapping_name(ScoreMapping mapping);
+inline constexpr std::string_view kScoreMappingNames = "minmax, rank";
+
+}  // namespace gpushare::core

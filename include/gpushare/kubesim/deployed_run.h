@@ -1,0 +1,77 @@
+#pragma once
+// Placement as deployed: the trace's pods go through a model of kube-scheduler configured by a
+// KubeSchedulerConfiguration file, and kube-scheduler calls the extender as it would over HTTP,
+// except that the extender is the service's own SchedulingService in process (the object the
+// HTTP server calls), with its own ModelStore and placement policy.
+//
+// Per pod, as kube-scheduler's scheduling cycle does it:
+//  1. the profile: GPU pods use the configured profile; CPU-only pods use it too, or a default
+//     kube-scheduler when the configured profile is a second scheduler (only GPU pods name it);
+//  2. filter: NodeResourcesFit (cpu, memory, pod count, extended resources by node total unless
+//     an extender manages them with ignoredByScheduler) and required node affinity on the GPU
+//     model, over nodes taken from a start index that rotates by the nodes examined, until
+//     percentageOfNodesToScore's share of feasible nodes is found;
+//  3. every extender interested in the pod (managedResources) filters the survivors;
+//  4. one survivor is taken as is; otherwise each is scored: sum of score plugin x weight, plus
+//     each interested extender's prioritize score x weight x 10;
+//  5. the highest total wins, ties broken uniformly at random (kube's selectHost);
+//  6. bind: through the extender with a bindVerb that is interested, else kube's own binder; the
+//     extender's model then learns the pod as its watch would.
+
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include "gpushare/core/node_state.h"
+#include "gpushare/core/workload.h"
+#include "gpushare/kubesim/scheduler_config.h"
+#include "gpushare/sim/simulator.h"
+#include "gpushare/sim/trace.h"
+
+namespace gpushare::kubesim {
+
+inline constexpr std::string_view kGpuMemResource = "aliyun.com/gpu-mem";
+inline constexpr std::string_view kGpuCountResource = "aliyun.com/gpu-count";
+
+enum class CpuOnlyPods {
+  kAuto,     // kSameProfile if the profile is default-scheduler, else kDefaultScheduler
+  kSameProfile,
+  kDefaultScheduler,  // a second-scheduler set-up: only GPU pods name the configured profile
+};
+
+struct DeployedOptions {
+  KubeVersion version = KubeVersion::kCurrent;
+  std::string scheduler_name;  // profile for GPU pods; empty = the first profile
+  CpuOnlyPods cpu_only_pods = CpuOnlyPods::kAuto;
+  std::int64_t max_pods_per_node = 110;  // kubelet's default
+  std::string extender_policy = "binpack";  // the service's --policy
+  std::string score_mapping = "minmax";     // the service's --score-mapping
+};
+
+// What happened to the pods, beyond the allocation curve.
+struct DeployedStats {
+  std::size_t gpu_pods = 0;
+  std::size_t cpu_only_pods = 0;
+  std::size_t failed_gpu_pods = 0;
+  std::size_t failed_cpu_only_pods = 0;
+  std::size_t cpu_only_on_gpu_nodes = 0;  // CPU-only pods placed on nodes with GPUs
+  std::size_t single_feasible = 0;        // pods taken without scoring (one feasible node)
+  std::size_t extender_filter_calls = 0;
+  std::size_t extender_prioritize_calls = 0;
+  std::size_t extender_binds = 0;
+};
+
+struct DeployedResult {
+  sim::RunResult run;
+  DeployedStats stats;
+  std::vector<std::string> placements;  // per arrival: the node it went to, empty if it failed
+};
+
+// Runs the arrivals (indices into `pods`) for one seed. Throws ConfigError for a profile that
+// does not exist and std::invalid_argument for an unknown policy or score mapping.
+DeployedResult run_deployed(const std::vector<core::NodeSpec>& nodes, const std::vector<sim::TracePod>& pods,
+                            const std::vector<std::size_t>& arrivals, const core::TargetWorkload& typical,
+                            const SchedulerConfig& config, const DeployedOptions& options, std::uint64_t seed,
+                            std::string run_name);
+
+}  // namespace gpushare::kubesim

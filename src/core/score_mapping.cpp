@@ -1,0 +1,44 @@
+#include "gpushare/core/score_mapping.h"
+
+#include <algorithm>
+#include <functional>
+
+#include "gpushare/core/placement_policy.h"
+
+namespace gpushare::core {
+
+std::vector<int> rank_scores(std::span<const std::optional<double>> raw, int max_score) {
+  std::vector<double> distinct;
+  distinct.reserve(raw.size());
+  for (const auto& score : raw) {
+    if (score) distinct.push_back(*score);
+  }
+  std::sort(distinct.begin(), distinct.end(), std::greater<>());
+  distinct.erase(std::unique(distinct.begin(), distinct.end()), distinct.end());
+  // Only the best max_score - 1 distinct values get levels of their own; the rest share 1.
+  if (distinct.size() > static_cast<std::size_t>(max_score)) distinct.resize(static_cast<std::size_t>(max_score));
+  std::vector<int> result(raw.size(), 0);
+  for (std::size_t i = 0; i < raw.size(); ++i) {
+    if (!raw[i]) continue;
+    const auto position = std::lower_bound(distinct.begin(), distinct.end(), *raw[i], std::greater<>());
+    const auto rank = static_cast<int>(position - distinct.begin());  // 0 = best
+    result[i] = std::max(1, max_score - rank);
+  }
+  return result;
+}
+
+std::vector<int> map_scores(std::span<const std::optional<double>> raw, ScoreMapping mapping, int max_score) {
+  return mapping == ScoreMapping::kRank ? rank_scores(raw, max_score) : normalize_scores(raw, max_score);
+}
+
+std::optional<ScoreMapping> score_mapping_named(std::string_view name) {
+  if (name == "minmax") return ScoreMapping::kMinMax;
+  if (name == "rank") return ScoreMapping::kRank;
+  return std::nullopt;
+}
+
+std::string_view score_mapping_name(ScoreMapping mapping) {
+  return mapping == ScoreMapping::kRank ? "rank" : "minmax";
+}
+
+}  // namespace gpushare::core
