@@ -360,7 +360,8 @@ DeployedResult run_deployed(const std::vector<core::NodeSpec>& node_specs, const
         placed = reply.error.empty();
       } else {
         // kube's own binder; the extender's watch then sees the bound pod.
-        store.write([&](core::ClusterModel& model, core::PlacementPolicy&) {
+        store.write([&](core::ClusterModel& model, core::PlacementPolicy& policy) {
+          { core::PodDemand d; d.per_gpu = pod.gpu_mem; d.gpu_count = pod.gpu_mem > 0 ? 1 : 0; d.cpu_milli = pod.cpu; d.memory = pod.memory; policy.observe(d); }
           core::PodAllocation allocation;
           allocation.uid = pod.uid;
           allocation.namespace_name = "default";

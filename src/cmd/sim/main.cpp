@@ -53,9 +53,11 @@ std::vector<RunResult> run_all(const gpushare::sim::Simulator& simulator,
     for (std::size_t i = next++; i < jobs.size(); i = next++) {
       std::string detail;
       if (deployment != nullptr) {
+        gpushare::kubesim::DeployedOptions options = deployment->options;
+        options.extender_policy = jobs[i].policy;
         auto [run, stats, placements] = gpushare::kubesim::run_deployed(
             simulator.nodes(), simulator.pods(), simulator.arrivals(jobs[i].seed),
-            simulator.typical_workload(), deployment->config, deployment->options, jobs[i].seed,
+            simulator.typical_workload(), deployment->config, options, jobs[i].seed,
             deployed_run_name(jobs[i].policy, *deployment));
         results[i] = std::move(run);
         detail = fmt::format(
