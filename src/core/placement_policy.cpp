@@ -50,7 +50,7 @@ std::unique_ptr<PlacementPolicy> make_policy(std::string_view name) {
 }
 
 std::vector<std::string> policy_names() {
-  return {"binpack", "spread",      "fgd",         "fgd-plus",
+  return {"fgd-plus", "binpack",     "spread",      "fgd",
           "best-fit", "dot-product", "gpu-packing", "random"};
 }
 

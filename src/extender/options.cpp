@@ -134,6 +134,11 @@ ParsedOptions parse_options(const std::vector<std::string>& raw_args,
   app.add_option("--policy", o.policy, "placement policy")
       ->check(CLI::IsMember(names))
       ->capture_default_str();
+  app.add_option("--score-mapping", o.score_mapping,
+                 "how prioritize maps the policy's scores onto kube-scheduler's 0..10: rank (the ten "
+                 "best distinct scores get 10..1) or minmax (linear between worst and best)")
+      ->check(CLI::IsMember({"rank", "minmax"}))
+      ->capture_default_str();
   app.add_option("--bind-mode", o.bind_mode,
                  "binding: one pods/binding POST carrying the annotations; patch-bind: patch, then bind")
       ->check(CLI::IsMember({"binding", "patch-bind"}))

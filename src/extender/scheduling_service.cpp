@@ -240,6 +240,10 @@ FilterResult SchedulingService::filter_impl(const ExtenderArgs& args, ExtenderAr
       }
     }
   }
+  // kube-scheduler 1.20 and older read FailedNodes only: a node listed just as unresolvable
+  // would vanish from the pod's events there. Newer versions let FailedAndUnresolvableNodes
+  // take precedence for a node in both maps, so listing it twice is safe.
+  for (const auto& [node, reason] : result.failed_unresolvable) result.failed.emplace(node, reason);
   binder_.note_pod_seen(args.pod);
   return result;
 }

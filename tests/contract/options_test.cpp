@@ -24,7 +24,8 @@ TEST(Options, DefaultsMatchTheProductSpec) {
   const Options& o = parsed.options;
   EXPECT_EQ(o.listen, "0.0.0.0:39999");
   EXPECT_EQ(o.listen_port(), 39999);
-  EXPECT_EQ(o.policy, "binpack");
+  EXPECT_EQ(o.policy, "fgd-plus");  // the spec's "binpack until benchmarks prove a better default"
+  EXPECT_EQ(o.score_mapping, "rank");
   EXPECT_EQ(o.bind_mode, "binding");
   EXPECT_EQ(o.names.memory, "aliyun.com/gpu-mem");
   EXPECT_EQ(o.names.count, "aliyun.com/gpu-count");

@@ -49,9 +49,12 @@ class TwoNodes : public ::testing::Test {
     for (std::size_t i = 0; i < pods.size(); ++i) arrivals.push_back(i);
     DeployedOptions options;
     options.version = version;
+    options.extender_policy = "binpack";
+    options.score_mapping = mapping;
     return run_deployed(nodes, pods, arrivals, {}, parse_scheduler_config(yaml, version), options, 42, "test");
   }
   std::vector<core::NodeSpec> nodes{node("small", 8000, 32768, "T4"), node("big", 64000, 262144, "V100")};
+  std::string mapping = "minmax";  // the totals above; RankMapping below
 };
 
 constexpr std::string_view kExtenderWeight1 = R"(
@@ -78,6 +81,16 @@ TEST_F(TwoNodes, ExtenderScoreCountsTenTimesItsWeight) {
   EXPECT_EQ(result.stats.single_feasible, 1u);  // the pinned pod: one feasible node, no scoring
   EXPECT_EQ(result.stats.extender_prioritize_calls, 1u);
   EXPECT_EQ(result.run.allocated, 1000);
+}
+
+TEST_F(TwoNodes, RankMappingGivesTheRunnerUpNine) {
+  // Two feasible nodes under rank: small 10, big 9, one level (10 points per unit of weight)
+  // apart: weight 1 gives small 174 + 100 < big 197 + 90; weight 3: 474 > 467.
+  mapping = "rank";
+  EXPECT_EQ(run(kExtenderWeight1).placements[1], "big");
+  std::string weight3(kExtenderWeight1);
+  weight3.replace(weight3.find("  weight: 1\n"), 12, "  weight: 3\n");
+  EXPECT_EQ(run(weight3).placements[1], "small");
 }
 
 TEST_F(TwoNodes, WithoutPrioritizeKubesPluginsDecide) {

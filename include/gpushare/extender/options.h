@@ -22,6 +22,7 @@ struct Options {
   std::string tls_private_key_file;
   std::string policy;  // defaults to core::kDefaultPolicy
   std::string bind_mode = "binding";
+  std::string score_mapping = "rank";  // core::ScoreMapping: how prioritize maps onto 0..10
   kube::ResourceNames names;
   std::string log_level = "info";
   std::string log_format = "text";

@@ -45,7 +45,7 @@ struct DeployedOptions {
   CpuOnlyPods cpu_only_pods = CpuOnlyPods::kAuto;
   std::int64_t max_pods_per_node = 110;  // kubelet's default
   std::string extender_policy = "binpack";  // the service's --policy
-  std::string score_mapping = "minmax";     // the service's --score-mapping
+  std::string score_mapping = "rank";       // the service's --score-mapping
 };
 
 // What happened to the pods, beyond the allocation curve.

@@ -13,6 +13,7 @@
 #include <spdlog/spdlog.h>
 
 #include "gpushare/core/placement_policy.h"
+#include "gpushare/core/score_mapping.h"
 #include "gpushare/extender/http_server.h"
 #include "gpushare/extender/logging.h"
 #include "gpushare/extender/options.h"
@@ -121,6 +122,7 @@ int run_standalone(const ext::Options& options, ShutdownSignals& signals) {
   ext::RejectionLog rejections;
   ext::ServiceConfig config;
   config.names = options.names;
+  config.score_mapping = *gpushare::core::score_mapping_named(options.score_mapping);  // validated by the flag
   ext::SchedulingService service(store, *cluster, metrics, rejections, config);
   return serve(options, service, store, metrics, rejections, [] { return std::string(); }, signals);
 }
@@ -171,6 +173,7 @@ int run_live(const ext::Options& options, ShutdownSignals& signals) {
   }
   ext::ServiceConfig config;
   config.names = options.names;
+  config.score_mapping = *gpushare::core::score_mapping_named(options.score_mapping);  // validated by the flag
   ext::SchedulingService service(store, leader_binder ? static_cast<ext::PodBinder&>(*leader_binder) : binder,
                                  metrics, rejections, config);
   sync.start();

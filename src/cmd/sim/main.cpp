@@ -29,7 +29,15 @@ using gpushare::sim::RunResult;
 struct Job {
   std::string policy;
   std::uint64_t seed;
+  bool deployed = false;  // through the modelled kube-scheduler (else the policy alone)
 };
+
+// The simulator's counterpart of a service policy: the service's fgd and fgd-plus learn their
+// target online.
+std::string ideal_of(const std::string& service_policy) {
+  if (service_policy == "fgd" || service_policy == "fgd-plus") return service_policy + "-online";
+  return service_policy;
+}
 
 // The deployed path: pods through a modelled kube-scheduler and the service in process.
 struct Deployment {
@@ -52,7 +60,7 @@ std::vector<RunResult> run_all(const gpushare::sim::Simulator& simulator,
   const auto worker = [&] {
     for (std::size_t i = next++; i < jobs.size(); i = next++) {
       std::string detail;
-      if (deployment != nullptr) {
+      if (jobs[i].deployed) {
         gpushare::kubesim::DeployedOptions options = deployment->options;
         options.extender_policy = jobs[i].policy;
         auto [run, stats, placements] = gpushare::kubesim::run_deployed(
@@ -108,12 +116,13 @@ int main(int argc, char** argv) {
   bool arrivals_only = false;
   bool single_gpu_only = false;
   bool gpu_pods_only = false;
+  bool with_ideal = false;
   std::string scheduler_config_path;
   std::string kube_version = "current";
   std::string scheduler_name;
   std::string cpu_only_pods = "auto";
   std::int64_t max_pods = 110;
-  std::string score_mapping = "minmax";
+  std::string score_mapping = "rank";
   app.add_option("--nodes", nodes_path, "node list CSV (sn,cpu_milli,memory_mib,gpu,model)")
       ->required();
   app.add_option("--pods", pods_path, "pod list CSV (name,cpu_milli,memory_mib,num_gpu,gpu_milli,...)")
@@ -158,6 +167,10 @@ int main(int argc, char** argv) {
                  "the deployed path: place pods through a model of kube-scheduler configured by this "
                  "KubeSchedulerConfiguration file (e.g. deploy/scheduler/kube-scheduler-config.yaml), "
                  "with the extender's service in process; --policy then names the extender's policy");
+  app.add_flag("--with-ideal", with_ideal,
+               "with --scheduler-config, also run each policy alone on the same pods (the simulator's "
+               "ideal: fgd and fgd-plus as their -online variants, as the service learns), for the "
+               "table and the plot");
   app.add_option("--kube-version", kube_version,
                  "kube-scheduler's scoring formulas: 1.20 (1.20-1.22) or current (1.23 and later)")
       ->capture_default_str()
@@ -251,7 +264,10 @@ int main(int argc, char** argv) {
 
     std::vector<Job> job_list;
     for (const auto& policy : policies) {
-      for (unsigned s = 0; s < seeds; ++s) job_list.push_back({policy, first_seed + s});
+      if (deployment && with_ideal) {
+        for (unsigned s = 0; s < seeds; ++s) job_list.push_back({ideal_of(policy), first_seed + s, false});
+      }
+      for (unsigned s = 0; s < seeds; ++s) job_list.push_back({policy, first_seed + s, deployment.has_value()});
     }
     const std::vector<RunResult> results =
         run_all(simulator, job_list, std::min<unsigned>(jobs, static_cast<unsigned>(job_list.size())),

@@ -1,0 +1,62 @@
+#!/usr/bin/env bash
+# Reproduces docs/placement.md, "As deployed": the single-GPU and CPU-only pods of each openb
+# trace placed through a model of kube-scheduler configured by the scheduler configuration
+# files the project ships, with the extender's own service in process, next to the same policy
+# alone on the same pods (the simulator's ideal). Cluster: all 1523 nodes of the trace (the 310
+# CPU-only nodes included). Writes out/deployed/<trace>-<config>.{csv,md} and
+# docs/img/deployed-<trace>.svg.
+#
+#   bench/sim/run_deployed.sh                        # 3 traces x shipped configs, seeds 42..44
+#   SEEDS=10 TRACES=default bench/sim/run_deployed.sh
+#   CALIBRATE=1 bench/sim/run_deployed.sh            # only the kube 1.20 calibration table
+set -euo pipefail
+cd "$(dirname "$0")/../.."
+
+build="${GPUSHARE_SIM_BUILD_DIR:-build-sim}"
+jobs="${JOBS:-2}"
+seeds="${SEEDS:-3}"
+traces="${TRACES:-default multigpu20 gpushare100}"
+out="${OUT_DIR:-out/deployed}"
+data=bench/data/openb
+nodes="$data/openb_node_list_all_node.csv"
+
+cmake -S . -B "$build" -DCMAKE_BUILD_TYPE=Release -DGPUSHARE_BUILD_BENCH=OFF >/dev/null
+cmake --build "$build" -j "$jobs" --target gpushare-sim >/dev/null
+mkdir -p "$out" docs/img
+sim() { "$build/gpushare-sim" --nodes "$nodes" --seeds "$seeds" --first-seed 42 --jobs "$jobs" "$@"; }
+
+# Calibration: the configurations a real kube-scheduler 1.20.5 was measured with (issue 16),
+# the service as it was then (binpack, min-max scores).
+calibrate() {
+  for config in shipped filter-bind-only most-allocated rtcr-gpu-mem; do
+    echo "== kube 1.20, $config"
+    sim --pods "$data/openb_pod_list_default.csv" --policy binpack --score-mapping minmax \
+      --kube-version 1.20 --scheduler-config "bench/sim/kube-1.20/$config.yaml" -v 2>&1 |
+      grep -E '^binpack@| binpack@' | tee "$out/calibration-$config.md"
+  done
+  echo "== kube 1.20, shipped, without CPU-only pods"
+  sim --pods "$data/openb_pod_list_default.csv" --policy binpack --score-mapping minmax \
+    --kube-version 1.20 --scheduler-config bench/sim/kube-1.20/shipped.yaml --gpu-pods-only -v 2>&1 |
+    grep -E '^binpack@| binpack@' | tee "$out/calibration-no-cpu-only.md"
+}
+if [[ -n "${CALIBRATE:-}" ]]; then
+  calibrate
+  exit 0
+fi
+
+# The shipped configurations, Kubernetes 1.25+ (the v1beta3 and v1beta2 files carry the same
+# fields), with the service's default policy and binpack; the second-scheduler set-up leaves
+# CPU-only pods to the default scheduler, as it does in a cluster.
+for trace in $traces; do
+  for config in deploy/scheduler/kube-scheduler-config.yaml \
+                deploy/overlays/second-scheduler/gpushare-scheduler-config.yaml \
+                bench/sim/configs/score-every-pod.yaml; do
+    name="$(basename "$config" .yaml)"
+    echo "== $trace, $config"
+    sim --pods "$data/openb_pod_list_$trace.csv" --policy fgd-plus,binpack --with-ideal \
+      --scheduler-config "$config" --out "$out/$trace-$name.csv" \
+      --plot "docs/img/deployed-$trace-$name.svg" \
+      --title "openb $trace trace as deployed ($config), seeds 42..$((41 + seeds))" |
+      tee "$out/$trace-$name.md"
+  done
+done
