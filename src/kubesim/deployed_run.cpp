@@ -252,6 +252,7 @@ DeployedResult run_deployed(const std::vector<core::NodeSpec>& node_specs, const
     info.request = pod.gpu_mem;
     info.cpu_milli = pod.cpu;
     info.memory = pod.memory;
+    info.allowed_models = demand.allowed_models;  // as the pod's node affinity would say
     binder.set_current(info);
 
     // Filter, from the rotating start index until enough feasible nodes are found.
@@ -361,7 +362,7 @@ DeployedResult run_deployed(const std::vector<core::NodeSpec>& node_specs, const
       } else {
         // kube's own binder; the extender's watch then sees the bound pod.
         store.write([&](core::ClusterModel& model, core::PlacementPolicy& policy) {
-          { core::PodDemand d; d.per_gpu = pod.gpu_mem; d.gpu_count = pod.gpu_mem > 0 ? 1 : 0; d.cpu_milli = pod.cpu; d.memory = pod.memory; policy.observe(d); }
+          policy.observe(info.demand());  // what the extender's watch learns from a bound pod
           core::PodAllocation allocation;
           allocation.uid = pod.uid;
           allocation.namespace_name = "default";

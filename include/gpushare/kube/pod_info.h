@@ -5,6 +5,7 @@
 #include <map>
 #include <optional>
 #include <string>
+#include <vector>
 
 #include "gpushare/core/pod_allocation.h"
 #include "gpushare/kube/json_access.h"
@@ -26,6 +27,9 @@ struct PodInfo {
   // max(sum of containers and sidecars, each init container) plus the pod overhead.
   std::int64_t cpu_milli = 0;
   std::int64_t memory = 0;
+  // GPU models the pod may run on (required node affinity or nodeSelector on the GPU-model
+  // label); empty = any. kube-scheduler enforces it; the policy uses it to plan.
+  std::vector<std::string> allowed_models;
   // From the device-plugin annotations, when present and valid.
   std::optional<int> gpu_index;
   std::optional<core::Units> annotated_request;
@@ -44,6 +48,7 @@ struct PodInfo {
     d.per_gpu = effective_request();
     d.cpu_milli = cpu_milli;
     d.memory = memory;
+    d.allowed_models = allowed_models;
     return d;
   }
 };
