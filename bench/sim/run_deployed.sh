@@ -28,16 +28,34 @@ sim() { "$build/gpushare-sim" --nodes "$nodes" --seeds "$seeds" --first-seed 42 
 # Calibration: the configurations a real kube-scheduler 1.20.5 was measured with (issue 16),
 # the service as it was then (binpack, min-max scores).
 calibrate() {
+  # Allocation % where the arrived GPU demand reaches 100 %, per seed (the table's column).
+  per_seed() {
+    python3 -c '
+import collections, csv, sys
+at = collections.defaultdict(dict)
+for row in csv.DictReader(open(sys.argv[1])):
+    if row["arrived_pct"] == "100":
+        at[row["policy"]][int(row["seed"])] = float(row["alloc_pct"])
+for policy, seeds in at.items():
+    print(policy, " / ".join(f"{seeds[s]:.2f}" for s in sorted(seeds)), "(seeds", ", ".join(map(str, sorted(seeds))) + ")")
+' "$1"
+  }
   for config in shipped filter-bind-only most-allocated rtcr-gpu-mem; do
     echo "== kube 1.20, $config"
     sim --pods "$data/openb_pod_list_default.csv" --policy binpack --score-mapping minmax \
-      --kube-version 1.20 --scheduler-config "bench/sim/kube-1.20/$config.yaml" -v 2>&1 |
-      grep -E '^binpack@| binpack@' | tee "$out/calibration-$config.md"
+      --kube-version 1.20 --scheduler-config "bench/sim/kube-1.20/$config.yaml" \
+      --out "$out/calibration-$config.csv" >/dev/null
+    per_seed "$out/calibration-$config.csv" | tee "$out/calibration-$config.md"
   done
   echo "== kube 1.20, shipped, without CPU-only pods"
   sim --pods "$data/openb_pod_list_default.csv" --policy binpack --score-mapping minmax \
-    --kube-version 1.20 --scheduler-config bench/sim/kube-1.20/shipped.yaml --gpu-pods-only -v 2>&1 |
-    grep -E '^binpack@| binpack@' | tee "$out/calibration-no-cpu-only.md"
+    --kube-version 1.20 --scheduler-config bench/sim/kube-1.20/shipped.yaml --gpu-pods-only \
+    --out "$out/calibration-no-cpu-only.csv" >/dev/null
+  per_seed "$out/calibration-no-cpu-only.csv" | tee "$out/calibration-no-cpu-only.md"
+  echo "== the same pods alone in the simulator (binpack)"
+  sim --pods "$data/openb_pod_list_default.csv" --policy binpack --single-gpu-only \
+    --out "$out/calibration-ideal.csv" >/dev/null
+  per_seed "$out/calibration-ideal.csv" | tee "$out/calibration-ideal.md"
 }
 if [[ -n "${CALIBRATE:-}" ]]; then
   calibrate
