@@ -2,6 +2,8 @@
 
 #include "gpushare/core/score_mapping.h"
 
+#include "gpushare/core/placement_policy.h"
+
 #include <gtest/gtest.h>
 
 namespace gpushare::core {
