@@ -255,56 +255,65 @@ DeployedResult run_deployed(const std::vector<core::NodeSpec>& node_specs, const
     info.allowed_models = demand.allowed_models;  // as the pod's node affinity would say
     binder.set_current(info);
 
-    // Filter, from the rotating start index until enough feasible nodes are found.
-    const std::size_t to_find = feasible_nodes_to_find(node_count, scheduler.percentage);
-    feasible.clear();
-    std::size_t processed = 0;
-    for (std::size_t step = 0; step < node_count && feasible.size() < to_find; ++step) {
-      const std::size_t index = (scheduler.next_start + step) % node_count;
-      ++processed;
-      const KubeNode& node = nodes[index];
-      if (node.pods + 1 > node.allocatable_pods) continue;
-      if (pod.cpu > 0 && pod.cpu > node.allocatable_cpu - node.requested_cpu) continue;
-      if (pod.memory > 0 && pod.memory > node.allocatable_memory - node.requested_memory) continue;
-      if (pod.gpu_mem > 0 && !gpu_mem_ignored_by_scheduler &&
-          pod.gpu_mem > node.allocatable_gpu_mem - node.requested_gpu_mem) {
-        continue;
-      }
-      if (pod.allowed_models != nullptr &&
-          std::find(pod.allowed_models->begin(), pod.allowed_models->end(), node.gpu_model) ==
-              pod.allowed_models->end()) {
-        continue;
-      }
-      feasible.push_back(index);
-    }
-    scheduler.next_start = (scheduler.next_start + processed) % node_count;
-
     const auto offered_names = [&] {
       std::vector<std::string> names;
       names.reserve(feasible.size());
       for (std::size_t index : feasible) names.push_back(nodes[index].name);
       return names;
     };
-    // Extenders filter.
-    if (scheduler.with_extenders) {
-      for (const ExtenderConfig& extender : config.extenders) {
-        if (feasible.empty()) break;
-        if (extender.filter_verb.empty() || !extender.interested_in(pod.resources)) continue;
-        extender::ExtenderArgs args;
-        args.pod = info;
-        args.node_names = offered_names();
-        const extender::FilterResult filtered = service.filter(std::move(args));
-        ++stats.extender_filter_calls;
-        // Survivors come back in offered order.
-        std::vector<std::size_t> kept;
-        std::size_t cursor = 0;
-        for (const std::string& name : filtered.node_names) {
-          while (cursor < feasible.size() && nodes[feasible[cursor]].name != name) ++cursor;
-          if (cursor == feasible.size()) throw std::logic_error("extender filter returned a node it was not offered");
-          kept.push_back(feasible[cursor++]);
+    // Filter from the rotating start index until enough feasible nodes are found, then the
+    // extenders. A pod whose sampled nodes the extender all rejects goes back to kube's queue and
+    // is retried after a back-off from where the start index moved on: here at once, until every
+    // node has been examined (pods never leave, so waiting could not make room).
+    const std::size_t to_find = feasible_nodes_to_find(node_count, scheduler.percentage);
+    std::size_t examined = 0;
+    for (;;) {
+      feasible.clear();
+      std::size_t processed = 0;
+      for (std::size_t step = 0; step < node_count && feasible.size() < to_find; ++step) {
+        const std::size_t index = (scheduler.next_start + step) % node_count;
+        ++processed;
+        const KubeNode& node = nodes[index];
+        if (node.pods + 1 > node.allocatable_pods) continue;
+        if (pod.cpu > 0 && pod.cpu > node.allocatable_cpu - node.requested_cpu) continue;
+        if (pod.memory > 0 && pod.memory > node.allocatable_memory - node.requested_memory) continue;
+        if (pod.gpu_mem > 0 && !gpu_mem_ignored_by_scheduler &&
+            pod.gpu_mem > node.allocatable_gpu_mem - node.requested_gpu_mem) {
+          continue;
         }
-        feasible = std::move(kept);
+        if (pod.allowed_models != nullptr &&
+            std::find(pod.allowed_models->begin(), pod.allowed_models->end(), node.gpu_model) ==
+                pod.allowed_models->end()) {
+          continue;
+        }
+        feasible.push_back(index);
       }
+      scheduler.next_start = (scheduler.next_start + processed) % node_count;
+      examined += processed;
+
+      // Extenders filter.
+      if (scheduler.with_extenders) {
+        for (const ExtenderConfig& extender : config.extenders) {
+          if (feasible.empty()) break;
+          if (extender.filter_verb.empty() || !extender.interested_in(pod.resources)) continue;
+          extender::ExtenderArgs args;
+          args.pod = info;
+          args.node_names = offered_names();
+          const extender::FilterResult filtered = service.filter(std::move(args));
+          ++stats.extender_filter_calls;
+          // Survivors come back in offered order.
+          std::vector<std::size_t> kept;
+          std::size_t cursor = 0;
+          for (const std::string& name : filtered.node_names) {
+            while (cursor < feasible.size() && nodes[feasible[cursor]].name != name) ++cursor;
+            if (cursor == feasible.size()) throw std::logic_error("extender filter returned a node it was not offered");
+            kept.push_back(feasible[cursor++]);
+          }
+          feasible = std::move(kept);
+        }
+      }
+      if (!feasible.empty() || examined >= node_count) break;
+      ++stats.retries;
     }
 
     std::optional<std::size_t> chosen;

@@ -150,14 +150,21 @@ std::vector<Doc> scheduler_configs() {
   return of_kind(docs, "KubeSchedulerConfiguration");
 }
 
-const Json& only_extender(const Json& config) {
-  static const Json none;
+// The shipped layout: one extender, two entries with the same urlPrefix. The first binds GPU
+// pods (filter, bind, preempt; managedResources), the second scores every pod (prioritize
+// only, no managedResources, ignorable).
+struct ExtenderEntries {
+  Json binding;
+  Json scoring;
+};
+
+ExtenderEntries extender_entries(const Json& config) {
   const Json* extenders = config.contains("extenders") ? &config["extenders"] : nullptr;
-  if (extenders == nullptr || !extenders->is_array() || extenders->size() != 1) {
-    ADD_FAILURE() << "want exactly one extender";
-    return none;
+  if (extenders == nullptr || !extenders->is_array() || extenders->size() != 2) {
+    ADD_FAILURE() << "want two extender entries";
+    return {};
   }
-  return (*extenders)[0];
+  return {(*extenders)[0], (*extenders)[1]};
 }
 
 Json sample_cluster() { return extender::read_cluster_file(kDeploy / "samples" / "cluster.yaml"); }
@@ -248,13 +255,11 @@ TEST(DeployManifests, SchedulerConfigsDeclareTheExtenderAsTheProductNeedsIt) {
   ASSERT_EQ(configs.size(), 4u);
   for (const auto& doc : configs) {
     SCOPED_TRACE(doc.file.string());
-    const Json& e = only_extender(doc.object);
+    const auto [e, scoring] = extender_entries(doc.object);
     EXPECT_EQ(e.value("filterVerb", ""), "filter");
-    EXPECT_EQ(e.value("prioritizeVerb", ""), "prioritize");
+    EXPECT_FALSE(e.contains("prioritizeVerb")) << "GPU pods would be scored twice";
     EXPECT_EQ(e.value("bindVerb", ""), "bind");
     EXPECT_EQ(e.value("preemptVerb", ""), "preempt");
-    ASSERT_TRUE(e.contains("weight") && e["weight"].is_number_integer());
-    EXPECT_GT(e["weight"].get<int>(), 0) << "kube-scheduler rejects a prioritizeVerb without a positive weight";
     EXPECT_EQ(e["nodeCacheCapable"], true);
     EXPECT_EQ(e["enableHTTPS"], false);
     EXPECT_EQ(e["ignorable"], false);
@@ -264,6 +269,17 @@ TEST(DeployManifests, SchedulerConfigsDeclareTheExtenderAsTheProductNeedsIt) {
     const Url url = parse_url(e.value("urlPrefix", ""));
     EXPECT_EQ(url.scheme, "http");
     EXPECT_EQ(url.path, "/gpushare-scheduler");
+
+    // The scoring entry: the same extender, every pod, prioritize only, skippable.
+    EXPECT_EQ(scoring.value("urlPrefix", ""), e.value("urlPrefix", ""));
+    EXPECT_EQ(scoring.value("prioritizeVerb", ""), "prioritize");
+    for (const char* verb : {"filterVerb", "bindVerb", "preemptVerb"}) EXPECT_FALSE(scoring.contains(verb)) << verb;
+    EXPECT_FALSE(scoring.contains("managedResources")) << "it must see pods without GPU memory too";
+    ASSERT_TRUE(scoring.contains("weight") && scoring["weight"].is_number_integer());
+    EXPECT_GT(scoring["weight"].get<int>(), 0) << "kube-scheduler rejects a prioritizeVerb without a positive weight";
+    EXPECT_EQ(scoring["ignorable"], true);
+    EXPECT_EQ(scoring["nodeCacheCapable"], true);
+    EXPECT_EQ(scoring.value("httpTimeout", ""), "5s");
   }
   // The three control-plane files differ only in apiVersion and comments.
   const Json reference = of_kind(load(kDeploy / "scheduler" / "kube-scheduler-config.yaml"), "KubeSchedulerConfiguration")
@@ -285,7 +301,7 @@ TEST(DeployManifests, EveryConfiguredVerbIsServed) {
   for (const auto& doc : scheduler_configs()) {
     SCOPED_TRACE(doc.file.string());
     ExtenderUnderTest extender(cluster);
-    const Json& e = only_extender(doc.object);
+    const auto [e, scoring] = extender_entries(doc.object);
     const Url url = parse_url(e["urlPrefix"]);
     auto post = [&](const std::string& verb, const Json& body) {
       auto result = extender.client().Post(verb_path(url, verb), body.dump(), "application/json");
@@ -304,10 +320,17 @@ TEST(DeployManifests, EveryConfiguredVerbIsServed) {
                 filtered["FailedAndUnresolvableNodes"].contains("cpu-node-a"))
         << filtered.dump();
 
-    auto [prioritize_status, scores] = post(e["prioritizeVerb"], args);
+    auto [prioritize_status, scores] = post(scoring["prioritizeVerb"], args);
     EXPECT_EQ(prioritize_status, 200);
     EXPECT_TRUE(scores.is_array());
     EXPECT_EQ(scores.size(), 3u);
+    // The scoring entry also gets pods without GPU memory: scored, not refused.
+    const Json plain = {{"Pod", {{"metadata", {{"name", "web"}, {"namespace", "default"}, {"uid", "u-web"}}},
+                                 {"spec", {{"containers", {{{"name", "c"}, {"resources", {{"requests", {{"cpu", "1"}}}}}}}}}}}},
+                        {"NodeNames", {"gpu-node-a", "gpu-node-b", "cpu-node-a"}}};
+    auto [plain_status, plain_scores] = post(scoring["prioritizeVerb"], plain);
+    EXPECT_EQ(plain_status, 200);
+    EXPECT_EQ(plain_scores.size(), 3u);
 
     const Json preempt = {{"Pod", pod},
                           {"NodeNameToVictims", nullptr},
@@ -363,14 +386,14 @@ TEST(DeployManifests, PortsLineUpFromTheSchedulerToTheExtendersDefault) {
 
   // Control-plane configurations: the NodePort on the scheduler's own node.
   for (const auto& doc : of_kind(docs_under(kDeploy / "scheduler"), "KubeSchedulerConfiguration")) {
-    const Url url = parse_url(only_extender(doc.object)["urlPrefix"]);
+    const Url url = parse_url(extender_entries(doc.object).binding["urlPrefix"]);
     EXPECT_EQ(url.host, "127.0.0.1") << doc.file;
     EXPECT_EQ(url.port, node_port["spec"]["ports"][0]["nodePort"]) << doc.file;
   }
   // Second scheduler: the ClusterIP Service's DNS name and port.
   const auto second = of_kind(docs_under(kDeploy / "overlays" / "second-scheduler"), "KubeSchedulerConfiguration");
   ASSERT_EQ(second.size(), 1u);
-  const Url url = parse_url(only_extender(second[0].object)["urlPrefix"]);
+  const Url url = parse_url(extender_entries(second[0].object).binding["urlPrefix"]);
   EXPECT_EQ(url.host, internal["metadata"]["name"].get<std::string>() + "." +
                           internal["metadata"]["namespace"].get<std::string>() + ".svc");
   EXPECT_EQ(url.port, internal["spec"]["ports"][0]["port"]);

@@ -11,7 +11,9 @@
 //     an extender manages them with ignoredByScheduler) and required node affinity on the GPU
 //     model, over nodes taken from a start index that rotates by the nodes examined, until
 //     percentageOfNodesToScore's share of feasible nodes is found;
-//  3. every extender interested in the pod (managedResources) filters the survivors;
+//  3. every extender interested in the pod (managedResources) filters the survivors; when it
+//     rejects them all, the pod is tried again from the next start index (kube's queue retries
+//     it) until every node has been examined;
 //  4. one survivor is taken as is; otherwise each is scored: sum of score plugin x weight, plus
 //     each interested extender's prioritize score x weight x 10;
 //  5. the highest total wins, ties broken uniformly at random (kube's selectHost);
@@ -56,6 +58,7 @@ struct DeployedStats {
   std::size_t failed_cpu_only_pods = 0;
   std::size_t cpu_only_on_gpu_nodes = 0;  // CPU-only pods placed on nodes with GPUs
   std::size_t single_feasible = 0;        // pods taken without scoring (one feasible node)
+  std::size_t retries = 0;  // cycles again after the extender rejected every sampled node
   std::size_t extender_filter_calls = 0;
   std::size_t extender_prioritize_calls = 0;
   std::size_t extender_binds = 0;

@@ -70,9 +70,9 @@ std::vector<RunResult> run_all(const gpushare::sim::Simulator& simulator,
         results[i] = std::move(run);
         detail = fmt::format(
             "; GPU pods {} ({} failed), CPU-only pods {} ({} failed, {} on GPU nodes); "
-            "{} taken without scoring; extender: {} filter, {} prioritize, {} bind",
+            "{} taken without scoring, {} retried; extender: {} filter, {} prioritize, {} bind",
             stats.gpu_pods, stats.failed_gpu_pods, stats.cpu_only_pods, stats.failed_cpu_only_pods,
-            stats.cpu_only_on_gpu_nodes, stats.single_feasible, stats.extender_filter_calls,
+            stats.cpu_only_on_gpu_nodes, stats.single_feasible, stats.retries, stats.extender_filter_calls,
             stats.extender_prioritize_calls, stats.extender_binds);
       } else {
         results[i] = simulator.run(jobs[i].policy, jobs[i].seed);
