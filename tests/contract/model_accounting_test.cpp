@@ -1,18 +1,63 @@
-// Accounting that hostile or stale cluster state must not break, over real HTTP: absurd claims
-// never free a GPU.
+// Accounting that hostile or stale cluster state must not break, over real HTTP: holders on a
+// GPU index the node lacks are shown and counted (/inspect), absurd claims never free a GPU.
+
 
 #include <gtest/gtest.h>
 
 #include "contract/extender_fixture.h"
+#include "gpushare/inspect/view.h"
 
 namespace gpushare::testing {
 namespace {
+
+Json stale_index_cluster() {
+  return cluster_list({node_object("n1", 2, 32),
+                       pod_object("ok-0", "uid-ok-0", 4, "n1", 0),
+                       pod_object("ok-1", "uid-ok-1", 12, "n1", 1),
+                       pod_object("stale", "uid-stale", 6, "n1", 7),  // n1 has GPUs 0 and 1
+                       pod_object("pending", "uid-pending", 11)});
+}
 
 const Json& node_named(const Json& inspect, const std::string& name) {
   for (const Json& node : inspect["nodes"]) {
     if (node["name"] == name) return node;
   }
   throw std::runtime_error("no node " + name);
+}
+
+TEST(InspectAccounting, HoldersOnAnIndexTheNodeLacksAreShownAndCounted) {
+  ExtenderUnderTest extender(stale_index_cluster());
+  const Json inspect = extender.inspect();
+  const Json& n1 = node_named(inspect, "n1");
+  ASSERT_TRUE(n1.contains("invalidIndexPods")) << n1.dump();
+  ASSERT_EQ(n1["invalidIndexPods"].size(), 1u) << n1.dump();
+  const Json& stale = n1["invalidIndexPods"][0];
+  EXPECT_EQ(stale["name"], "stale");
+  EXPECT_EQ(stale["uid"], "uid-stale");
+  EXPECT_EQ(stale["gpuIndex"], 7);
+  EXPECT_EQ(stale["usedGPU"], 6);
+  // Every unit the node counts is listed under some pod.
+  long long listed = 0;
+  for (const Json& dev : n1["devs"]) {
+    for (const Json& pod : dev["pods"]) listed += pod["usedGPU"].get<long long>();
+  }
+  for (const Json& pod : n1["unindexedPods"]) listed += pod["usedGPU"].get<long long>();
+  for (const Json& pod : n1["invalidIndexPods"]) listed += pod["usedGPU"].get<long long>();
+  EXPECT_EQ(n1["usedGPU"], 22);
+  EXPECT_EQ(listed, 22);
+  EXPECT_EQ(inspect["usedGPU"], 22);
+  // The per-node view, and the kubectl plugin's reading of it, show the pod too.
+  auto one = extender.client().Get("/gpushare-scheduler/inspect/n1");
+  ASSERT_TRUE(one);
+  EXPECT_EQ(Json::parse(one->body)["nodes"][0]["invalidIndexPods"][0]["name"], "stale");
+  const inspect::ClusterView view = inspect::cluster_view(inspect);
+  ASSERT_EQ(view.nodes.size(), 1u);
+  EXPECT_EQ(view.nodes[0].unindexed_used(), 6);
+  // Its memory is held against the node: GPU 0 has 12 free, but the node only 32 - 22 = 10.
+  const auto [status, reply] =
+      extender.post("filter", Json{{"Pod", pod_object("pending", "uid-pending", 11)}, {"NodeNames", {"n1"}}});
+  ASSERT_EQ(status, 200);
+  EXPECT_TRUE(reply["NodeNames"].empty()) << reply.dump();
 }
 
 Json absurd_claim(const std::string& name, const std::string& uid, const std::string& claim) {
