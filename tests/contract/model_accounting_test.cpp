@@ -1,6 +1,6 @@
 // Accounting that hostile or stale cluster state must not break, over real HTTP: holders on a
-// GPU index the node lacks are shown and counted (/inspect), absurd claims never free a GPU.
-
+// GPU index the node lacks are shown and counted (/inspect), absurd claims never free a GPU,
+// and a victim listed twice is one victim (preempt).
 
 #include <gtest/gtest.h>
 
@@ -87,6 +87,52 @@ TEST(InspectAccounting, AbsurdClaimsNeverMakeAGpuLookFree) {
   const Json after = node_named(extender.inspect(), "n1");
   EXPECT_EQ(after["devs"][1]["usedGPU"], 16);
   EXPECT_GE(after["devs"][0]["usedGPU"].get<long long>(), 16);
+}
+
+Json preempt_cluster() {
+  return cluster_list({node_object("n1", 2, 32), node_object("n2", 1, 16),
+                       pod_object("held-0", "uid-held-0", 10, "n1", 0),
+                       pod_object("held-1a", "uid-held-1a", 4, "n1", 1),
+                       pod_object("held-1b", "uid-held-1b", 6, "n1", 1),
+                       pod_object("held-n2", "uid-held-n2", 12, "n2", 0),
+                       pod_object("nogpu", "uid-nogpu", 0, "n2")});
+}
+
+Json victims(std::initializer_list<const char*> uids) {
+  Json pods = Json::array();
+  for (const char* uid : uids) pods.push_back({{"UID", uid}});
+  return {{"Pods", pods}, {"NumPDBViolations", 0}};
+}
+
+// held-1b (6 of GPU 1's 10) listed twice freed 12 in the trial: GPU 1 looked empty and n1 was
+// offered for a 16-unit pod although held-1a would still be there.
+TEST(PreemptAccounting, AVictimListedTwiceIsFreedOnce) {
+  ExtenderUnderTest extender(preempt_cluster());
+  const Json args = {{"Pod", pod_object("big", "uid-big", 16)},
+                     {"NodeNameToMetaVictims", {{"n1", victims({"uid-held-1b", "uid-held-1b"})}}}};
+  const auto [status, reply] = extender.post("preempt", args);
+  ASSERT_EQ(status, 200);
+  EXPECT_EQ(reply["NodeNameToMetaVictims"], Json::object()) << reply.dump();
+}
+
+TEST(PreemptAccounting, DuplicateVictimsAreAnsweredOnce) {
+  ExtenderUnderTest extender(preempt_cluster());
+  const Json args = {
+      {"Pod", pod_object("big", "uid-big", 16)},
+      {"NodeNameToMetaVictims",
+       {{"n1", victims({"uid-held-1b", "uid-held-1a", "uid-held-1b", "uid-held-1a"})},
+        {"n2", victims({"uid-nogpu", "uid-held-n2", "uid-nogpu", "uid-held-n2"})}}}};
+  const auto [status, reply] = extender.post("preempt", args);
+  ASSERT_EQ(status, 200);
+  const Json& result = reply["NodeNameToMetaVictims"];
+  EXPECT_EQ(result["n1"]["Pods"], Json::array({{{"UID", "uid-held-1b"}}, {{"UID", "uid-held-1a"}}}));
+  EXPECT_EQ(result["n2"]["Pods"], Json::array({{{"UID", "uid-nogpu"}}, {{"UID", "uid-held-n2"}}}));
+  // A pod without GPU demand gets kube-scheduler's victims back, each once.
+  const Json cpu_only = {{"Pod", pod_object("cpu", "uid-cpu", 0)},
+                         {"NodeNameToMetaVictims", {{"n2", victims({"uid-nogpu", "uid-nogpu"})}}}};
+  const auto [cpu_status, cpu_reply] = extender.post("preempt", cpu_only);
+  ASSERT_EQ(cpu_status, 200);
+  EXPECT_EQ(cpu_reply["NodeNameToMetaVictims"]["n2"]["Pods"], Json::array({{{"UID", "uid-nogpu"}}}));
 }
 
 }  // namespace
