@@ -1,5 +1,5 @@
 // Live mode against the fake API server under hostile or broken input: absurd claims in
-// annotations.
+// annotations, and custom resource names on every path that parses a pod.
 
 
 #include <gtest/gtest.h>
@@ -36,6 +36,43 @@ TEST(HostileClaims, MaximalAnnotationsFillTheirGpuButNeverWrap) {
             "1");
   EXPECT_GE(extender.used_on("n1", 0), 16);
   EXPECT_GE(extender.snapshot().total_used(), 32);
+}
+
+Json custom_node(const std::string& name) {
+  Json node = make_node(name);
+  const Json capacity = {{"cpu", "32"}, {"memory", "128Gi"}, {"example.com/vram", "32"}, {"example.com/vram-count", "2"}};
+  node["status"]["capacity"] = capacity;
+  node["status"]["allocatable"] = capacity;
+  return node;
+}
+
+// The binder reads a pod the watch has not shown yet with a GET; it parsed that pod with the
+// default resource names, so under --resource-name example.com/vram it saw no GPU request and
+// bound the pod without a GPU (no annotations, no reservation).
+TEST(CustomResourceNames, BindsAPodTheWatchHasNotShownWithTheConfiguredNames) {
+  FakeApiServer fake;
+  fake.create(Resource::Nodes, custom_node("n1"));
+  kube::ResourceNames names;
+  names.memory = "example.com/vram";
+  names.count = "example.com/vram-count";
+  LiveExtender extender(fake, live_options([&](LiveOptions& o) { o.names = names; }));
+  ASSERT_TRUE(extender.wait_for_sync());
+  ASSERT_TRUE(eventually([&] { return extender.used_on("n1", 1) == 0; }));
+  fake.hold_watch_events();  // the watch will not show the new pod: bind must GET it
+  Json pod = make_pod("default", "fresh");
+  pod["spec"]["containers"][0]["resources"] = {{"limits", {{"example.com/vram", "6"}}}};
+  fake.create(Resource::Pods, pod);
+  ASSERT_FALSE(extender.sync().cached_pod("default", "fresh"));
+  ASSERT_EQ(extender.bind("fresh", uid_of(fake, "fresh"), "n1"), 200);
+  const Json bound = *fake.get(Resource::Pods, "default", "fresh");
+  EXPECT_EQ(bound["spec"]["nodeName"], "n1");
+  ASSERT_TRUE(bound["metadata"].contains("annotations")) << bound.dump();
+  EXPECT_EQ(bound["metadata"]["annotations"]["ALIYUN_COM_GPU_MEM_POD"], "6");
+  EXPECT_EQ(bound["metadata"]["annotations"]["ALIYUN_COM_GPU_MEM_IDX"], "0");
+  EXPECT_EQ(extender.used_on("n1", 0), 6);  // reserved while the watch catches up
+  fake.release_watch_events();
+  EXPECT_TRUE(eventually([&] { return extender.sync().cached_pod("default", "fresh").has_value(); }));
+  EXPECT_EQ(extender.used_on("n1", 0), 6);
 }
 
 }  // namespace
