@@ -425,9 +425,14 @@ void ClusterSync::publish_sync_metrics() {
   publish("pods", now.pods, published_.pods);
   publish("configmaps", now.configmaps, published_.configmaps);
   if (synced()) {
-    metrics_.set_last_sync(std::chrono::duration_cast<std::chrono::seconds>(
-                               std::chrono::system_clock::now().time_since_epoch())
-                               .count());
+    // The model is in step only as far as its stalest resource, and only as of the last real
+    // list/watch progress: during an API-server outage this must stop moving (it used to be
+    // "now" whenever the first sync had happened, so an outage never showed).
+    std::int64_t oldest_ns = INT64_MAX;
+    for (const auto* reflector : {nodes_.get(), pods_reflector_.get(), configmaps_.get()}) {
+      oldest_ns = std::min(oldest_ns, reflector->last_progress_unix_ns());
+    }
+    metrics_.set_last_sync(oldest_ns / 1'000'000'000);
   }
 }
 

@@ -1,6 +1,6 @@
 // Live mode against the fake API server under hostile or broken input: absurd claims in
-// annotations, and custom resource names on every path that parses a pod.
-
+// annotations, custom resource names on every path that parses a pod, and the last-sync metric
+// during an API-server outage.
 
 #include <gtest/gtest.h>
 
@@ -73,6 +73,41 @@ TEST(CustomResourceNames, BindsAPodTheWatchHasNotShownWithTheConfiguredNames) {
   fake.release_watch_events();
   EXPECT_TRUE(eventually([&] { return extender.sync().cached_pod("default", "fresh").has_value(); }));
   EXPECT_EQ(extender.used_on("n1", 0), 6);
+}
+
+// gpushare_last_sync_timestamp_seconds as /metrics shows it; -1 if absent.
+long long last_sync_seconds(const LiveExtender& extender) {
+  auto result = extender.http().Get("/metrics");
+  if (!result || result->status != 200) return -1;
+  const std::string name = "\ngpushare_last_sync_timestamp_seconds ";
+  const auto at = result->body.find(name);
+  if (at == std::string::npos) return -1;
+  return std::stoll(result->body.substr(at + name.size()));
+}
+
+// It was set to "now" on every housekeeping round once the first sync had happened, so an
+// outage of the API server never showed in it (nor in the GpushareSyncStale alert).
+TEST(LastSyncMetric, StandsStillWhileTheApiServerIsDown) {
+  FakeApiServer fake;
+  fake.create(Resource::Nodes, gpu_node("n1", 2, 32));
+  LiveExtender extender(fake);
+  ASSERT_TRUE(extender.wait_for_sync());
+  ASSERT_TRUE(eventually([&] { return last_sync_seconds(extender) > 0; }));
+  fake.stop_listening();
+  // Let what was in flight settle (a few housekeeping rounds of 100 ms).
+  std::this_thread::sleep_for(500ms);
+  const long long during = last_sync_seconds(extender);
+  ASSERT_GT(during, 0);
+  // Long enough for the wall clock's seconds to move several times.
+  std::this_thread::sleep_for(2500ms);
+  EXPECT_EQ(last_sync_seconds(extender), during);
+  // Back up: watches resume; their bookmarks (kube-apiserver sends one about every minute) and
+  // events are progress again.
+  fake.start_listening();
+  EXPECT_TRUE(eventually([&] {
+    fake.send_bookmark_now();
+    return last_sync_seconds(extender) > during;
+  }, 20s));
 }
 
 }  // namespace
