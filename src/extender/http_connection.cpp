@@ -2,14 +2,16 @@
 
 #include <arpa/inet.h>
 #include <fcntl.h>
+#include <fmt/format.h>
+#include <httplib.h>
 #include <netinet/in.h>
-#include <poll.h>
-#include <signal.h>
-#include <sys/socket.h>
-#include <unistd.h>
-
 #include <openssl/err.h>
 #include <openssl/ssl.h>
+#include <poll.h>
+#include <signal.h>
+#include <spdlog/spdlog.h>
+#include <sys/socket.h>
+#include <unistd.h>
 
 #include <algorithm>
 #include <cerrno>
@@ -18,10 +20,6 @@
 #include <functional>
 #include <string_view>
 #include <type_traits>
-
-#include <fmt/format.h>
-#include <httplib.h>
-#include <spdlog/spdlog.h>
 
 #include "gpushare/extender/wire_types.h"
 
@@ -49,7 +47,8 @@ class CurrentConnection {
 int poll_for(int fd, short events, milliseconds timeout) {
   pollfd entry{fd, events, 0};
   for (;;) {
-    const int ready = ::poll(&entry, 1, static_cast<int>(std::max<milliseconds::rep>(0, timeout.count())));
+    const int ready =
+        ::poll(&entry, 1, static_cast<int>(std::max<milliseconds::rep>(0, timeout.count())));
     if (ready >= 0 || errno != EINTR) return ready;
   }
 }
@@ -167,7 +166,8 @@ class TlsTransport final : public Transport {
 
  private:
   static milliseconds remaining(Clock::time_point deadline) {
-    return std::max(milliseconds(0), std::chrono::duration_cast<milliseconds>(deadline - Clock::now()));
+    return std::max(milliseconds(0),
+                    std::chrono::duration_cast<milliseconds>(deadline - Clock::now()));
   }
   int fd_;
   SSL* ssl_;
@@ -221,13 +221,15 @@ void address_of(int fd, bool peer, std::string& ip, int& port) {
 
 bool iequals(std::string_view a, std::string_view b) {
   return a.size() == b.size() && std::equal(a.begin(), a.end(), b.begin(), [](char x, char y) {
-           return std::tolower(static_cast<unsigned char>(x)) == std::tolower(static_cast<unsigned char>(y));
+           return std::tolower(static_cast<unsigned char>(x)) ==
+                  std::tolower(static_cast<unsigned char>(y));
          });
 }
 
 std::string_view trim(std::string_view text) {
   while (!text.empty() && (text.front() == ' ' || text.front() == '\t')) text.remove_prefix(1);
-  while (!text.empty() && (text.back() == ' ' || text.back() == '\t' || text.back() == '\r')) text.remove_suffix(1);
+  while (!text.empty() && (text.back() == ' ' || text.back() == '\t' || text.back() == '\r'))
+    text.remove_suffix(1);
   return text;
 }
 
@@ -238,8 +240,8 @@ class RequestStream final : public httplib::Stream {
  public:
   enum class Start { kRequest, kClosed, kHeaderTooLarge, kBodyTooLarge };
 
-  RequestStream(Transport& transport, const Limits& limits, ConnectionState& state, milliseconds read_timeout,
-                milliseconds write_timeout)
+  RequestStream(Transport& transport, const Limits& limits, ConnectionState& state,
+                milliseconds read_timeout, milliseconds write_timeout)
       : transport_(transport),
         limits_(limits),
         state_(state),
@@ -256,15 +258,16 @@ class RequestStream final : public httplib::Stream {
     std::size_t searched = 0;
     for (bool first = true;; first = false) {
       // The header block ends at the first line that is just CRLF (httplib's read_headers).
-      if (const auto end = buffer_.find("\n\r\n", searched > 2 ? searched - 2 : 0); end != std::string::npos &&
-                                                                                    end + 3 <= limits_.max_header_bytes) {
+      if (const auto end = buffer_.find("\n\r\n", searched > 2 ? searched - 2 : 0);
+          end != std::string::npos && end + 3 <= limits_.max_header_bytes) {
         header_left_ = end + 3;
         break;
       }
       searched = buffer_.size();
       if (buffer_.size() >= limits_.max_header_bytes) return Start::kHeaderTooLarge;
       char chunk[16 * 1024];
-      const std::size_t want = std::min(sizeof chunk, limits_.max_header_bytes + 4 - buffer_.size());
+      const std::size_t want =
+          std::min(sizeof chunk, limits_.max_header_bytes + 4 - buffer_.size());
       const ssize_t n =
           transport_.read_some(chunk, want, first && buffer_.empty() ? keep_alive : read_timeout_);
       if (n <= 0) return Start::kClosed;  // closed, broken or silent: nothing to answer
@@ -327,7 +330,8 @@ class RequestStream final : public httplib::Stream {
 
   // The header block of the request being served (for refusals' log lines).
   std::string_view request_line() const {
-    const std::string_view block(buffer_.data(), std::min(buffer_.size(), limits_.max_header_bytes));
+    const std::string_view block(buffer_.data(),
+                                 std::min(buffer_.size(), limits_.max_header_bytes));
     return block.substr(0, std::min(block.find('\r'), std::size_t{200}));
   }
 
@@ -367,7 +371,8 @@ class RequestStream final : public httplib::Stream {
       state_.close_after_response = true;
       // Room for chunk-size lines and the trailer around max_body_bytes of data; the decoded
       // size is held to max_body_bytes exactly by read_limited_body.
-      body_left_ = limits_.max_body_bytes + std::max<std::size_t>(64 * 1024, limits_.max_body_bytes / 16);
+      body_left_ =
+          limits_.max_body_bytes + std::max<std::size_t>(64 * 1024, limits_.max_body_bytes / 16);
       return Start::kRequest;
     }
     if (content_length) {
@@ -386,7 +391,7 @@ class RequestStream final : public httplib::Stream {
   ConnectionState& state_;
   milliseconds read_timeout_;
   milliseconds write_timeout_;
-  std::string buffer_;          // received, from offset_ on not yet handed to httplib
+  std::string buffer_;  // received, from offset_ on not yet handed to httplib
   std::size_t offset_ = 0;
   std::size_t header_left_ = 0;  // header-block bytes httplib has yet to read
   std::size_t body_left_ = 0;    // body bytes httplib may still read for this request
@@ -400,11 +405,13 @@ class RequestStream final : public httplib::Stream {
 void refuse(Transport& transport, int status, std::string_view reason, std::string_view message) {
   const std::string body = encode_error(message);
   const std::string reply = fmt::format(
-      "HTTP/1.1 {} {}\r\nContent-Type: application/json\r\nContent-Length: {}\r\nConnection: close\r\n\r\n{}",
+      "HTTP/1.1 {} {}\r\nContent-Type: application/json\r\nContent-Length: {}\r\nConnection: "
+      "close\r\n\r\n{}",
       status, reason, body.size(), body);
   std::size_t sent = 0;
   while (sent < reply.size()) {
-    const ssize_t n = transport.write_some(reply.data() + sent, reply.size() - sent, milliseconds(5000));
+    const ssize_t n =
+        transport.write_some(reply.data() + sent, reply.size() - sent, milliseconds(5000));
     if (n <= 0) return;
     sent += static_cast<std::size_t>(n);
   }
@@ -431,7 +438,8 @@ template <typename Base>
 class LimitedServer final : public Base {
  public:
   template <typename... Args>
-  explicit LimitedServer(Limits limits, Args&&... args) : Base(std::forward<Args>(args)...), limits_(limits) {}
+  explicit LimitedServer(Limits limits, Args&&... args)
+      : Base(std::forward<Args>(args)...), limits_(limits) {}
 
  private:
   bool process_and_close_socket(socket_t sock) override {
@@ -460,7 +468,8 @@ class LimitedServer final : public Base {
                          to_milliseconds(this->write_timeout_sec_, this->write_timeout_usec_));
     const milliseconds keep_alive(this->keep_alive_timeout_sec_ * 1000);
     bool served = false;
-    for (std::size_t left = this->keep_alive_max_count_; left > 0 && this->svr_sock_ != INVALID_SOCKET; --left) {
+    for (std::size_t left = this->keep_alive_max_count_;
+         left > 0 && this->svr_sock_ != INVALID_SOCKET; --left) {
       state = ConnectionState{};
       const auto start = stream.begin_request(keep_alive);
       if (start == RequestStream::Start::kClosed) break;
@@ -475,10 +484,12 @@ class LimitedServer final : public Base {
                      stream.request_line());
         if (headers) {
           refuse(transport, 431, "Request Header Fields Too Large",
-                 fmt::format("request header block too large: larger than {} bytes", limits_.max_header_bytes));
+                 fmt::format("request header block too large: larger than {} bytes",
+                             limits_.max_header_bytes));
         } else {
           refuse(transport, 413, "Payload Too Large",
-                 fmt::format("request body too large: larger than {} bytes (--max-request-bytes)", limits_.max_body_bytes));
+                 fmt::format("request body too large: larger than {} bytes (--max-request-bytes)",
+                             limits_.max_body_bytes));
         }
         linger(transport);
         return true;
@@ -494,7 +505,9 @@ class LimitedServer final : public Base {
     return served;
   }
 
-  milliseconds read_timeout() const { return to_milliseconds(this->read_timeout_sec_, this->read_timeout_usec_); }
+  milliseconds read_timeout() const {
+    return to_milliseconds(this->read_timeout_sec_, this->read_timeout_usec_);
+  }
 
   Limits limits_;
 };
@@ -504,7 +517,8 @@ class LimitedServer final : public Base {
 std::unique_ptr<httplib::Server> make_server(const Limits& limits, const std::string& cert_file,
                                              const std::string& key_file) {
   if (!cert_file.empty()) {
-    return std::make_unique<LimitedServer<httplib::SSLServer>>(limits, cert_file.c_str(), key_file.c_str());
+    return std::make_unique<LimitedServer<httplib::SSLServer>>(limits, cert_file.c_str(),
+                                                               key_file.c_str());
   }
   return std::make_unique<LimitedServer<httplib::Server>>(limits);
 }
@@ -517,10 +531,13 @@ bool closing_after_response() {
   return current_connection != nullptr && current_connection->close_after_response;
 }
 
-bool body_over_limit() { return current_connection != nullptr && current_connection->body_over_limit; }
+bool body_over_limit() {
+  return current_connection != nullptr && current_connection->body_over_limit;
+}
 
 std::optional<std::string> read_limited_body(const httplib::Request& req, httplib::Response& res,
-                                             const httplib::ContentReader& reader, std::size_t max_body_bytes) {
+                                             const httplib::ContentReader& reader,
+                                             std::size_t max_body_bytes) {
   if (req.is_multipart_form_data()) {
     // httplib would call a multipart receiver we do not give it; no verb takes forms anyway.
     res.status = 415;
@@ -530,8 +547,9 @@ std::optional<std::string> read_limited_body(const httplib::Request& req, httpli
   std::string body;
   if (req.has_header("Content-Length")) {
     // Checked against the limit before the request reached us; one allocation for big filters.
-    body.reserve(std::min<std::size_t>(max_body_bytes,
-                                       std::strtoull(req.get_header_value("Content-Length").c_str(), nullptr, 10)));
+    body.reserve(std::min<std::size_t>(
+        max_body_bytes,
+        std::strtoull(req.get_header_value("Content-Length").c_str(), nullptr, 10)));
   }
   bool too_large = false;
   // The receiver sees the body decoded (chunked framing removed, gzip/deflate/br inflated).

@@ -50,7 +50,8 @@ std::unique_ptr<httplib::Server> make_server(const Limits& limits, const std::st
 // decoded, up to max_body_bytes. On failure sets res.status (413 too large, else what httplib
 // said or 400), asks for the connection to close, and returns nullopt.
 std::optional<std::string> read_limited_body(const httplib::Request& req, httplib::Response& res,
-                                             const httplib::ContentReader& reader, std::size_t max_body_bytes);
+                                             const httplib::ContentReader& reader,
+                                             std::size_t max_body_bytes);
 
 // The connection will close after this response (the rest of its body was not read).
 void close_after_response();

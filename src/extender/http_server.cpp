@@ -14,10 +14,10 @@
 #include <spdlog/spdlog.h>
 
 #include "gpushare/extender/connection_thread_pool.h"
-#include "http_connection.h"
 #include "gpushare/extender/inspect.h"
 #include "gpushare/extender/options.h"
 #include "gpushare/extender/web_ui.h"
+#include "http_connection.h"
 
 namespace gpushare::extender {
 namespace {
@@ -207,28 +207,28 @@ void HttpServer::install_routes() {
        }, plain_error));
   post(route("bind"),
        handle("bind", [this](const httplib::Request&, const std::string& body, httplib::Response& res) {
-                  const BindingArgs args = decode_binding_args(parse_json_body(body));
-                  if (!begin_bind()) {
-                    res.status = 503;  // kube-scheduler retries; the next leader binds it
-                    res.set_content(encode_binding_result("gpushare-extender is shutting down"), kJson);
-                    return;
-                  }
-                  struct Done {
-                    HttpServer* server;
-                    ~Done() { server->end_bind(); }
-                  } done{this};
-                  const BindReply reply = service_.bind(args);
-                  // The Go original answers a failed bind with 500; kube-scheduler treats any
-                  // non-200 as failure and requeues the pod.
-                  if (!reply.error.empty()) res.status = 500;
-                  res.set_content(encode_binding_result(reply.error), kJson);
-                }, plain_error));
+         const BindingArgs args = decode_binding_args(parse_json_body(body));
+         if (!begin_bind()) {
+           res.status = 503;  // kube-scheduler retries; the next leader binds it
+           res.set_content(encode_binding_result("gpushare-extender is shutting down"), kJson);
+           return;
+         }
+         struct Done {
+           HttpServer* server;
+           ~Done() { server->end_bind(); }
+         } done{this};
+         const BindReply reply = service_.bind(args);
+         // The Go original answers a failed bind with 500; kube-scheduler treats any
+         // non-200 as failure and requeues the pod.
+         if (!reply.error.empty()) res.status = 500;
+         res.set_content(encode_binding_result(reply.error), kJson);
+       }, plain_error));
   post(route("preempt"),
        handle("preempt", [this](const httplib::Request&, const std::string& body, httplib::Response& res) {
-                  const PreemptionArgs args =
-                      decode_preemption_args(parse_json_body(body), service_.config().names);
-                  res.set_content(encode_preemption_result(service_.preempt(args)), kJson);
-                }, plain_error));
+         const PreemptionArgs args =
+             decode_preemption_args(parse_json_body(body), service_.config().names);
+         res.set_content(encode_preemption_result(service_.preempt(args)), kJson);
+       }, plain_error));
   // Any other request with a body: read it within the limit (or refuse it), then 404. Without
   // these, httplib would buffer such a body itself, decompressed and without a limit.
   auto unknown_with_body = [max = options_.max_request_bytes](const httplib::Request& req, httplib::Response& res,
@@ -241,29 +241,29 @@ void HttpServer::install_routes() {
   server_->Delete(".*", unknown_with_body);
 
   get(route("inspect"),
-               handle("inspect", [this](const httplib::Request&, const std::string&, httplib::Response& res) {
-                 Json body = store_.read([&](const core::ClusterModel& model, const core::PlacementPolicy& policy) {
-                   Json cluster = inspect_cluster(model, policy.name(), policy.describe_state());
-                   add_fragmentation(cluster, model, policy);
-                   return cluster;
-                 });
-                 body["recentRejections"] = rejections_json(rejections_.recent());
-                 res.set_content(body.dump(-1, ' ', false, Json::error_handler_t::replace), kJson);
-               }, plain_error));
+      handle("inspect", [this](const httplib::Request&, const std::string&, httplib::Response& res) {
+        Json body = store_.read([&](const core::ClusterModel& model, const core::PlacementPolicy& policy) {
+          Json cluster = inspect_cluster(model, policy.name(), policy.describe_state());
+          add_fragmentation(cluster, model, policy);
+          return cluster;
+        });
+        body["recentRejections"] = rejections_json(rejections_.recent());
+        res.set_content(body.dump(-1, ' ', false, Json::error_handler_t::replace), kJson);
+      }, plain_error));
   get(route("inspect/([^/]+)"),
-               handle("inspect", [this](const httplib::Request& req, const std::string&, httplib::Response& res) {
-                 const std::string node = req.matches[1];
-                 auto body = store_.read([&](const core::ClusterModel& model, const core::PlacementPolicy&) {
-                   return inspect_node(model, node);
-                 });
-                 if (!body) {
-                   res.status = 404;
-                   res.set_content(encode_error(fmt::format("node {} is not known", node)), kJson);
-                   return;
-                 }
-                 const Json wrapped = {{"nodes", Json::array({std::move(*body)})}};
-                 res.set_content(wrapped.dump(-1, ' ', false, Json::error_handler_t::replace), kJson);
-               }, plain_error));
+      handle("inspect", [this](const httplib::Request& req, const std::string&, httplib::Response& res) {
+        const std::string node = req.matches[1];
+        auto body = store_.read([&](const core::ClusterModel& model, const core::PlacementPolicy&) {
+          return inspect_node(model, node);
+        });
+        if (!body) {
+          res.status = 404;
+          res.set_content(encode_error(fmt::format("node {} is not known", node)), kJson);
+          return;
+        }
+        const Json wrapped = {{"nodes", Json::array({std::move(*body)})}};
+        res.set_content(wrapped.dump(-1, ' ', false, Json::error_handler_t::replace), kJson);
+      }, plain_error));
 
   server_->Get("/version", [](const httplib::Request&, httplib::Response& res) {
     res.set_content(version_string() + "\n", "text/plain");

@@ -10,8 +10,8 @@ std::string claim_warning(const core::ClusterModel& model, const PodInfo& pod,
   if (!pod.annotation_warning.empty()) warning = pod.annotation_warning;
   if (const core::Units uncounted = model.uncounted_claim(allocation); uncounted > 0) {
     if (!warning.empty()) warning += "; ";
-    warning += fmt::format("claims {} on node {} {}, more than it can hold; counted as {}", allocation.per_gpu,
-                           allocation.node,
+    warning += fmt::format("claims {} on node {} {}, more than it can hold; counted as {}",
+                           allocation.per_gpu, allocation.node,
                            allocation.gpus.empty() ? std::string("(no GPU index)")
                                                    : fmt::format("GPU {}", allocation.gpus.front()),
                            allocation.per_gpu - uncounted);

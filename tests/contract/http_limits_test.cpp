@@ -2,9 +2,8 @@
 // soon as it breaks a limit (body as announced, as received, as decompressed; header block), and
 // the connection is closed so the rest of its bytes are never read as further requests.
 
-#include <gtest/gtest.h>
-
 #include <fmt/format.h>
+#include <gtest/gtest.h>
 #include <httplib.h>
 
 #include <chrono>
@@ -20,7 +19,9 @@ using namespace std::chrono_literals;
 
 constexpr std::size_t kLimit = 1 << 20;  // the fixture's --max-request-bytes
 
-std::uint16_t port_of(const ExtenderUnderTest& extender) { return static_cast<std::uint16_t>(extender.port()); }
+std::uint16_t port_of(const ExtenderUnderTest& extender) {
+  return static_cast<std::uint16_t>(extender.port());
+}
 
 std::string filter_body() {
   return Json{{"Pod", pod_object("p", "uid-p", 4)}, {"NodeNames", {"n1"}}}.dump();
@@ -69,8 +70,9 @@ TEST_F(HttpLimits, ABodyAtTheLimitIsServed) {
   RawHttpConnection connection(port_of(extender));
   std::string body = filter_body();
   body.append(kLimit - body.size(), ' ');  // trailing whitespace is valid JSON
-  ASSERT_TRUE(connection.send_raw("POST /gpushare-scheduler/filter HTTP/1.1\r\nHost: x\r\nContent-Length: " +
-                                  std::to_string(body.size()) + "\r\n\r\n" + body));
+  ASSERT_TRUE(connection.send_raw(
+      "POST /gpushare-scheduler/filter HTTP/1.1\r\nHost: x\r\nContent-Length: " +
+      std::to_string(body.size()) + "\r\n\r\n" + body));
   const auto head = connection.read_head(20s);
   ASSERT_TRUE(head);
   EXPECT_EQ(head->status, 200);
@@ -100,8 +102,9 @@ TEST_F(HttpLimits, AChunkedBodyIsLimitedOnTheBytesReceived) {
 // Chunk-size lines that never end carry no data, but had to be buffered whole.
 TEST_F(HttpLimits, EndlessChunkFramingIsLimitedToo) {
   RawHttpConnection connection(port_of(extender));
-  ASSERT_TRUE(connection.send_raw(
-      "POST /gpushare-scheduler/filter HTTP/1.1\r\nHost: x\r\nTransfer-Encoding: chunked\r\n\r\n1"));
+  ASSERT_TRUE(
+      connection.send_raw("POST /gpushare-scheduler/filter HTTP/1.1\r\nHost: "
+                          "x\r\nTransfer-Encoding: chunked\r\n\r\n1"));
   const std::string zeros(0x10000, '0');
   for (std::size_t sent = 0; sent < 2 * kLimit; sent += zeros.size()) {
     if (!connection.send_raw(zeros)) break;
@@ -114,7 +117,8 @@ TEST_F(HttpLimits, EndlessChunkFramingIsLimitedToo) {
 TEST_F(HttpLimits, AChunkedBodyWithinTheLimitIsServedAndTheConnectionCloses) {
   RawHttpConnection connection(port_of(extender));
   const std::string body = filter_body();
-  std::string request = "POST /gpushare-scheduler/filter HTTP/1.1\r\nHost: x\r\nTransfer-Encoding: chunked\r\n\r\n";
+  std::string request =
+      "POST /gpushare-scheduler/filter HTTP/1.1\r\nHost: x\r\nTransfer-Encoding: chunked\r\n\r\n";
   for (std::size_t at = 0; at < body.size(); at += 10) {
     const std::string piece = body.substr(at, 10);
     request += fmt::format("{:x}\r\n{}\r\n", piece.size(), piece);
@@ -161,7 +165,8 @@ TEST_F(HttpLimits, AGzipBodyIsLimitedOnItsDecompressedSize) {
 TEST_F(HttpLimits, AHeaderBlockOverTheLimitGets431) {
   RawHttpConnection connection(port_of(extender));
   std::string request = "GET /healthz HTTP/1.1\r\nHost: x\r\n";
-  for (int i = 0; request.size() < 100 * 1024; ++i) request += fmt::format("X-Padding-{}: {}\r\n", i, std::string(40, 'p'));
+  for (int i = 0; request.size() < 100 * 1024; ++i)
+    request += fmt::format("X-Padding-{}: {}\r\n", i, std::string(40, 'p'));
   request += "\r\n";
   ASSERT_TRUE(connection.send_raw(request));
   const Refusal refusal = read_refusal(connection);
@@ -185,7 +190,8 @@ TEST_F(HttpLimits, HeadersThatNeverEndGet431) {
 TEST_F(HttpLimits, AHeaderBlockUnderTheLimitIsServed) {
   RawHttpConnection connection(port_of(extender));
   std::string request = "GET /healthz HTTP/1.1\r\nHost: x\r\n";
-  for (int i = 0; request.size() < 48 * 1024; ++i) request += fmt::format("X-Padding-{}: {}\r\n", i, std::string(40, 'p'));
+  for (int i = 0; request.size() < 48 * 1024; ++i)
+    request += fmt::format("X-Padding-{}: {}\r\n", i, std::string(40, 'p'));
   request += "\r\n";
   ASSERT_TRUE(connection.send_raw(request));
   const auto head = connection.read_head(20s);
@@ -198,8 +204,9 @@ TEST_F(HttpLimits, TheRestOfARefusedBodyIsNotServedAsRequests) {
   RawHttpConnection connection(port_of(extender));
   std::string smuggled;
   for (int i = 0; i < 64; ++i) smuggled += "GET /healthz HTTP/1.1\r\nHost: x\r\n\r\n";
-  ASSERT_TRUE(connection.send_raw("POST /gpushare-scheduler/bind HTTP/1.1\r\nHost: x\r\nContent-Length: " +
-                                  std::to_string(kLimit + 1) + "\r\n\r\n" + smuggled));
+  ASSERT_TRUE(
+      connection.send_raw("POST /gpushare-scheduler/bind HTTP/1.1\r\nHost: x\r\nContent-Length: " +
+                          std::to_string(kLimit + 1) + "\r\n\r\n" + smuggled));
   const auto head = connection.read_head(20s);
   ASSERT_TRUE(head);
   EXPECT_EQ(head->status, 413);
@@ -212,10 +219,11 @@ TEST_F(HttpLimits, TheRestOfARefusedBodyIsNotServedAsRequests) {
 TEST_F(HttpLimits, PipelinedRequestsAreAllAnsweredInOrder) {
   RawHttpConnection connection(port_of(extender));
   const std::string body = filter_body();
-  ASSERT_TRUE(connection.send_raw("GET /healthz HTTP/1.1\r\nHost: x\r\n\r\n"
-                                  "POST /gpushare-scheduler/filter HTTP/1.1\r\nHost: x\r\nContent-Length: " +
-                                  std::to_string(body.size()) + "\r\n\r\n" + body +
-                                  "GET /version HTTP/1.1\r\nHost: x\r\n\r\n"));
+  ASSERT_TRUE(connection.send_raw(
+      "GET /healthz HTTP/1.1\r\nHost: x\r\n\r\n"
+      "POST /gpushare-scheduler/filter HTTP/1.1\r\nHost: x\r\nContent-Length: " +
+      std::to_string(body.size()) + "\r\n\r\n" + body +
+      "GET /version HTTP/1.1\r\nHost: x\r\n\r\n"));
   for (const char* expected : {"ok", "NodeNames", "gpushare"}) {
     const auto head = connection.read_head(20s);
     ASSERT_TRUE(head) << expected;

@@ -1,11 +1,10 @@
 // Text from outside (pod and node names, reasons, errors) cannot forge or hide log lines.
 
 #include <gtest/gtest.h>
-
-#include <sstream>
-
 #include <spdlog/sinks/ostream_sink.h>
 #include <spdlog/spdlog.h>
+
+#include <sstream>
 
 #include "contract/extender_fixture.h"
 #include "gpushare/extender/logging.h"
@@ -17,10 +16,12 @@ TEST(LogEscaping, ControlCharactersAreEscaped) {
   using extender::escape_control_characters;
   EXPECT_EQ(escape_control_characters("plain ns/pod-1 ✓"), "plain ns/pod-1 ✓");
   EXPECT_EQ(escape_control_characters("a\nb\rc\td"), "a\\nb\\rc\\td");
-  EXPECT_EQ(escape_control_characters(std::string("nul\0esc\x1b[2Jdel\x7f", 15)), "nul\\x00esc\\x1b[2Jdel\\x7f");
+  EXPECT_EQ(escape_control_characters(std::string("nul\0esc\x1b[2Jdel\x7f", 15)),
+            "nul\\x00esc\\x1b[2Jdel\\x7f");
   EXPECT_EQ(escape_control_characters("csi\xc2\x9bm nel\xc2\x85"), "csi\\u009bm nel\\u0085");
   EXPECT_EQ(escape_control_characters("ls\xe2\x80\xa8ps\xe2\x80\xa9"), "ls\\u2028ps\\u2029");
-  EXPECT_EQ(escape_control_characters("\xc2\xa9 \xe2\x80\x94"), "\xc2\xa9 \xe2\x80\x94");  // © and — stay
+  EXPECT_EQ(escape_control_characters("\xc2\xa9 \xe2\x80\x94"),
+            "\xc2\xa9 \xe2\x80\x94");  // © and — stay
   EXPECT_EQ(escape_control_characters("trailing\xc2"), "trailing\xc2");
   EXPECT_EQ(escape_control_characters(""), "");
 }
@@ -49,7 +50,8 @@ class CapturedLog {
   std::shared_ptr<spdlog::logger> previous_;
 };
 
-constexpr const char* kForged = "2030-01-01T00:00:00.000 I bound pod default/forged to node n1 gpu 0";
+constexpr const char* kForged =
+    "2030-01-01T00:00:00.000 I bound pod default/forged to node n1 gpu 0";
 
 // A PodName with a newline used to put a line of the attacker's choosing into the log.
 TEST(LogInjection, ANewlineInAPodNameCannotForgeALogLine) {
@@ -57,8 +59,10 @@ TEST(LogInjection, ANewlineInAPodNameCannotForgeALogLine) {
   for (const std::string format : {"text", "json"}) {
     CapturedLog log(format);
     const std::string name = std::string("evil\n") + kForged;
-    const auto [status, reply] = extender.post(
-        "bind", Json{{"PodName", name}, {"PodNamespace", "default\r\x1b[2K"}, {"PodUID", "u"}, {"Node", "n1\n"}});
+    const auto [status, reply] = extender.post("bind", Json{{"PodName", name},
+                                                            {"PodNamespace", "default\r\x1b[2K"},
+                                                            {"PodUID", "u"},
+                                                            {"Node", "n1\n"}});
     EXPECT_NE(status, 200) << reply.dump();
     const std::vector<std::string> lines = log.lines();
     ASSERT_FALSE(lines.empty()) << format;

@@ -11,8 +11,7 @@ namespace gpushare::testing {
 namespace {
 
 Json stale_index_cluster() {
-  return cluster_list({node_object("n1", 2, 32),
-                       pod_object("ok-0", "uid-ok-0", 4, "n1", 0),
+  return cluster_list({node_object("n1", 2, 32), pod_object("ok-0", "uid-ok-0", 4, "n1", 0),
                        pod_object("ok-1", "uid-ok-1", 12, "n1", 1),
                        pod_object("stale", "uid-stale", 6, "n1", 7),  // n1 has GPUs 0 and 1
                        pod_object("pending", "uid-pending", 11)});
@@ -54,8 +53,8 @@ TEST(InspectAccounting, HoldersOnAnIndexTheNodeLacksAreShownAndCounted) {
   ASSERT_EQ(view.nodes.size(), 1u);
   EXPECT_EQ(view.nodes[0].unindexed_used(), 6);
   // Its memory is held against the node: GPU 0 has 12 free, but the node only 32 - 22 = 10.
-  const auto [status, reply] =
-      extender.post("filter", Json{{"Pod", pod_object("pending", "uid-pending", 11)}, {"NodeNames", {"n1"}}});
+  const auto [status, reply] = extender.post(
+      "filter", Json{{"Pod", pod_object("pending", "uid-pending", 11)}, {"NodeNames", {"n1"}}});
   ASSERT_EQ(status, 200);
   EXPECT_TRUE(reply["NodeNames"].empty()) << reply.dump();
 }
@@ -69,21 +68,24 @@ Json absurd_claim(const std::string& name, const std::string& uid, const std::st
 // Two pods annotated with int64's maximum on GPU 0 once summed to -2 "used": GPU 0 was then
 // offered to a 16-unit pod and oversubscribed.
 TEST(InspectAccounting, AbsurdClaimsNeverMakeAGpuLookFree) {
-  ExtenderUnderTest extender(cluster_list({node_object("n1", 2, 32),
-                                           absurd_claim("huge-a", "uid-huge-a", "9223372036854775807"),
-                                           absurd_claim("huge-b", "uid-huge-b", "9223372036854775807"),
-                                           pod_object("pending", "uid-pending", 16)}));
+  ExtenderUnderTest extender(cluster_list(
+      {node_object("n1", 2, 32), absurd_claim("huge-a", "uid-huge-a", "9223372036854775807"),
+       absurd_claim("huge-b", "uid-huge-b", "9223372036854775807"),
+       pod_object("pending", "uid-pending", 16)}));
   const Json inspect = extender.inspect();
   const Json& n1 = node_named(inspect, "n1");
   EXPECT_GE(n1["devs"][0]["usedGPU"].get<long long>(), 16) << n1.dump();
   EXPECT_GE(n1["usedGPU"].get<long long>(), 16);
   EXPECT_GE(inspect["usedGPU"].get<long long>(), 16);
-  const auto [status, reply] =
-      extender.post("bind", Json{{"PodName", "pending"}, {"PodNamespace", "default"}, {"PodUID", "uid-pending"},
-                                 {"Node", "n1"}});
+  const auto [status, reply] = extender.post("bind", Json{{"PodName", "pending"},
+                                                          {"PodNamespace", "default"},
+                                                          {"PodUID", "uid-pending"},
+                                                          {"Node", "n1"}});
   ASSERT_EQ(status, 200) << reply.dump();
   // Placed on the empty GPU 1, never on the "free" GPU 0.
-  EXPECT_EQ(extender.cluster().bound_annotations().at("default/pending").at("ALIYUN_COM_GPU_MEM_IDX"), "1");
+  EXPECT_EQ(
+      extender.cluster().bound_annotations().at("default/pending").at("ALIYUN_COM_GPU_MEM_IDX"),
+      "1");
   const Json after = node_named(extender.inspect(), "n1");
   EXPECT_EQ(after["devs"][1]["usedGPU"], 16);
   EXPECT_GE(after["devs"][0]["usedGPU"].get<long long>(), 16);
@@ -125,14 +127,16 @@ TEST(PreemptAccounting, DuplicateVictimsAreAnsweredOnce) {
   const auto [status, reply] = extender.post("preempt", args);
   ASSERT_EQ(status, 200);
   const Json& result = reply["NodeNameToMetaVictims"];
-  EXPECT_EQ(result["n1"]["Pods"], Json::array({{{"UID", "uid-held-1b"}}, {{"UID", "uid-held-1a"}}}));
+  EXPECT_EQ(result["n1"]["Pods"],
+            Json::array({{{"UID", "uid-held-1b"}}, {{"UID", "uid-held-1a"}}}));
   EXPECT_EQ(result["n2"]["Pods"], Json::array({{{"UID", "uid-nogpu"}}, {{"UID", "uid-held-n2"}}}));
   // A pod without GPU demand gets kube-scheduler's victims back, each once.
   const Json cpu_only = {{"Pod", pod_object("cpu", "uid-cpu", 0)},
                          {"NodeNameToMetaVictims", {{"n2", victims({"uid-nogpu", "uid-nogpu"})}}}};
   const auto [cpu_status, cpu_reply] = extender.post("preempt", cpu_only);
   ASSERT_EQ(cpu_status, 200);
-  EXPECT_EQ(cpu_reply["NodeNameToMetaVictims"]["n2"]["Pods"], Json::array({{{"UID", "uid-nogpu"}}}));
+  EXPECT_EQ(cpu_reply["NodeNameToMetaVictims"]["n2"]["Pods"],
+            Json::array({{{"UID", "uid-nogpu"}}}));
 }
 
 }  // namespace

@@ -28,11 +28,16 @@ TEST(HostileClaims, MaximalAnnotationsFillTheirGpuButNeverWrap) {
   fake.create(Resource::Pods, gpu_pod("next", 16));
   LiveExtender extender(fake);
   ASSERT_TRUE(extender.wait_for_sync());
-  ASSERT_TRUE(eventually([&] { return extender.read([](const core::ClusterModel& m) { return m.pod_count(); }) == 2u; }));
+  ASSERT_TRUE(eventually([&] {
+    return extender.read([](const core::ClusterModel& m) { return m.pod_count(); }) == 2u;
+  }));
   EXPECT_GE(extender.used_on("n1", 0), 16);
   EXPECT_EQ(extender.used_on("n1", 1), 0);
   ASSERT_EQ(extender.bind("next", uid_of(fake, "next"), "n1"), 200);
-  EXPECT_EQ(fake.get(Resource::Pods, "default", "next")->at("metadata").at("annotations").at("ALIYUN_COM_GPU_MEM_IDX"),
+  EXPECT_EQ(fake.get(Resource::Pods, "default", "next")
+                ->at("metadata")
+                .at("annotations")
+                .at("ALIYUN_COM_GPU_MEM_IDX"),
             "1");
   EXPECT_GE(extender.used_on("n1", 0), 16);
   EXPECT_GE(extender.snapshot().total_used(), 32);
@@ -40,7 +45,10 @@ TEST(HostileClaims, MaximalAnnotationsFillTheirGpuButNeverWrap) {
 
 Json custom_node(const std::string& name) {
   Json node = make_node(name);
-  const Json capacity = {{"cpu", "32"}, {"memory", "128Gi"}, {"example.com/vram", "32"}, {"example.com/vram-count", "2"}};
+  const Json capacity = {{"cpu", "32"},
+                         {"memory", "128Gi"},
+                         {"example.com/vram", "32"},
+                         {"example.com/vram-count", "2"}};
   node["status"]["capacity"] = capacity;
   node["status"]["allocatable"] = capacity;
   return node;
@@ -71,7 +79,8 @@ TEST(CustomResourceNames, BindsAPodTheWatchHasNotShownWithTheConfiguredNames) {
   EXPECT_EQ(bound["metadata"]["annotations"]["ALIYUN_COM_GPU_MEM_IDX"], "0");
   EXPECT_EQ(extender.used_on("n1", 0), 6);  // reserved while the watch catches up
   fake.release_watch_events();
-  EXPECT_TRUE(eventually([&] { return extender.sync().cached_pod("default", "fresh").has_value(); }));
+  EXPECT_TRUE(
+      eventually([&] { return extender.sync().cached_pod("default", "fresh").has_value(); }));
   EXPECT_EQ(extender.used_on("n1", 0), 6);
 }
 
@@ -104,10 +113,12 @@ TEST(LastSyncMetric, StandsStillWhileTheApiServerIsDown) {
   // Back up: watches resume; their bookmarks (kube-apiserver sends one about every minute) and
   // events are progress again.
   fake.start_listening();
-  EXPECT_TRUE(eventually([&] {
-    fake.send_bookmark_now();
-    return last_sync_seconds(extender) > during;
-  }, 20s));
+  EXPECT_TRUE(eventually(
+      [&] {
+        fake.send_bookmark_now();
+        return last_sync_seconds(extender) > during;
+      },
+      20s));
 }
 
 }  // namespace

@@ -35,16 +35,19 @@ core::PodAllocation holder(std::string uid, std::vector<int> gpus, Units amount)
 }
 
 kube::Json bound_pod(const std::string& pod_annotation) {
-  return kube::Json{{"metadata",
-                     {{"name", "huge"},
-                      {"namespace", "ml"},
-                      {"uid", "u-huge"},
-                      {"annotations", {{"ALIYUN_COM_GPU_MEM_IDX", "0"}, {"ALIYUN_COM_GPU_MEM_POD", pod_annotation}}}}},
-                    {"spec",
-                     {{"nodeName", "n1"},
-                      {"containers", kube::Json::array({{{"name", "main"},
-                                                         {"resources", {{"limits", {{"aliyun.com/gpu-mem", "4"}}}}}}})}}},
-                    {"status", {{"phase", "Running"}}}};
+  return kube::Json{
+      {"metadata",
+       {{"name", "huge"},
+        {"namespace", "ml"},
+        {"uid", "u-huge"},
+        {"annotations",
+         {{"ALIYUN_COM_GPU_MEM_IDX", "0"}, {"ALIYUN_COM_GPU_MEM_POD", pod_annotation}}}}},
+      {"spec",
+       {{"nodeName", "n1"},
+        {"containers",
+         kube::Json::array(
+             {{{"name", "main"}, {"resources", {{"limits", {{"aliyun.com/gpu-mem", "4"}}}}}}})}}},
+      {"status", {{"phase", "Running"}}}};
 }
 
 // Two pods claiming int64's maximum on one GPU summed to -2 and the GPU was offered again.
@@ -113,7 +116,8 @@ TEST(AbsurdClaims, TotalsSaturateInsteadOfWrapping) {
   core::PodAllocation pod = holder("a", {0, 1, 2}, INT64_MAX / 2);
   EXPECT_EQ(pod.total(), INT64_MAX);
   core::ClusterModel model;
-  for (int i = 0; i < 3; ++i) model.upsert_node(gpu_node("n" + std::to_string(i), 1, INT64_MAX / 2));
+  for (int i = 0; i < 3; ++i)
+    model.upsert_node(gpu_node("n" + std::to_string(i), 1, INT64_MAX / 2));
   EXPECT_EQ(model.total_capacity(), INT64_MAX);
 }
 
