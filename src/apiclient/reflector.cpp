@@ -66,6 +66,12 @@ std::string Reflector::last_resource_version() const {
   return last_rv_;
 }
 
+void Reflector::note_progress() {
+  const auto now = std::chrono::duration_cast<std::chrono::nanoseconds>(
+      std::chrono::system_clock::now().time_since_epoch());
+  last_progress_ns_.store(now.count(), std::memory_order_release);
+}
+
 void Reflector::set_resource_version(std::string rv) {
   std::lock_guard lock(state_mutex_);
   last_rv_ = std::move(rv);
@@ -218,6 +224,7 @@ bool Reflector::list_and_replace(std::stop_token stop) {
   // arenas (one per reflector thread) unless asked to give it back.
   malloc_trim(0);
 #endif
+  note_progress();
   {
     std::lock_guard lock(state_mutex_);
     ++counters_.lists;
@@ -254,6 +261,7 @@ Reflector::Next Reflector::watch_once(std::stop_token stop) {
     }
     // Only after the handler took the event: a relist must not skip it.
     if (!event_rv.empty()) set_resource_version(std::move(event_rv));
+    note_progress();
   };
 
   const auto started = options_.clock();
@@ -273,6 +281,9 @@ Reflector::Next Reflector::watch_once(std::stop_token stop) {
     }
     spdlog::debug("reflector {}: watch {} after {} events; watching again", options_.name, how,
                   result.events);
+    // The server ending a watch it served (its time-out) shows we were in step until now; a
+    // connection lost mid-stream shows nothing beyond the events it delivered.
+    if (result.end == WatchEnd::kClosed) note_progress();
     return Next::kRewatch;
   };
 

@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <cstring>
+#include <limits>
 #include <utility>
 
 namespace gpushare::core {
@@ -221,15 +222,35 @@ std::size_t ClusterModel::assumed_count() const {
       std::count_if(pods_.begin(), pods_.end(), [](const auto& entry) { return entry.second.assumed; }));
 }
 
+Units ClusterModel::uncounted_claim(const PodAllocation& pod) const {
+  const NodeState* node = find_node(pod.node);
+  if (node == nullptr) return 0;
+  Units uncounted = 0;
+  auto add = [&](int gpu) {
+    const Units claim = std::max<Units>(0, pod.per_gpu);
+    uncounted = std::max(uncounted, claim - node->charge_for(gpu, claim));
+  };
+  if (pod.gpus.empty()) add(-1);
+  for (int gpu : pod.gpus) add(gpu);
+  return uncounted;
+}
+
+namespace {
+Units add_saturating(Units a, Units b) {
+  Units sum = 0;
+  return __builtin_add_overflow(a, b, &sum) ? std::numeric_limits<Units>::max() : sum;
+}
+}  // namespace
+
 Units ClusterModel::total_used() const {
   Units sum = 0;
-  for (const auto& node : nodes_) sum += node.total_used();
+  for (const auto& node : nodes_) sum = add_saturating(sum, node.total_used());
   return sum;
 }
 
 Units ClusterModel::total_capacity() const {
   Units sum = 0;
-  for (const auto& node : nodes_) sum += node.total_capacity();
+  for (const auto& node : nodes_) sum = add_saturating(sum, node.total_capacity());
   return sum;
 }
 

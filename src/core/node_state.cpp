@@ -5,6 +5,15 @@
 #include <utility>
 
 namespace gpushare::core {
+namespace {
+
+// Usage sums non-negative amounts read from outside; saturate rather than wrap to negative.
+Units add_saturating(Units a, Units b) {
+  Units sum = 0;
+  return __builtin_add_overflow(a, b, &sum) ? std::numeric_limits<Units>::max() : sum;
+}
+
+}  // namespace
 
 NodeState::NodeState(NodeSpec spec) : spec_(std::move(spec)) {
   spec_.gpu_count = std::max(0, spec_.gpu_count);
@@ -22,16 +31,25 @@ void NodeState::set_unhealthy(const std::vector<int>& indices) {
   recompute();
 }
 
+Units NodeState::charge_for(int gpu, Units amount) const {
+  const Units limit = gpu >= 0 && gpu < gpu_count() ? gpus_[static_cast<std::size_t>(gpu)].capacity
+                                                    : total_capacity_;
+  return std::clamp<Units>(amount, 0, limit);
+}
+
 void NodeState::add_usage(int gpu, Units amount) {
+  amount = charge_for(gpu, amount);
   if (gpu >= 0 && gpu < gpu_count()) {
-    gpus_[static_cast<std::size_t>(gpu)].used += amount;
+    auto& used = gpus_[static_cast<std::size_t>(gpu)].used;
+    used = add_saturating(used, amount);
   } else {
-    unindexed_used_ += amount;
+    unindexed_used_ = add_saturating(unindexed_used_, amount);
   }
   recompute();
 }
 
 void NodeState::remove_usage(int gpu, Units amount) {
+  amount = charge_for(gpu, amount);  // what add_usage counted (capacity does not change in between)
   if (gpu >= 0 && gpu < gpu_count()) {
     auto& used = gpus_[static_cast<std::size_t>(gpu)].used;
     used = std::max<Units>(0, used - amount);
@@ -71,11 +89,11 @@ void NodeState::recompute() {
   healthy_count_ = 0;
   wholly_free_count_ = 0;
   for (const auto& gpu : gpus_) {
-    total_capacity_ += gpu.capacity;
-    total_used_ += gpu.used;
+    total_capacity_ = add_saturating(total_capacity_, gpu.capacity);
+    total_used_ = add_saturating(total_used_, gpu.used);
     if (!gpu.healthy) continue;
     ++healthy_count_;
-    healthy_free += gpu.free();
+    healthy_free = add_saturating(healthy_free, gpu.free());
     largest = std::max(largest, gpu.free());
     if (gpu.used == 0) ++wholly_free_count_;
   }

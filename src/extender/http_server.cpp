@@ -4,6 +4,7 @@
 
 #include <algorithm>
 #include <chrono>
+#include <optional>
 #include <ranges>
 #include <thread>
 #include <utility>
@@ -16,6 +17,7 @@
 #include "gpushare/extender/inspect.h"
 #include "gpushare/extender/options.h"
 #include "gpushare/extender/web_ui.h"
+#include "http_connection.h"
 
 namespace gpushare::extender {
 namespace {
@@ -43,6 +45,16 @@ class PooledTaskQueue final : public httplib::TaskQueue {
   std::shared_ptr<ConnectionThreadPool> pool_;
 };
 
+// The Error text of a refused request body (and of httplib's other refusals).
+std::string body_refusal(int status, std::size_t max_request_bytes) {
+  switch (status) {
+    case 413: return fmt::format("request body too large: larger than {} bytes (--max-request-bytes)", max_request_bytes);
+    case 415: return "unsupported Content-Type or Content-Encoding of the request body";
+    case 400: return "malformed request body (framing or Content-Encoding)";
+    default: return fmt::format("HTTP {}", status);
+  }
+}
+
 std::size_t connection_thread_limit(int requested) {
   return requested > 0 ? static_cast<std::size_t>(requested) : kDefaultHttpThreads;
 }
@@ -59,12 +71,9 @@ HttpServer::HttpServer(SchedulingService& service, ModelStore& store, Metrics& m
       connections_(std::make_shared<ConnectionThreadPool>(
           std::min<std::size_t>(4, connection_thread_limit(options_.threads)),
           connection_thread_limit(options_.threads))) {
-  if (!options_.tls_cert_file.empty()) {
-    server_ = std::make_unique<httplib::SSLServer>(options_.tls_cert_file.c_str(),
-                                                   options_.tls_private_key_file.c_str());
-  } else {
-    server_ = std::make_unique<httplib::Server>();
-  }
+  // httplib's connection loop, with the request limits it lacks (http_connection.h).
+  server_ = http_connection::make_server({options_.max_request_bytes, options_.max_header_bytes},
+                                         options_.tls_cert_file, options_.tls_private_key_file);
   install_routes();
 }
 
@@ -140,12 +149,21 @@ void HttpServer::install_routes() {
 
   // Wraps a handler with timing, metrics, and the error contract: bad input gets 400 and a
   // JSON body with Error; anything unexpected gets 500. The model is never touched on error
-  // because decoding finishes before the service is called.
+  // because decoding finishes before the service is called. A request with a body (the POST
+  // verbs) has it read first, decoded and within --max-request-bytes (413 and close beyond).
   auto handle = [this](std::string verb, auto body_fn, auto error_body) {
-    return [this, verb, body_fn, error_body](const httplib::Request& req, httplib::Response& res) {
+    return [this, verb, body_fn, error_body](const httplib::Request& req, httplib::Response& res,
+                                             const httplib::ContentReader* reader) {
       const auto start = std::chrono::steady_clock::now();
       try {
-        body_fn(req, res);
+        std::optional<std::string> body = std::string();
+        if (reader != nullptr) body = http_connection::read_limited_body(req, res, *reader, options_.max_request_bytes);
+        if (body) {
+          body_fn(req, *body, res);
+        } else {
+          spdlog::warn("{}: refused the body of a request from {} (HTTP {})", verb, req.remote_addr, res.status);
+          res.set_content(error_body(body_refusal(res.status, options_.max_request_bytes)), kJson);
+        }
       } catch (const kube::BadInput& e) {
         spdlog::warn("{}: bad request from {}: {}", verb, req.remote_addr, e.what());
         res.status = 400;
@@ -168,65 +186,84 @@ void HttpServer::install_routes() {
     result.error = std::string(message);
     return encode_filter_result(result);
   };
-  server_->Post(route("filter"),
-                handle("filter", [this](const httplib::Request& req, httplib::Response& res) {
-                  ExtenderArgs args = decode_extender_args_body(req.body, service_.config().names);
-                  res.set_content(encode_filter_result(service_.filter(std::move(args))), kJson);
-                }, filter_error));
-  server_->Post(route("prioritize"),
-                handle("prioritize", [this](const httplib::Request& req, httplib::Response& res) {
-                  ExtenderArgs args = decode_extender_args_body(req.body, service_.config().names);
-                  res.set_content(encode_priorities(service_.prioritize(std::move(args))), kJson);
-                }, plain_error));
-  server_->Post(route("bind"),
-                handle("bind", [this](const httplib::Request& req, httplib::Response& res) {
-                  const BindingArgs args = decode_binding_args(parse_json_body(req.body));
-                  if (!begin_bind()) {
-                    res.status = 503;  // kube-scheduler retries; the next leader binds it
-                    res.set_content(encode_binding_result("gpushare-extender is shutting down"), kJson);
-                    return;
-                  }
-                  struct Done {
-                    HttpServer* server;
-                    ~Done() { server->end_bind(); }
-                  } done{this};
-                  const BindReply reply = service_.bind(args);
-                  // The Go original answers a failed bind with 500; kube-scheduler treats any
-                  // non-200 as failure and requeues the pod.
-                  if (!reply.error.empty()) res.status = 500;
-                  res.set_content(encode_binding_result(reply.error), kJson);
-                }, plain_error));
-  server_->Post(route("preempt"),
-                handle("preempt", [this](const httplib::Request& req, httplib::Response& res) {
-                  const PreemptionArgs args =
-                      decode_preemption_args(parse_json_body(req.body), service_.config().names);
-                  res.set_content(encode_preemption_result(service_.preempt(args)), kJson);
-                }, plain_error));
+  // Every body is read by a content-reader handler (the verbs, and the catch-alls below), so none
+  // is buffered without the decoded-size limit.
+  auto post = [this](const std::string& path, auto handler) {
+    server_->Post(path, [handler](const httplib::Request& req, httplib::Response& res,
+                                  const httplib::ContentReader& reader) { handler(req, res, &reader); });
+  };
+  auto get = [this](const std::string& path, auto handler) {
+    server_->Get(path, [handler](const httplib::Request& req, httplib::Response& res) { handler(req, res, nullptr); });
+  };
+  post(route("filter"),
+       handle("filter", [this](const httplib::Request&, const std::string& body, httplib::Response& res) {
+         ExtenderArgs args = decode_extender_args_body(body, service_.config().names);
+         res.set_content(encode_filter_result(service_.filter(std::move(args))), kJson);
+       }, filter_error));
+  post(route("prioritize"),
+       handle("prioritize", [this](const httplib::Request&, const std::string& body, httplib::Response& res) {
+         ExtenderArgs args = decode_extender_args_body(body, service_.config().names);
+         res.set_content(encode_priorities(service_.prioritize(std::move(args))), kJson);
+       }, plain_error));
+  post(route("bind"),
+       handle("bind", [this](const httplib::Request&, const std::string& body, httplib::Response& res) {
+         const BindingArgs args = decode_binding_args(parse_json_body(body));
+         if (!begin_bind()) {
+           res.status = 503;  // kube-scheduler retries; the next leader binds it
+           res.set_content(encode_binding_result("gpushare-extender is shutting down"), kJson);
+           return;
+         }
+         struct Done {
+           HttpServer* server;
+           ~Done() { server->end_bind(); }
+         } done{this};
+         const BindReply reply = service_.bind(args);
+         // The Go original answers a failed bind with 500; kube-scheduler treats any
+         // non-200 as failure and requeues the pod.
+         if (!reply.error.empty()) res.status = 500;
+         res.set_content(encode_binding_result(reply.error), kJson);
+       }, plain_error));
+  post(route("preempt"),
+       handle("preempt", [this](const httplib::Request&, const std::string& body, httplib::Response& res) {
+         const PreemptionArgs args =
+             decode_preemption_args(parse_json_body(body), service_.config().names);
+         res.set_content(encode_preemption_result(service_.preempt(args)), kJson);
+       }, plain_error));
+  // Any other request with a body: read it within the limit (or refuse it), then 404. Without
+  // these, httplib would buffer such a body itself, decompressed and without a limit.
+  auto unknown_with_body = [max = options_.max_request_bytes](const httplib::Request& req, httplib::Response& res,
+                                                               const httplib::ContentReader& reader) {
+    if (http_connection::read_limited_body(req, res, reader, max)) res.status = 404;
+  };
+  server_->Post(".*", unknown_with_body);
+  server_->Put(".*", unknown_with_body);
+  server_->Patch(".*", unknown_with_body);
+  server_->Delete(".*", unknown_with_body);
 
-  server_->Get(route("inspect"),
-               handle("inspect", [this](const httplib::Request&, httplib::Response& res) {
-                 Json body = store_.read([&](const core::ClusterModel& model, const core::PlacementPolicy& policy) {
-                   Json cluster = inspect_cluster(model, policy.name(), policy.describe_state());
-                   add_fragmentation(cluster, model, policy);
-                   return cluster;
-                 });
-                 body["recentRejections"] = rejections_json(rejections_.recent());
-                 res.set_content(body.dump(-1, ' ', false, Json::error_handler_t::replace), kJson);
-               }, plain_error));
-  server_->Get(route("inspect/([^/]+)"),
-               handle("inspect", [this](const httplib::Request& req, httplib::Response& res) {
-                 const std::string node = req.matches[1];
-                 auto body = store_.read([&](const core::ClusterModel& model, const core::PlacementPolicy&) {
-                   return inspect_node(model, node);
-                 });
-                 if (!body) {
-                   res.status = 404;
-                   res.set_content(encode_error(fmt::format("node {} is not known", node)), kJson);
-                   return;
-                 }
-                 const Json wrapped = {{"nodes", Json::array({std::move(*body)})}};
-                 res.set_content(wrapped.dump(-1, ' ', false, Json::error_handler_t::replace), kJson);
-               }, plain_error));
+  get(route("inspect"),
+      handle("inspect", [this](const httplib::Request&, const std::string&, httplib::Response& res) {
+        Json body = store_.read([&](const core::ClusterModel& model, const core::PlacementPolicy& policy) {
+          Json cluster = inspect_cluster(model, policy.name(), policy.describe_state());
+          add_fragmentation(cluster, model, policy);
+          return cluster;
+        });
+        body["recentRejections"] = rejections_json(rejections_.recent());
+        res.set_content(body.dump(-1, ' ', false, Json::error_handler_t::replace), kJson);
+      }, plain_error));
+  get(route("inspect/([^/]+)"),
+      handle("inspect", [this](const httplib::Request& req, const std::string&, httplib::Response& res) {
+        const std::string node = req.matches[1];
+        auto body = store_.read([&](const core::ClusterModel& model, const core::PlacementPolicy&) {
+          return inspect_node(model, node);
+        });
+        if (!body) {
+          res.status = 404;
+          res.set_content(encode_error(fmt::format("node {} is not known", node)), kJson);
+          return;
+        }
+        const Json wrapped = {{"nodes", Json::array({std::move(*body)})}};
+        res.set_content(wrapped.dump(-1, ' ', false, Json::error_handler_t::replace), kJson);
+      }, plain_error));
 
   server_->Get("/version", [](const httplib::Request&, httplib::Response& res) {
     res.set_content(version_string() + "\n", "text/plain");
@@ -286,15 +323,19 @@ void HttpServer::install_routes() {
 
   // Whatever httplib itself rejects (unknown path, oversized body, bad request line) still
   // gets a JSON Error body so kube-scheduler's logs and curl users see why.
-  server_->set_error_handler([](const httplib::Request& req, httplib::Response& res) {
+  server_->set_error_handler([max = options_.max_request_bytes](const httplib::Request& req, httplib::Response& res) {
+    // httplib answers 400 when its read of a body fails; when the stream stopped it at the
+    // limit, say so.
+    if (http_connection::body_over_limit()) res.status = 413;
     if (!res.body.empty()) return;
-    std::string message;
-    switch (res.status) {
-      case 404: message = fmt::format("no such endpoint: {} {}", req.method, req.path); break;
-      case 413: message = "request body too large"; break;
-      default: message = fmt::format("HTTP {}", res.status); break;
-    }
+    const std::string message = res.status == 404 ? fmt::format("no such endpoint: {} {}", req.method, req.path)
+                                                   : body_refusal(res.status, max);
     res.set_content(encode_error(message), kJson);
+  });
+  // A connection whose request body was not read to its end cannot carry another request:
+  // tell the client it closes (it does, after this reply).
+  server_->set_post_routing_handler([](const httplib::Request&, httplib::Response& res) {
+    if (http_connection::closing_after_response()) res.set_header("Connection", "close");
   });
 }
 

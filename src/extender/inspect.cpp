@@ -33,13 +33,25 @@ std::optional<Json> inspect_node(const core::ClusterModel& model, std::string_vi
                     {"pods", std::move(dev_pods)}});
   }
   Json unindexed = Json::array();
+  // Holders whose index annotation names a GPU the node does not have (a stale annotation, the
+  // node shrank, or a hostile write). The model counts them on the node like unindexed pods;
+  // listed apart, with the index, so their memory is never unaccounted for in this view.
+  Json invalid_index = Json::array();
   for (const core::PodAllocation* pod : pods) {
-    if (!pod->gpus.empty()) continue;
-    unindexed.push_back({{"name", pod->name},
-                         {"namespace", pod->namespace_name},
-                         {"uid", pod->uid},
-                         {"usedGPU", pod->per_gpu},
-                         {"assumed", pod->assumed}});
+    Json entry = {{"name", pod->name},
+                  {"namespace", pod->namespace_name},
+                  {"uid", pod->uid},
+                  {"usedGPU", pod->per_gpu},
+                  {"assumed", pod->assumed}};
+    if (pod->gpus.empty()) {
+      unindexed.push_back(std::move(entry));
+      continue;
+    }
+    for (int gpu : pod->gpus) {
+      if (gpu >= 0 && gpu < node->gpu_count()) continue;
+      entry["gpuIndex"] = gpu;
+      invalid_index.push_back(entry);
+    }
   }
   const auto& spec = node->spec();
   Json result = {{"name", spec.name},
@@ -50,7 +62,8 @@ std::optional<Json> inspect_node(const core::ClusterModel& model, std::string_vi
                  {"usedGPU", node->total_used()},
                  {"largestFreeGPU", node->largest_free()},
                  {"devs", std::move(devs)},
-                 {"unindexedPods", std::move(unindexed)}};
+                 {"unindexedPods", std::move(unindexed)},
+                 {"invalidIndexPods", std::move(invalid_index)}};
   if (!spec.misconfiguration.empty()) result["misconfiguration"] = spec.misconfiguration;
   return result;
 }

@@ -377,11 +377,19 @@ std::map<std::string, MetaVictims> SchedulingService::preempt(const PreemptionAr
   std::map<std::string, MetaVictims> result;
   const core::PodDemand demand = gpu_demand_only(args.pod.demand());
   store_.read([&](const core::ClusterModel& model, const core::PlacementPolicy&) {
-    for (const auto& [node_name, victims] : args.victims) {
+    for (const auto& [node_name, offered] : args.victims) {
       const core::NodeState* node = model.find_node(node_name);
       if (node == nullptr) continue;
+      // A victim listed twice (same UID) is one pod: counted twice, its memory would be freed
+      // twice in the trials below and a node that cannot fit would be offered. First wins.
+      MetaVictims victims;
+      victims.num_pdb_violations = offered.num_pdb_violations;
+      std::set<std::string_view> seen;
+      for (const auto& uid : offered.pod_uids) {
+        if (seen.insert(uid).second) victims.pod_uids.push_back(uid);
+      }
       if (!demand.wants_gpu()) {
-        result[node_name] = victims;
+        result[node_name] = std::move(victims);
         continue;
       }
       // Split the victims into those holding GPU memory on this node and the rest, which

@@ -7,6 +7,7 @@
 #include <spdlog/spdlog.h>
 
 #include "gpushare/extender/yaml_json.h"
+#include "gpushare/kube/claim_check.h"
 #include "gpushare/kube/node_info.h"
 
 namespace gpushare::extender {
@@ -67,7 +68,14 @@ StandaloneCluster::StandaloneCluster(const kube::Json& list, kube::ResourceNames
 void StandaloneCluster::populate(core::ClusterModel& model) const {
   for (const auto& [node, indices] : unhealthy_) model.set_unhealthy(node, indices);
   for (const auto& node : nodes_) model.upsert_node(node);
-  for (const auto& allocation : allocations_) model.add_pod(allocation);
+  for (const auto& allocation : allocations_) {
+    if (auto pod = pods_.find(allocation.namespace_name + "/" + allocation.name); pod != pods_.end()) {
+      if (const std::string warning = kube::claim_warning(model, pod->second, allocation); !warning.empty()) {
+        spdlog::warn("{}", warning);  // once, at start-up
+      }
+    }
+    model.add_pod(allocation);
+  }
 }
 
 std::optional<kube::PodInfo> StandaloneCluster::find_pod(std::string_view namespace_name,

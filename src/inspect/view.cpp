@@ -94,6 +94,8 @@ ClusterView cluster_view(const Json& inspect) {
       }
     }
     n.unindexed = pod_views(node, "unindexedPods");
+    // Pods on a GPU index the node lacks count on the node like unindexed ones.
+    for (PodView& pod : pod_views(node, "invalidIndexPods")) n.unindexed.push_back(std::move(pod));
     view.nodes.push_back(std::move(n));
   }
   return view;

@@ -94,12 +94,24 @@ PodInfo parse_pod(const Json& pod, const ResourceNames& names) {
     if (auto v = text(kAnnotationGpuIndex)) {
       if (auto idx = parse_decimal<int>(*v); idx && *idx >= 0) info.gpu_index = idx;
     }
-    if (auto v = text(kAnnotationPodRequest)) {
-      if (auto n = parse_decimal<core::Units>(*v); n && *n >= 0) info.annotated_request = n;
-    }
-    if (auto v = text(kAnnotationDeviceMemory)) {
-      if (auto n = parse_decimal<core::Units>(*v); n && *n >= 0) info.annotated_device_memory = n;
-    }
+    // A claim beyond any GPU (up to int64's range, or beyond it) is clamped, not dropped: the
+    // pod may really hold its GPU, so it must keep counting (as a full GPU, see charge_for).
+    auto memory_claim = [&](std::string_view key) -> std::optional<core::Units> {
+      const auto v = text(key);
+      if (!v) return std::nullopt;
+      auto n = parse_decimal<core::Units>(*v);
+      const bool too_large = (!n && !v->empty() && v->find_first_not_of("0123456789") == std::string::npos) ||
+                             (n && *n > core::kMaxGpuMemoryClaim);
+      if (too_large) {
+        info.annotation_warning = fmt::format("annotation {}=\"{}{}\" is beyond any GPU", key,
+                                              v->substr(0, 24), v->size() > 24 ? "..." : "");
+        return core::kMaxGpuMemoryClaim;
+      }
+      if (n && *n >= 0) return n;
+      return std::nullopt;
+    };
+    info.annotated_request = memory_claim(kAnnotationPodRequest);
+    info.annotated_device_memory = memory_claim(kAnnotationDeviceMemory);
     if (auto v = text(kAnnotationAssigned)) info.assigned = (*v == "true");
     if (auto v = text(kAnnotationAssumeTime)) info.assume_time_ns = parse_decimal<std::int64_t>(*v);
   }

@@ -56,7 +56,9 @@ std::optional<kube::PodInfo> ApiPodBinder::find_pod(std::string_view namespace_n
     return std::nullopt;
   }
   try {
-    return kube::parse_pod(result.value(), kube::ResourceNames{});
+    // With the configured names: default ones would read a pod of a custom resource as asking
+    // for no GPU memory, and bind it without a GPU.
+    return kube::parse_pod(result.value(), sync_.names());
   } catch (const std::exception& e) {
     spdlog::warn("pod {}/{} from the API server is unusable: {}", namespace_name, name, e.what());
     return std::nullopt;

@@ -3,6 +3,7 @@
 #include <fmt/format.h>
 #include <spdlog/spdlog.h>
 
+#include "gpushare/kube/claim_check.h"
 #include "gpushare/kube/node_info.h"
 
 namespace gpushare::sync {
@@ -15,9 +16,13 @@ namespace {
 // Applies what the API server says about one pod to the model. The watch is the truth for
 // bound pods (this also confirms our own assumed binds, and replaces an assumption with what
 // really happened after a time-out); a pod the watch still shows pending keeps a reservation
-// made by a bind in flight.
-void apply_pod(core::ClusterModel& model, const kube::PodInfo& pod) {
+// made by a bind in flight. A claim out of range adds a warning naming the pod to `warnings`
+// (logged by the caller once the model's lock is released).
+void apply_pod(core::ClusterModel& model, const kube::PodInfo& pod, std::vector<std::string>& warnings) {
   if (auto allocation = kube::allocation_of(pod)) {
+    if (std::string warning = kube::claim_warning(model, pod, *allocation); !warning.empty()) {
+      warnings.push_back(std::move(warning));
+    }
     model.add_pod(std::move(*allocation));
     return;
   }
@@ -120,8 +125,9 @@ class ClusterSync::PodHandler final : public apiclient::ReflectorHandler {
         if (!listed.contains(pod.uid)) deleted.insert(pod.uid);
       }
     }
+    std::vector<std::string> warnings;
     owner_.store_.write([&](core::ClusterModel& model, core::PlacementPolicy&) {
-      for (const auto& pod : pods) apply_pod(model, pod);
+      for (const auto& pod : pods) apply_pod(model, pod, warnings);
       // Pods the model holds that the API server no longer has. A reservation of a bind in
       // flight stays until it is confirmed or expires (a list may be older than our bind),
       // unless the pod is known to be deleted.
@@ -131,6 +137,7 @@ class ClusterSync::PodHandler final : public apiclient::ReflectorHandler {
       }
       for (const auto& uid : vanished) model.remove_pod(uid);
     });
+    for (const auto& warning : warnings) spdlog::warn("{}", warning);
     for (auto& pod : pods) {
       std::string key = pod.key();
       directory.insert_or_assign(std::move(key), std::move(pod));
@@ -148,13 +155,15 @@ class ClusterSync::PodHandler final : public apiclient::ReflectorHandler {
   void on_event(WatchEventType type, const Json& object) override {
     auto pod = parse(object);
     if (!pod) return;
+    std::vector<std::string> warnings;
     owner_.store_.write([&](core::ClusterModel& model, core::PlacementPolicy&) {
       if (type == WatchEventType::kDeleted) {
         model.remove_pod(pod->uid);
       } else {
-        apply_pod(model, *pod);
+        apply_pod(model, *pod, warnings);
       }
     });
+    for (const auto& warning : warnings) spdlog::warn("{}", warning);
     std::lock_guard lock(owner_.pods_mutex_);
     if (type == WatchEventType::kDeleted) {
       owner_.deleted_uids_.insert_or_assign(pod->uid, owner_.options_.now_ns());
@@ -416,9 +425,14 @@ void ClusterSync::publish_sync_metrics() {
   publish("pods", now.pods, published_.pods);
   publish("configmaps", now.configmaps, published_.configmaps);
   if (synced()) {
-    metrics_.set_last_sync(std::chrono::duration_cast<std::chrono::seconds>(
-                               std::chrono::system_clock::now().time_since_epoch())
-                               .count());
+    // The model is in step only as far as its stalest resource, and only as of the last real
+    // list/watch progress: during an API-server outage this must stop moving (it used to be
+    // "now" whenever the first sync had happened, so an outage never showed).
+    std::int64_t oldest_ns = INT64_MAX;
+    for (const auto* reflector : {nodes_.get(), pods_reflector_.get(), configmaps_.get()}) {
+      oldest_ns = std::min(oldest_ns, reflector->last_progress_unix_ns());
+    }
+    metrics_.set_last_sync(oldest_ns / 1'000'000'000);
   }
 }
 

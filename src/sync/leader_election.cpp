@@ -389,11 +389,10 @@ void LeaderElector::run(std::stop_token stop) {
 // --- LeaderGate ------------------------------------------------------------------------------
 
 LeaderGate::LeaderGate(apiclient::ApiClient& client, const ClusterSync& sync, const extender::ModelStore& store,
-                       kube::ResourceNames names, LeaderElectionConfig config, LeaderGateOptions options)
+                       LeaderElectionConfig config, LeaderGateOptions options)
     : client_(client),
       sync_(sync),
       store_(store),
-      names_(std::move(names)),
       options_(options),
       bind_margin_(options.bind_margin.value_or(std::min<std::chrono::milliseconds>(500ms, config.lease_duration / 10))),
       elector_(client, std::move(config),
@@ -501,7 +500,7 @@ bool LeaderGate::catch_up(std::uint64_t term, std::stop_token stop) {
     if (auto items = body.find("items"); items != body.end() && items->is_array()) {
       for (const Json& item : *items) {
         try {
-          const kube::PodInfo pod = kube::parse_pod(item, names_);
+          const kube::PodInfo pod = kube::parse_pod(item, sync_.names());
           if (auto allocation = kube::allocation_of(pod)) bound.emplace_back(pod.uid, allocation->node);
         } catch (const std::exception&) {
           // The sync ignores it too (and counts it); it holds nothing in either model.

@@ -63,7 +63,7 @@ const Pki& pki() {
 // The extender over HTTPS on an ephemeral port, on a one-node standalone cluster.
 class HttpsExtender {
  public:
-  HttpsExtender(std::string cert, std::string key)
+  HttpsExtender(std::string cert, std::string key, std::size_t max_request_bytes = 64 << 20)
       : cluster_(cluster_list({node_object("n1", 2, 32), node_object("n2", 1, 8)}), kube::ResourceNames{}),
         store_(core::make_policy("binpack")) {
     store_.write([&](core::ClusterModel& model, core::PlacementPolicy&) { cluster_.populate(model); });
@@ -71,6 +71,7 @@ class HttpsExtender {
                                                               extender::ServiceConfig{});
     extender::HttpServerOptions options;
     options.threads = 4;
+    options.max_request_bytes = max_request_bytes;
     options.tls_cert_file = std::move(cert);
     options.tls_private_key_file = std::move(key);
     server_ = std::make_unique<extender::HttpServer>(*service_, store_, metrics_, rejections_, options);
@@ -139,6 +140,28 @@ TEST(Tls, AClientThatDoesNotTrustTheCertificateIsRefused) {
   plain.set_read_timeout(5);
   auto plain_result = plain.Post("/gpushare-scheduler/filter", kFilterBody, "application/json");
   EXPECT_TRUE(!plain_result || plain_result->status != 200);
+}
+
+// The request limits hold on TLS connections too (gpushare serves them itself, see
+// src/extender/http_connection.h): decompressed body size, header block.
+TEST(Tls, RequestLimitsHoldOverHttps) {
+  HttpsExtender extender(pki().server_cert.string(), pki().server_key.string(), 1 << 20);
+  ASSERT_GT(extender.port(), 0);
+  auto compressing = verifying_client(extender.port(), pki().ca_cert);
+  compressing->set_compress(true);
+  auto bomb = compressing->Post("/gpushare-scheduler/filter", kFilterBody + std::string(16 << 20, ' '),
+                                "application/json");
+  ASSERT_TRUE(bomb) << httplib::to_string(bomb.error());
+  EXPECT_EQ(bomb->status, 413);
+  httplib::Headers padding;
+  for (int i = 0; i < 2000; ++i) padding.emplace("X-Padding-" + std::to_string(i), std::string(40, 'p'));
+  auto headers = verifying_client(extender.port(), pki().ca_cert)->Get("/healthz", padding);
+  ASSERT_TRUE(headers) << httplib::to_string(headers.error());
+  EXPECT_EQ(headers->status, 431);
+  auto fine = verifying_client(extender.port(), pki().ca_cert)->Post("/gpushare-scheduler/filter", kFilterBody,
+                                                                    "application/json");
+  ASSERT_TRUE(fine);
+  EXPECT_EQ(fine->status, 200);
 }
 
 // Captures what the server logs, to check the error names the culprit.

@@ -62,6 +62,7 @@ struct LiveOptions {
   // Set: run as one replica of an HA pair (--leader-elect).
   std::optional<sync::LeaderElectionConfig> leader_election;
   std::chrono::milliseconds shutdown_grace = 10s;
+  kube::ResourceNames names;  // --resource-name and friends, as main hands them on
 };
 
 // Lease timings for tests: kube-scheduler's proportions (15 s / 10 s / 2 s) scaled down, but with
@@ -115,6 +116,7 @@ class LiveExtender {
     client_options.retry.max_delay = 50ms;
     client_ = std::make_unique<apiclient::ApiClient>(apiclient::load_kubeconfig(kubeconfig_), client_options);
     sync::SyncOptions sync_options;
+    sync_options.names = options.names;
     sync_options.assume_ttl = options.assume_ttl;
     sync_options.expiry_interval = 100ms;
     sync_options.max_bind_duration = 2 * options.bind_timeout;
@@ -127,13 +129,15 @@ class LiveExtender {
     binder_ = std::make_unique<sync::ApiPodBinder>(*client_, *sync_, options.bind_mode, options.bind_timeout);
     extender::PodBinder* binder = binder_.get();
     if (options.leader_election) {
-      gate_ = std::make_unique<sync::LeaderGate>(*client_, *sync_, store_, kube::ResourceNames{},
+      gate_ = std::make_unique<sync::LeaderGate>(*client_, *sync_, store_,
                                                  *options.leader_election);
       leader_binder_ = std::make_unique<sync::LeaderBinder>(*binder_, *gate_, options.bind_timeout);
       binder = leader_binder_.get();
     }
+    extender::ServiceConfig service_config;
+    service_config.names = options.names;
     service_ = std::make_unique<extender::SchedulingService>(store_, *binder, metrics_, rejections_,
-                                                              extender::ServiceConfig{});
+                                                              service_config);
     extender::HttpServerOptions http;
     http.threads = 0;
     http.shutdown_grace = options.shutdown_grace;

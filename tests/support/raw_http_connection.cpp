@@ -50,6 +50,19 @@ void RawHttpConnection::send_request(std::string_view method, std::string_view t
   }
 }
 
+bool RawHttpConnection::send_raw(std::string_view bytes, std::chrono::milliseconds timeout) {
+  std::size_t sent = 0;
+  while (sent < bytes.size()) {
+    pollfd entry{fd_, POLLOUT, 0};
+    if (::poll(&entry, 1, static_cast<int>(timeout.count())) <= 0) return false;
+    const ssize_t n = ::send(fd_, bytes.data() + sent, bytes.size() - sent, MSG_NOSIGNAL | MSG_DONTWAIT);
+    if (n < 0 && (errno == EAGAIN || errno == EWOULDBLOCK || errno == EINTR)) continue;
+    if (n <= 0) return false;
+    sent += static_cast<std::size_t>(n);
+  }
+  return true;
+}
+
 RawHttpConnection::Fill RawHttpConnection::fill(Clock::time_point deadline) {
   const auto remaining =
       std::chrono::duration_cast<std::chrono::milliseconds>(deadline - Clock::now());

@@ -27,6 +27,9 @@ class RawHttpConnection {
   void send_request(std::string_view method, std::string_view target,
                     const std::map<std::string, std::string>& headers = {},
                     std::string_view body = {});
+  // Sends bytes exactly as given (a request built by hand, part of a body). False when the peer
+  // closed or reset the connection, or took none of it within `timeout`.
+  bool send_raw(std::string_view bytes, std::chrono::milliseconds timeout = std::chrono::seconds(10));
   std::optional<Head> read_head(std::chrono::milliseconds timeout = std::chrono::seconds(5));
   // The next chunk of a chunked body.
   ChunkStatus read_chunk(std::string& data,

@@ -85,6 +85,12 @@ class Reflector {
 
   ReflectorCounters counters() const;
   std::string last_resource_version() const;
+  // Wall-clock time (ns since the epoch) of the last sign that this reflector is in step with
+  // the API server: a complete list, an event or bookmark delivered, or a watch the server ended
+  // cleanly. 0 before the first list. Failed lists and watches never move it, so during an
+  // outage it stays at the last real contact (kube-apiserver sends every watch that allows them
+  // a bookmark about once a minute, so a quiet but healthy watch still moves it).
+  std::int64_t last_progress_unix_ns() const { return last_progress_ns_.load(std::memory_order_acquire); }
   const std::string& name() const { return options_.name; }
 
  private:
@@ -102,6 +108,7 @@ class Reflector {
   std::chrono::seconds pick_watch_timeout();
   Query selector_query() const;
   void set_resource_version(std::string rv);
+  void note_progress();
 
   ApiClient& client_;
   ReflectorOptions options_;
@@ -117,6 +124,7 @@ class Reflector {
   std::string last_rv_;
   ReflectorCounters counters_;
   std::atomic<bool> synced_{false};
+  std::atomic<std::int64_t> last_progress_ns_{0};
 
   std::jthread thread_;  // last: joined first on destruction
 };

@@ -60,6 +60,11 @@ class ClusterModel {
   std::vector<std::string> expire_assumed(std::int64_t deadline_ns);
   std::size_t assumed_count() const;
 
+  // The part of a pod's claim the model does not count because it is more than its GPU (or,
+  // without a valid index, its node) can hold (NodeState::charge_for); 0 when it is counted in
+  // full or its node is not known. For warnings: such a claim is broken or hostile.
+  Units uncounted_claim(const PodAllocation& pod) const;
+
   // Sum of memory held on GPUs of known nodes (indexed and unindexed).
   Units total_used() const;
   Units total_capacity() const;

@@ -49,9 +49,15 @@ class NodeState {
 
   void set_unhealthy(const std::vector<int>& indices);
 
-  // Usage accounting. `gpu` < 0 means "on this node, GPU unknown" (a pod bound without an index).
+  // Usage accounting. `gpu` < 0 (or beyond the node's GPUs) means "on this node, GPU unknown"
+  // (a pod bound without a valid index). Each amount is counted as charge_for(gpu, amount).
   void add_usage(int gpu, Units amount);
   void remove_usage(int gpu, Units amount);
+  // What one pod's claim of `amount` counts for: the claim, but never more than that GPU (or,
+  // without a valid index, the whole node) can hold, and never negative. A claim beyond that
+  // comes from a broken or hostile annotation; counting it in full would overflow the sums
+  // (a GPU showing -2 used, then offered again) while the GPU can at most be full.
+  Units charge_for(int gpu, Units amount) const;
   void add_cpu_mem(std::int64_t cpu_milli, std::int64_t memory);
   void remove_cpu_mem(std::int64_t cpu_milli, std::int64_t memory);
 

@@ -24,7 +24,12 @@ struct PodAllocation {
   bool assumed = false;
   std::int64_t assume_time_ns = 0;
 
-  Units total() const { return gpus.empty() ? per_gpu : per_gpu * static_cast<Units>(gpus.size()); }
+  // Saturates instead of overflowing for an absurd per_gpu on several GPUs.
+  Units total() const {
+    if (gpus.empty()) return per_gpu;
+    Units product = 0;
+    return __builtin_mul_overflow(per_gpu, static_cast<Units>(gpus.size()), &product) ? INT64_MAX : product;
+  }
   friend bool operator==(const PodAllocation&, const PodAllocation&) = default;
 };
 

@@ -9,6 +9,12 @@ namespace gpushare::core {
 
 using Units = std::int64_t;
 
+// The most GPU memory one pod may claim on one GPU, in any unit the device plugin uses (GiB or
+// MiB): a 1 EiB GPU in MiB, far beyond any real card, and small enough that sums of many such
+// claims stay far from int64's range. Claims read from outside (annotations) above it are
+// clamped to it; the model then counts no claim above its GPU's capacity.
+inline constexpr Units kMaxGpuMemoryClaim = Units{1} << 40;
+
 struct PodDemand {
   // Memory wanted on each GPU the pod uses. For a gpushare pod: its whole request, on one GPU.
   Units per_gpu = 0;

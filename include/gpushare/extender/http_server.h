@@ -27,7 +27,11 @@ class ConnectionThreadPool;
 inline constexpr std::size_t kDefaultHttpThreads = 512;
 
 struct HttpServerOptions {
+  // A request body larger than this (as announced, as received, or as decompressed) gets 413
+  // and its connection closes.
   std::size_t max_request_bytes = 64 * 1024 * 1024;
+  // The request line and headers together; larger gets 431 and the connection closes.
+  std::size_t max_header_bytes = 64 * 1024;
   int threads = 0;  // most connections served at once; 0 = kDefaultHttpThreads
   std::string tls_cert_file;
   std::string tls_private_key_file;

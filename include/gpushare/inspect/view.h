@@ -49,7 +49,7 @@ struct NodeView {
   core::Units total = 0;
   core::Units used = 0;
   std::vector<GpuView> gpus;
-  std::vector<PodView> unindexed;  // bound without ALIYUN_COM_GPU_MEM_IDX
+  std::vector<PodView> unindexed;  // bound without ALIYUN_COM_GPU_MEM_IDX, or on an index the node lacks
 
   core::Units unindexed_used() const;
 };

@@ -36,6 +36,8 @@ struct PodInfo {
   std::optional<core::Units> annotated_device_memory;
   std::optional<bool> assigned;
   std::optional<std::int64_t> assume_time_ns;
+  // Non-empty when an annotation's value was out of range and clamped (to log, naming the pod).
+  std::string annotation_warning;
 
   bool finished() const { return phase == "Succeeded" || phase == "Failed"; }
   bool wants_gpu() const { return effective_request() > 0; }

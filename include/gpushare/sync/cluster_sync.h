@@ -56,6 +56,10 @@ class ClusterSync {
   bool wait_for_sync(std::chrono::milliseconds timeout) const;
   std::string not_ready_reason() const;
 
+  // The resource names this deployment uses (--resource-name, ...): the one source every live
+  // component that parses pods (the binder's GET fallback, the leader's catch-up) reads.
+  const kube::ResourceNames& names() const { return options_.names; }
+
   // The pod as last seen by the watch (by namespace/name), or nullopt.
   std::optional<kube::PodInfo> cached_pod(std::string_view namespace_name, std::string_view name) const;
   std::size_t cached_pod_count() const;

@@ -158,9 +158,9 @@ struct LeaderGateOptions {
 
 class LeaderGate {
  public:
-  // `client`, `sync` and `store` must outlive the gate.
+  // `client`, `sync` and `store` must outlive the gate. Pods are parsed with sync.names().
   LeaderGate(apiclient::ApiClient& client, const ClusterSync& sync, const extender::ModelStore& store,
-             kube::ResourceNames names, LeaderElectionConfig config, LeaderGateOptions options = {});
+             LeaderElectionConfig config, LeaderGateOptions options = {});
   ~LeaderGate();
   LeaderGate(const LeaderGate&) = delete;
   LeaderGate& operator=(const LeaderGate&) = delete;
@@ -190,7 +190,6 @@ class LeaderGate {
   apiclient::ApiClient& client_;
   const ClusterSync& sync_;
   const extender::ModelStore& store_;
-  kube::ResourceNames names_;
   LeaderGateOptions options_;
   std::chrono::milliseconds bind_margin_;
 

@@ -164,7 +164,7 @@ int run_live(const ext::Options& options, ShutdownSignals& signals) {
     election.renew_deadline = options.leader_elect_renew_deadline;
     election.retry_period = options.leader_elect_retry_period;
     try {
-      gate = std::make_unique<gpushare::sync::LeaderGate>(client, sync, store, options.names, election);
+      gate = std::make_unique<gpushare::sync::LeaderGate>(client, sync, store, election);
     } catch (const std::exception& e) {
       spdlog::critical("{}", e.what());
       return 2;

@@ -108,7 +108,9 @@
         if (dev.healthy && devFree > 0 && devFree < typical) fallbackFrag += devFree;
         (dev.pods || []).forEach(function (pod) { words.push(pod.namespace + '/' + pod.name); });
       });
-      (node.unindexedPods || []).forEach(function (pod) { words.push(pod.namespace + '/' + pod.name); });
+      (node.unindexedPods || []).concat(node.invalidIndexPods || []).forEach(function (pod) {
+        words.push(pod.namespace + '/' + pod.name);
+      });
       node._free = free;
       node._frag = serverFrag ? (node.fragmentedGPU || 0) : fallbackFrag;
       node._usedShare = pct(node.usedGPU || 0, node.totalGPU || 0);
@@ -280,6 +282,18 @@
         out.push(k ? ', ' : '', '<span class="unindexed" data-pod="', esc(p.namespace + '/' + p.name),
                  '" title="', esc(podTitle(p, 'on no GPU index')), '">', esc(p.namespace + '/' + p.name), ' (',
                  fmt(p.usedGPU), ')</span>');
+      }
+      out.push('</div>');
+    }
+    var invalid = node.invalidIndexPods || [];
+    if (invalid.length) {
+      out.push('<div class="note bad" title="Pods whose GPU index annotation names a GPU this node does not have: they count against the node.">',
+               'invalid GPU index: ');
+      for (var m = 0; m < invalid.length; m++) {
+        var q = invalid[m];
+        out.push(m ? ', ' : '', '<span class="invalid-index" data-pod="', esc(q.namespace + '/' + q.name),
+                 '" title="', esc(podTitle(q, 'on GPU index ' + q.gpuIndex + ', which this node does not have')), '">',
+                 esc(q.namespace + '/' + q.name), ' (index ', esc(String(q.gpuIndex)), ', ', fmt(q.usedGPU), ')</span>');
       }
       out.push('</div>');
     }

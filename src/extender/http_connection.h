@@ -1,0 +1,62 @@
+#pragma once
+// The connection layer under the HTTP server (private to src/extender): how a connection's bytes
+// reach httplib, with the limits httplib 0.11 does not enforce itself.
+//
+// httplib 0.11.4 (Debian 12), checked in its source: set_payload_max_length applies only to a
+// Content-Length body, and even then the whole announced body is read (skip_content_with_length)
+// before the 413 goes out; chunked bodies and decompressed (gzip, deflate, br) bodies are not
+// limited at all; header lines are capped at 8 KiB each but their number is not, and every line
+// is buffered whole before its length is checked. So gpushare serves each connection itself
+// (Server::process_and_close_socket, a virtual httplib calls for every accepted socket) and hands
+// httplib a stream that enforces:
+//
+//   * the header block (request line and headers) is at most max_header_bytes: 431 and close;
+//   * a Content-Length above max_body_bytes gets 413 at once, without reading the body, and the
+//     connection closes;
+//   * a chunked body may not bring more than max_body_bytes plus a framing allowance off the
+//     wire: httplib's read fails, the reply is 413, the connection closes;
+//   * handlers read bodies through read_limited_body, which stops at max_body_bytes of
+//     *decoded* body (after Content-Encoding): 413, close.
+//
+// The stream also keeps bytes that arrived after one request for the next (pipelining), which
+// httplib's per-request socket stream dropped.
+
+#include <cstddef>
+#include <memory>
+#include <optional>
+#include <string>
+
+namespace httplib {
+class Server;
+class ContentReader;
+struct Request;
+struct Response;
+}  // namespace httplib
+
+namespace gpushare::extender::http_connection {
+
+inline constexpr std::size_t kDefaultMaxHeaderBytes = 64 * 1024;
+
+struct Limits {
+  std::size_t max_body_bytes = 64 * 1024 * 1024;
+  std::size_t max_header_bytes = kDefaultMaxHeaderBytes;
+};
+
+// An httplib server (TLS when cert_file is not empty) whose connections are served as above.
+std::unique_ptr<httplib::Server> make_server(const Limits& limits, const std::string& cert_file,
+                                             const std::string& key_file);
+
+// For handlers, on the thread serving the request. Reads the request body through `reader`,
+// decoded, up to max_body_bytes. On failure sets res.status (413 too large, else what httplib
+// said or 400), asks for the connection to close, and returns nullopt.
+std::optional<std::string> read_limited_body(const httplib::Request& req, httplib::Response& res,
+                                             const httplib::ContentReader& reader,
+                                             std::size_t max_body_bytes);
+
+// The connection will close after this response (the rest of its body was not read).
+void close_after_response();
+bool closing_after_response();
+// True when the request's body broke the limit while httplib read it (the reply must be 413).
+bool body_over_limit();
+
+}  // namespace gpushare::extender::http_connection
