@@ -68,7 +68,7 @@ fi
 for trace in $traces; do
   for config in deploy/scheduler/kube-scheduler-config.yaml \
                 deploy/overlays/second-scheduler/gpushare-scheduler-config.yaml \
-                bench/sim/configs/score-every-pod.yaml; do
+                bench/sim/configs/gpu-pods-only.yaml; do
     name="$(basename "$config" .yaml)"
     echo "== $trace, $config"
     sim --pods "$data/openb_pod_list_$trace.csv" --policy fgd-plus,binpack --with-ideal \
