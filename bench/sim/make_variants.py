@@ -2,6 +2,8 @@
 """Workload shapes the placement policies were not tuned on, generated from the openb traces
 (Weng et al., USENIX ATC'23), deterministically (seed 7):
 
+  constrained10  default trace; 10 % of the GPU pods are pinned to one GPU model each, drawn in
+                 proportion to the models' GPUs (the pinned demand fits its models)
   constrained30  default trace; 30 % of the GPU pods are pinned to GPU models through gpu_spec:
                  half to the scarce V100 family (V100M16|V100M32, 85 of 1213 nodes), half to T4
   constrained60  the same with 60 % pinned, a third each to V100M16|V100M32, T4 and P100
@@ -12,6 +14,7 @@
 
 Writes bench/data/openb/variants/openb_pod_list_<name>.csv (same columns as the source trace).
 """
+import collections
 import csv
 import os
 import random
@@ -50,7 +53,23 @@ def constrained(share, groups):
     return rows, fields
 
 
+def constrained_by_capacity(share):
+    rows, fields = read("openb_pod_list_default.csv")
+    with open(os.path.join(DATA, "openb_node_list_gpu_node.csv"), newline="") as f:
+        gpus = collections.Counter()
+        for node in csv.DictReader(f):
+            gpus[node["model"]] += int(node["gpu"])
+    models = sorted(gpus)
+    rng = random.Random(7)
+    gpu = [r for r in rows if int(r["num_gpu"]) > 0 and not r["gpu_spec"]]
+    for row in rng.sample(gpu, int(len(gpu) * share)):
+        row["gpu_spec"] = rng.choices(models, weights=[gpus[m] for m in models])[0]
+    return rows, fields
+
+
 def main():
+    rows, fields = constrained_by_capacity(0.10)
+    write("constrained10", rows, fields)
     rows, fields = constrained(0.30, ["V100M16|V100M32", "T4"])
     write("constrained30", rows, fields)
     rows, fields = constrained(0.60, ["V100M16|V100M32", "T4", "P100"])

@@ -13,7 +13,7 @@ cd "$(dirname "$0")/../.."
 build="${GPUSHARE_SIM_BUILD_DIR:-build-sim}"
 jobs="${JOBS:-2}"
 seeds="${SEEDS:-3}"
-variants="${VARIANTS:-constrained30 constrained60 halfshare multigpu40}"
+variants="${VARIANTS:-constrained10 constrained30 constrained60 halfshare multigpu40}"
 out="${OUT_DIR:-out/variants}"
 nodes=bench/data/openb/openb_node_list_all_node.csv
 
