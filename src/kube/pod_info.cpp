@@ -6,6 +6,7 @@
 
 #include "gpushare/core/quantity.h"
 #include "gpushare/kube/annotations.h"
+#include "gpushare/kube/pod_requests.h"
 
 namespace gpushare::kube {
 namespace {
@@ -80,6 +81,9 @@ PodInfo parse_pod(const Json& pod, const ResourceNames& names) {
         info.request += amount;
       }
     }
+    const CpuMemory requested = pod_cpu_memory_request(*spec, info.key());
+    info.cpu_milli = requested.cpu_milli;
+    info.memory = requested.memory;
   }
   if (const Json* status = get_object(pod, "status", "pod status")) {
     info.phase = get_string(*status, "phase", "pod status.phase");

@@ -48,6 +48,51 @@ TEST(ParseNode, InconsistentResourcesAreReportedNotThrown) {
   EXPECT_NE(spec.misconfiguration.find("missing"), std::string::npos);
 }
 
+TEST(ParseNode, CpuAndMemoryFromAllocatable) {
+  Json node = node_json({{"cpu", "32"}, {"memory", "128Gi"}, {"aliyun.com/gpu-mem", "32"}, {"aliyun.com/gpu-count", "2"}});
+  node["status"]["allocatable"] = {{"cpu", "31500m"}, {"memory", "120Gi"}, {"aliyun.com/gpu-mem", "30"}};
+  const auto spec = parse_node(node, kNames);
+  EXPECT_EQ(spec.cpu_milli, 31500);
+  EXPECT_EQ(spec.memory, 120LL * 1024 * 1024 * 1024);
+  // GPU parsing is unchanged: capacity first.
+  EXPECT_EQ(spec.gpu_count, 2);
+  EXPECT_EQ(spec.memory_per_gpu, 16);
+}
+
+TEST(ParseNode, CpuAndMemoryFallBackToCapacity) {
+  // No allocatable at all, or allocatable without the resource: capacity.
+  auto spec = parse_node(node_json({{"cpu", "4"}, {"memory", "16Gi"}}), kNames);
+  EXPECT_EQ(spec.cpu_milli, 4000);
+  EXPECT_EQ(spec.memory, 16LL * 1024 * 1024 * 1024);
+  Json node = node_json({{"cpu", "4"}, {"memory", "1000"}});
+  node["status"]["allocatable"] = {{"cpu", "3900m"}, {"memory", nullptr}};
+  spec = parse_node(node, kNames);
+  EXPECT_EQ(spec.cpu_milli, 3900);
+  EXPECT_EQ(spec.memory, 1000);
+  // Fractions round up: 0.5 bytes is 1.
+  spec = parse_node(node_json({{"cpu", "0.0001"}, {"memory", "0.5"}}), kNames);
+  EXPECT_EQ(spec.cpu_milli, 1);
+  EXPECT_EQ(spec.memory, 1);
+}
+
+TEST(ParseNode, AbsentOrMalformedCpuAndMemoryAreNotTracked) {
+  auto spec = parse_node(node_json({{"aliyun.com/gpu-mem", "32"}, {"aliyun.com/gpu-count", "2"}}), kNames);
+  EXPECT_EQ(spec.cpu_milli, 0);
+  EXPECT_EQ(spec.memory, 0);
+  EXPECT_EQ(spec.gpu_count, 2);
+  Json node = node_json({{"cpu", "8"}, {"memory", "8Gi"}, {"aliyun.com/gpu-mem", "32"}, {"aliyun.com/gpu-count", "2"}});
+  node["status"]["allocatable"] = {{"cpu", "lots"}, {"memory", Json::array()}};
+  spec = parse_node(node, kNames);
+  EXPECT_EQ(spec.cpu_milli, 0);  // malformed allocatable: not tracked, not capacity
+  EXPECT_EQ(spec.memory, 0);
+  EXPECT_TRUE(spec.misconfiguration.empty());  // and no GPU complaint either
+  EXPECT_EQ(spec.gpu_count, 2);
+  node["status"]["allocatable"] = {{"cpu", "-2"}, {"memory", "8Ei"}};
+  spec = parse_node(node, kNames);
+  EXPECT_EQ(spec.cpu_milli, 0);
+  EXPECT_EQ(spec.memory, 0);
+}
+
 TEST(ParseNode, NotANode) {
   EXPECT_THROW(parse_node(Json::array(), kNames), BadInput);
   EXPECT_THROW(parse_node(Json{{"metadata", {{"name", 3}}}}, kNames), BadInput);

@@ -48,7 +48,8 @@ struct PodInfo {
   }
 };
 
-// Throws BadInput when the object is not a pod or a quantity of the resource is invalid.
+// Throws BadInput when the object is not a pod or a quantity of the resource, CPU or memory is
+// invalid.
 PodInfo parse_pod(const Json& pod, const ResourceNames& names);
 
 // The allocation a pod holds according to the product spec ("What counts as used"), or
