@@ -34,7 +34,8 @@ std::optional<Json> inspect_node(const core::ClusterModel& model, std::string_vi
   }
   Json unindexed = Json::array();
   for (const core::PodAllocation* pod : pods) {
-    if (!pod->gpus.empty()) continue;
+    // Pods holding only CPU and memory are in the model for scoring; this view is of GPUs.
+    if (!pod->gpus.empty() || !pod->holds_gpu()) continue;
     unindexed.push_back({{"name", pod->name},
                          {"namespace", pod->namespace_name},
                          {"uid", pod->uid},
@@ -66,7 +67,7 @@ Json inspect_cluster(const core::ClusterModel& model, std::string_view policy_na
   Json result = {{"nodes", std::move(nodes)},
                  {"totalGPU", model.total_capacity()},
                  {"usedGPU", model.total_used()},
-                 {"pods", model.pod_count()},
+                 {"pods", model.gpu_pod_count()},
                  {"assumedPods", model.assumed_count()},
                  {"policy", {{"name", std::string(policy_name)}}}};
   if (!policy_state.empty()) {

@@ -111,15 +111,20 @@ PodInfo parse_pod(const Json& pod, const ResourceNames& names) {
 }
 
 std::optional<core::PodAllocation> allocation_of(const PodInfo& pod) {
-  if (pod.node_name.empty() || pod.finished() || pod.effective_request() <= 0) return std::nullopt;
+  if (pod.node_name.empty() || pod.finished()) return std::nullopt;
   core::PodAllocation allocation;
   allocation.uid = pod.uid;
   allocation.namespace_name = pod.namespace_name;
   allocation.name = pod.name;
   allocation.node = pod.node_name;
-  if (pod.gpu_index) allocation.gpus = {*pod.gpu_index};
-  allocation.per_gpu = pod.effective_request();
-  allocation.assume_time_ns = pod.assume_time_ns.value_or(0);
+  allocation.cpu_milli = pod.cpu_milli;
+  allocation.memory = pod.memory;
+  // A pod without GPU memory holds no GPU, whatever stale annotations it carries.
+  if (pod.wants_gpu()) {
+    if (pod.gpu_index) allocation.gpus = {*pod.gpu_index};
+    allocation.per_gpu = pod.effective_request();
+    allocation.assume_time_ns = pod.assume_time_ns.value_or(0);
+  }
   return allocation;
 }
 

@@ -51,6 +51,13 @@ inline Json gpu_pod(const std::string& name, long long request, const std::strin
   return pod;
 }
 
+// A pod that asks for CPU and memory only (a DaemonSet's, say), bound to `node` when given.
+inline Json cpu_pod(const std::string& name, const std::string& node, const std::string& cpu,
+                    const std::string& memory, const std::string& ns = "default") {
+  Json pod = make_pod(ns, name, node, node.empty() ? "Pending" : "Running");
+  pod["spec"]["containers"][0]["resources"] = {{"requests", {{"cpu", cpu}, {"memory", memory}}}};
+  return pod;
+}
 
 struct LiveOptions {
   sync::BindMode bind_mode = sync::BindMode::kBinding;

@@ -159,6 +159,64 @@ TEST(ParsePod, WhatCountsAsUsed) {
   EXPECT_FALSE(allocation_of(parse_pod(json, kNames)));
 }
 
+Json cpu_only_pod_json() {
+  return Json::parse(R"({
+    "metadata": {"name": "exporter", "namespace": "monitoring", "uid": "u-2",
+                 "annotations": {"ALIYUN_COM_GPU_MEM_IDX": "1", "ALIYUN_COM_GPU_MEM_ASSUME_TIME": "5"}},
+    "spec": {"nodeName": "gpu-1", "containers": [
+      {"name": "a", "resources": {"requests": {"cpu": "250m", "memory": "300Mi"}}}]},
+    "status": {"phase": "Running"}})");
+}
+
+TEST(AllocationOf, CpuOnlyPodsHoldCpuAndMemoryButNoGpu) {
+  const auto pod = parse_pod(cpu_only_pod_json(), kNames);
+  EXPECT_FALSE(pod.wants_gpu());
+  const auto allocation = allocation_of(pod);
+  ASSERT_TRUE(allocation);
+  EXPECT_EQ(allocation->uid, "u-2");
+  EXPECT_EQ(allocation->node, "gpu-1");
+  EXPECT_EQ(allocation->per_gpu, 0);
+  EXPECT_TRUE(allocation->gpus.empty());  // a stale index annotation does not make it a GPU holder
+  EXPECT_FALSE(allocation->holds_gpu());
+  EXPECT_EQ(allocation->total(), 0);
+  EXPECT_EQ(allocation->assume_time_ns, 0);
+  EXPECT_EQ(allocation->cpu_milli, 250);
+  EXPECT_EQ(allocation->memory, 300LL * 1024 * 1024);
+  EXPECT_FALSE(allocation->assumed);
+}
+
+TEST(AllocationOf, CpuOnlyPodsFollowTheSameLifecycle) {
+  Json json = cpu_only_pod_json();
+  json["metadata"]["deletionTimestamp"] = "2026-01-01T00:00:00Z";
+  EXPECT_TRUE(allocation_of(parse_pod(json, kNames)));  // terminating: still running
+  json["status"]["phase"] = "Failed";
+  EXPECT_FALSE(allocation_of(parse_pod(json, kNames)));
+  json["status"]["phase"] = "Pending";
+  json["spec"].erase("nodeName");
+  EXPECT_FALSE(allocation_of(parse_pod(json, kNames)));  // not bound: holds nothing anywhere
+  // A bound pod that asks for nothing at all is still recorded (it holds no resources).
+  Json best_effort = Json::parse(R"({"metadata": {"name": "b", "uid": "u-3"},
+    "spec": {"nodeName": "n", "containers": [{"name": "a"}]}})");
+  const auto allocation = allocation_of(parse_pod(best_effort, kNames));
+  ASSERT_TRUE(allocation);
+  EXPECT_EQ(allocation->cpu_milli, 0);
+  EXPECT_EQ(allocation->memory, 0);
+  EXPECT_FALSE(allocation->holds_gpu());
+}
+
+TEST(AllocationOf, GpuPodsAlsoCarryCpuAndMemory) {
+  Json json = pod_json();
+  json["spec"]["containers"][1]["resources"]["requests"] = {{"memory", "2Gi"}};
+  json["metadata"]["annotations"] = {{"ALIYUN_COM_GPU_MEM_IDX", "1"}, {"ALIYUN_COM_GPU_MEM_POD", "4"}};
+  const auto allocation = allocation_of(parse_pod(json, kNames));
+  ASSERT_TRUE(allocation);
+  EXPECT_EQ(allocation->gpus, std::vector<int>{1});
+  EXPECT_EQ(allocation->per_gpu, 4);
+  EXPECT_TRUE(allocation->holds_gpu());
+  EXPECT_EQ(allocation->cpu_milli, 1000);  // container b's CPU limit
+  EXPECT_EQ(allocation->memory, 2LL * 1024 * 1024 * 1024);
+}
+
 TEST(ParsePod, BadQuantitiesThrowWithContext) {
   Json json = pod_json();
   json["spec"]["containers"][0]["resources"]["limits"]["aliyun.com/gpu-mem"] = "-3";
