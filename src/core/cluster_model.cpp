@@ -242,8 +242,8 @@ bool ClusterModel::same_allocation_as(const ClusterModel& other) const {
   for (const auto& node : nodes_) {
     const NodeState* theirs = other.find_node(node.name());
     if (theirs == nullptr || theirs->gpu_count() != node.gpu_count() ||
-        theirs->unindexed_used() != node.unindexed_used() || theirs->cpu_used() != node.cpu_used() ||
-        theirs->memory_used() != node.memory_used()) {
+        theirs->unindexed_used() != node.unindexed_used() ||
+        theirs->cpu_used() != node.cpu_used() || theirs->memory_used() != node.memory_used()) {
       return false;
     }
     for (int i = 0; i < node.gpu_count(); ++i) {

@@ -367,7 +367,9 @@ Json array_of(Scanner& s) {
 
 // An init container also says whether it is a sidecar (restartPolicy Always).
 Json pod_init_container(Scanner& s) {
-  return pick_members(s, {{"name", whole_value}, {"resources", container_resources}, {"restartPolicy", whole_value}});
+  return pick_members(s, {{"name", whole_value},
+                          {"resources", container_resources},
+                          {"restartPolicy", whole_value}});
 }
 
 Json pod_spec(Scanner& s) {

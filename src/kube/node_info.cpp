@@ -84,7 +84,9 @@ core::NodeSpec parse_node(const Json& node, const ResourceNames& names) {
     }
   }
   if (auto cpu = allocatable_quantity(allocatable, capacity, "cpu")) spec.cpu_milli = cpu->milli();
-  if (auto memory = allocatable_quantity(allocatable, capacity, "memory")) spec.memory = memory->units_ceil();
+  if (auto bytes = allocatable_quantity(allocatable, capacity, "memory")) {
+    spec.memory = bytes->units_ceil();
+  }
   std::string error;
   const std::int64_t memory = resource_value(capacity, allocatable, names.memory, error);
   const std::int64_t count = resource_value(capacity, allocatable, names.count, error);

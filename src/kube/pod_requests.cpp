@@ -13,7 +13,8 @@ namespace {
 constexpr std::string_view kCpu = "cpu";
 constexpr std::string_view kMemory = "memory";
 
-std::int64_t checked_add(std::int64_t a, std::int64_t b, std::string_view pod_key, std::string_view resource) {
+std::int64_t checked_add(std::int64_t a, std::int64_t b, std::string_view pod_key,
+                         std::string_view resource) {
   std::int64_t sum = 0;
   if (__builtin_add_overflow(a, b, &sum)) {
     throw BadInput(fmt::format("pod {} {} request out of range", pod_key, resource));
@@ -22,7 +23,8 @@ std::int64_t checked_add(std::int64_t a, std::int64_t b, std::string_view pod_ke
 }
 
 CpuMemory plus(const CpuMemory& a, const CpuMemory& b, std::string_view pod_key) {
-  return {checked_add(a.cpu_milli, b.cpu_milli, pod_key, kCpu), checked_add(a.memory, b.memory, pod_key, kMemory)};
+  return {checked_add(a.cpu_milli, b.cpu_milli, pod_key, kCpu),
+          checked_add(a.memory, b.memory, pod_key, kMemory)};
 }
 
 // Resource by resource, as kube-scheduler's maxResourceList.
@@ -37,36 +39,35 @@ const Json* listed(const Json* list, std::string_view resource) {
   return value != nullptr && !value->is_null() ? value : nullptr;
 }
 
-// `what` names where the list is, for errors: "pod ns/name container app requests".
-CpuMemory read_list(const Json* list, std::string_view what) {
+// CPU from `cpu_list` and memory from `memory_list` (a container may take each from another
+// list); `where(list)` names a list for errors, e.g. "pod ml/web container app requests".
+template <typename Where>
+CpuMemory read_lists(const Json* cpu_list, const Json* memory_list, const Where& where) {
   CpuMemory amount;
-  if (const Json* cpu = listed(list, kCpu)) amount.cpu_milli = quantity_of(*cpu, fmt::format("{} {}", what, kCpu)).milli();
-  if (const Json* memory = listed(list, kMemory)) {
-    amount.memory = quantity_of(*memory, fmt::format("{} {}", what, kMemory)).units_ceil();
+  if (const Json* cpu = listed(cpu_list, kCpu)) {
+    amount.cpu_milli = quantity_of(*cpu, fmt::format("{} {}", where(cpu_list), kCpu)).milli();
+  }
+  if (const Json* memory = listed(memory_list, kMemory)) {
+    amount.memory =
+        quantity_of(*memory, fmt::format("{} {}", where(memory_list), kMemory)).units_ceil();
   }
   return amount;
 }
 
 // One container's request: requests[r], or limits[r] where the request is absent.
-CpuMemory container_request(const Json& container, std::string_view kind, std::string_view pod_key) {
+CpuMemory container_request(const Json& container, std::string_view kind,
+                            std::string_view pod_key) {
   const Json* resources = get_object(container, "resources", "container resources");
   if (resources == nullptr) return {};
   const std::string name = get_string(container, "name", "container name");
   const Json* requests = get_object(*resources, "requests", "container resources");
   const Json* limits = get_object(*resources, "limits", "container resources");
-  auto where = [&](const Json* list) {
-    return fmt::format("pod {} {} {} {}", pod_key, kind, name, list == requests ? "requests" : "limits");
-  };
-  const Json* cpu_from = listed(requests, kCpu) != nullptr ? requests : limits;
-  const Json* memory_from = listed(requests, kMemory) != nullptr ? requests : limits;
-  CpuMemory amount;
-  if (const Json* cpu = listed(cpu_from, kCpu)) {
-    amount.cpu_milli = quantity_of(*cpu, fmt::format("{} {}", where(cpu_from), kCpu)).milli();
-  }
-  if (const Json* memory = listed(memory_from, kMemory)) {
-    amount.memory = quantity_of(*memory, fmt::format("{} {}", where(memory_from), kMemory)).units_ceil();
-  }
-  return amount;
+  return read_lists(listed(requests, kCpu) != nullptr ? requests : limits,
+                    listed(requests, kMemory) != nullptr ? requests : limits,
+                    [&](const Json* list) {
+                      return fmt::format("pod {} {} {} {}", pod_key, kind, name,
+                                         list == requests ? "requests" : "limits");
+                    });
 }
 
 bool is_sidecar(const Json& init_container) {
@@ -100,8 +101,10 @@ CpuMemory pod_cpu_memory_request(const Json& spec, std::string_view pod_key) {
       }
     }
   }
-  const CpuMemory overhead =
-      read_list(get_object(spec, "overhead", "pod spec.overhead"), fmt::format("pod {} overhead", pod_key));
+  const Json* overhead_list = get_object(spec, "overhead", "pod spec.overhead");
+  const CpuMemory overhead = read_lists(overhead_list, overhead_list, [&](const Json*) {
+    return fmt::format("pod {} overhead", pod_key);
+  });
   return plus(larger(running, init_peak), overhead, pod_key);
 }
 

@@ -527,15 +527,16 @@ bool LeaderGate::catch_up(std::uint64_t term, std::stop_token stop) {
       return count;
     });
     if (missing == 0 || rv_at_least(sync_.pods_resource_version(), list_rv)) {
-      spdlog::info("leader election: the model holds all {} bound GPU pods (list at resourceVersion {})", bound.size(),
-                   list_rv);
+      spdlog::info("leader election: the model holds all {} bound GPU pods (list at resourceVersion {})",
+                   bound.size(), list_rv);
       return true;
     }
     if (Clock::now() >= deadline) break;
     std::this_thread::sleep_for(10ms);
   }
   if (!stop.stop_requested() && current(term)) {
-    spdlog::warn("leader election: the model still lacks {} of {} bound GPU pods; listing again", missing, bound.size());
+    spdlog::warn("leader election: the model still lacks {} of {} bound GPU pods; listing again", missing,
+                 bound.size());
   }
   return false;
 }
