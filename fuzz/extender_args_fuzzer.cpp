@@ -29,7 +29,8 @@ extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size
   if (dom.offered_names() != text.offered_names()) fuzz::finding("decoders disagree", "offered node names differ");
   if (dom.pod.uid != text.pod.uid || dom.pod.name != text.pod.name ||
       dom.pod.namespace_name != text.pod.namespace_name || dom.pod.request != text.pod.request ||
-      dom.pod.node_name != text.pod.node_name) {
+      dom.pod.node_name != text.pod.node_name || dom.pod.cpu_milli != text.pod.cpu_milli ||
+      dom.pod.memory != text.pod.memory) {
     fuzz::finding("decoders disagree", "pod fields differ");
   }
   if (dom.has_node_objects() != text.has_node_objects()) fuzz::finding("decoders disagree", "node objects vs names");

@@ -148,9 +148,10 @@ const std::vector<int>& ClusterModel::unhealthy(std::string_view node) const {
 void ClusterModel::attach(const PodAllocation& pod) {
   NodeState* node = mutable_node(pod.node);
   if (node == nullptr) return;
-  if (pod.gpus.empty()) {
+  // A pod without GPU memory touches neither a GPU nor the node's unindexed budget.
+  if (pod.holds_gpu() && pod.gpus.empty()) {
     node->add_usage(-1, pod.per_gpu);
-  } else {
+  } else if (pod.holds_gpu()) {
     for (int gpu : pod.gpus) node->add_usage(gpu, pod.per_gpu);
   }
   if (pod.cpu_milli != 0 || pod.memory != 0) node->add_cpu_mem(pod.cpu_milli, pod.memory);
@@ -159,9 +160,10 @@ void ClusterModel::attach(const PodAllocation& pod) {
 void ClusterModel::detach(const PodAllocation& pod) {
   NodeState* node = mutable_node(pod.node);
   if (node == nullptr) return;
-  if (pod.gpus.empty()) {
+  // A pod without GPU memory touches neither a GPU nor the node's unindexed budget.
+  if (pod.holds_gpu() && pod.gpus.empty()) {
     node->remove_usage(-1, pod.per_gpu);
-  } else {
+  } else if (pod.holds_gpu()) {
     for (int gpu : pod.gpus) node->remove_usage(gpu, pod.per_gpu);
   }
   if (pod.cpu_milli != 0 || pod.memory != 0) node->remove_cpu_mem(pod.cpu_milli, pod.memory);
@@ -171,6 +173,7 @@ void ClusterModel::add_pod(PodAllocation pod) {
   remove_pod(pod.uid);
   attach(pod);
   pods_by_node_[pod.node].insert(pod.uid);
+  if (pod.holds_gpu()) ++gpu_pod_count_;
   std::string uid = pod.uid;
   pods_.emplace(std::move(uid), std::move(pod));
 }
@@ -179,6 +182,7 @@ bool ClusterModel::remove_pod(std::string_view uid) {
   auto it = pods_.find(uid);
   if (it == pods_.end()) return false;
   detach(it->second);
+  if (it->second.holds_gpu()) --gpu_pod_count_;
   if (auto by_node = pods_by_node_.find(it->second.node); by_node != pods_by_node_.end()) {
     by_node->second.erase(it->second.uid);
     if (by_node->second.empty()) pods_by_node_.erase(by_node);
@@ -259,7 +263,8 @@ bool ClusterModel::same_allocation_as(const ClusterModel& other) const {
   for (const auto& node : nodes_) {
     const NodeState* theirs = other.find_node(node.name());
     if (theirs == nullptr || theirs->gpu_count() != node.gpu_count() ||
-        theirs->unindexed_used() != node.unindexed_used()) {
+        theirs->unindexed_used() != node.unindexed_used() ||
+        theirs->cpu_used() != node.cpu_used() || theirs->memory_used() != node.memory_used()) {
       return false;
     }
     for (int i = 0; i < node.gpu_count(); ++i) {

@@ -15,6 +15,18 @@ Units add_saturating(Units a, Units b) {
 
 }  // namespace
 
+namespace {
+// Each pod's request fits int64, but a node's sum might not (absurd requests on pods bound with
+// spec.nodeName, which no scheduler checked): saturate instead of overflowing. A saturated node
+// has nothing free, which is true enough; removals then undercount until the node is rebuilt.
+std::int64_t saturating_add(std::int64_t a, std::int64_t b) {
+  std::int64_t sum = 0;
+  if (!__builtin_add_overflow(a, b, &sum)) return sum;
+  return b > 0 ? std::numeric_limits<std::int64_t>::max()
+               : std::numeric_limits<std::int64_t>::min();
+}
+}  // namespace
+
 NodeState::NodeState(NodeSpec spec) : spec_(std::move(spec)) {
   spec_.gpu_count = std::max(0, spec_.gpu_count);
   spec_.memory_per_gpu = std::max<Units>(0, spec_.memory_per_gpu);
@@ -60,8 +72,8 @@ void NodeState::remove_usage(int gpu, Units amount) {
 }
 
 void NodeState::add_cpu_mem(std::int64_t cpu_milli, std::int64_t memory) {
-  cpu_used_ += cpu_milli;
-  memory_used_ += memory;
+  cpu_used_ = saturating_add(cpu_used_, cpu_milli);
+  memory_used_ = saturating_add(memory_used_, memory);
   ++generation_;
 }
 

@@ -64,8 +64,9 @@ Quantity Quantity::parse(std::string_view text) {
   int base = 10;
   int exponent = 0;
   if (!suffix.empty()) {
-    if (suffix[0] == 'e' || suffix[0] == 'E') {
-      // Decimal exponent, e.g. "1e3" or "5E-2". A bare "E" is the exa suffix, handled below.
+    if ((suffix[0] == 'e' || suffix[0] == 'E') && suffix != "Ei") {
+      // Decimal exponent, e.g. "1e3" or "5E-2". A bare "E" is the exa suffix, handled below;
+      // "Ei" (exbi) is an ordinary suffix.
       std::size_t p = 1;
       bool exp_negative = false;
       if (p < suffix.size() && (suffix[p] == '+' || suffix[p] == '-')) {

@@ -38,6 +38,8 @@ std::optional<Json> inspect_node(const core::ClusterModel& model, std::string_vi
   // listed apart, with the index, so their memory is never unaccounted for in this view.
   Json invalid_index = Json::array();
   for (const core::PodAllocation* pod : pods) {
+    // Pods holding only CPU and memory are in the model for scoring; this view is of GPUs.
+    if (!pod->holds_gpu()) continue;
     Json entry = {{"name", pod->name},
                   {"namespace", pod->namespace_name},
                   {"uid", pod->uid},
@@ -79,7 +81,7 @@ Json inspect_cluster(const core::ClusterModel& model, std::string_view policy_na
   Json result = {{"nodes", std::move(nodes)},
                  {"totalGPU", model.total_capacity()},
                  {"usedGPU", model.total_used()},
-                 {"pods", model.pod_count()},
+                 {"pods", model.gpu_pod_count()},
                  {"assumedPods", model.assumed_count()},
                  {"policy", {{"name", std::string(policy_name)}}}};
   if (!policy_state.empty()) {

@@ -62,7 +62,7 @@ void Metrics::count_relist(std::string_view resource) { increment(relists_, {std
 
 ModelGauges model_gauges(const core::ClusterModel& model) {
   ModelGauges gauges;
-  gauges.pods = model.pod_count();
+  gauges.pods = model.gpu_pod_count();  // the model also holds CPU-only pods, for scoring
   gauges.assumed_pods = model.assumed_count();
   gauges.capacity = model.total_capacity();
   gauges.allocated = model.total_used();

@@ -354,17 +354,29 @@ Json pod_container(Scanner& s) {
   return pick_members(s, {{"name", whole_value}, {"resources", container_resources}});
 }
 
-Json pod_containers(Scanner& s) {
+// An array whose elements are pruned by `element`; anything else is kept whole.
+template <Builder element>
+Json array_of(Scanner& s) {
   if (s.peek_kind() != Kind::kArray) return whole_value(s);
   Json array = Json::array();
   s.begin_array();
   bool first = true;
-  while (s.next_element(first)) array.push_back(pod_container(s));
+  while (s.next_element(first)) array.push_back(element(s));
   return array;
 }
 
+// An init container also says whether it is a sidecar (restartPolicy Always).
+Json pod_init_container(Scanner& s) {
+  return pick_members(s, {{"name", whole_value},
+                          {"resources", container_resources},
+                          {"restartPolicy", whole_value}});
+}
+
 Json pod_spec(Scanner& s) {
-  return pick_members(s, {{"nodeName", whole_value}, {"containers", pod_containers}});
+  return pick_members(s, {{"nodeName", whole_value},
+                          {"containers", array_of<pod_container>},
+                          {"initContainers", array_of<pod_init_container>},
+                          {"overhead", whole_value}});
 }
 
 Json pod_status(Scanner& s) { return pick_members(s, {{"phase", whole_value}}); }

@@ -172,7 +172,7 @@ Json snapshot_from_objects(const std::vector<Json>& nodes, const std::vector<Jso
       kube::PodInfo info = kube::parse_pod(pod, names);
       if (info.uid.empty()) info.uid = info.key();  // the model keys pods by UID
       auto allocation = kube::allocation_of(info);
-      if (!allocation) continue;
+      if (!allocation || !allocation->holds_gpu()) continue;  // the plugin shows GPUs only
       phases[info.uid] = info.phase;
       model.add_pod(std::move(*allocation));
     } catch (const kube::BadInput& e) {

@@ -6,6 +6,7 @@
 
 #include "gpushare/core/quantity.h"
 #include "gpushare/kube/annotations.h"
+#include "gpushare/kube/quantity_json.h"
 
 namespace gpushare::kube {
 namespace {
@@ -33,6 +34,23 @@ std::int64_t resource_value(const Json* capacity, const Json* allocatable, std::
     return -1;
   }
   return -1;
+}
+
+// What kube-scheduler may place on the node: allocatable `name` (capacity when allocatable does
+// not list it), as a Quantity, or nullopt when absent or malformed (then it is not tracked).
+std::optional<core::Quantity> allocatable_quantity(const Json* allocatable, const Json* capacity,
+                                                   std::string_view name) {
+  for (const Json* list : {allocatable, capacity}) {
+    if (list == nullptr) continue;
+    const Json* value = find_key(*list, name);
+    if (value == nullptr || value->is_null()) continue;
+    try {
+      return quantity_of(*value, name);
+    } catch (const BadInput&) {
+      return std::nullopt;
+    }
+  }
+  return std::nullopt;
 }
 
 }  // namespace
@@ -64,6 +82,10 @@ core::NodeSpec parse_node(const Json& node, const ResourceNames& names) {
         }
       }
     }
+  }
+  if (auto cpu = allocatable_quantity(allocatable, capacity, "cpu")) spec.cpu_milli = cpu->milli();
+  if (auto bytes = allocatable_quantity(allocatable, capacity, "memory")) {
+    spec.memory = bytes->units_ceil();
   }
   std::string error;
   const std::int64_t memory = resource_value(capacity, allocatable, names.memory, error);

@@ -6,6 +6,7 @@
 
 #include "gpushare/core/quantity.h"
 #include "gpushare/kube/annotations.h"
+#include "gpushare/kube/pod_requests.h"
 
 namespace gpushare::kube {
 namespace {
@@ -80,6 +81,9 @@ PodInfo parse_pod(const Json& pod, const ResourceNames& names) {
         info.request += amount;
       }
     }
+    const CpuMemory requested = pod_cpu_memory_request(*spec, info.key());
+    info.cpu_milli = requested.cpu_milli;
+    info.memory = requested.memory;
   }
   if (const Json* status = get_object(pod, "status", "pod status")) {
     info.phase = get_string(*status, "phase", "pod status.phase");
@@ -119,15 +123,20 @@ PodInfo parse_pod(const Json& pod, const ResourceNames& names) {
 }
 
 std::optional<core::PodAllocation> allocation_of(const PodInfo& pod) {
-  if (pod.node_name.empty() || pod.finished() || pod.effective_request() <= 0) return std::nullopt;
+  if (pod.node_name.empty() || pod.finished()) return std::nullopt;
   core::PodAllocation allocation;
   allocation.uid = pod.uid;
   allocation.namespace_name = pod.namespace_name;
   allocation.name = pod.name;
   allocation.node = pod.node_name;
-  if (pod.gpu_index) allocation.gpus = {*pod.gpu_index};
-  allocation.per_gpu = pod.effective_request();
-  allocation.assume_time_ns = pod.assume_time_ns.value_or(0);
+  allocation.cpu_milli = pod.cpu_milli;
+  allocation.memory = pod.memory;
+  // A pod without GPU memory holds no GPU, whatever stale annotations it carries.
+  if (pod.wants_gpu()) {
+    if (pod.gpu_index) allocation.gpus = {*pod.gpu_index};
+    allocation.per_gpu = pod.effective_request();
+    allocation.assume_time_ns = pod.assume_time_ns.value_or(0);
+  }
   return allocation;
 }
 

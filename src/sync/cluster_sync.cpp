@@ -156,12 +156,17 @@ class ClusterSync::PodHandler final : public apiclient::ReflectorHandler {
     auto pod = parse(object);
     if (!pod) return;
     std::vector<std::string> warnings;
-    owner_.store_.write([&](core::ClusterModel& model, core::PlacementPolicy&) {
+    owner_.store_.write([&](core::ClusterModel& model, core::PlacementPolicy& policy) {
       if (type == WatchEventType::kDeleted) {
         model.remove_pod(pod->uid);
-      } else {
-        apply_pod(model, *pod, warnings);
+        return;
       }
+      // A pod seen bound for the first time that this extender did not bind (kube's binder
+      // placed it, CPU-only pods included): the policy learns the workload from it, as from its
+      // own binds. Not from lists: a relist would count every pod again.
+      const bool new_to_the_model = model.find_pod(pod->uid) == nullptr;
+      apply_pod(model, *pod, warnings);
+      if (new_to_the_model && model.find_pod(pod->uid) != nullptr) policy.observe(pod->demand());
     });
     for (const auto& warning : warnings) spdlog::warn("{}", warning);
     std::lock_guard lock(owner_.pods_mutex_);

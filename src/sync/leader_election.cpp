@@ -478,7 +478,9 @@ bool LeaderGate::catch_up(std::uint64_t term, std::stop_token stop) {
     if (stop.stop_requested() || !current(term)) return false;
     std::this_thread::sleep_for(20ms);
   }
-  // 2. Every pod bound right now, by a consistent (quorum) read, paged.
+  // 2. Every pod bound right now that holds GPU memory, by a consistent (quorum) read, paged.
+  // Pods holding only CPU and memory are in the model too, but a bind cannot double-book them
+  // (filter and bind judge GPUs only), so the new leader does not wait for them.
   std::vector<std::pair<std::string, std::string>> bound;  // uid, node
   std::string list_rv;
   std::string token;
@@ -501,7 +503,9 @@ bool LeaderGate::catch_up(std::uint64_t term, std::stop_token stop) {
       for (const Json& item : *items) {
         try {
           const kube::PodInfo pod = kube::parse_pod(item, sync_.names());
-          if (auto allocation = kube::allocation_of(pod)) bound.emplace_back(pod.uid, allocation->node);
+          if (auto allocation = kube::allocation_of(pod); allocation && allocation->holds_gpu()) {
+            bound.emplace_back(pod.uid, allocation->node);
+          }
         } catch (const std::exception&) {
           // The sync ignores it too (and counts it); it holds nothing in either model.
         }
@@ -522,15 +526,16 @@ bool LeaderGate::catch_up(std::uint64_t term, std::stop_token stop) {
       return count;
     });
     if (missing == 0 || rv_at_least(sync_.pods_resource_version(), list_rv)) {
-      spdlog::info("leader election: the model holds all {} bound pods (list at resourceVersion {})", bound.size(),
-                   list_rv);
+      spdlog::info("leader election: the model holds all {} bound GPU pods (list at resourceVersion {})",
+                   bound.size(), list_rv);
       return true;
     }
     if (Clock::now() >= deadline) break;
     std::this_thread::sleep_for(10ms);
   }
   if (!stop.stop_requested() && current(term)) {
-    spdlog::warn("leader election: the model still lacks {} of {} bound pods; listing again", missing, bound.size());
+    spdlog::warn("leader election: the model still lacks {} of {} bound GPU pods; listing again", missing,
+                 bound.size());
   }
   return false;
 }

@@ -48,6 +48,8 @@ bool expect_same_decoding(const std::string& body) {
   EXPECT_EQ(dom.args.pod.name, fast.args.pod.name);
   EXPECT_EQ(dom.args.pod.namespace_name, fast.args.pod.namespace_name);
   EXPECT_EQ(dom.args.pod.request, fast.args.pod.request);
+  EXPECT_EQ(dom.args.pod.cpu_milli, fast.args.pod.cpu_milli);
+  EXPECT_EQ(dom.args.pod.memory, fast.args.pod.memory);
   EXPECT_EQ(dom.args.pod.node_name, fast.args.pod.node_name);
   EXPECT_EQ(dom.args.pod.phase, fast.args.pod.phase);
   EXPECT_EQ(dom.args.pod.resource_version, fast.args.pod.resource_version);
@@ -163,6 +165,39 @@ TEST(WireFastPath, DecodesOddPodsLikeTheDom) {
   variant([](Json& p) { p["status"] = {{"phase", false}}; });
   variant([](Json& p) { p["status"] = 1; });
   variant([](Json& p) { p["spec"]["env"] = {{"deep", {{"a", {1, 2, {{"b", nullptr}}}}}}}; });
+  // CPU and memory: requests, limits, init containers, sidecars, overhead, and their odd shapes.
+  auto resources = [](Json requests, Json limits) {
+    Json r = Json::object();
+    if (!requests.is_null()) r["requests"] = std::move(requests);
+    if (!limits.is_null()) r["limits"] = std::move(limits);
+    return r;
+  };
+  variant([&](Json& p) { p["spec"]["containers"][0]["resources"] = resources({{"cpu", "250m"}, {"memory", "1Gi"}}, {{"aliyun.com/gpu-mem", "4"}, {"cpu", "1"}}); });
+  variant([&](Json& p) { p["spec"]["containers"][0]["resources"] = resources(nullptr, {{"CPU", "2"}, {"Memory", "3Gi"}, {"aliyun.com/gpu-mem", "4"}}); });
+  variant([&](Json& p) { p["spec"]["containers"][0]["resources"] = resources({{"cpu", "0.1m"}, {"memory", "1.5"}}, nullptr); });
+  variant([&](Json& p) { p["spec"]["containers"][0]["resources"] = resources({{"cpu", "lots"}}, nullptr); });
+  variant([&](Json& p) { p["spec"]["containers"][0]["resources"] = resources({{"memory", 7.5}}, nullptr); });
+  variant([&](Json& p) { p["spec"]["containers"][0]["resources"] = resources({{"cpu", "5e15"}}, nullptr); p["spec"]["containers"].push_back(p["spec"]["containers"][0]); });
+  variant([&](Json& p) {
+    p["spec"]["initContainers"] = {
+        {{"name", "proxy"}, {"restartPolicy", "Always"}, {"image", "envoy"}, {"resources", resources({{"cpu", "500m"}, {"memory", "256Mi"}}, nullptr)}},
+        {{"name", "migrate"}, {"resources", resources(nullptr, {{"cpu", "2"}, {"memory", "2Gi"}})}, {"command", {"sh", "-c", "true"}}},
+        {{"name", "logs"}, {"restartPolicy", "Always"}, {"resources", resources({{"cpu", "250m"}}, nullptr)}},
+        {{"name", "seed"}, {"restartPolicy", "OnFailure"}, {"resources", resources({{"cpu", "1800m"}, {"memory", "100Mi"}}, nullptr)}}};
+    p["spec"]["overhead"] = {{"cpu", "250m"}, {"memory", "120Mi"}};
+  });
+  variant([&](Json& p) { p["spec"]["InitContainers"] = {{{"name", "i"}, {"RestartPolicy", "Always"}, {"Resources", resources({{"cpu", "3"}}, nullptr)}}}; });
+  variant([&](Json& p) { p["spec"]["initContainers"] = {{{"name", "i"}, {"restartPolicy", "Always"}}}; p["spec"]["initcontainers"] = {{{"name", "j"}, {"resources", resources({{"cpu", "9"}}, nullptr)}}}; });
+  variant([&](Json& p) { p["spec"]["initContainers"] = {{{"name", "i"}, {"restartPolicy", 3}}}; });
+  variant([&](Json& p) { p["spec"]["initContainers"] = {{{"name", "i"}, {"resources", resources({{"memory", "-1"}}, nullptr)}}}; });
+  variant([](Json& p) { p["spec"]["initContainers"] = "x"; });
+  variant([](Json& p) { p["spec"]["initContainers"] = {1, 2}; });
+  variant([](Json& p) { p["spec"]["initContainers"] = nullptr; });
+  variant([](Json& p) { p["spec"]["overhead"] = {{"cpu", "100m"}, {"Memory", "1Mi"}, {"other", {{"x", 1}}}}; });
+  variant([](Json& p) { p["spec"]["Overhead"] = {{"cpu", "1"}}; p["spec"]["overhead"] = {{"cpu", "2"}}; });
+  variant([](Json& p) { p["spec"]["overhead"] = {{"cpu", "-1"}}; });
+  variant([](Json& p) { p["spec"]["overhead"] = "none"; });
+  variant([](Json& p) { p["spec"]["overhead"] = nullptr; });
   for (const Json& pod : pods) {
     expect_same_decoding(Json{{"Pod", pod}, {"NodeNames", {"n1"}}}.dump());
   }
@@ -189,7 +224,14 @@ TEST(WireFastPath, NulByteAfterTheBodyIsRejected) {
 
 TEST(WireFastPath, RandomMutationsDecodeLikeTheDom) {
   const Json pod = pod_object("p", "uid-p", 4);
+  Json with_cpu = pod;
+  with_cpu["spec"]["containers"][0]["resources"]["requests"] = {{"cpu", "1500m"}, {"memory", "2Gi"}};
+  with_cpu["spec"]["initContainers"] = {
+      {{"name", "mesh"}, {"restartPolicy", "Always"}, {"resources", {{"requests", {{"cpu", "1"}, {"memory", "64Mi"}}}}}},
+      {{"name", "init"}, {"resources", {{"limits", {{"cpu", "3"}, {"memory", "1Gi"}}}}}}};
+  with_cpu["spec"]["overhead"] = {{"cpu", "100m"}, {"memory", "10Mi"}};
   const std::vector<std::string> seeds = {
+      Json{{"Pod", with_cpu}, {"NodeNames", {"n1", "n2"}}}.dump(),
       Json{{"Pod", pod}, {"Nodes", nullptr}, {"NodeNames", {"n1", "n\u00e92", "n3"}}}.dump(),
       Json{{"Pod", pod}, {"Nodes", {{"items", {small_node("a"), small_node("b")}}}}, {"NodeNames", nullptr}}.dump(),
   };

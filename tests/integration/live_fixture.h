@@ -51,6 +51,13 @@ inline Json gpu_pod(const std::string& name, long long request, const std::strin
   return pod;
 }
 
+// A pod that asks for CPU and memory only (a DaemonSet's, say), bound to `node` when given.
+inline Json cpu_pod(const std::string& name, const std::string& node, const std::string& cpu,
+                    const std::string& memory, const std::string& ns = "default") {
+  Json pod = make_pod(ns, name, node, node.empty() ? "Pending" : "Running");
+  pod["spec"]["containers"][0]["resources"] = {{"requests", {{"cpu", cpu}, {"memory", memory}}}};
+  return pod;
+}
 
 struct LiveOptions {
   sync::BindMode bind_mode = sync::BindMode::kBinding;
@@ -212,6 +219,12 @@ class LiveExtender {
   template <typename Fn>
   auto read(Fn fn) const {
     return store_.read([&](const core::ClusterModel& model, const core::PlacementPolicy&) { return fn(model); });
+  }
+  // What the policy has learned (PlacementPolicy::describe_state(), JSON).
+  Json policy_state() const {
+    return store_.read([](const core::ClusterModel&, const core::PlacementPolicy& policy) {
+      return Json::parse(policy.describe_state(), nullptr, false);
+    });
   }
   core::Units used_on(const std::string& node, int gpu) const {
     return read([&](const core::ClusterModel& model) -> core::Units {

@@ -85,6 +85,106 @@ TEST_F(Sync, PodLifecycle) {
   EXPECT_TRUE(eventually([&] { return extender.used_on("n1", 2) == 0; }));
 }
 
+TEST_F(Sync, CpuOnlyPodsCountOnTheirNodesCpuAndMemoryOnly) {
+  constexpr std::int64_t kMi = 1024 * 1024;
+  LiveExtender extender(fake);
+  ASSERT_TRUE(extender.wait_for_sync());
+  struct Used {
+    std::int64_t cpu = -1, memory = -1;
+    core::Units gpu = -1;
+    bool operator==(const Used&) const = default;
+  };
+  auto used = [&](const std::string& node) {
+    return extender.read([&](const core::ClusterModel& m) {
+      const core::NodeState* state = m.find_node(node);
+      return state == nullptr ? Used{} : Used{state->cpu_used(), state->memory_used(), state->total_used()};
+    });
+  };
+  extender.read([](const core::ClusterModel& m) {
+    // Allocatable from the Node objects (gpu_node: 32 cores, 128 GiB), also on the CPU node.
+    EXPECT_EQ(m.find_node("n1")->spec().cpu_milli, 32000);
+    EXPECT_EQ(m.find_node("n1")->spec().memory, 128 * 1024 * kMi);
+    EXPECT_EQ(m.find_node("cpu")->spec().cpu_milli, 32000);
+    return 0;
+  });
+  EXPECT_EQ(used("n1"), (Used{0, 0, 10}));
+
+  fake.create(Resource::Pods, cpu_pod("exporter", "n1", "250m", "300Mi", "monitoring"));
+  fake.create(Resource::Pods, cpu_pod("web", "cpu", "1500m", "2Gi"));
+  EXPECT_TRUE(eventually([&] { return used("n1") == Used{250, 300 * kMi, 10} && used("cpu") == Used{1500, 2048 * kMi, 0}; }))
+      << used("n1").cpu << " " << used("cpu").cpu;
+  // GPUs are untouched, and whatever shows GPUs does not show these pods.
+  EXPECT_EQ(extender.used_on("n1", 2), 10);
+  extender.read([](const core::ClusterModel& m) {
+    EXPECT_EQ(m.pod_count(), 4u);
+    EXPECT_EQ(m.gpu_pod_count(), 2u);
+    EXPECT_EQ(m.find_node("n1")->unindexed_used(), 0);
+    return 0;
+  });
+  const auto inspect = extender.http().Get("/gpushare-scheduler/inspect");
+  ASSERT_TRUE(inspect);
+  const Json cluster = Json::parse(inspect->body);
+  EXPECT_EQ(cluster["pods"], 2);
+  EXPECT_EQ(cluster["usedGPU"], 17);
+  for (const Json& node : cluster["nodes"]) {
+    for (const Json& pod : node["unindexedPods"]) EXPECT_NE(pod["name"], "exporter");
+    for (const Json& dev : node["devs"]) {
+      for (const Json& pod : dev["pods"]) EXPECT_NE(pod["name"], "exporter");
+    }
+  }
+  const auto metrics = extender.http().Get("/metrics");
+  ASSERT_TRUE(metrics);
+  EXPECT_NE(metrics->body.find("\ngpushare_pods 2\n"), std::string::npos);
+
+  // Finished or deleted, they are gone again.
+  fake.mutate(Resource::Pods, "default", "web", [](Json& pod) { pod["status"]["phase"] = "Succeeded"; });
+  fake.remove(Resource::Pods, "monitoring", "exporter");
+  EXPECT_TRUE(eventually([&] { return used("n1") == Used{0, 0, 10} && used("cpu") == Used{0, 0, 0}; }));
+  EXPECT_EQ(extender.read([](const core::ClusterModel& m) { return m.pod_count(); }), 2u);
+}
+
+TEST_F(Sync, PodsBoundByOthersTeachThePolicyOnceListsDoNot) {
+  LiveOptions options;
+  options.policy = "fgd-plus";
+  LiveExtender extender(fake, options);
+  ASSERT_TRUE(extender.wait_for_sync());
+  const auto observed = [&] { return extender.policy_state()["workload"]["observedPods"].get<int>(); };
+  // The fixture's bound GPU pods came with the list: not observed.
+  EXPECT_EQ(observed(), 0);
+  // A CPU-only pod kube-scheduler bound by itself arrives by watch: observed once, also after
+  // later updates of the same pod.
+  fake.create(Resource::Pods, cpu_pod("web", "n1", "2", "4Gi"));
+  EXPECT_TRUE(eventually([&] { return observed() == 1; })) << extender.policy_state().dump();
+  fake.mutate(Resource::Pods, "default", "web", [](Json& pod) { pod["metadata"]["labels"] = {{"v", "2"}}; });
+  fake.create(Resource::Pods, cpu_pod("other", "cpu", "1", "1Gi"));
+  EXPECT_TRUE(eventually([&] { return observed() == 2; }));
+  EXPECT_EQ(observed(), 2);
+  // A pending pod teaches nothing until it is bound.
+  fake.create(Resource::Pods, cpu_pod("waiting", "", "1", "1Gi"));
+  EXPECT_TRUE(eventually([&] { return extender.sync().cached_pod("default", "waiting").has_value(); }));
+  EXPECT_EQ(observed(), 2);
+}
+
+TEST_F(Sync, CpuOnlyPodBoundThroughTheExtenderCountsOnceTheWatchShowsIt) {
+  LiveExtender extender(fake);
+  ASSERT_TRUE(extender.wait_for_sync());
+  const Json pod = fake.create(Resource::Pods, cpu_pod("batch", "", "2", "1Gi"));
+  EXPECT_EQ(extender.bind("batch", pod["metadata"]["uid"], "n2"), 200);
+  EXPECT_TRUE(eventually([&] {
+    return extender.read([](const core::ClusterModel& m) { return m.find_node("n2")->cpu_used() == 2000; });
+  }));
+  extender.read([](const core::ClusterModel& m) {
+    EXPECT_EQ(m.find_node("n2")->memory_used(), 1024 * 1024 * 1024);
+    EXPECT_EQ(m.find_node("n2")->total_used(), 7);  // the unindexed GPU pod's, nothing more
+    EXPECT_EQ(m.assumed_count(), 0u);
+    return 0;
+  });
+  const Json bound = *fake.get(Resource::Pods, "default", "batch");
+  EXPECT_EQ(bound["spec"]["nodeName"], "n2");
+  EXPECT_FALSE(bound["metadata"].contains("annotations") &&
+               bound["metadata"]["annotations"].contains("ALIYUN_COM_GPU_MEM_IDX"));
+}
+
 TEST_F(Sync, SameNameNewUidIsANewPod) {
   LiveExtender extender(fake);
   ASSERT_TRUE(extender.wait_for_sync());

@@ -5,6 +5,8 @@
 //
 // Churn, all at once from several threads for N seconds (default 60):
 //  * a scheduler creates GPU pods and places each one with filter -> prioritize -> bind over HTTP;
+//    every fourth pod asks for CPU and memory only: prioritize over HTTP, then bound directly
+//    (kube-scheduler's default binder), as a prioritize-only extender entry would see it;
 //  * pods are deleted (immediately, or gracefully: deletionTimestamp first, gone later) and some
 //    finish (phase Succeeded), keeping the cluster roughly two-thirds full;
 //  * nodes are added and removed (with their pods), and unhealthy-gpu ConfigMaps come and go;
@@ -13,9 +15,10 @@
 //  * with --ha: two replicas with leader election; the leader is shut down and a fresh replica
 //    started from time to time (clean shutdowns and crashes alternate).
 // Then churn stops and the run checks, within a bounded wait, that (1) the serving extender's model
-// equals one built from the fake's objects (ClusterModel::same_allocation_as; differences are
-// printed), (2) no GPU is oversubscribed in the API server's truth. It reports counts and RSS
-// (VmRSS after warm-up and at the end; the fake API server runs in the same process).
+// equals one built from the fake's objects (ClusterModel::same_allocation_as: pods with their
+// GPUs, CPU and memory, and every node's usage; differences are printed), (2) no GPU is
+// oversubscribed in the API server's truth. It reports counts and RSS (VmRSS after warm-up and
+// at the end; the fake API server runs in the same process).
 // Exit status: 0 if both checks pass, 1 otherwise.
 
 #include <atomic>
@@ -51,6 +54,7 @@ long rss_kib() {
 
 struct Counts {
   std::atomic<long> pods_created{0}, filters{0}, prioritizes{0}, binds_ok{0}, binds_failed{0}, unschedulable{0};
+  std::atomic<long> cpu_only_bound{0};
   std::atomic<long> pods_deleted{0}, pods_deleted_gracefully{0}, pods_finished{0};
   std::atomic<long> nodes_added{0}, nodes_removed{0}, configmap_changes{0};
   std::atomic<long> watch_drops{0}, watch_closes{0}, compactions{0}, leader_changes{0};
@@ -70,8 +74,14 @@ core::ClusterModel truth_model(FakeApiServer& fake) {
 }
 
 std::string describe(const core::PodAllocation& pod) {
-  return fmt::format("node {} gpus [{}] {} per GPU{}", pod.node, fmt::join(pod.gpus, ","), pod.per_gpu,
-                     pod.assumed ? " (assumed)" : "");
+  return fmt::format("node {} gpus [{}] {} per GPU, cpu {}m, memory {}{}", pod.node, fmt::join(pod.gpus, ","),
+                     pod.per_gpu, pod.cpu_milli, pod.memory, pod.assumed ? " (assumed)" : "");
+}
+
+// The pod's GPU memory limit, 0 for a pod without one (CPU-only).
+long long gpu_request_of(const Json& pod) {
+  static const Json::json_pointer limit("/spec/containers/0/resources/limits/aliyun.com~1gpu-mem");
+  return std::stoll(pod.value(limit, std::string("0")));
 }
 
 // What differs between the extender's model and the truth, one line each.
@@ -102,6 +112,10 @@ std::vector<std::string> model_diff(const core::ClusterModel& model, const core:
                                    a.capacity, a.healthy ? "" : " unhealthy", b.used, b.capacity,
                                    b.healthy ? "" : " unhealthy"));
       }
+    }
+    if (mine->cpu_used() != node.cpu_used() || mine->memory_used() != node.memory_used()) {
+      diff.push_back(fmt::format("node {}: extender cpu {}m memory {} used / truth cpu {}m memory {}", node.name(),
+                                 mine->cpu_used(), mine->memory_used(), node.cpu_used(), node.memory_used()));
     }
     if (mine->gpu_count() != node.gpu_count()) {
       diff.push_back(fmt::format("node {}: {} GPUs in the extender, {} in truth", node.name(), mine->gpu_count(),
@@ -251,22 +265,24 @@ class Soak {
 
     std::cout << fmt::format(
         "soak: {:.1f} s of churn (seed {}{}), settled in {:.2f} s\n"
-        "  pods: created {}, filter calls {}, prioritize calls {}, binds ok {}, binds failed {}, unschedulable {}\n"
+        "  pods: created {}, filter calls {}, prioritize calls {}, binds ok {}, binds failed {}, unschedulable {}, "
+        "CPU-only bound {}\n"
         "  pods: deleted {} ({} gracefully), finished {}, still in the API server {}\n"
         "  nodes: added {}, removed {}; unhealthy-gpu ConfigMap changes {}\n"
         "  watches: dropped {}, closed {}, history compactions {}{}\n"
-        "  final model: {} nodes, {} pods holding GPU memory, {} units used of {}\n"
+        "  final model: {} nodes, {} pods holding GPU memory and {} only CPU and memory, {} units used of {}\n"
         "  model vs API server truth: {} ({} differences)\n"
         "  oversubscribed GPUs in truth: {}\n"
         "  RSS: {} KiB after warm-up, {} KiB at the end, growth {} KiB\n",
         churn_seconds, args_.seed, args_.ha ? ", two replicas with leader election" : "", settle_seconds,
         counts_.pods_created.load(), counts_.filters.load(), counts_.prioritizes.load(), counts_.binds_ok.load(),
-        counts_.binds_failed.load(), counts_.unschedulable.load(), counts_.pods_deleted.load(),
+        counts_.binds_failed.load(), counts_.unschedulable.load(), counts_.cpu_only_bound.load(), counts_.pods_deleted.load(),
         counts_.pods_deleted_gracefully.load(), counts_.pods_finished.load(), live_pods, counts_.nodes_added.load(),
         counts_.nodes_removed.load(), counts_.configmap_changes.load(), counts_.watch_drops.load(),
         counts_.watch_closes.load(), counts_.compactions.load(),
         args_.ha ? fmt::format("; leader changes {}", counts_.leader_changes.load()) : std::string(),
-        truth.node_count(), truth.pod_count(), truth.total_used(), truth.total_capacity(),
+        truth.node_count(), truth.gpu_pod_count(), truth.pod_count() - truth.gpu_pod_count(), truth.total_used(),
+        truth.total_capacity(),
         same && diff.empty() ? "identical" : "DIFFERENT", diff.size(), over.size(), rss_warm, rss_end,
         rss_end - rss_warm);
     for (std::size_t i = 0; i < diff.size() && i < 20; ++i) std::cout << "    " << diff[i] << "\n";
@@ -313,13 +329,23 @@ class Soak {
     while (!stop.stop_requested()) {
       const std::string name = fmt::format("soak-{}-{}", seed, serial++);
       const int request = std::uniform_int_distribution<int>(1, 8)(random);
+      const bool cpu_only = serial % 4 == 0;
+      // Every pod asks for CPU and memory too, so the model's CPU and memory are compared as well.
+      const std::string cpu = fmt::format("{}m", std::uniform_int_distribution<int>(1, 4000)(random));
+      const std::string memory = fmt::format("{}Mi", std::uniform_int_distribution<int>(1, 8192)(random));
       Json pod;
       try {
-        pod = fake_->create(Resource::Pods, gpu_pod(name, request));
+        Json object = cpu_only ? cpu_pod(name, "", cpu, memory) : gpu_pod(name, request);
+        if (!cpu_only) object["spec"]["containers"][0]["resources"]["requests"] = {{"cpu", cpu}, {"memory", memory}};
+        pod = fake_->create(Resource::Pods, std::move(object));
       } catch (const std::exception&) {
         continue;
       }
       ++counts_.pods_created;
+      if (cpu_only) {
+        place_cpu_only(pod, random);
+        continue;
+      }
       const std::vector<std::string> nodes = node_names();
       bool placed = false;
       for (int attempt = 0; attempt < 3 && !placed && !stop.stop_requested(); ++attempt) {
@@ -371,6 +397,36 @@ class Soak {
     }
   }
 
+  // A pod without GPU memory: kube-scheduler asks a prioritize-only extender entry for scores,
+  // then binds it itself (the default binder), here by setting spec.nodeName in the fake.
+  void place_cpu_only(const Json& pod, std::mt19937& random) {
+    const std::vector<std::string> nodes = node_names();
+    if (nodes.empty()) return;
+    std::string best = nodes[std::uniform_int_distribution<std::size_t>(0, nodes.size() - 1)(random)];
+    for (LiveExtender* replica : serving()) {
+      const auto [status, scores] = replica->post("prioritize", Json{{"Pod", pod}, {"NodeNames", nodes}});
+      ++counts_.prioritizes;
+      if (status != 200 || !scores.is_array()) continue;
+      long long top = -1;
+      for (const auto& entry : scores) {
+        if (entry["Score"].get<long long>() > top) {
+          top = entry["Score"];
+          best = entry["Host"];
+        }
+      }
+      break;
+    }
+    try {
+      fake_->mutate(Resource::Pods, "default", pod["metadata"]["name"].get<std::string>(), [&](Json& p) {
+        p["spec"]["nodeName"] = best;
+        p["status"]["phase"] = "Running";
+      });
+      ++counts_.cpu_only_bound;
+    } catch (const std::exception&) {
+      // deleted meanwhile
+    }
+  }
+
   // Keeps the cluster about two-thirds full: deletes (immediately or gracefully) or finishes pods.
   void delete_pods(std::stop_token stop) {
     httplib::Client api(fake_->host(), fake_->port());
@@ -394,7 +450,7 @@ class Soak {
       }
       for (const Json& pod : pods) {
         if (pod["spec"].contains("nodeName") && pod["status"].value("phase", "") != "Succeeded") {
-          used += std::stoll(pod["spec"]["containers"][0]["resources"]["limits"]["aliyun.com/gpu-mem"].get<std::string>());
+          used += gpu_request_of(pod);
         }
       }
       const Json& victim = pods[static_cast<std::size_t>(uniform(0, static_cast<int>(pods.size()) - 1))];

@@ -2,7 +2,8 @@
 // live mode by hand, the kubectl plugin, and the sync benchmark. Not a product binary.
 //
 //   gpushare-fake-apiserver --kubeconfig-out /tmp/fake.kubeconfig [--port 0]
-//       [--seed cluster.yaml] [--nodes N --pods M [--gpus-per-node 8 --gpu-mem-per-gpu 16]]
+//       [--seed cluster.yaml] [--nodes N --pods M [--gpus-per-node 8 --gpu-mem-per-gpu 16]
+//        [--cpu-only-percent 20]]
 
 #include <pthread.h>
 
@@ -109,6 +110,59 @@ Json realistic_pod(int index, const std::string& node, int gpu, long long reques
                                                 {"state", {{"running", {{"startedAt", "2026-11-21T09:00:05Z"}}}}}}})}}}};
 }
 
+// A running pod that asks for CPU and memory only, as most pods even on GPU nodes do (~2.5 KB):
+// a service-mesh sidecar (an init container with restartPolicy Always), a regular init container
+// and the main container, so that every rule of the pod's request is exercised.
+Json realistic_cpu_pod(int index, const std::string& node) {
+  const std::string name = fmt::format("web-{:06d}", index);
+  Json env = Json::array();
+  for (int i = 0; i < 8; ++i) env.push_back({{"name", fmt::format("WEB_SETTING_{}", i)}, {"value", fmt::format("value-{}-{}", index, i)}});
+  const Json mount = Json::array({{{"name", "kube-api-access"}, {"mountPath", "/var/run/secrets/kubernetes.io/serviceaccount"}, {"readOnly", true}}});
+  return {{"apiVersion", "v1"},
+          {"kind", "Pod"},
+          {"metadata",
+           {{"name", name},
+            {"namespace", fmt::format("web-{}", index % 20)},
+            {"labels", {{"app", "web"}, {"pod-template-hash", "7c6d9f8b5"}, {"security.istio.io/tlsMode", "istio"}}},
+            {"annotations", {{"kubectl.kubernetes.io/default-container", "web"}, {"sidecar.istio.io/status", "{\"initContainers\":[\"istio-proxy\"]}"}}},
+            {"ownerReferences", Json::array({{{"apiVersion", "apps/v1"}, {"kind", "ReplicaSet"}, {"name", "web-7c6d9f8b5"},
+                                              {"uid", fmt::format("00000000-0000-4000-9000-{:012d}", index % 1000)},
+                                              {"controller", true}, {"blockOwnerDeletion", true}}})}}},
+          {"spec",
+           {{"nodeName", node},
+            {"schedulerName", "default-scheduler"},
+            {"initContainers",
+             Json::array({{{"name", "istio-proxy"},
+                           {"image", "docker.io/istio/proxyv2:1.24.0"},
+                           {"restartPolicy", "Always"},
+                           {"resources", {{"limits", {{"cpu", "2"}, {"memory", "1Gi"}}}, {"requests", {{"cpu", "100m"}, {"memory", "128Mi"}}}}},
+                           {"volumeMounts", mount}},
+                          {{"name", "migrate"},
+                           {"image", "registry.example.com/web/migrate:3.2.0"},
+                           {"command", {"/migrate", "--up"}},
+                           {"resources", {{"limits", {{"cpu", "1"}, {"memory", "512Mi"}}}}},
+                           {"volumeMounts", mount}}})},
+            {"containers",
+             Json::array({{{"name", "web"},
+                           {"image", "registry.example.com/web/frontend:5.9.3"},
+                           {"env", env},
+                           {"ports", Json::array({{{"containerPort", 8080}, {"protocol", "TCP"}}})},
+                           {"resources", {{"limits", {{"memory", "2Gi"}}}, {"requests", {{"cpu", "500m"}, {"memory", "1Gi"}}}}},
+                           {"volumeMounts", mount}}})},
+            {"volumes", Json::array({{{"name", "kube-api-access"}, {"projected", {{"defaultMode", 420}}}}})},
+            {"tolerations", Json::array({{{"key", "node.kubernetes.io/not-ready"}, {"operator", "Exists"}, {"effect", "NoExecute"}, {"tolerationSeconds", 300}}})}}},
+          {"status",
+           {{"phase", "Running"},
+            {"podIP", fmt::format("172.17.{}.{}", index / 256 % 256, index % 256)},
+            {"hostIP", "10.0.0.1"},
+            {"startTime", "2026-11-21T09:00:00Z"},
+            {"conditions", Json::array({{{"type", "Ready"}, {"status", "True"}}, {{"type", "PodScheduled"}, {"status", "True"}}})},
+            {"containerStatuses", Json::array({{{"name", "web"}, {"ready", true}, {"restartCount", 0},
+                                                {"image", "registry.example.com/web/frontend:5.9.3"},
+                                                {"containerID", fmt::format("containerd://{:064x}", index)},
+                                                {"state", {{"running", {{"startedAt", "2026-11-21T09:00:05Z"}}}}}}})}}}};
+}
+
 }  // namespace
 
 int main(int argc, char** argv) {
@@ -120,6 +174,7 @@ int main(int argc, char** argv) {
   int pods = 0;
   int gpus_per_node = 8;
   long long per_gpu = 16;
+  int cpu_only_percent = 20;
   std::string token;
   app.add_option("--port", port, "port on 127.0.0.1 (0 = any; printed)");
   app.add_option("--kubeconfig-out", kubeconfig_out, "write a kubeconfig for this server here")->required();
@@ -128,6 +183,9 @@ int main(int argc, char** argv) {
   app.add_option("--pods", pods, "generate this many realistic running GPU pods on them");
   app.add_option("--gpus-per-node", gpus_per_node);
   app.add_option("--gpu-mem-per-gpu", per_gpu);
+  app.add_option("--cpu-only-percent", cpu_only_percent,
+                 "share of the generated pods that ask for CPU and memory only (default 20)")
+      ->check(CLI::Range(0, 100));
   app.add_option("--token", token, "require this bearer token");
   CLI11_PARSE(app, argc, argv);
 
@@ -156,9 +214,15 @@ int main(int argc, char** argv) {
   std::mt19937 random(42);
   for (int n = 0; n < nodes; ++n) fake.create(Resource::Nodes, realistic_node(n, gpus_per_node, per_gpu));
   if (nodes > 0) {
-    // Spread pods over GPUs without overfilling any: 1..4 units each.
+    // Spread pods over GPUs without overfilling any: 1..4 units each. Every so often a pod asks
+    // for CPU and memory only, on any node.
     std::vector<long long> used(static_cast<std::size_t>(nodes) * gpus_per_node, 0);
+    const int cpu_only = static_cast<int>(static_cast<long long>(pods) * cpu_only_percent / 100);
     for (int p = 0; p < pods; ++p) {
+      if (cpu_only > 0 && static_cast<long long>(p) * cpu_only / pods != static_cast<long long>(p + 1) * cpu_only / pods) {
+        fake.create(Resource::Pods, realistic_cpu_pod(p, fmt::format("gpu-node-{:05d}", static_cast<int>(random() % nodes))));
+        continue;
+      }
       const long long request = 1 + static_cast<long long>(random() % 4);
       for (int attempt = 0; attempt < 64; ++attempt) {
         const std::size_t slot = random() % used.size();

@@ -148,5 +148,118 @@ TEST(ClusterModel, SameAllocationComparesUsageAndPods) {
   EXPECT_FALSE(a.same_allocation_as(b));
 }
 
+PodAllocation cpu_only_pod(std::string uid, std::string node, std::int64_t cpu_milli, std::int64_t memory) {
+  PodAllocation p = pod(std::move(uid), std::move(node), {}, 0);
+  p.cpu_milli = cpu_milli;
+  p.memory = memory;
+  return p;
+}
+
+TEST(ClusterModel, CpuOnlyPodsMoveCpuAndMemoryButNoGpuUsage) {
+  ClusterModel model;
+  NodeSpec spec = gpu_node("n1", 2, 16);
+  spec.cpu_milli = 8000;
+  spec.memory = 1000;
+  model.upsert_node(spec);
+  model.add_pod(pod("gpu", "n1", {0}, 4));
+  const NodeState before = *model.find_node("n1");
+  model.add_pod(cpu_only_pod("cpu", "n1", 1500, 300));
+  const NodeState* node = model.find_node("n1");
+  EXPECT_EQ(node->cpu_used(), 1500);
+  EXPECT_EQ(node->memory_used(), 300);
+  EXPECT_EQ(node->cpu_free(), 6500);
+  EXPECT_EQ(node->memory_free(), 700);
+  // Nothing about GPUs moved: not a GPU, not the unindexed budget, not the derived figures.
+  EXPECT_EQ(node->gpus()[0].used, 4);
+  EXPECT_EQ(node->gpus()[1].used, 0);
+  EXPECT_EQ(node->unindexed_used(), 0);
+  EXPECT_EQ(node->total_used(), before.total_used());
+  EXPECT_EQ(node->total_free(), before.total_free());
+  EXPECT_EQ(node->largest_free(), before.largest_free());
+  EXPECT_EQ(node->wholly_free_gpu_count(), 1);
+  EXPECT_GT(node->generation(), before.generation());  // caches keyed on it see the change
+  EXPECT_EQ(model.pod_count(), 2u);
+  EXPECT_EQ(model.gpu_pod_count(), 1u);
+  EXPECT_EQ(model.pods_on("n1").size(), 2u);
+  // Gone again: back to where it was.
+  EXPECT_TRUE(model.remove_pod("cpu"));
+  EXPECT_EQ(model.find_node("n1")->cpu_used(), 0);
+  EXPECT_EQ(model.find_node("n1")->memory_used(), 0);
+  EXPECT_EQ(model.gpu_pod_count(), 1u);
+  EXPECT_EQ(model.find_node("n1")->gpus()[0].used, 4);
+}
+
+TEST(ClusterModel, CpuOnlyPodsOnACpuNodeAndAcrossRespec) {
+  ClusterModel model;
+  model.add_pod(cpu_only_pod("early", "cpu-node", 250, 64));  // before its node, as a watch may order it
+  NodeSpec spec;
+  spec.name = "cpu-node";
+  spec.cpu_milli = 4000;
+  spec.memory = 4096;
+  model.upsert_node(spec);
+  EXPECT_EQ(model.find_node("cpu-node")->cpu_used(), 250);
+  model.add_pod(cpu_only_pod("late", "cpu-node", 750, 1000));
+  EXPECT_EQ(model.find_node("cpu-node")->cpu_used(), 1000);
+  EXPECT_EQ(model.find_node("cpu-node")->memory_used(), 1064);
+  // A node update rebuilds from its pods: same sums, no double counting.
+  spec.cpu_milli = 2000;
+  model.upsert_node(spec);
+  EXPECT_EQ(model.find_node("cpu-node")->cpu_used(), 1000);
+  EXPECT_EQ(model.find_node("cpu-node")->cpu_free(), 1000);
+  EXPECT_EQ(model.find_node("cpu-node")->total_used(), 0);
+  // Replacing a pod by UID replaces its CPU and memory.
+  model.add_pod(cpu_only_pod("late", "cpu-node", 100, 0));
+  EXPECT_EQ(model.find_node("cpu-node")->cpu_used(), 350);
+  EXPECT_EQ(model.find_node("cpu-node")->memory_used(), 64);
+  EXPECT_EQ(model.gpu_pod_count(), 0u);
+  EXPECT_EQ(model.total_used(), 0);
+}
+
+TEST(ClusterModel, GpuPodCountFollowsAddsRemovesReplacementsAndExpiry) {
+  ClusterModel model;
+  model.upsert_node(gpu_node("n1", 1, 16));
+  model.add_pod(pod("a", "n1", {0}, 4));
+  model.add_pod(cpu_only_pod("b", "n1", 100, 100));
+  EXPECT_EQ(model.gpu_pod_count(), 1u);
+  model.add_pod(cpu_only_pod("a", "n1", 100, 100));  // the same UID, now without GPU memory
+  EXPECT_EQ(model.gpu_pod_count(), 0u);
+  EXPECT_EQ(model.find_node("n1")->gpus()[0].used, 0);
+  PodAllocation assumed = pod("c", "n1", {0}, 2);
+  assumed.assumed = true;
+  assumed.assume_time_ns = 10;
+  model.add_pod(assumed);
+  EXPECT_EQ(model.gpu_pod_count(), 1u);
+  model.expire_assumed(11);
+  EXPECT_EQ(model.gpu_pod_count(), 0u);
+  EXPECT_EQ(model.pod_count(), 2u);
+}
+
+TEST(ClusterModel, SameAllocationSeesCpuAndMemory) {
+  ClusterModel a;
+  ClusterModel b;
+  for (auto* m : {&a, &b}) {
+    m->upsert_node(gpu_node("n1", 2, 8));
+    m->add_pod(cpu_only_pod("x", "n1", 100, 10));
+  }
+  EXPECT_TRUE(a.same_allocation_as(b));
+  b.add_pod(cpu_only_pod("x", "n1", 200, 10));
+  EXPECT_FALSE(a.same_allocation_as(b));
+}
+
+TEST(NodeState, CpuAndMemoryUsedSaturateInsteadOfOverflowing) {
+  NodeSpec spec;
+  spec.name = "n";
+  spec.cpu_milli = 1000;
+  NodeState node(spec);
+  node.add_cpu_mem(INT64_MAX - 5, 1);
+  node.add_cpu_mem(10, 1);
+  EXPECT_EQ(node.cpu_used(), INT64_MAX);
+  EXPECT_EQ(node.cpu_free(), 0);
+  EXPECT_EQ(node.memory_used(), 2);
+  node.remove_cpu_mem(10, 5);
+  EXPECT_EQ(node.cpu_used(), INT64_MAX - 10);
+  EXPECT_EQ(node.memory_used(), 0);  // never below zero
+}
+
 }  // namespace
 }  // namespace gpushare::core

@@ -48,6 +48,51 @@ TEST(ParseNode, InconsistentResourcesAreReportedNotThrown) {
   EXPECT_NE(spec.misconfiguration.find("missing"), std::string::npos);
 }
 
+TEST(ParseNode, CpuAndMemoryFromAllocatable) {
+  Json node = node_json({{"cpu", "32"}, {"memory", "128Gi"}, {"aliyun.com/gpu-mem", "32"}, {"aliyun.com/gpu-count", "2"}});
+  node["status"]["allocatable"] = {{"cpu", "31500m"}, {"memory", "120Gi"}, {"aliyun.com/gpu-mem", "30"}};
+  const auto spec = parse_node(node, kNames);
+  EXPECT_EQ(spec.cpu_milli, 31500);
+  EXPECT_EQ(spec.memory, 120LL * 1024 * 1024 * 1024);
+  // GPU parsing is unchanged: capacity first.
+  EXPECT_EQ(spec.gpu_count, 2);
+  EXPECT_EQ(spec.memory_per_gpu, 16);
+}
+
+TEST(ParseNode, CpuAndMemoryFallBackToCapacity) {
+  // No allocatable at all, or allocatable without the resource: capacity.
+  auto spec = parse_node(node_json({{"cpu", "4"}, {"memory", "16Gi"}}), kNames);
+  EXPECT_EQ(spec.cpu_milli, 4000);
+  EXPECT_EQ(spec.memory, 16LL * 1024 * 1024 * 1024);
+  Json node = node_json({{"cpu", "4"}, {"memory", "1000"}});
+  node["status"]["allocatable"] = {{"cpu", "3900m"}, {"memory", nullptr}};
+  spec = parse_node(node, kNames);
+  EXPECT_EQ(spec.cpu_milli, 3900);
+  EXPECT_EQ(spec.memory, 1000);
+  // Fractions round up: 0.5 bytes is 1.
+  spec = parse_node(node_json({{"cpu", "0.0001"}, {"memory", "0.5"}}), kNames);
+  EXPECT_EQ(spec.cpu_milli, 1);
+  EXPECT_EQ(spec.memory, 1);
+}
+
+TEST(ParseNode, AbsentOrMalformedCpuAndMemoryAreNotTracked) {
+  auto spec = parse_node(node_json({{"aliyun.com/gpu-mem", "32"}, {"aliyun.com/gpu-count", "2"}}), kNames);
+  EXPECT_EQ(spec.cpu_milli, 0);
+  EXPECT_EQ(spec.memory, 0);
+  EXPECT_EQ(spec.gpu_count, 2);
+  Json node = node_json({{"cpu", "8"}, {"memory", "8Gi"}, {"aliyun.com/gpu-mem", "32"}, {"aliyun.com/gpu-count", "2"}});
+  node["status"]["allocatable"] = {{"cpu", "lots"}, {"memory", Json::array()}};
+  spec = parse_node(node, kNames);
+  EXPECT_EQ(spec.cpu_milli, 0);  // malformed allocatable: not tracked, not capacity
+  EXPECT_EQ(spec.memory, 0);
+  EXPECT_TRUE(spec.misconfiguration.empty());  // and no GPU complaint either
+  EXPECT_EQ(spec.gpu_count, 2);
+  node["status"]["allocatable"] = {{"cpu", "-2"}, {"memory", "8Ei"}};
+  spec = parse_node(node, kNames);
+  EXPECT_EQ(spec.cpu_milli, 0);
+  EXPECT_EQ(spec.memory, 0);
+}
+
 TEST(ParseNode, NotANode) {
   EXPECT_THROW(parse_node(Json::array(), kNames), BadInput);
   EXPECT_THROW(parse_node(Json{{"metadata", {{"name", 3}}}}, kNames), BadInput);
@@ -112,6 +157,64 @@ TEST(ParsePod, WhatCountsAsUsed) {
   EXPECT_TRUE(allocation_of(terminating));  // terminating pods keep their memory
   json["spec"].erase("nodeName");
   EXPECT_FALSE(allocation_of(parse_pod(json, kNames)));
+}
+
+Json cpu_only_pod_json() {
+  return Json::parse(R"({
+    "metadata": {"name": "exporter", "namespace": "monitoring", "uid": "u-2",
+                 "annotations": {"ALIYUN_COM_GPU_MEM_IDX": "1", "ALIYUN_COM_GPU_MEM_ASSUME_TIME": "5"}},
+    "spec": {"nodeName": "gpu-1", "containers": [
+      {"name": "a", "resources": {"requests": {"cpu": "250m", "memory": "300Mi"}}}]},
+    "status": {"phase": "Running"}})");
+}
+
+TEST(AllocationOf, CpuOnlyPodsHoldCpuAndMemoryButNoGpu) {
+  const auto pod = parse_pod(cpu_only_pod_json(), kNames);
+  EXPECT_FALSE(pod.wants_gpu());
+  const auto allocation = allocation_of(pod);
+  ASSERT_TRUE(allocation);
+  EXPECT_EQ(allocation->uid, "u-2");
+  EXPECT_EQ(allocation->node, "gpu-1");
+  EXPECT_EQ(allocation->per_gpu, 0);
+  EXPECT_TRUE(allocation->gpus.empty());  // a stale index annotation does not make it a GPU holder
+  EXPECT_FALSE(allocation->holds_gpu());
+  EXPECT_EQ(allocation->total(), 0);
+  EXPECT_EQ(allocation->assume_time_ns, 0);
+  EXPECT_EQ(allocation->cpu_milli, 250);
+  EXPECT_EQ(allocation->memory, 300LL * 1024 * 1024);
+  EXPECT_FALSE(allocation->assumed);
+}
+
+TEST(AllocationOf, CpuOnlyPodsFollowTheSameLifecycle) {
+  Json json = cpu_only_pod_json();
+  json["metadata"]["deletionTimestamp"] = "2026-01-01T00:00:00Z";
+  EXPECT_TRUE(allocation_of(parse_pod(json, kNames)));  // terminating: still running
+  json["status"]["phase"] = "Failed";
+  EXPECT_FALSE(allocation_of(parse_pod(json, kNames)));
+  json["status"]["phase"] = "Pending";
+  json["spec"].erase("nodeName");
+  EXPECT_FALSE(allocation_of(parse_pod(json, kNames)));  // not bound: holds nothing anywhere
+  // A bound pod that asks for nothing at all is still recorded (it holds no resources).
+  Json best_effort = Json::parse(R"({"metadata": {"name": "b", "uid": "u-3"},
+    "spec": {"nodeName": "n", "containers": [{"name": "a"}]}})");
+  const auto allocation = allocation_of(parse_pod(best_effort, kNames));
+  ASSERT_TRUE(allocation);
+  EXPECT_EQ(allocation->cpu_milli, 0);
+  EXPECT_EQ(allocation->memory, 0);
+  EXPECT_FALSE(allocation->holds_gpu());
+}
+
+TEST(AllocationOf, GpuPodsAlsoCarryCpuAndMemory) {
+  Json json = pod_json();
+  json["spec"]["containers"][1]["resources"]["requests"] = {{"memory", "2Gi"}};
+  json["metadata"]["annotations"] = {{"ALIYUN_COM_GPU_MEM_IDX", "1"}, {"ALIYUN_COM_GPU_MEM_POD", "4"}};
+  const auto allocation = allocation_of(parse_pod(json, kNames));
+  ASSERT_TRUE(allocation);
+  EXPECT_EQ(allocation->gpus, std::vector<int>{1});
+  EXPECT_EQ(allocation->per_gpu, 4);
+  EXPECT_TRUE(allocation->holds_gpu());
+  EXPECT_EQ(allocation->cpu_milli, 1000);  // container b's CPU limit
+  EXPECT_EQ(allocation->memory, 2LL * 1024 * 1024 * 1024);
 }
 
 TEST(ParsePod, BadQuantitiesThrowWithContext) {

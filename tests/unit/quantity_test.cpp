@@ -80,6 +80,15 @@ TEST(Quantity, RejectsNegativeAndOverflow) {
   EXPECT_THROW(Quantity::parse("99999999999999999999"), QuantityError);
   EXPECT_THROW(Quantity::parse("10E"), QuantityError);  // 1e19 units overflows int64 milli
   EXPECT_THROW(Quantity::parse("9Ei"), QuantityError);
+  // "Ei" is a suffix, not an exponent: its error is the range, and small fractions of it fit.
+  try {
+    Quantity::parse("1Ei");
+    ADD_FAILURE() << "1Ei parsed";
+  } catch (const QuantityError& e) {
+    EXPECT_NE(std::string(e.what()).find("out of range"), std::string::npos) << e.what();
+  }
+  EXPECT_EQ(Quantity::parse("0.001Ei").units_ceil(), 1152921504606847);  // 2^60 / 1000, rounded up
+  EXPECT_EQ(Quantity::parse("0.001Ei").milli(), 1152921504606846976);
   EXPECT_NO_THROW(Quantity::parse("9P"));  // 9e18 milli-units: the largest that fits
   EXPECT_THROW(Quantity::parse("10P"), QuantityError);
 }

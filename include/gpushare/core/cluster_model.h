@@ -43,11 +43,14 @@ class ClusterModel {
   // Stable, insertion-ordered storage for fast scans (removal swaps the last node in).
   const std::vector<NodeState>& nodes() const { return nodes_; }
 
-  // Pods, keyed by UID. Adding an existing UID replaces the old allocation.
+  // Pods, keyed by UID: every bound pod, whether it holds GPU memory or only CPU and memory.
+  // Adding an existing UID replaces the old allocation.
   void add_pod(PodAllocation pod);
   bool remove_pod(std::string_view uid);
   const PodAllocation* find_pod(std::string_view uid) const;
   std::size_t pod_count() const { return pods_.size(); }
+  // Pods holding GPU memory (PodAllocation::holds_gpu): what /inspect and metrics call pods.
+  std::size_t gpu_pod_count() const { return gpu_pod_count_; }
   const std::unordered_map<std::string, PodAllocation, StringHash, std::equal_to<>>& pods() const {
     return pods_;
   }
@@ -69,7 +72,7 @@ class ClusterModel {
   Units total_used() const;
   Units total_capacity() const;
 
-  // Structural equality of what matters: nodes (spec and usage) and pods.
+  // Structural equality of what matters: nodes (GPUs, their usage, CPU and memory used) and pods.
   bool same_allocation_as(const ClusterModel& other) const;
 
  private:
@@ -96,6 +99,7 @@ class ClusterModel {
   std::unordered_map<std::string, std::vector<int>, StringHash, std::equal_to<>> unhealthy_;
   std::unordered_map<std::string, PodAllocation, StringHash, std::equal_to<>> pods_;
   std::unordered_map<std::string, std::set<std::string>, StringHash, std::equal_to<>> pods_by_node_;
+  std::size_t gpu_pod_count_ = 0;
 };
 
 template <typename Fn>

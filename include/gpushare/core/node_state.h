@@ -25,7 +25,8 @@ struct NodeSpec {
   int gpu_count = 0;
   Units memory_per_gpu = 0;  // node total / gpu_count, as the device plugin defines it
   std::string gpu_model;     // empty = unknown
-  // Optional CPU / memory allocatable; 0 = not tracked (the extender leaves that to kube-scheduler).
+  // CPU (milli-cores) and memory (bytes) allocatable; 0 = not tracked. The extender reads them
+  // from the Node for scoring only: kube-scheduler's own filter is the authority on them.
   std::int64_t cpu_milli = 0;
   std::int64_t memory = 0;
   std::string address;       // for display only

@@ -1,5 +1,5 @@
 #pragma once
-// A pod's hold on GPU memory, as the model records it.
+// What a pod holds on its node, as the model records it: GPU memory, CPU and memory.
 
 #include <cstdint>
 #include <string>
@@ -15,15 +15,17 @@ struct PodAllocation {
   std::string name;
   std::string node;
   // GPUs the pod holds, `per_gpu` on each. Empty: bound without an index annotation; then
-  // `per_gpu` counts against the node's total rather than one GPU.
+  // `per_gpu` counts against the node's total rather than one GPU. A pod that requests no GPU
+  // memory (per_gpu 0) holds no GPU and only its CPU and memory count.
   std::vector<int> gpus;
   Units per_gpu = 0;
-  std::int64_t cpu_milli = 0;
-  std::int64_t memory = 0;
+  std::int64_t cpu_milli = 0;  // requested milli-cores
+  std::int64_t memory = 0;     // requested bytes
   // Assumed: chosen by us and not yet seen bound by the API server. Counts as allocated.
   bool assumed = false;
   std::int64_t assume_time_ns = 0;
 
+  bool holds_gpu() const { return per_gpu > 0; }
   // Saturates instead of overflowing for an absurd per_gpu on several GPUs.
   Units total() const {
     if (gpus.empty()) return per_gpu;

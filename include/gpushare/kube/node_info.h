@@ -1,6 +1,7 @@
 #pragma once
 // What gpushare needs from a v1 Node object and from unhealthy-gpu ConfigMaps.
 
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -13,6 +14,9 @@ namespace gpushare::kube {
 // Node capacity -> NodeSpec. GPU count and memory come from status.capacity (allocatable as
 // fallback). Inconsistent values (memory without a count, memory not divisible by the count,
 // absurd sizes) do not throw: they land in NodeSpec::misconfiguration, so filter can say why.
+// CPU (milli-cores) and memory (bytes) come from status.allocatable, what kube-scheduler places
+// against (capacity as fallback); absent or malformed, they are 0, "not tracked", and nothing
+// is logged here.
 // Throws BadInput only when the object is not a node at all.
 core::NodeSpec parse_node(const Json& node, const ResourceNames& names);
 

@@ -55,11 +55,13 @@ struct PodInfo {
   }
 };
 
-// Throws BadInput when the object is not a pod or a quantity of the resource is invalid.
+// Throws BadInput when the object is not a pod or a quantity of the resource, CPU or memory is
+// invalid.
 PodInfo parse_pod(const Json& pod, const ResourceNames& names);
 
-// The allocation a pod holds according to the product spec ("What counts as used"), or
-// nullopt if it holds none: not bound, finished, or no request.
+// What a pod holds on its node, or nullopt if it holds nothing: not bound, or finished. GPU
+// memory as the product spec says ("What counts as used"): none (per_gpu 0, no GPU) for a pod
+// that requests none. CPU and memory for every pod, GPU or not, as kube-scheduler counts them.
 std::optional<core::PodAllocation> allocation_of(const PodInfo& pod);
 
 // The device-plugin annotations for a pod placed on `gpu` (decimal strings, exact keys).

@@ -113,7 +113,7 @@ int run_standalone(const ext::Options& options, ShutdownSignals& signals) {
     cluster->populate(model);
   });
   const auto [nodes, pods] = store.read([](const gpushare::core::ClusterModel& model, const auto&) {
-    return std::pair{model.node_count(), model.pod_count()};
+    return std::pair{model.node_count(), model.gpu_pod_count()};
   });
   spdlog::info("standalone mode: {} nodes, {} pods holding GPU memory, from {}", nodes, pods,
                options.cluster_file);
