@@ -372,15 +372,11 @@ DeployedResult run_deployed(const std::vector<core::NodeSpec>& node_specs, const
         // kube's own binder; the extender's watch then sees the bound pod.
         store.write([&](core::ClusterModel& model, core::PlacementPolicy& policy) {
           policy.observe(info.demand());  // what the extender's watch learns from a bound pod
-          core::PodAllocation allocation;
-          allocation.uid = pod.uid;
-          allocation.namespace_name = "default";
-          allocation.name = pod.name;
-          allocation.node = node.name;
-          allocation.per_gpu = pod.gpu_mem;
-          allocation.cpu_milli = pod.cpu;
-          allocation.memory = pod.memory;
-          model.add_pod(std::move(allocation));
+          // What the sync makes of the bound pod (kube::allocation_of), not a copy of it.
+          kube::PodInfo bound = info;
+          bound.node_name = node.name;
+          bound.phase = "Running";
+          if (auto allocation = kube::allocation_of(bound)) model.add_pod(std::move(*allocation));
         });
         placed = true;
       }
