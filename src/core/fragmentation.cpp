@@ -83,28 +83,44 @@ constexpr std::int64_t kNotTracked = std::numeric_limits<std::int64_t>::max();
 void set_bit(std::uint64_t* mask, std::size_t bit) { mask[bit / 64] |= std::uint64_t{1} << (bit % 64); }
 bool has_bit(const std::uint64_t* mask, std::size_t bit) { return (mask[bit / 64] >> (bit % 64)) & 1U; }
 
-// GPUs with at least `need` free, and the free memory of the others, over a fixed number of
-// 32-bit lanes (padding GPUs hold 0: too small, adding 0). Branch-free: which GPUs pass is
-// data, not a pattern the branch predictor could learn.
-template <int Width>
-inline void count_gpus_fixed(const std::int32_t* free, std::int32_t need, int& big_enough, Units& too_small) {
-  std::int32_t big = 0;
-  std::int32_t small = 0;
-  for (int i = 0; i < Width; ++i) {
-    const std::int32_t is_small = -static_cast<std::int32_t>(free[i] < need);
-    big += 1 + is_small;
-    small += free[i] & is_small;
+// Small fixed-width kernels in GCC/Clang vector types (SSE2 on x86-64, NEON on arm64): four
+// 32-bit lanes per vector, V vectors (8 or 16 lanes). Only for nodes whose amounts are all
+// below 2^30; lanes past the node's GPUs hold 0.
+using I32x4 = std::int32_t __attribute__((vector_size(16)));
+using I32x2 = std::int32_t __attribute__((vector_size(8)));
+using F64x2 = double __attribute__((vector_size(16)));
+
+inline std::int32_t lane_sum(I32x4 v) { return v[0] + v[1] + v[2] + v[3]; }
+
+// GPUs with at least `need` (> 0) free, and the free memory of the others. Branch-free: which
+// GPUs pass is data, not a pattern the branch predictor could learn. Padding lanes hold 0:
+// too small, adding nothing, and counted out of the lanes below.
+template <int V>
+inline void count_lanes(const I32x4* free, int gpus, std::int32_t need, int& big_enough,
+                        Units& too_small) {
+  const I32x4 n = I32x4{} + need;
+  I32x4 small_count{};
+  I32x4 small_sum{};
+  for (int v = 0; v < V; ++v) {
+    const I32x4 is_small = free[v] < n;  // all ones or zero per lane
+    small_count += is_small;             // minus one per small lane
+    small_sum += free[v] & is_small;
   }
-  big_enough = big;
-  too_small = small;
+  big_enough = gpus + lane_sum(small_count) + (4 * V - gpus);  // padding lanes are all small
+  too_small = lane_sum(small_sum);
 }
 
-// Whether a GPU before index `i` has `value` free (32-bit lanes, fixed width).
-inline bool earlier_equal(const std::int32_t* free, int i, std::int32_t value, bool wide) {
-  std::int32_t any = 0;
-  const int width = wide ? 16 : 8;
-  for (int e = 0; e < width; ++e) any |= static_cast<std::int32_t>(e < i) & static_cast<std::int32_t>(free[e] == value);
-  return any != 0;
+// Whether a lane before `i` holds `value`.
+template <int V>
+inline bool earlier_equal(const I32x4* free, int i, std::int32_t value) {
+  const I32x4 target = I32x4{} + value;
+  const I32x4 before = I32x4{} + i;
+  I32x4 any{};
+  for (int v = 0; v < V; ++v) {
+    const I32x4 lane = I32x4{0, 1, 2, 3} + 4 * v;
+    any |= (free[v] == target) & (lane < before);
+  }
+  return (any[0] | any[1] | any[2] | any[3]) != 0;
 }
 
 // The same in 64 bits over the node's GPUs.
@@ -260,11 +276,15 @@ bool NodeFragmentation::prepare(const CompiledWorkload& workload, const NodeStat
   const bool narrow = narrow_;
   // In 32 bits, padded with GPUs of nothing free (too small for any need > 0, adding 0), over a
   // fixed width of 8 or 16 GPUs, so the loops below have fixed trip counts and vectorise.
-  alignas(16) std::array<std::int32_t, kMaxGpus> free32;
+  std::array<I32x4, kMaxGpus / 4> free32;
   const bool wide = gpu_count_ > 8;
   if (narrow) {
-    for (std::size_t i = 0; i < kMaxGpus; ++i) {
-      free32[i] = static_cast<int>(i) < gpu_count_ ? static_cast<std::int32_t>(free_[i]) : 0;
+    // Built in registers (element stores followed by vector loads would stall store forwarding).
+    const auto lane = [&](int i) {
+      return i < gpu_count_ ? static_cast<std::int32_t>(free_[static_cast<std::size_t>(i)]) : 0;
+    };
+    for (int v = 0; v < (wide ? 4 : 2); ++v) {
+      free32[static_cast<std::size_t>(v)] = I32x4{lane(4 * v), lane(4 * v + 1), lane(4 * v + 2), lane(4 * v + 3)};
     }
   }
   for (std::size_t d = 0; d < needs; ++d) {
@@ -281,9 +301,9 @@ bool NodeFragmentation::prepare(const CompiledWorkload& workload, const NodeStat
       big_enough_[d] = 0;
       too_small_[d] = total_;
     } else if (wide) {
-      count_gpus_fixed<16>(free32.data(), static_cast<std::int32_t>(n), big_enough_[d], too_small_[d]);
+      count_lanes<4>(free32.data(), gpu_count_, static_cast<std::int32_t>(n), big_enough_[d], too_small_[d]);
     } else {
-      count_gpus_fixed<8>(free32.data(), static_cast<std::int32_t>(n), big_enough_[d], too_small_[d]);
+      count_lanes<2>(free32.data(), gpu_count_, static_cast<std::int32_t>(n), big_enough_[d], too_small_[d]);
     }
   }
   fill_state(big_enough_, too_small_, total_, before_state_);
@@ -317,7 +337,8 @@ bool NodeFragmentation::prepare(const CompiledWorkload& workload, const NodeStat
       const Units f = free_[static_cast<std::size_t>(i)];
       bool first = true;
       if (narrow) {
-        first = !earlier_equal(free32.data(), i, static_cast<std::int32_t>(f), wide);
+        first = wide ? !earlier_equal<4>(free32.data(), i, static_cast<std::int32_t>(f))
+                     : !earlier_equal<2>(free32.data(), i, static_cast<std::int32_t>(f));
       } else {
         for (int e = 0; e < i; ++e) first &= free_[static_cast<std::size_t>(e)] != f;
       }
@@ -529,59 +550,53 @@ void NodeFragmentation::candidates_after(std::span<double> after) const {
 }
 
 // Every candidate's group values (column k for candidate k) and the approximation of its
-// F(after), for all candidates at once over a fixed number of lanes (8 or 16; lanes past the
-// candidates repeat the first): in 32 bits when the node's amounts allow (vectorised), else
-// one candidate at a time.
-template <int Width>
+// F(after), for all candidates at once over a fixed number of lanes (4 V; lanes past the
+// candidates repeat the first), in 32 bits (only when every amount on the node is below 2^30).
+template <int V>
 void NodeFragmentation::approximate_candidates(const Weights& weights, Columns& columns,
                                                std::array<double, kMaxGpus>& approx) const {
   const auto& groups = workload_->groups_;
   const std::size_t count = groups.size();
   const Units total = total_ - per_gpu_;
-  if (narrow_) {
-    // As candidate_state, in 32 bits (every amount is below 2^30).
-    alignas(16) std::array<std::int32_t, Width> f;
-    alignas(16) std::array<std::int32_t, Width> f_after;
-    const auto p = static_cast<std::int32_t>(per_gpu_);
-    for (int k = 0; k < Width; ++k) {
-      f[static_cast<std::size_t>(k)] =
-          static_cast<std::int32_t>(candidate_free_[static_cast<std::size_t>(k < candidate_count_ ? k : 0)]);
-      f_after[static_cast<std::size_t>(k)] = f[static_cast<std::size_t>(k)] - p;
-    }
-    const auto idle = static_cast<std::int32_t>(total);
-    for (std::size_t g = 0; g < count; ++g) {
-      const std::size_t d = groups[g].need;
-      // A need of 2^30 or more is never met here (every amount is below 2^30).
-      const std::int32_t n = static_cast<std::int32_t>(std::min<Units>(need_[d], Units{1} << 30));
-      const auto big_before = static_cast<std::int32_t>(big_enough_[d]);
-      const auto small_before = static_cast<std::int32_t>(too_small_[d]);
-      const std::int32_t wanted = groups[g].count;
-      alignas(16) std::array<std::int32_t, Width> value;
-      for (std::size_t k = 0; k < Width; ++k) {
-        const std::int32_t was_small = -static_cast<std::int32_t>(f[k] < n);
-        const std::int32_t turns_small = ~was_small & -static_cast<std::int32_t>(f_after[k] < n);
-        const std::int32_t big = big_before + turns_small;
-        const std::int32_t small = small_before - (p & was_small) + (f_after[k] & turns_small);
-        const std::int32_t hosts = -static_cast<std::int32_t>(big >= wanted);
-        value[k] = idle ^ ((small ^ idle) & hosts);
-      }
-      for (std::size_t k = 0; k < Width; ++k) columns.value[g][k] = static_cast<double>(value[k]);
-    }
-  } else {
-    State state;
-    for (int k = 0; k < Width; ++k) {
-      const auto i = static_cast<std::size_t>(k);
-      if (k < candidate_count_) candidate_state(k, state);
-      for (std::size_t g = 0; g < count; ++g) columns.value[g][i] = k < candidate_count_ ? state.value[g] : columns.value[g][0];
-    }
+  // As candidate_state, in 32 bits.
+  std::array<I32x4, V> f;
+  std::array<I32x4, V> f_after;
+  const auto p = static_cast<std::int32_t>(per_gpu_);
+  // Built in registers (element stores followed by a vector load would stall store forwarding).
+  const auto lane = [&](int k) {
+    return static_cast<std::int32_t>(candidate_free_[static_cast<std::size_t>(k < candidate_count_ ? k : 0)]);
+  };
+  for (int v = 0; v < V; ++v) {
+    f[static_cast<std::size_t>(v)] = I32x4{lane(4 * v), lane(4 * v + 1), lane(4 * v + 2), lane(4 * v + 3)};
   }
-  columns.total = total;
-  const double idle = static_cast<double>(total);
-  for (std::size_t k = 0; k < Width; ++k) approx[k] = weights.excluded * idle;
+  for (int v = 0; v < V; ++v) f_after[static_cast<std::size_t>(v)] = f[static_cast<std::size_t>(v)] - p;
+  const I32x4 idle = I32x4{} + static_cast<std::int32_t>(total);
+  std::array<F64x2, 2 * V> sum;
+  const double idle_term = weights.excluded * static_cast<double>(total);
+  for (auto& x : sum) x = F64x2{} + idle_term;
   for (std::size_t g = 0; g < count; ++g) {
-    const double w = weights.group[g];
-    for (std::size_t k = 0; k < Width; ++k) approx[k] += w * columns.value[g][k];
+    const std::size_t d = groups[g].need;
+    // A need of 2^30 or more is never met here (every amount is below 2^30).
+    const I32x4 n = I32x4{} + static_cast<std::int32_t>(std::min<Units>(need_[d], Units{1} << 30));
+    const I32x4 big_before = I32x4{} + static_cast<std::int32_t>(big_enough_[d]);
+    const I32x4 small_before = I32x4{} + static_cast<std::int32_t>(too_small_[d]);
+    const I32x4 wanted = I32x4{} + groups[g].count;
+    const F64x2 w = F64x2{} + weights.group[g];
+    for (int v = 0; v < V; ++v) {
+      const auto i = static_cast<std::size_t>(v);
+      const I32x4 was_small = f[i] < n;
+      const I32x4 turns_small = ~was_small & (f_after[i] < n);
+      const I32x4 big = big_before + turns_small;  // turns_small is -1 or 0
+      const I32x4 small = small_before - (p & was_small) + (f_after[i] & turns_small);
+      const I32x4 value = idle ^ ((small ^ idle) & (big >= wanted));
+      columns.value[g][static_cast<std::size_t>(v)] = value;
+      const I32x2 low = __builtin_shufflevector(value, value, 0, 1);
+      const I32x2 high = __builtin_shufflevector(value, value, 2, 3);
+      sum[2 * i] += w * __builtin_convertvector(low, F64x2);
+      sum[2 * i + 1] += w * __builtin_convertvector(high, F64x2);
+    }
   }
+  std::memcpy(approx.data(), sum.data(), sizeof sum);
 }
 
 int NodeFragmentation::before_and_minimum(double margin, double& before, std::span<double> after) const {
@@ -596,6 +611,11 @@ int NodeFragmentation::before_and_minimum(double margin, double& before, std::sp
     sum_two(index_before_, before_state_, index_after_, state, before, after[0]);
     return 1;
   }
+  if (!narrow_) {  // amounts beyond 32 bits (not seen in practice): every candidate, exactly
+    before = this->before();
+    candidates_after(after);
+    return count;
+  }
   // Compare the candidates by an approximation of F(after), then sum exactly only those that
   // can be the smallest.
   Weights weights;
@@ -603,12 +623,12 @@ int NodeFragmentation::before_and_minimum(double margin, double& before, std::sp
   Columns columns;
   alignas(16) std::array<double, kMaxGpus> approx;
   if (count > 8) {
-    approximate_candidates<16>(weights, columns, approx);
+    approximate_candidates<4>(weights, columns, approx);
   } else {
-    approximate_candidates<8>(weights, columns, approx);
+    approximate_candidates<2>(weights, columns, approx);
   }
   const std::size_t groups = workload_->groups_.size();
-  const double idle = static_cast<double>(columns.total);
+  const double idle = static_cast<double>(total_ - per_gpu_);
   double lowest = std::numeric_limits<double>::infinity();
   for (int k = 0; k < count; ++k) lowest = std::min(lowest, approx[static_cast<std::size_t>(k)]);
   // Both the exact sum (n products and n additions in target order) and the approximation
@@ -634,21 +654,19 @@ int NodeFragmentation::before_and_minimum(double margin, double& before, std::sp
   const auto same = [&](std::size_t a, std::size_t b) {
     bool equal = true;
     for (std::size_t g = 0; g < groups; ++g) {
-      equal &= !weights.hosted[g] || columns.value[g][a] == columns.value[g][b];
+      equal &= !weights.hosted[g] || columns.value[g][a / 4][a % 4] == columns.value[g][b / 4][b % 4];
     }
     return equal;
   };
   std::array<std::size_t, kMaxGpus> summed;
   int distinct = 0;
-  state.total = columns.total;
-  state.value[groups] = idle;
   while (may_win != 0) {
     const auto k = static_cast<std::size_t>(std::countr_zero(may_win));
     may_win &= may_win - 1;
     bool repeated = false;
     for (int e = 0; e < distinct; ++e) repeated |= same(summed[static_cast<std::size_t>(e)], k);
     if (repeated) continue;
-    for (std::size_t g = 0; g < groups; ++g) state.value[g] = columns.value[g][k];
+    candidate_state(static_cast<int>(k), state);
     if (distinct == 0) {
       sum_two(index_before_, before_state_, index_after_, state, before, after[0]);
     } else {

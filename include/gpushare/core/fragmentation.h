@@ -176,11 +176,11 @@ class NodeFragmentation {
   };
   void approximation_weights(Weights& weights) const;
   // The candidates' group values: value[g][k] for candidate k (columns of States).
+  using Lanes = std::int32_t __attribute__((vector_size(16)));  // four candidates
   struct Columns {
-    Units total;  // idle after placement, the same for every candidate
-    alignas(16) std::array<std::array<double, kMaxGpus>, kMaxGroups> value;
+    std::array<std::array<Lanes, kMaxGpus / 4>, kMaxGroups> value;
   };
-  template <int Width>
+  template <int V>
   void approximate_candidates(const Weights& weights, Columns& columns,
                               std::array<double, kMaxGpus>& approx) const;
 
