@@ -221,17 +221,9 @@ CompiledWorkload::CompiledWorkload(const TargetWorkload& workload) {
     group_weight_[group_index] += weight;
   }
   for (double w : weight_) weight_sum_ += std::abs(w);
-  group_begin_.assign(groups_.size() + 1, 0);
+  group_size_.assign(groups_.size(), 0);
   for (std::size_t j = 0; j < n; ++j) {
-    if (!has_bit(no_gpu_.data(), j)) ++group_begin_[group_[j] + 1U];
-  }
-  for (std::size_t g = 0; g < groups_.size(); ++g) group_begin_[g + 1] += group_begin_[g];
-  group_members_.resize(group_begin_.back());
-  {
-    std::vector<std::uint32_t> next(group_begin_.begin(), group_begin_.end() - 1);
-    for (std::size_t j = 0; j < n; ++j) {
-      if (!has_bit(no_gpu_.data(), j)) group_members_[next[group_[j]]++] = static_cast<std::uint16_t>(j);
-    }
+    if (!has_bit(no_gpu_.data(), j)) ++group_size_[group_[j]];
   }
   if (groups_.size() < 255) {
     // Padded to whole words of eight shapes (NodeFragmentation::build_index reads them so).
@@ -417,24 +409,27 @@ void NodeFragmentation::sum_two(const std::uint8_t* index_a, const State& a,
                                 double& sum_b) const {
   const std::size_t n = workload_->size();
   const double* weight = workload_->weight_.data();
+  const double* value_a = a.value.data();
+  const double* value_b = b.value.data();
   double x = 0;
   double y = 0;
-  for (std::size_t j = 0; j < n; ++j) {
-    x += weight[j] * a.value[index_a[j]];
-    y += weight[j] * b.value[index_b[j]];
+  if (index_a == index_b) {  // the same shapes excluded: one index per shape for both
+    for (std::size_t j = 0; j < n; ++j) {
+      const std::uint8_t i = index_a[j];
+      x += weight[j] * value_a[i];
+      y += weight[j] * value_b[i];
+    }
+  } else {
+    for (std::size_t j = 0; j < n; ++j) {
+      x += weight[j] * value_a[index_a[j]];
+      y += weight[j] * value_b[index_b[j]];
+    }
   }
   sum_a = a.total == 0 ? 0 : x;
   sum_b = b.total == 0 ? 0 : y;
 }
 
 double NodeFragmentation::before() const { return sum(index_before_, before_state_); }
-
-double NodeFragmentation::after(std::span<const int> gpus) const {
-  double before = 0;
-  double after = 0;
-  before_and_after(gpus, before, after);
-  return after;
-}
 
 void NodeFragmentation::before_and_after(std::span<const int> gpus, double& before,
                                          double& after) const {
@@ -494,7 +489,7 @@ double NodeFragmentation::candidate_after(int k) const {
 void NodeFragmentation::approximation_weights(Weights& weights) const {
   const CompiledWorkload& w = *workload_;
   const std::size_t groups = w.groups_.size();
-  for (std::size_t g = 0; g < groups; ++g) weights.hosted[g] = w.group_begin_[g + 1] > w.group_begin_[g];
+  for (std::size_t g = 0; g < groups; ++g) weights.hosted[g] = w.group_size_[g] > 0;
   if (plain_after_) {
     weights.excluded = w.no_gpu_weight_;
     weights.group = w.group_weight_.data();
@@ -523,7 +518,7 @@ void NodeFragmentation::approximation_weights(Weights& weights) const {
   weights.excluded = excluded;
   for (std::size_t g = 0; g < groups; ++g) {
     weights.storage[g] = std::max(0.0, w.group_weight_[g] - taken[g]);
-    weights.hosted[g] = members_taken[g] < w.group_begin_[g + 1] - w.group_begin_[g];
+    weights.hosted[g] = members_taken[g] < w.group_size_[g];
   }
   weights.group = weights.storage.data();
 }

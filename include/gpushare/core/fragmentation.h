@@ -102,9 +102,7 @@ class CompiledWorkload {
   // Per shape: its group, or groups_.size() for shapes without GPU (the index into a
   // NodeFragmentation state when nothing else is excluded).
   std::vector<std::uint8_t> plain_index_;
-  // The GPU shapes of each group: group_members_[group_begin_[g] .. group_begin_[g + 1]).
-  std::vector<std::uint32_t> group_begin_;
-  std::vector<std::uint16_t> group_members_;
+  std::vector<std::uint32_t> group_size_;  // GPU shapes per group
   bool fits_fast_path_ = true;  // within NodeFragmentation's fixed capacities
 };
 
@@ -129,9 +127,8 @@ class NodeFragmentation {
   std::int64_t cpu_after() const { return cpu_after_; }
   std::int64_t memory_after() const { return memory_after_; }
 
-  // Pods that want no GPU or whole GPUs: F after FreeResources::take(pod, gpus).
-  double after(std::span<const int> gpus) const;
-  // before() and after(gpus) in one pass.
+  // Pods that want no GPU or whole GPUs: F(node), and F after FreeResources::take(pod, gpus),
+  // in one pass.
   void before_and_after(std::span<const int> gpus, double& before, double& after) const;
 
   // Sharing pods (one GPU): the candidate GPUs as the policies try them (healthy, enough
