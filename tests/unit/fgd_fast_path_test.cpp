@@ -199,6 +199,8 @@ TEST(FgdFastPath, MatchesTheReferenceOnRandomNodesPodsAndTargets) {
     }
   }
   // Most cases place the pod (the comparisons are not vacuous).
+  RecordProperty("placed_fgd", compared_fgd);
+  RecordProperty("placed_fgd_plus", compared_plus);
   EXPECT_GT(compared_fgd, 20000);
   EXPECT_GT(compared_plus, 20000);
 }
@@ -242,6 +244,8 @@ TEST(FgdFastPath, MatchesTheReferenceWhenCandidatesNearlyTie) {
       }
     }
   }
+  RecordProperty("placed_fgd", compared_fgd);
+  RecordProperty("placed_fgd_plus", compared_plus);
   EXPECT_GT(compared_fgd, 20000);
   EXPECT_GT(compared_plus, 20000);
 }
