@@ -96,8 +96,7 @@ inline std::int32_t lane_sum(I32x4 v) { return v[0] + v[1] + v[2] + v[3]; }
 // GPUs pass is data, not a pattern the branch predictor could learn. Padding lanes hold 0:
 // too small, adding nothing, and counted out of the lanes below.
 template <int V>
-inline void count_lanes(const I32x4* free, int gpus, std::int32_t need, int& big_enough,
-                        Units& too_small) {
+inline void count_lanes(const I32x4* free, std::int32_t need, int& big_enough, Units& too_small) {
   const I32x4 n = I32x4{} + need;
   I32x4 small_count{};
   I32x4 small_sum{};
@@ -106,7 +105,7 @@ inline void count_lanes(const I32x4* free, int gpus, std::int32_t need, int& big
     small_count += is_small;             // minus one per small lane
     small_sum += free[v] & is_small;
   }
-  big_enough = gpus + lane_sum(small_count) + (4 * V - gpus);  // padding lanes are all small
+  big_enough = 4 * V + lane_sum(small_count);  // every lane but the small (padding included)
   too_small = lane_sum(small_sum);
 }
 
@@ -293,9 +292,9 @@ bool NodeFragmentation::prepare(const CompiledWorkload& workload, const NodeStat
       big_enough_[d] = 0;
       too_small_[d] = total_;
     } else if (wide) {
-      count_lanes<4>(free32.data(), gpu_count_, static_cast<std::int32_t>(n), big_enough_[d], too_small_[d]);
+      count_lanes<4>(free32.data(), static_cast<std::int32_t>(n), big_enough_[d], too_small_[d]);
     } else {
-      count_lanes<2>(free32.data(), gpu_count_, static_cast<std::int32_t>(n), big_enough_[d], too_small_[d]);
+      count_lanes<2>(free32.data(), static_cast<std::int32_t>(n), big_enough_[d], too_small_[d]);
     }
   }
   fill_state(big_enough_, too_small_, total_, before_state_);
