@@ -41,7 +41,19 @@ struct ClusterShape {
   Units memory_per_gpu = 32;  // GiB per GPU (A100/V100 32 GB class)
   double allocated = 0.0;     // share of all GPU memory held by bound pods, 0..~0.95
   std::uint64_t seed = 42;
+  // Live mode from now on: nodes carry their allocatable CPU and memory (NodeSpec::cpu_milli,
+  // memory; the node objects' 95690m and 1320468236Ki), every bound pod holds CPU and memory,
+  // and about one pod in ten wants no GPU at all. The GPU scatter is the same as without it.
+  bool track_cpu_memory = false;
+  // The policy has seen every bound pod (observe()), as a running service learns the workload
+  // from the pods it binds; otherwise it plans for its built-in prior.
+  bool learned_workload = false;
 };
+
+// The CPU and memory a tracked node offers (allocatable of the node objects below).
+inline constexpr std::int64_t kNodeCpuMilli = 95690;
+inline constexpr std::int64_t kNodeMemoryBytes = 1320468236LL * 1024;
+inline constexpr std::int64_t kGiB = 1024LL * 1024 * 1024;
 
 // GKE-style node names (~40 characters: beyond std::string's small-string buffer, as in real
 // clusters, so hashing and copying cost what it costs in production).
@@ -57,8 +69,22 @@ struct BoundPod {
   std::string uid;
   int node = 0;
   int gpu = 0;
-  Units request = 0;
+  Units request = 0;  // 0: a pod that wants no GPU (only with track_cpu_memory)
+  std::int64_t cpu_milli = 0;  // only with track_cpu_memory
+  std::int64_t memory = 0;     // bytes; only with track_cpu_memory
 };
+
+// CPU and memory of the GPU pods with track_cpu_memory: per GPU size a few (cpu, memory)
+// combinations, as a trace has a few dozen typical shapes (openb: 29-58 with memory), drawn
+// from their own generator so the GPU scatter stays that of the untracked cluster.
+// Every tenth pod (on average) wants no GPU: 0.5-4 cores, 1-8 GiB.
+inline void assign_cpu_memory(BoundPod& pod, std::mt19937_64& rng) {
+  static constexpr std::int64_t kCpuPerGib[] = {250, 375, 500};      // milli per GiB of GPU
+  static constexpr std::int64_t kMemoryPerGib[] = {2, 4, 6};         // GiB per GiB of GPU
+  const auto pick = [&](std::size_t n) { return static_cast<std::size_t>(rng() % n); };
+  pod.cpu_milli = std::max<std::int64_t>(500, pod.request * kCpuPerGib[pick(3)]);
+  pod.memory = std::max<std::int64_t>(1, pod.request * kMemoryPerGib[pick(3)]) * kGiB;
+}
 
 // Scatters pods of 2/4/8/16 GiB (weights 4/3/2/1) over random GPUs until `allocated` of all GPU
 // memory is held; a pod that does not fit where it lands tries another GPU.
@@ -73,6 +99,7 @@ inline std::vector<BoundPod> generate_pods(const ClusterShape& shape) {
   std::discrete_distribution<int> size_pick({4, 3, 2, 1});
   constexpr Units kSizes[] = {2, 4, 8, 16};
   std::uniform_int_distribution<std::size_t> gpu_pick(0, gpu_total - 1);
+  std::mt19937_64 cpu_rng(shape.seed ^ 0x6a09e667f3bcc909ULL);  // track_cpu_memory only
   Units held = 0;
   std::size_t misses = 0;
   while (held < target && misses < gpu_total * 4) {
@@ -93,6 +120,22 @@ inline std::vector<BoundPod> generate_pods(const ClusterShape& shape) {
     pod.uid = fmt::format("{:08x}-{:04x}-4{:03x}-a{:03x}-{:012x}", static_cast<std::uint32_t>(rng()),
                           static_cast<unsigned>(rng() & 0xffff), static_cast<unsigned>(rng() & 0xfff),
                           static_cast<unsigned>(rng() & 0xfff), rng() & 0xffffffffffffULL);
+    if (shape.track_cpu_memory) {
+      assign_cpu_memory(pod, cpu_rng);
+      if (cpu_rng() % 9 == 0) {  // and now and then a pod that wants no GPU, on a random node
+        BoundPod cpu_only;
+        cpu_only.node = static_cast<int>(cpu_rng() % static_cast<std::uint64_t>(shape.nodes));
+        cpu_only.gpu = -1;
+        cpu_only.cpu_milli = 500 * static_cast<std::int64_t>(1 + cpu_rng() % 8);
+        cpu_only.memory = kGiB * static_cast<std::int64_t>(1 + cpu_rng() % 8);
+        cpu_only.name = fmt::format("svc-{:06d}", pods.size());
+        cpu_only.uid = fmt::format("c0{:06x}-{:04x}-4000-8000-{:012x}", pods.size() & 0xffffff,
+                                   static_cast<unsigned>(cpu_rng() & 0xffff), cpu_rng() & 0xffffffffffffULL);
+        pods.push_back(std::move(pod));
+        pods.push_back(std::move(cpu_only));
+        continue;
+      }
+    }
     pods.push_back(std::move(pod));
   }
   return pods;
@@ -104,34 +147,59 @@ inline core::NodeSpec node_spec(const ClusterShape& shape, int index) {
   spec.gpu_count = shape.gpus_per_node;
   spec.memory_per_gpu = shape.memory_per_gpu;
   spec.gpu_model = "NVIDIA-A100-SXM4-40GB";
+  if (shape.track_cpu_memory) {
+    spec.cpu_milli = kNodeCpuMilli;
+    spec.memory = kNodeMemoryBytes;
+  }
   spec.address = fmt::format("10.{}.{}.{}", 16 + index / 65536, (index / 256) % 256, index % 256);
   return spec;
 }
 
-// Fills `model` with the shape's nodes and pods, as standalone or sync would.
-inline void populate_model(core::ClusterModel& model, const ClusterShape& shape) {
+inline core::PodDemand demand_of(const BoundPod& pod);
+
+// Fills `model` with the shape's nodes and pods, as standalone or sync would; with
+// learned_workload, `policy` (if given) observes every pod as a service that bound them would.
+inline void populate_model(core::ClusterModel& model, const ClusterShape& shape,
+                           core::PlacementPolicy* policy = nullptr) {
   for (int i = 0; i < shape.nodes; ++i) model.upsert_node(node_spec(shape, i));
   for (auto& pod : generate_pods(shape)) {
+    if (shape.learned_workload && policy != nullptr) policy->observe(demand_of(pod));
     core::PodAllocation allocation;
     allocation.uid = std::move(pod.uid);
     allocation.namespace_name = "ml-training";
     allocation.name = std::move(pod.name);
     allocation.node = node_name(pod.node);
-    allocation.gpus = {pod.gpu};
+    if (pod.request > 0) allocation.gpus = {pod.gpu};
     allocation.per_gpu = pod.request;
+    allocation.cpu_milli = pod.cpu_milli;
+    allocation.memory = pod.memory;
     model.add_pod(std::move(allocation));
   }
+}
+
+// What the pod asks of a node, as PodInfo::demand() gives it.
+inline core::PodDemand demand_of(const BoundPod& pod) {
+  core::PodDemand demand;
+  demand.per_gpu = pod.request;  // gpu_count stays 1, as for a pod without GPU in PodInfo
+  demand.cpu_milli = pod.cpu_milli;
+  demand.memory = pod.memory;
+  return demand;
 }
 
 // ---------------------------------------------------------------------------------------------
 // Kubernetes objects, shaped like what kube-scheduler sends and what the API server returns.
 
-// A pending pod asking for `request` GiB of GPU memory (about 3 KB of JSON).
+// A pending pod asking for `request` GiB of GPU memory (about 3 KB of JSON), 4.05 cores and
+// 32 GiB + 64 MiB of memory; `request` 0: the same pod without GPU.
 inline Json pending_pod(const std::string& name, const std::string& uid, Units request,
                         std::string_view resource = "aliyun.com/gpu-mem") {
   const std::string gpu = std::to_string(request);
-  Json limits = {{"cpu", "8"}, {"memory", "64Gi"}, {std::string(resource), gpu}};
-  Json requests = {{"cpu", "4"}, {"memory", "32Gi"}, {std::string(resource), gpu}};
+  Json limits = {{"cpu", "8"}, {"memory", "64Gi"}};
+  Json requests = {{"cpu", "4"}, {"memory", "32Gi"}};
+  if (request > 0) {
+    limits[std::string(resource)] = gpu;
+    requests[std::string(resource)] = gpu;
+  }
   Json env = Json::array();
   for (const auto& [key, value] :
        std::vector<std::pair<std::string, std::string>>{{"NCCL_DEBUG", "WARN"},
@@ -354,22 +422,32 @@ inline Json node_object(const ClusterShape& shape, int index) {
 // holds ~220 000 pods, which at full size would make a cluster file of most of a gigabyte.
 inline Json compact_bound_pod(const BoundPod& pod, std::string_view resource = "aliyun.com/gpu-mem") {
   const std::string request = std::to_string(pod.request);
+  Json limits = Json::object();
+  Json annotations = Json::object();
+  if (pod.request > 0) {
+    limits[std::string(resource)] = request;
+    annotations = {{"ALIYUN_COM_GPU_MEM_IDX", std::to_string(pod.gpu)},
+                   {"ALIYUN_COM_GPU_MEM_POD", request},
+                   {"ALIYUN_COM_GPU_MEM_ASSIGNED", "true"}};
+  }
+  Json resources = {{"limits", limits}};
+  if (pod.cpu_milli > 0 || pod.memory > 0) {
+    resources["requests"] = {{"cpu", fmt::format("{}m", pod.cpu_milli)},
+                             {"memory", std::to_string(pod.memory)}};
+  }
   return {{"apiVersion", "v1"},
           {"kind", "Pod"},
           {"metadata",
            {{"name", pod.name},
             {"namespace", "ml-training"},
             {"uid", pod.uid},
-            {"annotations",
-             {{"ALIYUN_COM_GPU_MEM_IDX", std::to_string(pod.gpu)},
-              {"ALIYUN_COM_GPU_MEM_POD", request},
-              {"ALIYUN_COM_GPU_MEM_ASSIGNED", "true"}}}}},
+            {"annotations", annotations}}},
           {"spec",
            {{"nodeName", node_name(pod.node)},
             {"containers",
              Json::array({{{"name", "trainer"},
                            {"image", "registry.example.com/ml/trainer:2024.06.1-cuda12.2"},
-                           {"resources", {{"limits", {{std::string(resource), request}}}}}}})}}},
+                           {"resources", resources}}})}}},
           {"status", {{"phase", "Running"}}}};
 }
 
@@ -449,7 +527,9 @@ struct Harness {
     // bind() logs one info line per pod; at benchmark rates that is millions of lines, and the
     // time would be the log sink's, not the extender's.
     spdlog::set_level(spdlog::level::warn);
-    store.write([&](core::ClusterModel& model, core::PlacementPolicy&) { populate_model(model, shape); });
+    store.write([&](core::ClusterModel& model, core::PlacementPolicy& policy) {
+      populate_model(model, shape, &policy);
+    });
     extender::ServiceConfig config;
     service = std::make_unique<extender::SchedulingService>(store, binder, metrics, rejections, config);
   }
@@ -465,8 +545,9 @@ struct Harness {
 inline Harness& cached_harness(const ClusterShape& shape, std::string_view policy = "binpack") {
   static std::unique_ptr<Harness> harness;
   static std::string key;
-  const std::string wanted = fmt::format("{}/{}/{}/{}/{}/{}", shape.nodes, shape.gpus_per_node,
-                                         shape.memory_per_gpu, shape.allocated, shape.seed, policy);
+  const std::string wanted =
+      fmt::format("{}/{}/{}/{}/{}/{}/{}/{}", shape.nodes, shape.gpus_per_node, shape.memory_per_gpu,
+                  shape.allocated, shape.seed, shape.track_cpu_memory, shape.learned_workload, policy);
   if (!harness || key != wanted) {
     harness.reset();
     harness = std::make_unique<Harness>(shape, policy);

@@ -10,6 +10,14 @@
 //  BM_FilterRequest/<nodes>/<alloc%>       the whole in-process request: body text -> decode ->
 //                                          filter -> encoded reply (nodeCacheCapable: NodeNames)
 //  BM_PrioritizeRequest/<nodes>/<alloc%>   the same for prioritize (binpack)
+//  BM_PrioritizeLatency/<policy>/<nodes>/<alloc%>/<pod>/<workload>
+//                                          SchedulingService::prioritize alone (as BM_Prioritize)
+//                                          as a latency distribution, on a cluster whose nodes
+//                                          track CPU and memory and whose pods hold them (live
+//                                          mode), for binpack, fgd and fgd-plus; pod 0: the GPU
+//                                          pod below, 1: the same pod without GPU (prioritize
+//                                          scores those too); workload 0: the policy's built-in
+//                                          prior, 1: learned from every bound pod
 //  *Latency                                the two above as 1-request repetitions, with
 //                                          p50/p90/p99/max rows (the latency distribution)
 //  BM_*RequestDefaultOfferLatency/<nodes>/<alloc%>  the same with as many nodes offered as
@@ -17,9 +25,11 @@
 //                                          unset: 420 of 1 000, 500 of 5 000 and of 10 000); the
 //                                          others offer every node, the worst case
 //
-// The pod asks for 4 GiB on one GPU; GPUs hold 32 GiB.
+// The pod asks for 4 GiB on one GPU (4.05 cores, 32 GiB + 64 MiB of memory); GPUs hold 32 GiB.
 
 #include "bench_util.h"
+#include "gpushare/core/policies/fgd.h"
+#include "gpushare/core/policies/fgd_plus.h"
 
 namespace gb = gpushare::bench;
 namespace ext = gpushare::extender;
@@ -29,15 +39,23 @@ namespace {
 
 constexpr int kLatencyRequests = 2000;
 
-const ext::ExtenderArgs& typed_args(int nodes) {
-  static std::map<int, ext::ExtenderArgs> cache;
-  auto it = cache.find(nodes);
+// `request` GiB of GPU memory; 0: the pod wants no GPU.
+const ext::ExtenderArgs& typed_args(int nodes, core::Units request = 4) {
+  static std::map<std::pair<int, core::Units>, ext::ExtenderArgs> cache;
+  const auto key = std::pair{nodes, request};
+  auto it = cache.find(key);
   if (it == cache.end()) {
-    it = cache.emplace(nodes, gb::decode_request(gb::request_body(nodes, gb::BodyForm::kNodeNames),
-                                                 gpushare::kube::ResourceNames{}))
+    it = cache.emplace(key, gb::decode_request(gb::request_body(nodes, gb::BodyForm::kNodeNames, request),
+                                               gpushare::kube::ResourceNames{}))
              .first;
   }
   return it->second;
+}
+
+// The policies BM_PrioritizeLatency compares: the default and the two FGD measures.
+const std::vector<std::string>& latency_policies() {
+  static const std::vector<std::string> names = {"binpack", "fgd", "fgd-plus"};
+  return names;
 }
 
 void BM_Filter(benchmark::State& state) {
@@ -65,6 +83,29 @@ void BM_Prioritize(benchmark::State& state) {
     benchmark::DoNotOptimize(result);
   }
   state.counters["nodes/s"] = benchmark::Counter(static_cast<double>(nodes), benchmark::Counter::kIsIterationInvariantRate);
+}
+
+void BM_PrioritizeLatency(benchmark::State& state) {
+  const std::string& policy = latency_policies()[static_cast<std::size_t>(state.range(0))];
+  const int nodes = static_cast<int>(state.range(1));
+  gb::ClusterShape shape = gb::shape_of(nodes, static_cast<int>(state.range(2)));
+  shape.track_cpu_memory = true;
+  shape.learned_workload = state.range(4) != 0;
+  const bool cpu_only = state.range(3) != 0;
+  auto& harness = gb::cached_harness(shape, policy);
+  const auto& args = typed_args(nodes, cpu_only ? 0 : 4);
+  state.SetLabel(fmt::format("{} {} pod, {}", policy, cpu_only ? "CPU-only" : "GPU",
+                             shape.learned_workload ? "learned workload" : "prior"));
+  for (auto _ : state) {
+    auto result = harness.service->prioritize(args);
+    benchmark::DoNotOptimize(result);
+  }
+  std::size_t shapes = 0;
+  harness.store.read([&](const core::ClusterModel&, const core::PlacementPolicy& p) {
+    if (const auto* fgd = dynamic_cast<const core::FgdPolicy*>(&p)) shapes = fgd->target().size();
+    if (const auto* plus = dynamic_cast<const core::FgdPlusPolicy*>(&p)) shapes = plus->target().size();
+  });
+  state.counters["shapes"] = static_cast<double>(shapes);
 }
 
 void BM_PlaceOneNode(benchmark::State& state) {
@@ -190,8 +231,27 @@ void policy_alloc_grid(benchmark::internal::Benchmark* b) {
   }
 }
 
+// Cluster-major order, so each generated cluster is built once per policy. At 0 % no pod is
+// bound, so the learned workload is the prior; binpack learns nothing: both are measured once.
+void latency_policy_grid(benchmark::internal::Benchmark* b) {
+  b->ArgNames({"policy", "nodes", "alloc%", "cpuonly", "learned"});
+  for (int alloc : gb::kAllocatedPercents) {
+    for (int learned : {1, 0}) {
+      if (learned == 0 && alloc == 0) continue;
+      for (std::size_t p = 0; p < latency_policies().size(); ++p) {
+        if (learned == 0 && latency_policies()[p] == "binpack") continue;
+        for (int cpu_only : {0, 1}) b->Args({static_cast<std::int64_t>(p), 5000, alloc, cpu_only, learned});
+      }
+    }
+  }
+}
+
 }  // namespace
 
+BENCHMARK(BM_PrioritizeLatency)
+    ->Apply(latency_policy_grid)
+    ->Apply([](benchmark::internal::Benchmark* b) { gb::as_distribution(b, kLatencyRequests); })
+    ->Unit(benchmark::kMicrosecond);
 BENCHMARK(BM_Filter)->Apply(size_grid)->Unit(benchmark::kMicrosecond);
 BENCHMARK(BM_Prioritize)->Apply(policy_size_grid)->Unit(benchmark::kMicrosecond);
 BENCHMARK(BM_PlaceOneNode)->Apply(policy_alloc_grid)->Unit(benchmark::kNanosecond);

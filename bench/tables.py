@@ -82,6 +82,36 @@ def latency_table(benches, title):
     return rows + [""]
 
 
+def policy_latency_table(benches, title):
+    """BM_PrioritizeLatency: SchedulingService::prioritize alone on a live-mode cluster."""
+    names = {0: "binpack", 1: "fgd", 2: "fgd-plus"}
+    rows = [f"#### {title}", "",
+            "| policy | pod | workload (shapes) | alloc % | p50 | p90 | p99 | max | p50 CPU | p99 CPU |",
+            "|---|---|---|---:|---:|---:|---:|---:|---:|---:|"]
+    for learned in (1, 0):
+        for p in sorted(names):
+            for cpu_only in (0, 1):
+                for a in ALLOCS:
+                    want = {"policy": p, "nodes": 5000, "alloc%": a, "cpuonly": cpu_only, "learned": learned}
+                    cells = [find(benches, "BM_PrioritizeLatency", "real_time", s, **want)
+                             for s in ("p50", "p90", "p99", "max")]
+                    if all(c is None for c in cells):
+                        continue
+                    cpu = [find(benches, "BM_PrioritizeLatency", "cpu_time", s, **want) for s in ("p50", "p99")]
+                    shapes = ""
+                    for b in benches:
+                        name = b.get("run_name") or b["name"]
+                        got = args_of(name)
+                        if name.startswith("BM_PrioritizeLatency/") and "shapes" in b and \
+                                all(got.get(k) == v for k, v in want.items()):
+                            shapes = f" ({int(b['shapes'])})" if b["shapes"] > 0 else ""
+                            break
+                    rows.append(f"| {names[p]} | {'CPU-only' if cpu_only else 'GPU 4 GiB'} | "
+                                f"{'learned' if learned else 'prior'}{shapes} | {a} | " +
+                                " | ".join(fmt_us(c) for c in cells + cpu) + " |")
+    return rows + [""]
+
+
 def default_offered(n):
     percent = max(5, 50 - n // 125)
     return min(n, max(100, n * percent // 100))
@@ -125,6 +155,8 @@ def main():
     out = []
     if lat:
         out += latency_table(lat, "Request latency, in-process (decode + call + encode), normal priority; wall-clock")
+        out += policy_latency_table(lat, "SchedulingService::prioritize alone, 5 000 nodes tracking CPU and memory, "
+                                         "per policy (BM_PrioritizeLatency); wall-clock and CPU")
     if lat_rt:
         out += latency_table(lat_rt, "Request latency, in-process, under SCHED_FIFO (chrt -f 1); wall-clock")
     if sched:

@@ -1,6 +1,9 @@
 #include "gpushare/core/fragmentation.h"
 
 #include <algorithm>
+#include <bit>
+#include <cmath>
+#include <cstring>
 #include <limits>
 
 namespace gpushare::core {
@@ -65,6 +68,607 @@ double fragmentation(const FreeResources& node, const TargetWorkload& workload) 
     sum += weight * static_cast<double>(shape_fragmentation(node, shape, total));
   }
   return sum;
+}
+
+}  // namespace gpushare::core
+
+// ---------------------------------------------------------------------------------------------
+// The fast path.
+
+namespace gpushare::core {
+namespace {
+
+constexpr std::int64_t kNotTracked = std::numeric_limits<std::int64_t>::max();
+
+void set_bit(std::uint64_t* mask, std::size_t bit) { mask[bit / 64] |= std::uint64_t{1} << (bit % 64); }
+bool has_bit(const std::uint64_t* mask, std::size_t bit) { return (mask[bit / 64] >> (bit % 64)) & 1U; }
+
+// Small fixed-width kernels in GCC/Clang vector types (SSE2 on x86-64, NEON on arm64): four
+// 32-bit lanes per vector, V vectors (8 or 16 lanes). Only for nodes whose amounts are all
+// below 2^30; lanes past the node's GPUs hold 0.
+using I32x4 = std::int32_t __attribute__((vector_size(16)));
+using I32x2 = std::int32_t __attribute__((vector_size(8)));
+using F64x2 = double __attribute__((vector_size(16)));
+
+inline std::int32_t lane_sum(I32x4 v) { return v[0] + v[1] + v[2] + v[3]; }
+
+// GPUs with at least `need` (> 0) free, and the free memory of the others. Branch-free: which
+// GPUs pass is data, not a pattern the branch predictor could learn. Padding lanes hold 0:
+// too small, adding nothing, and counted out of the lanes below.
+template <int V>
+inline void count_lanes(const I32x4* free, std::int32_t need, int& big_enough, Units& too_small) {
+  const I32x4 n = I32x4{} + need;
+  I32x4 small_count{};
+  I32x4 small_sum{};
+  for (int v = 0; v < V; ++v) {
+    const I32x4 is_small = free[v] < n;  // all ones or zero per lane
+    small_count += is_small;             // minus one per small lane
+    small_sum += free[v] & is_small;
+  }
+  big_enough = 4 * V + lane_sum(small_count);  // every lane but the small (padding included)
+  too_small = lane_sum(small_sum);
+}
+
+// Whether a lane before `i` holds `value`.
+template <int V>
+inline bool earlier_equal(const I32x4* free, int i, std::int32_t value) {
+  const I32x4 target = I32x4{} + value;
+  const I32x4 before = I32x4{} + i;
+  I32x4 any{};
+  for (int v = 0; v < V; ++v) {
+    const I32x4 lane = I32x4{0, 1, 2, 3} + 4 * v;
+    any |= (free[v] == target) & (lane < before);
+  }
+  return (any[0] | any[1] | any[2] | any[3]) != 0;
+}
+
+// The same in 64 bits over the node's GPUs.
+template <class T>
+inline void count_gpus(const T* free, int gpu_count, T need, int& big_enough, Units& too_small) {
+  T big = 0;
+  T small = 0;
+  for (int i = 0; i < gpu_count; ++i) {
+    const T g = free[i];
+    const T is_small = -static_cast<T>(g < need);  // all ones or zero
+    big += 1 + is_small;
+    small += g & is_small;
+  }
+  big_enough = static_cast<int>(big);
+  too_small = small;
+}
+
+}  // namespace
+
+CompiledWorkload::Thresholds CompiledWorkload::make_thresholds(const std::vector<std::int64_t>& per_shape,
+                                                               std::size_t words) {
+  Thresholds t;
+  t.values = per_shape;
+  std::sort(t.values.begin(), t.values.end());
+  t.values.erase(std::unique(t.values.begin(), t.values.end()), t.values.end());
+  t.masks.assign((t.values.size() + 1) * words, 0);
+  for (std::size_t j = 0; j < per_shape.size(); ++j) {
+    const auto index = static_cast<std::size_t>(
+        std::lower_bound(t.values.begin(), t.values.end(), per_shape[j]) - t.values.begin());
+    // Excluded whenever fewer than index + 1 distinct values are <= the node's free amount.
+    for (std::size_t pos = 0; pos <= index; ++pos) set_bit(&t.masks[pos * words], j);
+  }
+  return t;
+}
+
+const std::uint64_t* CompiledWorkload::Thresholds::excluded(std::int64_t free, std::size_t words) const {
+  // Shapes wanting more than `free`: those whose value is above the values <= free, i.e.
+  // std::upper_bound, without branches (which values pass is data).
+  std::size_t pos = 0;
+  std::size_t length = values.size();
+  if (length > 0 && free >= values[length - 1]) {
+    pos = length;  // the node has enough for every shape: the usual case
+  } else {
+    while (length > 0) {
+      const std::size_t half = length / 2;
+      const bool above = values[pos + half] <= free;
+      pos += above ? half + 1 : 0;
+      length = above ? length - half - 1 : half;
+    }
+  }
+  return &masks[pos * words];
+}
+
+CompiledWorkload::CompiledWorkload(const TargetWorkload& workload) {
+  const std::size_t n = workload.size();
+  words_ = std::max<std::size_t>(1, (n + 63) / 64);
+  weight_.reserve(n);
+  group_.reserve(n);
+  no_gpu_.assign(words_, 0);
+  std::vector<std::int64_t> cpu(n);
+  std::vector<std::int64_t> memory(n);
+  for (std::size_t j = 0; j < n; ++j) {
+    const auto& [shape, weight] = workload[j];
+    weight_.push_back(weight);
+    cpu[j] = shape.cpu_milli;
+    memory[j] = shape.memory;
+    if (!shape.allowed_models.empty()) {
+      auto set = std::find_if(model_sets_.begin(), model_sets_.end(),
+                              [&](const ModelSet& m) { return m.models == shape.allowed_models; });
+      if (set == model_sets_.end()) {
+        model_sets_.push_back({shape.allowed_models, std::vector<std::uint64_t>(words_, 0)});
+        set = model_sets_.end() - 1;
+      }
+      set_bit(set->mask.data(), j);
+    }
+    if (!shape.wants_gpu()) {
+      set_bit(no_gpu_.data(), j);
+      group_.push_back(0);
+      no_gpu_weight_ += weight;
+      continue;
+    }
+    const Need need{shape.per_gpu, shape.relative};
+    auto n_it = std::find_if(needs_.begin(), needs_.end(), [&](const Need& x) {
+      return x.per_gpu == need.per_gpu && x.relative == need.relative;
+    });
+    if (n_it == needs_.end()) n_it = needs_.insert(needs_.end(), need);
+    const auto need_index = static_cast<std::uint16_t>(std::min<std::size_t>(
+        static_cast<std::size_t>(n_it - needs_.begin()), std::numeric_limits<std::uint16_t>::max()));
+    auto g_it = std::find_if(groups_.begin(), groups_.end(), [&](const Group& g) {
+      return g.need == need_index && g.count == shape.gpu_count;
+    });
+    if (g_it == groups_.end()) {
+      g_it = groups_.insert(groups_.end(), Group{need_index, shape.gpu_count});
+      group_weight_.push_back(0);
+    }
+    const auto group_index = static_cast<std::size_t>(g_it - groups_.begin());
+    group_.push_back(static_cast<std::uint16_t>(std::min<std::size_t>(group_index, 0xffff)));
+    group_weight_[group_index] += weight;
+  }
+  for (double w : weight_) weight_sum_ += std::abs(w);
+  group_size_.assign(groups_.size(), 0);
+  for (std::size_t j = 0; j < n; ++j) {
+    if (!has_bit(no_gpu_.data(), j)) ++group_size_[group_[j]];
+  }
+  if (groups_.size() < 255) {
+    // Padded to whole words of eight shapes (NodeFragmentation::build_index reads them so).
+    plain_index_.assign((n + 7) / 8 * 8, 0);
+    for (std::size_t j = 0; j < n; ++j) {
+      plain_index_[j] = static_cast<std::uint8_t>(has_bit(no_gpu_.data(), j) ? groups_.size() : group_[j]);
+    }
+  }
+  cpu_ = make_thresholds(cpu, words_);
+  memory_ = make_thresholds(memory, words_);
+  fits_fast_path_ = needs_.size() <= NodeFragmentation::kMaxNeeds &&
+                    groups_.size() <= NodeFragmentation::kMaxGroups &&
+                    words_ <= NodeFragmentation::kMaxWords;
+}
+
+bool NodeFragmentation::prepare(const CompiledWorkload& workload, const NodeState& node,
+                                const PodDemand& pod) {
+  if (!workload.fits_fast_path_ || node.gpu_count() > kMaxGpus) return false;
+  workload_ = &workload;
+  gpu_count_ = node.gpu_count();
+  total_ = 0;
+  const GpuState* gpus = node.gpus().data();
+  for (int i = 0; i < gpu_count_; ++i) {
+    const GpuState& gpu = gpus[i];
+    // gpu.healthy ? gpu.free() : 0, without branches
+    const Units free = gpu.used >= gpu.capacity ? 0 : gpu.capacity - gpu.used;
+    free_[static_cast<std::size_t>(i)] = free & -static_cast<Units>(gpu.healthy);
+    total_ += free_[static_cast<std::size_t>(i)];
+  }
+  cpu_before_ = node.cpu_free();
+  memory_before_ = node.memory_free();
+  cpu_after_ = cpu_before_ == kNotTracked ? cpu_before_ : cpu_before_ - pod.cpu_milli;
+  memory_after_ = memory_before_ == kNotTracked ? memory_before_ : memory_before_ - pod.memory;
+  pod_wants_gpu_ = pod.wants_gpu();
+  per_gpu_ = pod.per_gpu;
+
+  // Per need: GPUs with at least that much free, and the free memory of the others.
+  const Units capacity = node.spec().memory_per_gpu;
+  const std::size_t needs = workload.needs_.size();
+  // Amounts below 2^30 (all of them, in practice) are counted in 32 bits, which vectorises.
+  narrow_ = total_ < (Units{1} << 30);
+  const bool narrow = narrow_;
+  // In 32 bits, padded with GPUs of nothing free (too small for any need > 0, adding 0), over a
+  // fixed width of 8 or 16 GPUs, so the loops below have fixed trip counts and vectorise.
+  std::array<I32x4, kMaxGpus / 4> free32;
+  const bool wide = gpu_count_ > 8;
+  if (narrow) {
+    // Built in registers (element stores followed by vector loads would stall store forwarding).
+    const auto lane = [&](int i) {
+      return i < gpu_count_ ? static_cast<std::int32_t>(free_[static_cast<std::size_t>(i)]) : 0;
+    };
+    for (int v = 0; v < (wide ? 4 : 2); ++v) {
+      free32[static_cast<std::size_t>(v)] = I32x4{lane(4 * v), lane(4 * v + 1), lane(4 * v + 2), lane(4 * v + 3)};
+    }
+  }
+  for (std::size_t d = 0; d < needs; ++d) {
+    const auto& need = workload.needs_[d];
+    // WorkloadShape::per_gpu_on
+    const Units n = need.relative ? (need.per_gpu * capacity + 999) / 1000 : need.per_gpu;
+    need_[d] = n;
+    if (!narrow) {
+      count_gpus(free_.data(), gpu_count_, n, big_enough_[d], too_small_[d]);
+    } else if (n <= 0) {  // every GPU is big enough
+      big_enough_[d] = gpu_count_;
+      too_small_[d] = 0;
+    } else if (n > total_) {  // none is
+      big_enough_[d] = 0;
+      too_small_[d] = total_;
+    } else if (wide) {
+      count_lanes<4>(free32.data(), static_cast<std::int32_t>(n), big_enough_[d], too_small_[d]);
+    } else {
+      count_lanes<2>(free32.data(), static_cast<std::int32_t>(n), big_enough_[d], too_small_[d]);
+    }
+  }
+  fill_state(big_enough_, too_small_, total_, before_state_);
+
+  // Which shapes the node (before and after placement) cannot host for CPU, memory or model.
+  const std::size_t words = workload.words_;
+  const std::uint64_t* cpu_before = workload.cpu_.excluded(cpu_before_, words);
+  const std::uint64_t* memory_before = workload.memory_.excluded(memory_before_, words);
+  const std::uint64_t* cpu_after = workload.cpu_.excluded(cpu_after_, words);
+  const std::uint64_t* memory_after = workload.memory_.excluded(memory_after_, words);
+  for (std::size_t w = 0; w < words; ++w) {
+    excluded_before_[w] = workload.no_gpu_[w] | cpu_before[w] | memory_before[w];
+    excluded_after_[w] = workload.no_gpu_[w] | cpu_after[w] | memory_after[w];
+  }
+  for (const auto& set : workload.model_sets_) {
+    if (std::find(set.models.begin(), set.models.end(), node.spec().gpu_model) != set.models.end()) {
+      continue;
+    }
+    for (std::size_t w = 0; w < words; ++w) {
+      excluded_before_[w] |= set.mask[w];
+      excluded_after_[w] |= set.mask[w];
+    }
+  }
+
+  // Candidates: GPUs that fit (healthy, free >= p; unhealthy ones read 0 < p), the first of
+  // each free amount. Branch-free: the loops run over the node's GPUs, a fixed count.
+  candidate_count_ = 0;
+  if (pod.wants_gpu() && !pod.needs_whole_gpus() && node.total_free() >= pod.per_gpu) {
+    const Units p = pod.per_gpu;
+    for (int i = 0; i < gpu_count_; ++i) {
+      const Units f = free_[static_cast<std::size_t>(i)];
+      bool first = true;
+      if (narrow) {
+        first = wide ? !earlier_equal<4>(free32.data(), i, static_cast<std::int32_t>(f))
+                     : !earlier_equal<2>(free32.data(), i, static_cast<std::int32_t>(f));
+      } else {
+        for (int e = 0; e < i; ++e) first &= free_[static_cast<std::size_t>(e)] != f;
+      }
+      candidate_gpu_[static_cast<std::size_t>(candidate_count_)] = i;
+      candidate_free_[static_cast<std::size_t>(candidate_count_)] = f;
+      candidate_count_ += static_cast<int>(first & (f >= p));
+    }
+  }
+  // Each shape's index into a state's values: its group, or the all-idle slot if excluded.
+  const auto plain = [&](const std::array<std::uint64_t, kMaxWords>& excluded) {
+    for (std::size_t w = 0; w < words; ++w) {
+      if (excluded[w] != workload.no_gpu_[w]) return false;
+    }
+    return true;
+  };
+  plain_after_ = plain(excluded_after_);
+  same_exclusions_ = true;
+  for (std::size_t w = 0; w < words; ++w) same_exclusions_ &= excluded_before_[w] == excluded_after_[w];
+  index_before_ = workload.plain_index_.data();
+  index_after_ = workload.plain_index_.data();
+  if (!plain(excluded_before_)) {
+    build_index(excluded_before_.data(), index_before_storage_.data());
+    index_before_ = index_before_storage_.data();
+  }
+  if (same_exclusions_) {
+    index_after_ = index_before_;
+  } else if (!plain_after_) {
+    build_index(excluded_after_.data(), index_after_storage_.data());
+    index_after_ = index_after_storage_.data();
+  }
+  return true;
+}
+
+void NodeFragmentation::build_index(const std::uint64_t* excluded, std::uint8_t* out) const {
+  // Eight shapes at a time: spread eight bits of the mask to eight bytes of 0x00 or 0xff, and
+  // pick the plain index or the idle slot with them.
+  const std::uint8_t* plain = workload_->plain_index_.data();
+  const std::uint64_t idle = 0x0101010101010101ULL * workload_->groups_.size();
+  for (std::size_t base = 0; base < workload_->size(); base += 8) {
+    const std::uint64_t bits = (excluded[base / 64] >> (base % 64)) & 0xffU;
+    const std::uint64_t spread = (bits * 0x0101010101010101ULL) & 0x8040201008040201ULL;
+    const std::uint64_t high = ((spread + 0x7f7f7f7f7f7f7f7fULL) | spread) & 0x8080808080808080ULL;
+    const std::uint64_t mask = (high >> 7) * 0xffU;
+    std::uint64_t index;
+    std::memcpy(&index, plain + base, sizeof index);
+    index ^= (index ^ idle) & mask;
+    std::memcpy(out + base, &index, sizeof index);
+  }
+}
+
+void NodeFragmentation::fill_state(const std::array<int, kMaxNeeds>& big_enough,
+                                   const std::array<Units, kMaxNeeds>& too_small, Units total,
+                                   State& state) const {
+  const auto& groups = workload_->groups_;
+  state.total = total;
+  for (std::size_t g = 0; g < groups.size(); ++g) {
+    const std::size_t d = groups[g].need;
+    state.value[g] = static_cast<double>(big_enough[d] >= groups[g].count ? too_small[d] : total);
+  }
+  state.value[groups.size()] = static_cast<double>(total);
+}
+
+double NodeFragmentation::sum(const std::uint8_t* index, const State& state) const {
+  if (state.total == 0) return 0;  // as fragmentation(): nothing idle, nothing fragmented
+  const std::size_t n = workload_->size();
+  const double* weight = workload_->weight_.data();
+  double sum = 0;
+  for (std::size_t j = 0; j < n; ++j) sum += weight[j] * state.value[index[j]];
+  return sum;
+}
+
+// Two sums in one pass: two independent chains of additions keep the pipeline busier than
+// one after the other. Each is still added up in the target's order.
+void NodeFragmentation::sum_two(const std::uint8_t* index_a, const State& a,
+                                const std::uint8_t* index_b, const State& b, double& sum_a,
+                                double& sum_b) const {
+  const std::size_t n = workload_->size();
+  const double* weight = workload_->weight_.data();
+  const double* value_a = a.value.data();
+  const double* value_b = b.value.data();
+  double x = 0;
+  double y = 0;
+  if (index_a == index_b) {  // the same shapes excluded: one index per shape for both
+    for (std::size_t j = 0; j < n; ++j) {
+      const std::uint8_t i = index_a[j];
+      x += weight[j] * value_a[i];
+      y += weight[j] * value_b[i];
+    }
+  } else {
+    for (std::size_t j = 0; j < n; ++j) {
+      x += weight[j] * value_a[index_a[j]];
+      y += weight[j] * value_b[index_b[j]];
+    }
+  }
+  sum_a = a.total == 0 ? 0 : x;
+  sum_b = b.total == 0 ? 0 : y;
+}
+
+double NodeFragmentation::before() const { return sum(index_before_, before_state_); }
+
+void NodeFragmentation::before_and_after(std::span<const int> gpus, double& before,
+                                         double& after) const {
+  if (!pod_wants_gpu_ || gpus.empty()) {
+    // The GPUs are as before: only the shapes the pod's CPU and memory exclude can change.
+    if (same_exclusions_) {
+      before = after = this->before();
+    } else {
+      sum_two(index_before_, before_state_, index_after_, before_state_, before, after);
+    }
+    return;
+  }
+  std::array<Units, kMaxGpus> free = free_;
+  Units total = total_;
+  for (int gpu : gpus) {
+    free[static_cast<std::size_t>(gpu)] -= per_gpu_;
+    total -= per_gpu_;
+  }
+  std::array<int, kMaxNeeds> big_enough;
+  std::array<Units, kMaxNeeds> too_small;
+  for (std::size_t d = 0; d < workload_->needs_.size(); ++d) {
+    count_gpus(free.data(), gpu_count_, need_[d], big_enough[d], too_small[d]);
+  }
+  State state;
+  fill_state(big_enough, too_small, total, state);
+  sum_two(index_before_, before_state_, index_after_, state, before, after);
+}
+
+void NodeFragmentation::candidate_state(int k, State& state) const {
+  // The candidate GPU goes from f to f - p free. Per need, it was too small and stays so (the
+  // too-small memory drops by p), or was big enough and becomes too small (one big-enough GPU
+  // fewer, f - p more too-small memory), or stays big enough (nothing changes).
+  const Units f = candidate_free_[static_cast<std::size_t>(k)];
+  const Units p = per_gpu_;
+  const Units total = total_ - p;
+  const auto& groups = workload_->groups_;
+  const std::size_t count = groups.size();
+  for (std::size_t g = 0; g < count; ++g) {
+    const std::size_t d = groups[g].need;
+    const Units n = need_[d];
+    const Units was_small = -static_cast<Units>(f < n);
+    const Units turns_small = ~was_small & -static_cast<Units>(f - p < n);
+    const Units big = big_enough_[d] + turns_small;  // -1 when it turns small
+    const Units small = too_small_[d] - (p & was_small) + ((f - p) & turns_small);
+    state.value[g] = static_cast<double>(big >= groups[g].count ? small : total);
+  }
+  state.value[count] = static_cast<double>(total);
+  state.total = total;
+}
+
+double NodeFragmentation::candidate_after(int k) const {
+  State state;
+  candidate_state(k, state);
+  return sum(index_after_, state);
+}
+
+void NodeFragmentation::approximation_weights(Weights& weights) const {
+  const CompiledWorkload& w = *workload_;
+  const std::size_t groups = w.groups_.size();
+  for (std::size_t g = 0; g < groups; ++g) weights.hosted[g] = w.group_size_[g] > 0;
+  if (plain_after_) {
+    weights.excluded = w.no_gpu_weight_;
+    weights.group = w.group_weight_.data();
+    return;
+  }
+  // The shapes the node excludes beyond those without GPU are usually few: take their weights
+  // off their groups' (an approximation; the tolerance covers the cancellation).
+  std::array<double, kMaxGroups> taken;
+  std::array<std::uint32_t, kMaxGroups> members_taken;
+  for (std::size_t g = 0; g < groups; ++g) {
+    taken[g] = 0;
+    members_taken[g] = 0;
+  }
+  double excluded = w.no_gpu_weight_;
+  for (std::size_t word = 0; word < w.words_; ++word) {
+    std::uint64_t bits = excluded_after_[word] & ~w.no_gpu_[word];
+    while (bits != 0) {
+      const std::size_t j = word * 64 + static_cast<std::size_t>(std::countr_zero(bits));
+      bits &= bits - 1;
+      const std::size_t g = w.group_[j];
+      taken[g] += w.weight_[j];
+      members_taken[g] += 1;
+      excluded += w.weight_[j];
+    }
+  }
+  weights.excluded = excluded;
+  for (std::size_t g = 0; g < groups; ++g) {
+    weights.storage[g] = std::max(0.0, w.group_weight_[g] - taken[g]);
+    weights.hosted[g] = members_taken[g] < w.group_size_[g];
+  }
+  weights.group = weights.storage.data();
+}
+
+bool NodeFragmentation::same_state(const State& a, const State& b) const {
+  bool same = a.total == b.total;
+  const std::size_t groups = workload_->groups_.size();
+  for (std::size_t g = 0; g < groups; ++g) same &= a.value[g] == b.value[g];
+  return same;
+}
+
+void NodeFragmentation::candidates_after(std::span<double> after) const {
+  std::array<State, kMaxGpus> states;
+  for (int k = 0; k < candidate_count_; ++k) {
+    const auto i = static_cast<std::size_t>(k);
+    candidate_state(k, states[i]);
+    // Candidates that leave every group as another one did have the same F: sum it once.
+    std::size_t same = i;
+    for (std::size_t e = 0; e < i && same == i; ++e) {
+      if (same_state(states[e], states[i])) same = e;
+    }
+    after[i] = same < i ? after[same] : sum(index_after_, states[i]);
+  }
+}
+
+// Every candidate's group values (column k for candidate k) and the approximation of its
+// F(after), for all candidates at once over a fixed number of lanes (4 V; lanes past the
+// candidates repeat the first), in 32 bits (only when every amount on the node is below 2^30).
+template <int V>
+void NodeFragmentation::approximate_candidates(const Weights& weights, Columns& columns,
+                                               std::array<double, kMaxGpus>& approx) const {
+  const auto& groups = workload_->groups_;
+  const std::size_t count = groups.size();
+  const Units total = total_ - per_gpu_;
+  // As candidate_state, in 32 bits.
+  std::array<I32x4, V> f;
+  std::array<I32x4, V> f_after;
+  const auto p = static_cast<std::int32_t>(per_gpu_);
+  // Built in registers (element stores followed by a vector load would stall store forwarding).
+  const auto lane = [&](int k) {
+    return static_cast<std::int32_t>(candidate_free_[static_cast<std::size_t>(k < candidate_count_ ? k : 0)]);
+  };
+  for (int v = 0; v < V; ++v) {
+    f[static_cast<std::size_t>(v)] = I32x4{lane(4 * v), lane(4 * v + 1), lane(4 * v + 2), lane(4 * v + 3)};
+  }
+  for (int v = 0; v < V; ++v) f_after[static_cast<std::size_t>(v)] = f[static_cast<std::size_t>(v)] - p;
+  const I32x4 idle = I32x4{} + static_cast<std::int32_t>(total);
+  std::array<F64x2, 2 * V> sum;
+  const double idle_term = weights.excluded * static_cast<double>(total);
+  for (auto& x : sum) x = F64x2{} + idle_term;
+  for (std::size_t g = 0; g < count; ++g) {
+    const std::size_t d = groups[g].need;
+    // A need of 2^30 or more is never met here (every amount is below 2^30).
+    const I32x4 n = I32x4{} + static_cast<std::int32_t>(std::min<Units>(need_[d], Units{1} << 30));
+    const I32x4 big_before = I32x4{} + static_cast<std::int32_t>(big_enough_[d]);
+    const I32x4 small_before = I32x4{} + static_cast<std::int32_t>(too_small_[d]);
+    const I32x4 wanted = I32x4{} + groups[g].count;
+    const F64x2 w = F64x2{} + weights.group[g];
+    for (int v = 0; v < V; ++v) {
+      const auto i = static_cast<std::size_t>(v);
+      const I32x4 was_small = f[i] < n;
+      const I32x4 turns_small = ~was_small & (f_after[i] < n);
+      const I32x4 big = big_before + turns_small;  // turns_small is -1 or 0
+      const I32x4 small = small_before - (p & was_small) + (f_after[i] & turns_small);
+      const I32x4 value = idle ^ ((small ^ idle) & (big >= wanted));
+      columns.value[g][static_cast<std::size_t>(v)] = value;
+      const I32x2 low = __builtin_shufflevector(value, value, 0, 1);
+      const I32x2 high = __builtin_shufflevector(value, value, 2, 3);
+      sum[2 * i] += w * __builtin_convertvector(low, F64x2);
+      sum[2 * i + 1] += w * __builtin_convertvector(high, F64x2);
+    }
+  }
+  std::memcpy(approx.data(), sum.data(), sizeof sum);
+}
+
+int NodeFragmentation::before_and_minimum(double margin, double& before, std::span<double> after) const {
+  const int count = candidate_count_;
+  if (count == 0) {
+    before = this->before();
+    return 0;
+  }
+  State state;
+  if (count == 1) {
+    candidate_state(0, state);
+    sum_two(index_before_, before_state_, index_after_, state, before, after[0]);
+    return 1;
+  }
+  if (!narrow_) {  // amounts beyond 32 bits (not seen in practice): every candidate, exactly
+    before = this->before();
+    candidates_after(after);
+    return count;
+  }
+  // Compare the candidates by an approximation of F(after), then sum exactly only those that
+  // can be the smallest.
+  Weights weights;
+  approximation_weights(weights);
+  Columns columns;
+  alignas(16) std::array<double, kMaxGpus> approx;
+  if (count > 8) {
+    approximate_candidates<4>(weights, columns, approx);
+  } else {
+    approximate_candidates<2>(weights, columns, approx);
+  }
+  const std::size_t groups = workload_->groups_.size();
+  const double idle = static_cast<double>(total_ - per_gpu_);
+  double lowest = std::numeric_limits<double>::infinity();
+  for (int k = 0; k < count; ++k) lowest = std::min(lowest, approx[static_cast<std::size_t>(k)]);
+  // Both the exact sum (n products and n additions in target order) and the approximation
+  // (the same terms regrouped: weights summed per group, then multiplied) are within
+  // (2n + groups + 4) u of the exact value of the terms, all of which are non-negative
+  // (u = 2^-53, groups <= 64). 2^-47 (n + 16) = 64 u (n + 16) covers both, with room to spare
+  // for the rounding of the comparison itself. (With nothing idle after placement, every
+  // candidate's F is exactly 0, and so is every approximation.)
+  // The group weights with excluded shapes taken off are within 2 gamma_(n+1) of the sum of
+  // all their shapes' weights (cancellation): at most that times the idle memory after
+  // placement times the total weight, covered by the last term (2^-47 (n + 16) > 4 gamma).
+  const double relative = 0x1p-47 * (static_cast<double>(workload_->size()) + 16.0);
+  const double cancellation = plain_after_ ? 0.0 : relative * idle * workload_->weight_sum_;
+  std::uint32_t may_win = 0;
+  for (int k = 0; k < count; ++k) {
+    const auto i = static_cast<std::size_t>(k);
+    const double tolerance = relative * (approx[i] + lowest) + cancellation + margin;
+    may_win |= static_cast<std::uint32_t>(approx[i] - lowest <= tolerance) << k;
+  }
+  // The first (at least one candidate is at `lowest`) is summed along with F(node); others
+  // only if no candidate summed before left the same values in every group the node hosts
+  // (groups whose shapes are all excluded do not enter the sum).
+  const auto same = [&](std::size_t a, std::size_t b) {
+    bool equal = true;
+    for (std::size_t g = 0; g < groups; ++g) {
+      equal &= !weights.hosted[g] || columns.value[g][a / 4][a % 4] == columns.value[g][b / 4][b % 4];
+    }
+    return equal;
+  };
+  std::array<std::size_t, kMaxGpus> summed;
+  int distinct = 0;
+  while (may_win != 0) {
+    const auto k = static_cast<std::size_t>(std::countr_zero(may_win));
+    may_win &= may_win - 1;
+    bool repeated = false;
+    for (int e = 0; e < distinct; ++e) repeated |= same(summed[static_cast<std::size_t>(e)], k);
+    if (repeated) continue;
+    candidate_state(static_cast<int>(k), state);
+    if (distinct == 0) {
+      sum_two(index_before_, before_state_, index_after_, state, before, after[0]);
+    } else {
+      after[static_cast<std::size_t>(distinct)] = sum(index_after_, state);
+    }
+    summed[static_cast<std::size_t>(distinct++)] = k;
+  }
+  return distinct;
 }
 
 }  // namespace gpushare::core

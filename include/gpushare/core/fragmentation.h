@@ -2,6 +2,7 @@
 // GPU fragmentation of a node with respect to a target workload (Weng et al., "Beware of
 // Fragmentation", USENIX ATC'23): the idle GPU memory that pods of the workload could not use.
 
+#include <array>
 #include <cstdint>
 #include <span>
 #include <string_view>
@@ -39,5 +40,178 @@ double fragmentation(const FreeResources& node, const TargetWorkload& workload);
 inline double fragmentation(const NodeState& node, const TargetWorkload& workload) {
   return fragmentation(FreeResources::of(node), workload);
 }
+
+// ---------------------------------------------------------------------------------------------
+// The fast path of fgd and fgd-plus: the same F(n), bit for bit, for a node and for the node
+// after each possible placement of a pod, without building FreeResources.
+//
+// frag_j depends on the node's GPUs only through (need_j, gpu_count_j): shapes are grouped by
+// that pair, and each group's value is computed once per node state (from the count of GPUs
+// with free >= need and the free memory of the others); for a sharing pod each candidate GPU
+// changes those counts by at most one GPU, so a candidate costs O(groups), not
+// O(shapes x GPUs). Which shapes the node's CPU, memory or GPU model excludes is read from
+// masks precomputed per target. F itself is still summed shape by shape in the target's order,
+// exactly as fragmentation() does, so the values are identical; to pick the best candidate,
+// the candidates are first compared by a grouped approximation with a rigorous error bound,
+// and only those that can still hold the minimum are summed exactly.
+
+// A target workload laid out for NodeFragmentation. Built when the target changes (observe(),
+// under the model's exclusive lock); read-only afterwards, so concurrent scorers share it.
+class CompiledWorkload {
+ public:
+  CompiledWorkload() = default;
+  explicit CompiledWorkload(const TargetWorkload& workload);
+
+  std::size_t size() const { return weight_.size(); }
+
+ private:
+  friend class NodeFragmentation;
+  struct Need {
+    Units per_gpu = 0;
+    bool relative = false;
+  };
+  struct Group {
+    std::uint16_t need = 0;  // index into needs_
+    int count = 0;           // GPUs the shapes of the group want
+  };
+  // Shapes excluded when the node has less of a resource than they want: masks_[i] holds the
+  // shapes whose value is above the i smallest distinct values (values_[i - 1]).
+  struct Thresholds {
+    std::vector<std::int64_t> values;   // distinct, ascending
+    std::vector<std::uint64_t> masks;   // (values.size() + 1) x words_
+    const std::uint64_t* excluded(std::int64_t free, std::size_t words) const;
+  };
+  static Thresholds make_thresholds(const std::vector<std::int64_t>& per_shape, std::size_t words);
+  struct ModelSet {
+    std::vector<std::string> models;  // sorted
+    std::vector<std::uint64_t> mask;  // shapes that name exactly these models
+  };
+
+  std::size_t words_ = 0;             // 64-bit words of a shape mask
+  std::vector<double> weight_;        // per shape, in target order
+  std::vector<std::uint16_t> group_;  // per shape; shapes without GPU are in no_gpu_ instead
+  std::vector<Need> needs_;
+  std::vector<Group> groups_;
+  std::vector<std::uint64_t> no_gpu_;  // shapes that want no GPU: frag = all idle, always
+  Thresholds cpu_;
+  Thresholds memory_;
+  std::vector<ModelSet> model_sets_;
+  std::vector<double> group_weight_;  // per group: weight of its shapes (approximations only)
+  double no_gpu_weight_ = 0;
+  double weight_sum_ = 0;  // of |weight|, for bounds
+  // Per shape: its group, or groups_.size() for shapes without GPU (the index into a
+  // NodeFragmentation state when nothing else is excluded).
+  std::vector<std::uint8_t> plain_index_;
+  std::vector<std::uint32_t> group_size_;  // GPU shapes per group
+  bool fits_fast_path_ = true;  // within NodeFragmentation's fixed capacities
+};
+
+// One node as one pod sees it, through a CompiledWorkload. A scratch value on the stack.
+class NodeFragmentation {
+ public:
+  static constexpr int kMaxGpus = 16;
+  static constexpr std::size_t kMaxNeeds = 32;
+  static constexpr std::size_t kMaxGroups = 64;
+  static constexpr std::size_t kMaxWords = 16;  // 1 024 shapes
+
+  // Reads the node and the pod; false when the node or the target is beyond the fixed
+  // capacities above (the caller then uses the reference computation).
+  bool prepare(const CompiledWorkload& workload, const NodeState& node, const PodDemand& pod);
+
+  // F(node), as fragmentation(FreeResources::of(node), target).
+  double before() const;
+  Units total_before() const { return total_; }
+  // CPU and memory FreeResources::take(pod) leaves (max() stays max(): not tracked).
+  std::int64_t cpu_before() const { return cpu_before_; }
+  std::int64_t memory_before() const { return memory_before_; }
+  std::int64_t cpu_after() const { return cpu_after_; }
+  std::int64_t memory_after() const { return memory_after_; }
+
+  // Pods that want no GPU or whole GPUs: F(node), and F after FreeResources::take(pod, gpus),
+  // in one pass.
+  void before_and_after(std::span<const int> gpus, double& before, double& after) const;
+
+  // Sharing pods (one GPU): the candidate GPUs as the policies try them (healthy, enough
+  // free, ascending index, one per distinct free amount) and F after taking the pod on each.
+  int candidates() const { return candidate_count_; }
+  int candidate_gpu(int k) const { return candidate_gpu_[static_cast<std::size_t>(k)]; }
+  double candidate_after(int k) const;
+  // F after each candidate, into after[0 .. candidates()).
+  void candidates_after(std::span<double> after) const;
+  // For scoring, where only the best candidate counts: F(node) into `before`, and into
+  // after[0 .. returned count) the exact F(after) of every candidate that can have the
+  // smallest (each distinct value once; usually one). Every other candidate's exact F(after)
+  // is above the smallest by more than `margin` (in F units).
+  int before_and_minimum(double margin, double& before, std::span<double> after) const;
+  // An upper bound of F(node) and of F(after): the idle memory times the sum of the weights.
+  double fragmentation_bound() const {
+    return static_cast<double>(total_) * workload_->weight_sum_;
+  }
+
+ private:
+  // What a shape of each group contributes in one state of the node; [groups] = all idle.
+  struct State {
+    Units total;
+    std::array<double, kMaxGroups + 1> value;  // only the first groups + 1 are filled
+  };
+  void fill_state(const std::array<int, kMaxNeeds>& big_enough,
+                  const std::array<Units, kMaxNeeds>& too_small, Units total, State& state) const;
+  void candidate_state(int k, State& state) const;
+  bool same_state(const State& a, const State& b) const;
+  void build_index(const std::uint64_t* excluded, std::uint8_t* out) const;
+  // F of a state: weight x value[index[j]] over the shapes j, added in the target's order.
+  double sum(const std::uint8_t* index, const State& state) const;
+  void sum_two(const std::uint8_t* index_a, const State& a, const std::uint8_t* index_b,
+               const State& b, double& sum_a, double& sum_b) const;
+  // Weights for the approximation of F after a candidate: of the shapes the node after
+  // placement excludes, and of the others per group.
+  struct Weights {
+    double excluded;
+    const double* group;  // per group
+    std::array<double, kMaxGroups> storage;
+    std::array<bool, kMaxGroups> hosted;  // some shape of the group is not excluded
+  };
+  void approximation_weights(Weights& weights) const;
+  // The candidates' group values: value[g][k] for candidate k (columns of States).
+  using Lanes = std::int32_t __attribute__((vector_size(16)));  // four candidates
+  struct Columns {
+    std::array<std::array<Lanes, kMaxGpus / 4>, kMaxGroups> value;
+  };
+  template <int V>
+  void approximate_candidates(const Weights& weights, Columns& columns,
+                              std::array<double, kMaxGpus>& approx) const;
+
+  const CompiledWorkload* workload_ = nullptr;
+  int gpu_count_ = 0;
+  std::array<Units, kMaxGpus> free_;
+  Units total_ = 0;
+  std::int64_t cpu_before_ = 0;
+  std::int64_t memory_before_ = 0;
+  std::int64_t cpu_after_ = 0;
+  std::int64_t memory_after_ = 0;
+  bool pod_wants_gpu_ = false;
+  bool narrow_ = false;  // every amount on the node is below 2^30
+  Units per_gpu_ = 0;
+  std::array<Units, kMaxNeeds> need_;
+  std::array<int, kMaxNeeds> big_enough_;
+  std::array<Units, kMaxNeeds> too_small_;
+  std::array<std::uint64_t, kMaxWords> excluded_before_;
+  std::array<std::uint64_t, kMaxWords> excluded_after_;
+  State before_state_;
+  // Whether the node after placement excludes only the shapes that want no GPU, and whether it
+  // excludes the same shapes as before.
+  bool plain_after_ = false;
+  bool same_exclusions_ = false;
+  // Per shape, the index into a state's values (CompiledWorkload::plain_index_ when the node
+  // excludes only the shapes that want no GPU, else the storage below).
+  const std::uint8_t* index_before_ = nullptr;
+  const std::uint8_t* index_after_ = nullptr;
+  std::array<std::uint8_t, kMaxWords * 64> index_before_storage_;
+  std::array<std::uint8_t, kMaxWords * 64> index_after_storage_;
+  // (Arrays are filled before they are read: not zeroed, as this is made for every node.)
+  int candidate_count_ = 0;
+  std::array<int, kMaxGpus> candidate_gpu_;
+  std::array<Units, kMaxGpus> candidate_free_;
+};
 
 }  // namespace gpushare::core

@@ -4,6 +4,7 @@
 
 #include <optional>
 
+#include "gpushare/core/fragmentation.h"
 #include "gpushare/core/placement_policy.h"
 #include "gpushare/core/workload.h"
 
@@ -22,15 +23,27 @@ class FgdPolicy final : public PlacementPolicy {
   // as the paper's simulator (integer scores: nearby nodes tie). A sharing pod takes the GPU
   // with the best score (lowest index on a tie); others take the lowest-index free GPUs.
   std::optional<Placement> place(const NodeState& node, const PodDemand& pod) const override;
+  // place()->score without choosing the GPU: only the candidates that can score best are
+  // evaluated exactly (see NodeFragmentation::minimum_candidates).
+  std::optional<double> score(const NodeState& node, const PodDemand& pod) const override;
   void observe(const PodDemand& pod) override;
   std::uint64_t state_version() const override;
   std::string describe_state() const override;
 
   const TargetWorkload& target() const;
 
+  // The straightforward computation (FreeResources per candidate), which place() and score()
+  // reproduce exactly; used for nodes beyond NodeFragmentation's capacities, and by tests.
+  std::optional<Placement> reference_place(const NodeState& node, const PodDemand& pod) const;
+
  private:
+  // place() on a prepared node (the pod fits).
+  Placement place_with(const NodeFragmentation& fragmentation, const NodeState& node,
+                       const PodDemand& pod) const;
+
   std::optional<WorkloadHistogram> learned_;
   TargetWorkload fixed_;
+  CompiledWorkload compiled_;  // target(), rebuilt whenever it changes
 };
 
 }  // namespace gpushare::core

@@ -43,6 +43,9 @@ class FgdPlusPolicy final : public PlacementPolicy {
 
   std::string_view name() const override { return "fgd-plus"; }
   std::optional<Placement> place(const NodeState& node, const PodDemand& pod) const override;
+  // place()->score without choosing the GPU: only the candidates that can score best are
+  // evaluated exactly (see NodeFragmentation::minimum_candidates).
+  std::optional<double> score(const NodeState& node, const PodDemand& pod) const override;
   void observe(const PodDemand& pod) override;
   std::uint64_t state_version() const override;
   std::string describe_state() const override;
@@ -53,8 +56,20 @@ class FgdPlusPolicy final : public PlacementPolicy {
   // M(n) above.
   double measure(const FreeResources& node) const;
 
+  // The straightforward computation (FreeResources and M(n) per candidate), which place() and
+  // score() reproduce exactly; used for nodes beyond NodeFragmentation's capacities, and by tests.
+  std::optional<Placement> reference_place(const NodeState& node, const PodDemand& pod) const;
+
  private:
+  // place() on a prepared node (the pod fits); with `score_only`, only the score, into it.
+  Placement place_with(const NodeFragmentation& fragmentation, const NodeState& node,
+                       const PodDemand& pod, double* score_only) const;
   void update_ratios();
+  // S(n) of a node with `idle` GPU memory, `cpu_free` and `memory_free` left.
+  double stranded_gpu(Units idle, std::int64_t cpu_free, std::int64_t memory_free) const;
+  // M(n) from F(n) and what S(n) reads.
+  double measure(double fragmentation, Units idle, std::int64_t cpu_free,
+                 std::int64_t memory_free) const;
 
   std::optional<WorkloadHistogram> learned_;
   TargetWorkload fixed_;
@@ -62,6 +77,7 @@ class FgdPlusPolicy final : public PlacementPolicy {
   // The workload's CPU (milli) and memory per unit of GPU memory; 0 = unknown, term dropped.
   double cpu_per_gpu_unit_ = 0;
   double memory_per_gpu_unit_ = 0;
+  CompiledWorkload compiled_;  // target(), rebuilt whenever it changes
 };
 
 }  // namespace gpushare::core

@@ -1,0 +1,300 @@
+// fgd and fgd-plus score and place through NodeFragmentation (grouped shapes, per-candidate
+// updates, pruned candidates). These tests hold them to the straightforward computation
+// (reference_place: FreeResources and fragmentation() per candidate) on random nodes, pods and
+// targets: the same GPUs and bit-identical scores.
+#include <gtest/gtest.h>
+
+#include <bit>
+#include <cstdint>
+#include <random>
+#include <string>
+#include <vector>
+
+#include "gpushare/core/fit.h"
+#include "gpushare/core/fragmentation.h"
+#include "gpushare/core/policies/fgd.h"
+#include "gpushare/core/policies/fgd_plus.h"
+
+namespace gpushare::core {
+namespace {
+
+const std::vector<std::string> kModels = {"A100", "V100", "T4"};
+
+class Random {
+ public:
+  explicit Random(std::uint64_t seed) : rng_(seed) {}
+  std::int64_t between(std::int64_t lo, std::int64_t hi) {
+    return std::uniform_int_distribution<std::int64_t>(lo, hi)(rng_);
+  }
+  bool chance(double p) { return std::bernoulli_distribution(p)(rng_); }
+  double weight() { return std::uniform_real_distribution<double>(0.001, 1.0)(rng_); }
+  template <class T>
+  const T& pick(const std::vector<T>& v) {
+    return v[static_cast<std::size_t>(between(0, static_cast<std::int64_t>(v.size()) - 1))];
+  }
+  std::vector<std::string> models() {
+    std::vector<std::string> models;
+    for (const auto& m : kModels) {
+      if (chance(0.4)) models.push_back(m);
+    }
+    return models;
+  }
+
+ private:
+  std::mt19937_64 rng_;
+};
+
+// GPU memory per GPU: small and odd values make ties and exact fits common; the last is beyond
+// the 32-bit arithmetic NodeFragmentation uses when it can.
+const std::vector<Units> kCapacities = {1000, 32, 12, 7, 1, 3'000'000'019};
+
+NodeState random_node(Random& r) {
+  NodeSpec spec;
+  spec.name = "n";
+  spec.gpu_count = static_cast<int>(r.chance(0.05) ? r.between(17, 20) : r.between(0, 10));
+  spec.memory_per_gpu = r.chance(0.02) ? 0 : r.pick(kCapacities);
+  if (r.chance(0.7)) {  // CPU and memory tracked
+    spec.cpu_milli = r.between(1, 64) * 1000;
+    spec.memory = r.between(1, 256) * 1024;
+  } else if (r.chance(0.3)) {
+    spec.cpu_milli = r.between(1, 64) * 1000;  // CPU only
+  }
+  spec.gpu_model = r.chance(0.2) ? std::string() : r.pick(kModels);
+  NodeState node(spec);
+  const Units capacity = spec.memory_per_gpu;
+  for (int i = 0; i < node.gpu_count(); ++i) {
+    const double p = r.weight();
+    if (p < 0.3) continue;  // wholly free
+    if (p < 0.45) {
+      node.add_usage(i, capacity);  // full
+    } else {
+      // Few distinct amounts, so that GPUs often tie.
+      node.add_usage(i, capacity <= 1 ? 1 : r.between(1, capacity - 1) / 2 * 2);
+    }
+  }
+  if (r.chance(0.1)) node.add_usage(-1, r.between(1, std::max<Units>(1, capacity)));
+  std::vector<int> unhealthy;
+  for (int i = 0; i < node.gpu_count(); ++i) {
+    if (r.chance(0.1)) unhealthy.push_back(i);
+  }
+  if (!unhealthy.empty()) node.set_unhealthy(unhealthy);
+  if (spec.cpu_milli > 0 || spec.memory > 0) {
+    node.add_cpu_mem(r.between(0, spec.cpu_milli), r.between(0, std::max<std::int64_t>(spec.memory, 0)));
+  }
+  return node;
+}
+
+WorkloadShape random_shape(Random& r, Units capacity) {
+  WorkloadShape shape;
+  const double kind = r.weight();
+  if (kind < 0.15) {
+    // wants no GPU
+  } else if (kind < 0.3) {
+    shape.relative = true;
+    shape.per_gpu = r.pick(std::vector<Units>{250, 500, 750, 1000, 333});
+    shape.gpu_count = 1;
+  } else {
+    shape.per_gpu = r.between(1, std::max<Units>(1, capacity + 1));
+    shape.gpu_count = r.chance(0.2) ? static_cast<int>(r.between(2, 4)) : 1;
+  }
+  shape.cpu_milli = r.chance(0.3) ? 0 : r.between(1, 16) * 500;
+  shape.memory = r.chance(0.5) ? 0 : r.between(1, 64) * 1024;
+  if (r.chance(0.15)) {
+    shape.allowed_models = r.models();
+    std::sort(shape.allowed_models.begin(), shape.allowed_models.end());
+  }
+  return shape;
+}
+
+TargetWorkload random_target(Random& r) {
+  const Units capacity = r.pick(kCapacities);
+  const auto count = r.chance(0.1) ? r.between(0, 2) : r.between(1, r.chance(0.3) ? 140 : 40);
+  TargetWorkload target;
+  for (std::int64_t j = 0; j < count; ++j) {
+    // Repeated weights make ties between candidates more likely.
+    const double weight = r.chance(0.3) ? 1.0 / static_cast<double>(count) : r.weight();
+    target.push_back({random_shape(r, capacity), weight});
+  }
+  return target;
+}
+
+PodDemand random_pod(Random& r, Units capacity) {
+  PodDemand pod;
+  const double kind = r.weight();
+  if (kind < 0.25) {
+    pod.per_gpu = 0;  // wants no GPU; gpu_count 1 as PodInfo::demand() leaves it, or 0
+    if (r.chance(0.5)) pod.gpu_count = 0;
+  } else if (kind < 0.4) {
+    pod.per_gpu = r.chance(0.5) ? capacity : r.between(1, std::max<Units>(1, capacity));
+    pod.gpu_count = static_cast<int>(r.between(2, 4));
+  } else {
+    pod.per_gpu = r.between(1, std::max<Units>(1, capacity + 1));
+  }
+  pod.cpu_milli = r.chance(0.3) ? 0 : r.between(1, 16) * 500;
+  pod.memory = r.chance(0.5) ? 0 : r.between(1, 64) * 1024;
+  if (r.chance(0.1)) pod.allowed_models = r.models();
+  return pod;
+}
+
+std::uint64_t bits(double value) { return std::bit_cast<std::uint64_t>(value); }
+
+template <class Policy>
+void expect_same_as_reference(const Policy& policy, const NodeState& node, const PodDemand& pod,
+                              int& compared) {
+  const std::optional<Placement> reference = policy.reference_place(node, pod);
+  const std::optional<Placement> placed = policy.place(node, pod);
+  const std::optional<double> scored = policy.score(node, pod);
+  ASSERT_EQ(placed.has_value(), reference.has_value());
+  ASSERT_EQ(scored.has_value(), reference.has_value());
+  if (!reference) return;
+  ++compared;
+  ASSERT_EQ(placed->gpus, reference->gpus);
+  ASSERT_EQ(bits(placed->score), bits(reference->score)) << placed->score << " vs " << reference->score;
+  ASSERT_EQ(bits(*scored), bits(reference->score)) << *scored << " vs " << reference->score;
+}
+
+// The fragmentation sum itself: F(node) bit for bit.
+void expect_same_fragmentation(const TargetWorkload& target, const CompiledWorkload& compiled,
+                               const NodeState& node, const PodDemand& pod) {
+  NodeFragmentation fast;
+  if (!fast.prepare(compiled, node, pod)) return;
+  const FreeResources before = FreeResources::of(node);
+  ASSERT_EQ(bits(fast.before()), bits(fragmentation(before, target)));
+  FreeResources after = before;
+  after.take(pod, {});
+  for (int k = 0; k < fast.candidates(); ++k) {
+    const auto gpu = static_cast<std::size_t>(fast.candidate_gpu(k));
+    const Units free = after.gpu_free[gpu];
+    after.gpu_free[gpu] = free - pod.per_gpu;
+    ASSERT_EQ(bits(fast.candidate_after(k)), bits(fragmentation(after, target)));
+    after.gpu_free[gpu] = free;
+  }
+}
+
+TEST(FgdFastPath, MatchesTheReferenceOnRandomNodesPodsAndTargets) {
+  Random r(20261124);
+  int compared_fgd = 0;
+  int compared_plus = 0;
+  for (int t = 0; t < 400; ++t) {
+    const TargetWorkload target = random_target(r);
+    const FgdPolicy fgd(target);
+    FgdPlusPolicy::Options options;
+    if (r.chance(0.2)) options.balance_weight = 0;
+    if (r.chance(0.2)) options.pack_weight = 0;
+    if (r.chance(0.2)) options.balance_weight = r.weight() * 3;
+    const FgdPlusPolicy plus(target, options);
+    const CompiledWorkload compiled(target);
+    for (int n = 0; n < 30; ++n) {
+      const NodeState node = random_node(r);
+      for (int p = 0; p < 6; ++p) {
+        const PodDemand pod = random_pod(r, node.spec().memory_per_gpu);
+        expect_same_as_reference(fgd, node, pod, compared_fgd);
+        expect_same_as_reference(plus, node, pod, compared_plus);
+        expect_same_fragmentation(target, compiled, node, pod);
+        if (HasFatalFailure()) {
+          ADD_FAILURE() << "target " << t << " node " << n << " pod " << p;
+          return;
+        }
+      }
+    }
+  }
+  // Most cases place the pod (the comparisons are not vacuous).
+  RecordProperty("placed_fgd", compared_fgd);
+  RecordProperty("placed_fgd_plus", compared_plus);
+  EXPECT_GT(compared_fgd, 20000);
+  EXPECT_GT(compared_plus, 20000);
+}
+
+// Weights in tenths and small GPUs: candidates often leave mathematically equal F(after) whose
+// sums, in the target's order, still differ in the last bits (and differ from the grouped
+// approximation's). Pruning must keep every candidate that can be the smallest after rounding.
+TEST(FgdFastPath, MatchesTheReferenceWhenCandidatesNearlyTie) {
+  Random r(7);
+  int compared_fgd = 0;
+  int compared_plus = 0;
+  for (int t = 0; t < 300; ++t) {
+    TargetWorkload target;
+    const auto shapes = r.between(2, 40);
+    const auto needs = r.between(1, 6);
+    for (std::int64_t j = 0; j < shapes; ++j) {
+      WorkloadShape shape;
+      shape.per_gpu = r.between(1, needs) * 2;
+      shape.gpu_count = r.chance(0.1) ? 2 : 1;
+      shape.cpu_milli = r.chance(0.7) ? 0 : r.between(1, 8) * 1000;
+      target.push_back({shape, r.pick(std::vector<double>{0.1, 0.2, 0.3, 0.6, 0.7, 0.9})});
+    }
+    const FgdPolicy fgd(target);
+    const FgdPlusPolicy plus(target);
+    for (int n = 0; n < 40; ++n) {
+      NodeSpec spec;
+      spec.name = "n";
+      spec.gpu_count = static_cast<int>(r.between(2, 16));
+      spec.memory_per_gpu = 12;
+      spec.cpu_milli = r.chance(0.5) ? 16000 : 0;
+      NodeState node(spec);
+      for (int i = 0; i < node.gpu_count(); ++i) node.add_usage(i, r.between(0, 11));
+      if (spec.cpu_milli > 0) node.add_cpu_mem(r.between(0, 16000), 0);
+      for (Units per_gpu = 1; per_gpu <= 12; ++per_gpu) {
+        PodDemand pod;
+        pod.per_gpu = per_gpu;
+        pod.cpu_milli = r.chance(0.5) ? 0 : 1000;
+        expect_same_as_reference(fgd, node, pod, compared_fgd);
+        expect_same_as_reference(plus, node, pod, compared_plus);
+        if (HasFatalFailure()) return;
+      }
+    }
+  }
+  RecordProperty("placed_fgd", compared_fgd);
+  RecordProperty("placed_fgd_plus", compared_plus);
+  EXPECT_GT(compared_fgd, 20000);
+  EXPECT_GT(compared_plus, 20000);
+}
+
+// The online policies rebuild their compiled target whenever the learned one changes.
+TEST(FgdFastPath, FollowsTheLearnedTarget) {
+  Random r(99);
+  FgdPolicy fgd;
+  FgdPlusPolicy plus;
+  int compared_fgd = 0;
+  int compared_plus = 0;
+  std::vector<NodeState> nodes;
+  for (int n = 0; n < 40; ++n) nodes.push_back(random_node(r));
+  for (int step = 0; step < 600; ++step) {
+    PodDemand observed = random_pod(r, 1000);
+    observed.allowed_models.clear();
+    fgd.observe(observed);
+    plus.observe(observed);
+    if (step % 20 != 0) continue;
+    for (const auto& node : nodes) {
+      const PodDemand pod = random_pod(r, node.spec().memory_per_gpu);
+      expect_same_as_reference(fgd, node, pod, compared_fgd);
+      expect_same_as_reference(plus, node, pod, compared_plus);
+      if (HasFatalFailure()) return;
+    }
+  }
+  EXPECT_GT(compared_fgd, 200);
+  EXPECT_GT(compared_plus, 200);
+}
+
+TEST(FgdFastPath, NodesBeyondItsCapacityUseTheReference) {
+  NodeSpec spec;
+  spec.name = "big";
+  spec.gpu_count = NodeFragmentation::kMaxGpus + 1;
+  spec.memory_per_gpu = 100;
+  NodeState node(spec);
+  node.add_usage(3, 40);
+  PodDemand pod;
+  pod.per_gpu = 30;
+  const FgdPlusPolicy plus;
+  NodeFragmentation fast;
+  EXPECT_FALSE(fast.prepare(CompiledWorkload(plus.target()), node, pod));
+  const auto placed = plus.place(node, pod);
+  const auto reference = plus.reference_place(node, pod);
+  ASSERT_TRUE(placed && reference);
+  EXPECT_EQ(placed->gpus, reference->gpus);
+  EXPECT_EQ(bits(placed->score), bits(reference->score));
+  EXPECT_EQ(bits(*plus.score(node, pod)), bits(reference->score));
+}
+
+}  // namespace
+}  // namespace gpushare::core
