@@ -70,6 +70,7 @@ void Reflector::note_progress() {
   const auto now = std::chrono::duration_cast<std::chrono::nanoseconds>(
       std::chrono::system_clock::now().time_since_epoch());
   last_progress_ns_.store(now.count(), std::memory_order_release);
+  failing_since_ns_.store(0, std::memory_order_release);
 }
 
 void Reflector::set_resource_version(std::string rv) {
@@ -94,6 +95,11 @@ std::chrono::seconds Reflector::pick_watch_timeout() {
 
 bool Reflector::back_off(std::stop_token stop) {
   const auto delay = backoff_.next_delay();
+  // Every failure backs off: the first one since the last progress starts the failing clock.
+  std::int64_t not_failing = 0;
+  const auto now = std::chrono::duration_cast<std::chrono::nanoseconds>(
+      std::chrono::system_clock::now().time_since_epoch());
+  failing_since_ns_.compare_exchange_strong(not_failing, now.count(), std::memory_order_acq_rel);
   {
     std::lock_guard lock(state_mutex_);
     ++counters_.errors;

@@ -205,22 +205,6 @@ std::vector<const PodAllocation*> ClusterModel::pods_on(std::string_view node) c
   return result;
 }
 
-bool ClusterModel::confirm(std::string_view uid) {
-  auto it = pods_.find(uid);
-  if (it == pods_.end()) return false;
-  it->second.assumed = false;
-  return true;
-}
-
-std::vector<std::string> ClusterModel::expire_assumed(std::int64_t deadline_ns) {
-  std::vector<std::string> expired;
-  for (const auto& [uid, pod] : pods_) {
-    if (pod.assumed && pod.assume_time_ns < deadline_ns) expired.push_back(uid);
-  }
-  for (const auto& uid : expired) remove_pod(uid);
-  return expired;
-}
-
 std::size_t ClusterModel::assumed_count() const {
   return static_cast<std::size_t>(
       std::count_if(pods_.begin(), pods_.end(), [](const auto& entry) { return entry.second.assumed; }));

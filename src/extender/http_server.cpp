@@ -287,7 +287,9 @@ void HttpServer::install_routes() {
     if (options_.before_scrape) options_.before_scrape(metrics_);
     // Copy the model's gauges under the shared lock; format after releasing it.
     const ModelGauges gauges = store_.read(
-        [](const core::ClusterModel& model, const core::PlacementPolicy&) { return model_gauges(model); });
+        [](const core::ClusterModel& model, const core::PlacementPolicy&, const core::ReservationLedger& ledger) {
+          return model_gauges(model, ledger);
+        });
     res.set_content(metrics_.render(&gauges), "text/plain; version=0.0.4");
   });
 

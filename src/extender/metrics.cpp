@@ -59,6 +59,22 @@ void Metrics::count_watch_restart(std::string_view resource) {
   increment(watch_restarts_, {std::string(resource)});
 }
 void Metrics::count_relist(std::string_view resource) { increment(relists_, {std::string(resource)}); }
+void Metrics::count_reservation_end(core::ReservationOutcome outcome, std::string_view evidence) {
+  if (outcome == core::ReservationOutcome::kConfirmed) increment(reservations_ended_, {"confirmed", std::string(evidence)});
+  if (outcome == core::ReservationOutcome::kReleased) increment(reservations_ended_, {"released", std::string(evidence)});
+}
+void Metrics::set_sync_failing(std::string_view resource, std::int64_t seconds) {
+  std::lock_guard lock(mutex_);
+  sync_failing_.insert_or_assign(std::string(resource), seconds);
+}
+
+ModelGauges model_gauges(const core::ClusterModel& model, const core::ReservationLedger& ledger) {
+  ModelGauges gauges = model_gauges(model);
+  gauges.reservations_binding = ledger.count(core::ReservationState::kBinding);
+  gauges.reservations_accepted = ledger.count(core::ReservationState::kAccepted);
+  gauges.reservations_unresolved = ledger.count(core::ReservationState::kUnresolved);
+  return gauges;
+}
 
 ModelGauges model_gauges(const core::ClusterModel& model) {
   ModelGauges gauges;
@@ -132,6 +148,12 @@ void render_model(std::string& out, const ModelGauges& model) {
   family(out, "gpushare_assumed_pods", "gauge",
          "Pods bound by the extender that the API server has not yet shown bound.");
   out += fmt::format("gpushare_assumed_pods {}\n", model.assumed_pods);
+  family(out, "gpushare_reservations", "gauge",
+         "Bind reservations by state: binding (call in flight), accepted (waiting to see the pod bound), "
+         "unresolved (the call had no answer; the pod is being read back).");
+  out += fmt::format("gpushare_reservations{{state=\"binding\"}} {}\ngpushare_reservations{{state=\"accepted\"}} {}\n"
+                     "gpushare_reservations{{state=\"unresolved\"}} {}\n",
+                     model.reservations_binding, model.reservations_accepted, model.reservations_unresolved);
 
   family(out, "gpushare_cluster_gpu_memory_capacity", "gauge",
          fmt::format("GPU memory of all GPU nodes, {}.", kUnitNote));
@@ -217,6 +239,16 @@ std::string Metrics::render(const ModelGauges* model) const {
     counter(watch_restarts_, "gpushare_watch_restarts_total", "API-server watches restarted.",
             {"resource"});
     counter(relists_, "gpushare_relists_total", "Full relists from the API server.", {"resource"});
+    counter(reservations_ended_, "gpushare_reservations_ended_total",
+            "Bind reservations ended, by outcome (confirmed, released) and the evidence that ended them.",
+            {"outcome", "evidence"});
+    if (!sync_failing_.empty()) {
+      family(out, "gpushare_sync_failing_seconds", "gauge",
+             "Seconds the list/watch of a resource has been failing without a success (0: in step).");
+      for (const auto& [resource, seconds] : sync_failing_) {
+        out += fmt::format("gpushare_sync_failing_seconds{{resource=\"{}\"}} {}\n", escape_label(resource), seconds);
+      }
+    }
   }
   family(out, "gpushare_last_sync_timestamp_seconds", "gauge",
          "Unix time of the last complete sync with the API server (0: none yet, or standalone).");

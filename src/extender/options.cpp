@@ -164,10 +164,18 @@ ParsedOptions parse_options(const std::vector<std::string>& raw_args,
       ->capture_default_str();
   app.add_option("--http-threads", o.http_threads, "Most HTTP connections served at once; each open (kept-alive) connection holds a thread (0 = 512)")
       ->check(CLI::Range(0, 4096));
-  app.add_option("--assume-ttl-seconds", o.assume_ttl_seconds,
-                 "drop a bind's reservation if the API server never shows the pod bound")
+  app.add_option("--reservation-check-seconds", o.reservation_check_seconds,
+                 "live mode: read a bound pod back if the watch has not shown it bound after this long "
+                 "(a reservation ends only when the API server shows the pod bound, pending or gone)")
+      ->check(CLI::Range(1, 3600))
+      ->capture_default_str();
+  app.add_option("--sync-stale-seconds", o.sync_stale_seconds,
+                 "live mode: /readyz reports not ready while a list/watch has been failing this long")
       ->check(CLI::Range(1, 86400))
       ->capture_default_str();
+  app.add_option("--assume-ttl-seconds", o.assume_ttl_seconds,
+                 "deprecated, ignored: reservations no longer expire by time (see --reservation-check-seconds)")
+      ->check(CLI::Range(1, 86400));
 
   app.add_flag("--leader-elect", o.leader_elect,
                "live mode: run several replicas; only the one holding the Lease binds (and is ready)");

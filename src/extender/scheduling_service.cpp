@@ -10,6 +10,7 @@
 #include <spdlog/spdlog.h>
 
 #include "gpushare/core/fit.h"
+#include "gpushare/extender/read_back.h"
 
 namespace gpushare::extender {
 namespace {
@@ -299,6 +300,16 @@ BindReply SchedulingService::bind(const BindingArgs& args) {
   }
 
   const core::PodDemand demand = pod.demand();
+  // A retry for a pod whose last bind had no answer is judged on the truth: read it back first.
+  const std::optional<std::int64_t> unresolved =
+      store_.read([&](const core::ClusterModel&, const core::PlacementPolicy&, const core::ReservationLedger& ledger) {
+        const core::Reservation* held = ledger.find(pod.uid);
+        return held != nullptr && held->state == core::ReservationState::kUnresolved
+                   ? std::optional<std::int64_t>(held->reserved_ns)
+                   : std::nullopt;
+      });
+  if (unresolved) settle_by_read_back(pod.namespace_name, pod.name, pod.uid, *unresolved);
+
   const std::int64_t assume_time = config_.now_ns();
   int gpu = -1;
   core::Units device_memory = 0;
@@ -306,7 +317,7 @@ BindReply SchedulingService::bind(const BindingArgs& args) {
     // Choose and reserve in one critical section: the next filter or bind sees the reservation.
     std::string error;
     std::string outcome;
-    store_.write([&](core::ClusterModel& model, core::PlacementPolicy& policy) {
+    store_.write([&](core::ClusterModel& model, core::PlacementPolicy& policy, core::ReservationLedger& ledger) {
       const core::NodeState* node = model.find_node(args.node);
       if (node == nullptr) {
         outcome = "unknown_node";
@@ -314,9 +325,12 @@ BindReply SchedulingService::bind(const BindingArgs& args) {
         return;
       }
       if (const core::PodAllocation* existing = model.find_pod(pod.uid)) {
+        const core::Reservation* reservation = ledger.find(pod.uid);
         outcome = "already_allocated";
-        error = fmt::format("pod {} already holds {} on node {}{}", key, existing->total(),
-                            existing->node, existing->assumed ? " (bind in progress)" : "");
+        error = fmt::format("pod {} already holds {} on node {}{}", key, existing->total(), existing->node,
+                            reservation == nullptr
+                                ? ""
+                                : fmt::format(" (reservation {})", core::to_string(reservation->state)));
         return;
       }
       std::optional<core::Placement> placement = policy.place(*node, demand);
@@ -338,9 +352,7 @@ BindReply SchedulingService::bind(const BindingArgs& args) {
       allocation.per_gpu = demand.per_gpu;
       allocation.cpu_milli = demand.cpu_milli;
       allocation.memory = demand.memory;
-      allocation.assumed = true;
-      allocation.assume_time_ns = assume_time;
-      model.add_pod(std::move(allocation));
+      ledger.reserve(model, std::move(allocation), assume_time);
       policy.observe(demand);
     });
     if (!error.empty()) return fail(outcome, error);
@@ -353,24 +365,67 @@ BindReply SchedulingService::bind(const BindingArgs& args) {
   const BindOutcome outcome = binder_.bind(pod, args.node, annotations);
   const double millis = static_cast<double>(config_.now_ns() - assume_time) / 1e6;
 
-  if (!outcome.ok) {
-    if (demand.wants_gpu() && !outcome.outcome_unknown) {
-      // Release our reservation, but only if it is still ours (a watch may have replaced it).
-      store_.write([&](core::ClusterModel& model, core::PlacementPolicy&) {
-        const core::PodAllocation* held = model.find_pod(pod.uid);
-        if (held && held->assumed && held->assume_time_ns == assume_time) model.remove_pod(pod.uid);
-      });
+  if (!outcome.ok && demand.wants_gpu() && outcome.outcome_unknown) {
+    // No answer: the bind may or may not have landed. Read the pod back now instead of holding
+    // the memory until some later event says.
+    store_.write([&](core::ClusterModel& model, core::PlacementPolicy&, core::ReservationLedger& ledger) {
+      ledger.bind_unknown(model, pod.uid, assume_time, config_.now_ns());
+    });
+    const core::ReservationOutcome settled = settle_by_read_back(pod.namespace_name, pod.name, pod.uid, assume_time);
+    if (settled == core::ReservationOutcome::kConfirmed) {
+      const std::optional<int> bound_gpu =
+          store_.read([&](const core::ClusterModel& model, const core::PlacementPolicy&) -> std::optional<int> {
+            const core::PodAllocation* held = model.find_pod(pod.uid);
+            if (held == nullptr || held->node != args.node) return std::nullopt;
+            return held->gpus.empty() ? -1 : held->gpus.front();
+          });
+      if (bound_gpu) {
+        spdlog::info("bound pod {} to node {} gpu {}: the bind call had no answer ({}), the pod read back is bound",
+                     key, args.node, *bound_gpu, outcome.error);
+        metrics_.count_bind("success");
+        return BindReply{"", *bound_gpu, "success"};
+      }
     }
+    if (settled == core::ReservationOutcome::kReleased) {
+      return fail("api_error", fmt::format("binding pod {} to node {}: {}; the pod read back is not bound, so "
+                                           "its reservation is released",
+                                           key, args.node, outcome.error));
+    }
+  } else if (!outcome.ok && demand.wants_gpu()) {
+    const core::ReservationOutcome released =
+        store_.write([&](core::ClusterModel& model, core::PlacementPolicy&, core::ReservationLedger& ledger) {
+          return ledger.bind_rejected(model, pod.uid, assume_time);
+        });
+    metrics_.count_reservation_end(released, "bind_call");
+  }
+  if (!outcome.ok) {
     return fail(outcome.outcome_unknown ? "api_unknown" : "api_error",
                 fmt::format("binding pod {} to node {}: {}", key, args.node, outcome.error));
   }
-  if (demand.wants_gpu() && !binder_.confirms_asynchronously()) {
-    store_.write([&](core::ClusterModel& model, core::PlacementPolicy&) { model.confirm(pod.uid); });
+  if (demand.wants_gpu()) {
+    const core::ReservationOutcome confirmed =
+        store_.write([&](core::ClusterModel& model, core::PlacementPolicy&, core::ReservationLedger& ledger) {
+          return binder_.confirms_asynchronously() ? ledger.bind_accepted(model, pod.uid, assume_time, config_.now_ns())
+                                                   : ledger.bind_final(model, pod.uid, assume_time);
+        });
+    metrics_.count_reservation_end(confirmed, "bind_call");
   }
   spdlog::info("bound pod {} to node {} gpu {} request {} {} in {:.2f} ms", key, args.node, gpu,
                demand.per_gpu, config_.names.memory, millis);
   metrics_.count_bind("success");
   return BindReply{"", gpu, "success"};
+}
+
+core::ReservationOutcome SchedulingService::settle_by_read_back(std::string_view namespace_name, std::string_view name,
+                                                                std::string_view uid, std::int64_t token) {
+  const PodBinder::ReadBack read = binder_.read_back(namespace_name, name);
+  const Settlement settled =
+      store_.write([&](core::ClusterModel& model, core::PlacementPolicy&, core::ReservationLedger& ledger) {
+        return apply_read_back(model, ledger, read, uid, token, config_.now_ns());
+      });
+  log_settlement(settled);
+  metrics_.count_reservation_end(settled.outcome, "read_back");
+  return settled.outcome;
 }
 
 std::map<std::string, MetaVictims> SchedulingService::preempt(const PreemptionArgs& args) const {

@@ -140,6 +140,20 @@ std::optional<core::PodAllocation> allocation_of(const PodInfo& pod) {
   return allocation;
 }
 
+core::PodEvidence evidence_of(const PodInfo& pod, std::string_view uid) {
+  core::PodEvidence evidence;
+  evidence.uid = uid.empty() ? pod.uid : std::string(uid);
+  if (pod.uid != evidence.uid || pod.finished()) {
+    evidence.kind = core::PodEvidence::Kind::kGone;
+  } else if (auto allocation = allocation_of(pod)) {
+    evidence.kind = core::PodEvidence::Kind::kBound;
+    evidence.bound = std::move(allocation);
+  } else {
+    evidence.kind = core::PodEvidence::Kind::kPending;
+  }
+  return evidence;
+}
+
 std::map<std::string, std::string> bind_annotations(int gpu, core::Units pod_request,
                                                     core::Units device_memory,
                                                     std::int64_t assume_time_ns) {

@@ -46,23 +46,13 @@ ApiPodBinder::ApiPodBinder(apiclient::ApiClient& client, const ClusterSync& sync
 std::optional<kube::PodInfo> ApiPodBinder::find_pod(std::string_view namespace_name,
                                                     std::string_view name) {
   if (auto cached = sync_.cached_pod(namespace_name, name)) return cached;
-  apiclient::RequestOptions options;
-  options.timeout = timeout_;
-  auto result = client_.get(fmt::format("/api/v1/namespaces/{}/pods/{}", namespace_name, name), options);
-  if (!result) {
-    if (!result.error().is_not_found()) {
-      spdlog::warn("reading pod {}/{}: {}", namespace_name, name, result.error().describe());
-    }
-    return std::nullopt;
-  }
-  try {
-    // With the configured names: default ones would read a pod of a custom resource as asking
-    // for no GPU memory, and bind it without a GPU.
-    return kube::parse_pod(result.value(), sync_.names());
-  } catch (const std::exception& e) {
-    spdlog::warn("pod {}/{} from the API server is unusable: {}", namespace_name, name, e.what());
-    return std::nullopt;
-  }
+  ReadBack read = sync_.read_back(namespace_name, name);
+  if (read.result == ReadBack::Result::kFailed) spdlog::warn("reading pod {}/{}: {}", namespace_name, name, read.error);
+  return std::move(read.pod);
+}
+
+extender::PodBinder::ReadBack ApiPodBinder::read_back(std::string_view namespace_name, std::string_view name) {
+  return sync_.read_back(namespace_name, name);
 }
 
 BindOutcome ApiPodBinder::bind(const kube::PodInfo& pod, std::string_view node,

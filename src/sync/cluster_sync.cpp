@@ -3,6 +3,7 @@
 #include <fmt/format.h>
 #include <spdlog/spdlog.h>
 
+#include "gpushare/extender/read_back.h"
 #include "gpushare/kube/claim_check.h"
 #include "gpushare/kube/node_info.h"
 
@@ -13,23 +14,32 @@ using apiclient::WatchEventType;
 
 namespace {
 
-// Applies what the API server says about one pod to the model. The watch is the truth for
-// bound pods (this also confirms our own assumed binds, and replaces an assumption with what
-// really happened after a time-out); a pod the watch still shows pending keeps a reservation
-// made by a bind in flight. A claim out of range adds a warning naming the pod to `warnings`
-// (logged by the caller once the model's lock is released).
-void apply_pod(core::ClusterModel& model, const kube::PodInfo& pod, std::vector<std::string>& warnings) {
-  if (auto allocation = kube::allocation_of(pod)) {
-    if (std::string warning = kube::claim_warning(model, pod, *allocation); !warning.empty()) {
+// Applies what the API server says about one pod to the model, through the reservation
+// ledger: a bound pod confirms our own reservation (or replaces it with what really happened),
+// a pod the watch still shows pending keeps a reservation made by a bind in flight, a finished
+// one leaves. A claim out of range adds a warning naming the pod to `warnings` (logged by the
+// caller once the model's lock is released).
+core::ReservationOutcome apply_pod(core::ClusterModel& model, core::ReservationLedger& ledger,
+                                   const kube::PodInfo& pod, core::EvidenceSource source,
+                                   std::vector<std::string>& warnings) {
+  core::PodEvidence evidence = kube::evidence_of(pod);
+  if (evidence.bound) {
+    if (std::string warning = kube::claim_warning(model, pod, *evidence.bound); !warning.empty()) {
       warnings.push_back(std::move(warning));
     }
-    model.add_pod(std::move(*allocation));
-    return;
+  } else if (model.find_pod(pod.uid) == nullptr) {
+    return core::ReservationOutcome::kNone;  // nothing held, nothing to change
   }
-  const core::PodAllocation* held = model.find_pod(pod.uid);
-  if (held == nullptr) return;
-  if (held->assumed && pod.node_name.empty() && !pod.finished()) return;
-  model.remove_pod(pod.uid);
+  return ledger.observe(model, evidence, source);
+}
+
+std::string_view evidence_label(core::EvidenceSource source) {
+  switch (source) {
+    case core::EvidenceSource::kWatch: return "watch";
+    case core::EvidenceSource::kList: return "list";
+    case core::EvidenceSource::kReadBack: return "read_back";
+  }
+  return "unknown";
 }
 
 }  // namespace
@@ -117,26 +127,32 @@ class ClusterSync::PodHandler final : public apiclient::ReflectorHandler {
     staged_.clear();
     std::set<std::string, std::less<>> listed;
     for (const auto& pod : pods) listed.insert(pod.uid);
-    // Pods we saw before that this list no longer has were deleted while the watch was down.
-    std::set<std::string, std::less<>> deleted;
-    {
-      std::lock_guard lock(owner_.pods_mutex_);
-      for (const auto& [key, pod] : owner_.pods_) {
-        if (!listed.contains(pod.uid)) deleted.insert(pod.uid);
-      }
-    }
     std::vector<std::string> warnings;
-    owner_.store_.write([&](core::ClusterModel& model, core::PlacementPolicy&) {
-      for (const auto& pod : pods) apply_pod(model, pod, warnings);
-      // Pods the model holds that the API server no longer has. A reservation of a bind in
-      // flight stays until it is confirmed or expires (a list may be older than our bind),
-      // unless the pod is known to be deleted.
+    std::size_t confirmed = 0;
+    const std::int64_t now = owner_.options_.now_ns();
+    owner_.store_.write([&](core::ClusterModel& model, core::PlacementPolicy&, core::ReservationLedger& ledger) {
+      for (const auto& pod : pods) {
+        if (apply_pod(model, ledger, pod, core::EvidenceSource::kList, warnings) ==
+            core::ReservationOutcome::kConfirmed) {
+          ++confirmed;
+        }
+      }
+      // Pods the model holds that the API server no longer has. A reservation is not dropped
+      // for that: the list may be older than our bind. Its pod is read back instead.
       std::vector<std::string> vanished;
       for (const auto& [uid, allocation] : model.pods()) {
-        if (!listed.contains(uid) && (!allocation.assumed || deleted.contains(uid))) vanished.push_back(uid);
+        if (listed.contains(uid)) continue;
+        if (ledger.find(uid) != nullptr) {
+          ledger.absent_from_list(uid, now);
+        } else {
+          vanished.push_back(uid);
+        }
       }
       for (const auto& uid : vanished) model.remove_pod(uid);
     });
+    for (std::size_t i = 0; i < confirmed; ++i) {
+      owner_.metrics_.count_reservation_end(core::ReservationOutcome::kConfirmed, "list");
+    }
     for (const auto& warning : warnings) spdlog::warn("{}", warning);
     for (auto& pod : pods) {
       std::string key = pod.key();
@@ -144,10 +160,8 @@ class ClusterSync::PodHandler final : public apiclient::ReflectorHandler {
     }
     const std::size_t count = directory.size();
     {
-      const std::int64_t now = owner_.options_.now_ns();
       std::lock_guard lock(owner_.pods_mutex_);
       owner_.pods_.swap(directory);
-      for (auto& uid : deleted) owner_.deleted_uids_.insert_or_assign(uid, now);
     }
     spdlog::info("pods listed: {} at resourceVersion {}", count, rv);
   }
@@ -156,22 +170,28 @@ class ClusterSync::PodHandler final : public apiclient::ReflectorHandler {
     auto pod = parse(object);
     if (!pod) return;
     std::vector<std::string> warnings;
-    owner_.store_.write([&](core::ClusterModel& model, core::PlacementPolicy& policy) {
-      if (type == WatchEventType::kDeleted) {
-        model.remove_pod(pod->uid);
-        return;
-      }
-      // A pod seen bound for the first time that this extender did not bind (kube's binder
-      // placed it, CPU-only pods included): the policy learns the workload from it, as from its
-      // own binds. Not from lists: a relist would count every pod again.
-      const bool new_to_the_model = model.find_pod(pod->uid) == nullptr;
-      apply_pod(model, *pod, warnings);
-      if (new_to_the_model && model.find_pod(pod->uid) != nullptr) policy.observe(pod->demand());
-    });
+    const core::ReservationOutcome outcome = owner_.store_.write(
+        [&](core::ClusterModel& model, core::PlacementPolicy& policy, core::ReservationLedger& ledger) {
+          if (type == WatchEventType::kDeleted) {
+            return ledger.observe(model, {core::PodEvidence::Kind::kGone, pod->uid, std::nullopt},
+                                  core::EvidenceSource::kWatch);
+          }
+          // A pod seen bound for the first time that this extender did not bind (kube's binder
+          // placed it, CPU-only pods included): the policy learns the workload from it, as from
+          // its own binds. Not from lists: a relist would count every pod again.
+          const bool new_to_the_model = model.find_pod(pod->uid) == nullptr;
+          const auto applied = apply_pod(model, ledger, *pod, core::EvidenceSource::kWatch, warnings);
+          if (new_to_the_model && model.find_pod(pod->uid) != nullptr) policy.observe(pod->demand());
+          return applied;
+        });
+    owner_.metrics_.count_reservation_end(outcome, evidence_label(core::EvidenceSource::kWatch));
+    if (outcome == core::ReservationOutcome::kReleased) {
+      spdlog::info("reservation of pod {} (uid {}) released: the pod was deleted or finished while being bound",
+                   pod->key(), pod->uid);
+    }
     for (const auto& warning : warnings) spdlog::warn("{}", warning);
     std::lock_guard lock(owner_.pods_mutex_);
     if (type == WatchEventType::kDeleted) {
-      owner_.deleted_uids_.insert_or_assign(pod->uid, owner_.options_.now_ns());
       // Only if it is the same pod: a new one may already have taken the name.
       if (auto it = owner_.pods_.find(pod->key()); it != owner_.pods_.end() && it->second.uid == pod->uid) {
         owner_.pods_.erase(it);
@@ -295,8 +315,9 @@ void ClusterSync::start() {
       std::unique_lock lock(mutex);
       wake.wait_for(lock, stop, options_.expiry_interval, [] { return false; });
       if (stop.stop_requested()) break;
-      expire_assumed();
+      resolve_reservations();
       publish_sync_metrics();
+      report_stale_sync();
       if (!announced && synced()) {
         announced = true;
         spdlog::info("initial sync complete");
@@ -334,8 +355,16 @@ std::string ClusterSync::not_ready_reason() const {
   for (const auto* reflector : {nodes_.get(), pods_reflector_.get(), configmaps_.get()}) {
     if (!reflector->has_synced()) pending.push_back(reflector->name());
   }
-  if (pending.empty()) return {};
-  return fmt::format("waiting for the first full list of {}", fmt::join(pending, ", "));
+  if (!pending.empty()) return fmt::format("waiting for the first full list of {}", fmt::join(pending, ", "));
+  // A model that has stopped hearing from the API server misses pods others bind and nodes that
+  // change: past --sync-stale-seconds it should not be scheduling.
+  std::vector<std::string> stale;
+  for (const auto& [name, seconds] : failing_resources()) {
+    if (seconds >= options_.stale_after) stale.push_back(fmt::format("{} for {} s", name, seconds.count()));
+  }
+  if (stale.empty()) return {};
+  return fmt::format("list/watch failing ({}), longer than --sync-stale-seconds={}", fmt::join(stale, ", "),
+                     options_.stale_after.count());
 }
 
 std::optional<kube::PodInfo> ClusterSync::cached_pod(std::string_view namespace_name,
@@ -353,68 +382,87 @@ std::size_t ClusterSync::cached_pod_count() const {
 
 std::string ClusterSync::pods_resource_version() const { return pods_reflector_->last_resource_version(); }
 
-std::size_t ClusterSync::expire_assumed() {
-  const std::int64_t deadline =
-      options_.now_ns() - std::chrono::duration_cast<std::chrono::nanoseconds>(options_.assume_ttl).count();
-  std::vector<std::string> deleted;
-  {
-    std::lock_guard lock(pods_mutex_);
-    std::erase_if(deleted_uids_, [&](const auto& entry) { return entry.second < deadline; });
-    deleted.reserve(deleted_uids_.size());
-    for (const auto& [uid, when] : deleted_uids_) deleted.push_back(uid);
+extender::PodBinder::ReadBack ClusterSync::read_back(std::string_view namespace_name, std::string_view name) const {
+  using ReadBack = extender::PodBinder::ReadBack;
+  apiclient::RequestOptions options;
+  options.timeout = options_.read_back_timeout;
+  auto result = client_.get(fmt::format("/api/v1/namespaces/{}/pods/{}", namespace_name, name), options);
+  if (!result) {
+    if (result.error().is_not_found()) return {ReadBack::Result::kNotFound, std::nullopt, {}};
+    return {ReadBack::Result::kFailed, std::nullopt, result.error().describe()};
   }
-  // Reservations whose bind is certainly over (older than max_bind_duration) for a pod the watch
-  // does not have: had the bind landed on a living pod, the watch would show the pod.
-  struct Settled {
-    std::string uid, key;
-    std::int64_t assume_time_ns;
-  };
-  const std::int64_t settled_before =
-      options_.now_ns() - std::chrono::duration_cast<std::chrono::nanoseconds>(options_.max_bind_duration).count();
-  std::vector<Settled> settled = store_.read([&](const core::ClusterModel& model, const core::PlacementPolicy&) {
-    std::vector<Settled> out;
-    for (const auto& [uid, pod] : model.pods()) {
-      if (pod.assumed && pod.assume_time_ns < settled_before) {
-        out.push_back({uid, pod.namespace_name + "/" + pod.name, pod.assume_time_ns});
-      }
+  try {
+    // With the configured names: default ones would read a pod of a custom resource as asking
+    // for no GPU memory.
+    return {ReadBack::Result::kFound, kube::parse_pod(result.value(), options_.names), {}};
+  } catch (const std::exception& e) {
+    return {ReadBack::Result::kFailed, std::nullopt,
+            fmt::format("pod {}/{} from the API server is unusable: {}", namespace_name, name, e.what())};
+  }
+}
+
+std::size_t ClusterSync::resolve_reservations() {
+  const std::int64_t now = options_.now_ns();
+  const std::vector<core::Reservation> due = store_.read(
+      [&](const core::ClusterModel&, const core::PlacementPolicy&, const core::ReservationLedger& ledger) {
+        return ledger.due(now);
+      });
+  std::size_t settled = 0;
+  for (const core::Reservation& reservation : due) {
+    const auto slash = reservation.pod_key.find('/');
+    const std::string_view key = reservation.pod_key;
+    const auto read = read_back(key.substr(0, slash), key.substr(slash + 1));  // outside the lock
+    const extender::Settlement result = store_.write(
+        [&](core::ClusterModel& model, core::PlacementPolicy&, core::ReservationLedger& ledger) {
+          return extender::apply_read_back(model, ledger, read, reservation.uid, reservation.reserved_ns,
+                                           options_.now_ns());
+        });
+    metrics_.count_reservation_end(result.outcome, "read_back");
+    if (result.outcome == core::ReservationOutcome::kConfirmed || result.outcome == core::ReservationOutcome::kReleased) {
+      ++settled;
+      ++read_back_settlements_;
     }
-    return out;
-  });
-  if (!settled.empty()) {
-    std::lock_guard lock(pods_mutex_);
-    std::erase_if(settled, [&](const Settled& pod) {
-      const auto it = pods_.find(pod.key);
-      return it != pods_.end() && it->second.uid == pod.uid;  // known: the TTL decides
-    });
+    extender::log_settlement(result);
   }
-  std::vector<std::string> dropped;
-  const auto expired = store_.write([&](core::ClusterModel& model, core::PlacementPolicy&) {
-    for (const auto& uid : deleted) {
-      if (const core::PodAllocation* held = model.find_pod(uid); held != nullptr && held->assumed) {
-        model.remove_pod(uid);
-        dropped.push_back(uid);
-      }
+  return settled;
+}
+
+std::vector<ClusterSync::FailingResource> ClusterSync::failing_resources() const {
+  const std::int64_t now = options_.now_ns();
+  std::vector<FailingResource> out;
+  for (const auto* reflector : {nodes_.get(), pods_reflector_.get(), configmaps_.get()}) {
+    const std::int64_t since = reflector->failing_since_unix_ns();
+    if (since == 0) continue;
+    out.push_back({reflector->name(), std::chrono::duration_cast<std::chrono::seconds>(
+                                          std::chrono::nanoseconds(std::max<std::int64_t>(0, now - since)))});
+  }
+  return out;
+}
+
+void ClusterSync::report_stale_sync() {
+  const auto failing = failing_resources();
+  std::set<std::string> stale;
+  for (const auto& [name, seconds] : failing) {
+    if (seconds >= options_.stale_after) stale.insert(name);
+  }
+  for (const auto& name : stale) {
+    if (!stale_reported_.contains(name)) {
+      spdlog::warn("list/watch of {} has been failing for over {} s: the model may miss changes, so /readyz "
+                   "reports not ready until it recovers",
+                   name, options_.stale_after.count());
     }
-    for (const auto& pod : settled) {
-      // Unless the watch confirmed it meanwhile (then it is no longer assumed).
-      if (const core::PodAllocation* held = model.find_pod(pod.uid);
-          held != nullptr && held->assumed && held->assume_time_ns == pod.assume_time_ns) {
-        model.remove_pod(pod.uid);
-        dropped.push_back(pod.uid);
-      }
+  }
+  for (const auto& name : stale_reported_) {
+    if (!stale.contains(name)) spdlog::info("list/watch of {} is in step again", name);
+  }
+  stale_reported_ = std::move(stale);
+  for (const auto* reflector : {nodes_.get(), pods_reflector_.get(), configmaps_.get()}) {
+    std::int64_t seconds = 0;
+    for (const auto& failing_resource : failing) {
+      if (failing_resource.name == reflector->name()) seconds = failing_resource.for_seconds.count();
     }
-    auto uids = model.expire_assumed(deadline);
-    // Counted with the change, so that whoever sees the reservation gone also sees the count.
-    expired_assumptions_ += uids.size();
-    return uids;
-  });
-  for (const auto& uid : dropped) {
-    spdlog::info("dropped the bind reservation of pod uid {}: the pod was deleted while being bound", uid);
+    metrics_.set_sync_failing(reflector->name(), seconds);
   }
-  for (const auto& uid : expired) {
-    spdlog::warn("bind reservation of pod uid {} expired: the API server never showed it bound", uid);
-  }
-  return expired.size() + dropped.size();
 }
 
 void ClusterSync::publish_sync_metrics() {
@@ -443,7 +491,7 @@ void ClusterSync::publish_sync_metrics() {
 
 ClusterSync::Counters ClusterSync::counters() const {
   return {nodes_->counters(), pods_reflector_->counters(), configmaps_->counters(), parse_errors_.load(),
-          expired_assumptions_.load()};
+          read_back_settlements_.load()};
 }
 
 }  // namespace gpushare::sync

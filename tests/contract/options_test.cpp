@@ -33,6 +33,20 @@ TEST(Options, DefaultsMatchTheProductSpec) {
   EXPECT_EQ(o.log_level, "info");
   EXPECT_EQ(o.log_format, "text");
   EXPECT_EQ(o.source, ClusterSource::kClusterFile);
+  EXPECT_EQ(o.reservation_check_seconds, 30);
+  EXPECT_EQ(o.sync_stale_seconds, 30);
+}
+
+// Reservations no longer expire by time: the old flag still parses (old manifests keep
+// working) and is only remembered so that main can warn about it.
+TEST(Options, TheAssumeTtlFlagIsAcceptedAndTheNewReservationFlagsParse) {
+  const auto parsed = parse({"--cluster-file", "c.yaml", "--assume-ttl-seconds", "120", "--reservation-check-seconds",
+                             "5", "--sync-stale-seconds", "60"});
+  ASSERT_EQ(parsed.action, Action::kRun) << parsed.message;
+  EXPECT_EQ(parsed.options.assume_ttl_seconds, 120);
+  EXPECT_EQ(parsed.options.reservation_check_seconds, 5);
+  EXPECT_EQ(parsed.options.sync_stale_seconds, 60);
+  EXPECT_NE(parse({"--cluster-file", "c.yaml", "--sync-stale-seconds", "0"}).action, Action::kRun);
 }
 
 TEST(Options, ExactlyOneClusterSource) {

@@ -64,7 +64,10 @@ struct LiveOptions {
   std::string policy = "binpack";
   std::string token;
   std::chrono::milliseconds bind_timeout = 2s;
-  std::chrono::seconds assume_ttl{300};
+  // An accepted bind the watch has not confirmed is read back after this long
+  // (--reservation-check-seconds).
+  std::chrono::milliseconds reservation_check = 30s;
+  std::chrono::seconds sync_stale{30};  // --sync-stale-seconds
   std::filesystem::path kubeconfig;  // use this file instead of the fake's own kubeconfig
   // Set: run as one replica of an HA pair (--leader-elect).
   std::optional<sync::LeaderElectionConfig> leader_election;
@@ -124,9 +127,13 @@ class LiveExtender {
     client_ = std::make_unique<apiclient::ApiClient>(apiclient::load_kubeconfig(kubeconfig_), client_options);
     sync::SyncOptions sync_options;
     sync_options.names = options.names;
-    sync_options.assume_ttl = options.assume_ttl;
+    sync_options.stale_after = options.sync_stale;
+    core::LedgerTiming ledger_timing;
+    ledger_timing.check_after_ns = std::chrono::nanoseconds(options.reservation_check).count();
+    ledger_timing.retry_initial_ns = std::chrono::nanoseconds(100ms).count();
+    ledger_timing.retry_max_ns = std::chrono::nanoseconds(500ms).count();
+    store_.set_ledger_timing(ledger_timing);
     sync_options.expiry_interval = 100ms;
-    sync_options.max_bind_duration = 2 * options.bind_timeout;
     sync_options.tune_reflector = [](apiclient::ReflectorOptions& reflector) {
       reflector.backoff.initial = 20ms;
       reflector.backoff.cap = 200ms;

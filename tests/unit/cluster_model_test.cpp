@@ -118,24 +118,6 @@ TEST(ClusterModel, RemovingANodeKeepsOthersIndexed) {
   EXPECT_EQ(model.node_count(), 2u);
 }
 
-TEST(ClusterModel, AssumedPodsConfirmAndExpire) {
-  ClusterModel model;
-  model.upsert_node(gpu_node("n1", 1, 16));
-  auto a = pod("a", "n1", {0}, 4);
-  a.assumed = true;
-  a.assume_time_ns = 100;
-  auto b = pod("b", "n1", {0}, 4);
-  b.assumed = true;
-  b.assume_time_ns = 200;
-  model.add_pod(a);
-  model.add_pod(b);
-  EXPECT_EQ(model.assumed_count(), 2u);
-  EXPECT_TRUE(model.confirm("b"));
-  EXPECT_EQ(model.expire_assumed(1000), std::vector<std::string>{"a"});
-  EXPECT_EQ(model.find_node("n1")->gpus()[0].used, 4);
-  EXPECT_EQ(model.assumed_count(), 0u);
-}
-
 TEST(ClusterModel, SameAllocationComparesUsageAndPods) {
   ClusterModel a;
   ClusterModel b;
@@ -215,7 +197,7 @@ TEST(ClusterModel, CpuOnlyPodsOnACpuNodeAndAcrossRespec) {
   EXPECT_EQ(model.total_used(), 0);
 }
 
-TEST(ClusterModel, GpuPodCountFollowsAddsRemovesReplacementsAndExpiry) {
+TEST(ClusterModel, GpuPodCountFollowsAddsRemovesAndReplacements) {
   ClusterModel model;
   model.upsert_node(gpu_node("n1", 1, 16));
   model.add_pod(pod("a", "n1", {0}, 4));
@@ -229,7 +211,7 @@ TEST(ClusterModel, GpuPodCountFollowsAddsRemovesReplacementsAndExpiry) {
   assumed.assume_time_ns = 10;
   model.add_pod(assumed);
   EXPECT_EQ(model.gpu_pod_count(), 1u);
-  model.expire_assumed(11);
+  model.remove_pod("c");
   EXPECT_EQ(model.gpu_pod_count(), 0u);
   EXPECT_EQ(model.pod_count(), 2u);
 }

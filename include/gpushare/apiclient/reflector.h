@@ -92,6 +92,9 @@ class Reflector {
   // a bookmark about once a minute, so a quiet but healthy watch still moves it).
   std::int64_t last_progress_unix_ns() const { return last_progress_ns_.load(std::memory_order_acquire); }
   const std::string& name() const { return options_.name; }
+  // Wall-clock time (ns since the epoch) of the first failed list or watch since the last sign
+  // of progress (see above); 0 while in step. A watch that is open and quiet is not failing.
+  std::int64_t failing_since_unix_ns() const { return failing_since_ns_.load(std::memory_order_acquire); }
 
  private:
   enum class Next { kRelist, kRewatch, kStop };
@@ -125,6 +128,7 @@ class Reflector {
   ReflectorCounters counters_;
   std::atomic<bool> synced_{false};
   std::atomic<std::int64_t> last_progress_ns_{0};
+  std::atomic<std::int64_t> failing_since_ns_{0};
 
   std::jthread thread_;  // last: joined first on destruction
 };

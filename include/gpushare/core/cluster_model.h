@@ -57,10 +57,7 @@ class ClusterModel {
   // Pods recorded against a node (including a node not, or no longer, in the model), by UID order.
   std::vector<const PodAllocation*> pods_on(std::string_view node) const;
 
-  // Marks an assumed pod as seen bound. Returns false if unknown.
-  bool confirm(std::string_view uid);
-  // Removes assumed pods assumed before `deadline_ns`; returns their UIDs.
-  std::vector<std::string> expire_assumed(std::int64_t deadline_ns);
+  // Pods counted while being bound (assumed): their reservations live in the ReservationLedger.
   std::size_t assumed_count() const;
 
   // The part of a pod's claim the model does not count because it is more than its GPU (or,

@@ -13,6 +13,7 @@
 #include <vector>
 
 #include "gpushare/core/cluster_model.h"
+#include "gpushare/core/reservation_ledger.h"
 
 namespace gpushare::extender {
 
@@ -39,12 +40,17 @@ struct ModelGauges {
   std::vector<NodeGauge> nodes;  // sorted by name
   std::size_t pods = 0;          // pods holding GPU memory
   std::size_t assumed_pods = 0;  // bound by us, not yet seen bound by the API server
+  // Reservations by ledger state (binding, accepted, unresolved).
+  std::size_t reservations_binding = 0;
+  std::size_t reservations_accepted = 0;
+  std::size_t reservations_unresolved = 0;
   core::Units capacity = 0;
   core::Units allocated = 0;
 };
 
 // Call with the model under the store's (shared) lock.
 ModelGauges model_gauges(const core::ClusterModel& model);
+ModelGauges model_gauges(const core::ClusterModel& model, const core::ReservationLedger& ledger);
 
 class Histogram {
  public:
@@ -71,6 +77,12 @@ class Metrics {
   // Sync events from the API-server reflectors, by resource.
   void count_watch_restart(std::string_view resource);
   void count_relist(std::string_view resource);
+  // A reservation that ended (kConfirmed or kReleased; others are not counted), by the evidence
+  // that ended it: bind_call, watch, list, read_back.
+  void count_reservation_end(core::ReservationOutcome outcome, std::string_view evidence);
+  // Seconds each reflector's list/watch has been failing without a success (0: healthy); set by
+  // live mode's housekeeping.
+  void set_sync_failing(std::string_view resource, std::int64_t seconds);
   void set_last_sync(std::int64_t unix_seconds) { last_sync_seconds_ = unix_seconds; }
   // What /readyz says (synced and, with --leader-elect, the caught-up leader); set per scrape.
   void set_ready(bool ready) { ready_ = ready; }
@@ -114,6 +126,8 @@ class Metrics {
   Counter binds_;
   Counter watch_restarts_;
   Counter relists_;
+  Counter reservations_ended_;
+  std::map<std::string, std::int64_t, std::less<>> sync_failing_;  // guarded by mutex_
   std::map<std::string, Histogram, std::less<>> latency_;  // per verb; nodes are stable
   std::atomic<std::int64_t> last_sync_seconds_{0};
   std::atomic<bool> ready_{false};

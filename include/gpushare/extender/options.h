@@ -32,7 +32,9 @@ struct Options {
   std::size_t max_request_bytes = 64 * 1024 * 1024;
   int http_threads = 0;  // 0 = automatic
   // How long a bind may stay unconfirmed by the watch before its reservation is dropped.
-  int assume_ttl_seconds = 300;
+  int assume_ttl_seconds = 0;  // deprecated and ignored (warned about when set)
+  int reservation_check_seconds = 30;
+  int sync_stale_seconds = 30;
   // High availability (live mode only), with kube-scheduler's flag names and defaults.
   bool leader_elect = false;
   std::chrono::milliseconds leader_elect_lease_duration{15000};

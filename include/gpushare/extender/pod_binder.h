@@ -32,6 +32,18 @@ class PodBinder {
   virtual bool confirms_asynchronously() const = 0;
   // A pod kube-scheduler asked about in filter; a binder without its own pod source may keep it.
   virtual void note_pod_seen(const kube::PodInfo& /*pod*/) {}
+
+  // The pod as the API server has it now, read fresh (not from a watch), to settle a
+  // reservation whose bind had no clear answer. kFailed when it cannot be read now.
+  struct ReadBack {
+    enum class Result { kFound, kNotFound, kFailed };
+    Result result = Result::kFailed;
+    std::optional<kube::PodInfo> pod;  // kFound
+    std::string error;                 // kFailed
+  };
+  virtual ReadBack read_back(std::string_view /*namespace_name*/, std::string_view /*name*/) {
+    return {ReadBack::Result::kFailed, std::nullopt, "this binder cannot read pods back"};
+  }
 };
 
 }  // namespace gpushare::extender

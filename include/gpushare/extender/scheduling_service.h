@@ -58,6 +58,10 @@ class SchedulingService {
   FilterResult filter_impl(const ExtenderArgs& args, ExtenderArgs* movable);
   std::vector<HostPriority> prioritize_impl(const ExtenderArgs& args, ExtenderArgs* movable) const;
 
+  // Reads the pod back and settles its reservation made with `token` on what the API server says.
+  core::ReservationOutcome settle_by_read_back(std::string_view namespace_name, std::string_view name,
+                                               std::string_view uid, std::int64_t token);
+
   ModelStore& store_;
   PodBinder& binder_;
   Metrics& metrics_;

@@ -5,9 +5,11 @@
 #include <map>
 #include <optional>
 #include <string>
+#include <string_view>
 #include <vector>
 
 #include "gpushare/core/pod_allocation.h"
+#include "gpushare/core/reservation_ledger.h"
 #include "gpushare/kube/json_access.h"
 #include "gpushare/kube/resource_names.h"
 
@@ -63,6 +65,10 @@ PodInfo parse_pod(const Json& pod, const ResourceNames& names);
 // memory as the product spec says ("What counts as used"): none (per_gpu 0, no GPU) for a pod
 // that requests none. CPU and memory for every pod, GPU or not, as kube-scheduler counts them.
 std::optional<core::PodAllocation> allocation_of(const PodInfo& pod);
+
+// What the pod, as read from the API server, says about a reservation for `uid` (the pod's own
+// UID when empty): bound (with its allocation), pending, or gone (finished, or another UID).
+core::PodEvidence evidence_of(const PodInfo& pod, std::string_view uid = {});
 
 // The device-plugin annotations for a pod placed on `gpu` (decimal strings, exact keys).
 std::map<std::string, std::string> bind_annotations(int gpu, core::Units pod_request,

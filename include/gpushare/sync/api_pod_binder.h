@@ -26,6 +26,8 @@ class ApiPodBinder final : public extender::PodBinder {
   extender::BindOutcome bind_within(const kube::PodInfo& pod, std::string_view node,
                                     const std::map<std::string, std::string>& annotations,
                                     std::chrono::milliseconds budget);
+  // A GET of the pod (ClusterSync::read_back).
+  ReadBack read_back(std::string_view namespace_name, std::string_view name) override;
   // The watch confirms binds (and shows late successes after time-outs).
   bool confirms_asynchronously() const override { return true; }
 

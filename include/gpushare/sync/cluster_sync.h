@@ -12,11 +12,13 @@
 #include <set>
 #include <string>
 #include <thread>
+#include <vector>
 
 #include "gpushare/apiclient/api_client.h"
 #include "gpushare/apiclient/reflector.h"
 #include "gpushare/extender/metrics.h"
 #include "gpushare/extender/model_store.h"
+#include "gpushare/extender/pod_binder.h"
 #include "gpushare/kube/pod_info.h"
 #include "gpushare/kube/resource_names.h"
 
@@ -24,13 +26,13 @@ namespace gpushare::sync {
 
 struct SyncOptions {
   kube::ResourceNames names;
-  // A bind's reservation that the watch never confirms is dropped after this long.
-  std::chrono::seconds assume_ttl{300};
+  // How often housekeeping runs: reservations due for a read-back, sync metrics.
   std::chrono::milliseconds expiry_interval{10000};
-  // The longest a bind's API calls can take (the binder's time-out, with room). A reservation
-  // older than this whose pod the watch does not know (deleted, and the deletion missed
-  // between a dropped watch and a relist) is dropped rather than held for the assume TTL.
-  std::chrono::milliseconds max_bind_duration{30000};
+  // A read-back of a reserved pod (GET) gives up after this long, and is tried again later.
+  std::chrono::milliseconds read_back_timeout{5000};
+  // A list/watch failing without a success for this long makes /readyz not ready
+  // (--sync-stale-seconds).
+  std::chrono::seconds stale_after{30};
   // Applied to all three reflectors (tests shorten backoffs and watch time-outs).
   std::function<void(apiclient::ReflectorOptions&)> tune_reflector;
   std::function<std::int64_t()> now_ns = [] {
@@ -66,14 +68,24 @@ class ClusterSync {
   // The resourceVersion the pod reflector has delivered up to ("" before the first list).
   std::string pods_resource_version() const;
 
-  // Drops assumed pods older than the TTL, and reservations of pods the API server has deleted,
-  // now (also done periodically); returns how many.
-  std::size_t expire_assumed();
+  // Reads back the pods of reservations that are due (accepted binds the watch has not confirmed
+  // within the ledger's check time, binds without an answer, pods a relist lacked) and settles
+  // them on what the API server says; also done periodically. Returns how many it settled.
+  std::size_t resolve_reservations();
+  // The pod as the API server has it now (a GET, not the watch's copy).
+  extender::PodBinder::ReadBack read_back(std::string_view namespace_name, std::string_view name) const;
+
+  struct FailingResource {
+    std::string name;
+    std::chrono::seconds for_seconds;
+  };
+  // Reflectors whose list/watch is failing now, and for how long.
+  std::vector<FailingResource> failing_resources() const;
 
   struct Counters {
     apiclient::ReflectorCounters nodes, pods, configmaps;
     std::uint64_t parse_errors = 0;
-    std::uint64_t expired_assumptions = 0;
+    std::uint64_t read_back_settlements = 0;  // reservations confirmed or released by a read-back
   };
   Counters counters() const;
 
@@ -83,21 +95,18 @@ class ClusterSync {
   class ConfigMapHandler;
 
   void publish_sync_metrics();
+  void report_stale_sync();  // logs crossings of stale_after, exports failing seconds
 
   apiclient::ApiClient& client_;
   extender::ModelStore& store_;
   extender::Metrics& metrics_;
   SyncOptions options_;
 
-  mutable std::mutex pods_mutex_;  // guards pods_ (the directory bind reads) and deleted_uids_
+  mutable std::mutex pods_mutex_;  // guards pods_ (the directory bind reads)
   std::map<std::string, kube::PodInfo, std::less<>> pods_;  // by namespace/name
-  // Pods the API server deleted (by UID, with when we learnt it), kept for the assume TTL. A
-  // reservation for one of them can only come from a bind that raced the deletion (the delete
-  // event came before the reservation, or was seen only as absence from a relist), and no event
-  // will ever confirm or remove it: expire_assumed() drops it instead of waiting for the TTL.
-  std::map<std::string, std::int64_t, std::less<>> deleted_uids_;
   std::atomic<std::uint64_t> parse_errors_{0};
-  std::atomic<std::uint64_t> expired_assumptions_{0};
+  std::atomic<std::uint64_t> read_back_settlements_{0};
+  std::set<std::string> stale_reported_;  // resources logged as stale; housekeeping thread only
   Counters published_;  // what publish_sync_metrics() already reported; housekeeping thread only
 
   std::unique_ptr<NodeHandler> node_handler_;

@@ -215,6 +215,10 @@ class LeaderBinder final : public extender::PodBinder {
   extender::BindOutcome bind(const kube::PodInfo& pod, std::string_view node,
                              const std::map<std::string, std::string>& annotations) override;
   bool confirms_asynchronously() const override { return inner_.confirms_asynchronously(); }
+  // Reading is not binding: followers may read too (a retry is judged on the truth anywhere).
+  ReadBack read_back(std::string_view namespace_name, std::string_view name) override {
+    return inner_.read_back(namespace_name, name);
+  }
   std::uint64_t refused() const { return refused_.load(); }
 
  private:

@@ -146,7 +146,14 @@ int run_live(const ext::Options& options, ShutdownSignals& signals) {
   ext::RejectionLog rejections;
   gpushare::sync::SyncOptions sync_options;
   sync_options.names = options.names;
-  sync_options.assume_ttl = std::chrono::seconds(options.assume_ttl_seconds);
+  sync_options.stale_after = std::chrono::seconds(options.sync_stale_seconds);
+  if (options.assume_ttl_seconds != 0) {
+    spdlog::warn("--assume-ttl-seconds is deprecated and ignored: a bind's reservation now ends only on what the "
+                 "API server shows (see --reservation-check-seconds)");
+  }
+  gpushare::core::LedgerTiming ledger_timing;
+  ledger_timing.check_after_ns = std::int64_t{options.reservation_check_seconds} * 1'000'000'000;
+  store.set_ledger_timing(ledger_timing);
   gpushare::sync::ClusterSync sync(client, store, metrics, sync_options);
   constexpr std::chrono::seconds kBindTimeout{10};
   gpushare::sync::ApiPodBinder binder(
