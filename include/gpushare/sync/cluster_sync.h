@@ -15,6 +15,8 @@
 
 #include "gpushare/apiclient/api_client.h"
 #include "gpushare/apiclient/reflector.h"
+#include "gpushare/extender/config_warnings.h"
+#include "gpushare/extender/http_server.h"
 #include "gpushare/extender/metrics.h"
 #include "gpushare/extender/model_store.h"
 #include "gpushare/kube/pod_info.h"
@@ -60,6 +62,9 @@ class ClusterSync {
   // component that parses pods (the binder's GET fallback, the leader's catch-up) reads.
   const kube::ResourceNames& names() const { return options_.names; }
 
+  // Mistakes in the unhealthy-gpu ConfigMaps as they stand (logged once, when found).
+  const extender::ConfigWarnings& config_warnings() const { return config_warnings_; }
+
   // The pod as last seen by the watch (by namespace/name), or nullopt.
   std::optional<kube::PodInfo> cached_pod(std::string_view namespace_name, std::string_view name) const;
   std::size_t cached_pod_count() const;
@@ -96,6 +101,7 @@ class ClusterSync {
   // event came before the reservation, or was seen only as absence from a relist), and no event
   // will ever confirm or remove it: expire_assumed() drops it instead of waiting for the TTL.
   std::map<std::string, std::int64_t, std::less<>> deleted_uids_;
+  extender::ConfigWarnings config_warnings_;
   std::atomic<std::uint64_t> parse_errors_{0};
   std::atomic<std::uint64_t> expired_assumptions_{0};
   Counters published_;  // what publish_sync_metrics() already reported; housekeeping thread only
@@ -108,5 +114,9 @@ class ClusterSync {
   std::unique_ptr<apiclient::Reflector> configmaps_;
   std::jthread housekeeping_;  // assumed-pod expiry and metrics; last, stopped first
 };
+
+// Hands /inspect what the sync knows beyond the model: each pod's phase and the configuration
+// warnings. `sync` must outlive the server.
+void attach_inspect_sources(const ClusterSync& sync, extender::HttpServerOptions& http);
 
 }  // namespace gpushare::sync
