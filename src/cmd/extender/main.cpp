@@ -8,6 +8,8 @@
 #include <functional>
 #include <cstdlib>
 #include <iostream>
+#include <ranges>
+#include <string_view>
 #include <thread>
 
 #include <spdlog/spdlog.h>
@@ -107,7 +109,10 @@ int run_standalone(const ext::Options& options, ShutdownSignals& signals) {
     cluster = std::make_unique<ext::StandaloneCluster>(ext::load_cluster_file(options.cluster_file, options.names),
                                                        options.names);
   } catch (const std::exception& e) {
-    spdlog::critical("{}", e.what());
+    // A line per mistake: the logger would escape the newlines of one message.
+    for (const auto line : std::views::split(std::string_view(e.what()), '\n')) {
+      spdlog::critical("{}", std::string_view(line.begin(), line.end()));
+    }
     return 1;
   }
   ext::ModelStore store(gpushare::core::make_policy(options.policy));
