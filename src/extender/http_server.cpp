@@ -248,6 +248,9 @@ void HttpServer::install_routes() {
           return cluster;
         });
         body["recentRejections"] = rejections_json(rejections_.recent());
+        add_pod_phases(body, options_.pod_phase);
+        body["configWarnings"] = config_warnings_json(options_.config_warnings ? options_.config_warnings()
+                                                                               : std::vector<ConfigWarning>{});
         res.set_content(body.dump(-1, ' ', false, Json::error_handler_t::replace), kJson);
       }, plain_error));
   get(route("inspect/([^/]+)"),
@@ -261,7 +264,8 @@ void HttpServer::install_routes() {
           res.set_content(encode_error(fmt::format("node {} is not known", node)), kJson);
           return;
         }
-        const Json wrapped = {{"nodes", Json::array({std::move(*body)})}};
+        Json wrapped = {{"nodes", Json::array({std::move(*body)})}};
+        add_pod_phases(wrapped, options_.pod_phase);
         res.set_content(wrapped.dump(-1, ' ', false, Json::error_handler_t::replace), kJson);
       }, plain_error));
 

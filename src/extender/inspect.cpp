@@ -121,4 +121,36 @@ Json rejections_json(const std::vector<Rejection>& rejections) {
   return list;
 }
 
+void add_pod_phases(Json& document, const PodPhaseLookup& phase_of) {
+  if (!phase_of || !document.contains("nodes")) return;
+  auto annotate = [&](Json& node, std::string_view key) {
+    auto pods = node.find(key);
+    if (pods == node.end() || !pods->is_array()) return;
+    for (Json& pod : *pods) {
+      const auto phase =
+          phase_of(pod.value("uid", ""), pod.value("namespace", ""), pod.value("name", ""));
+      if (phase && !phase->empty()) pod["phase"] = *phase;
+    }
+  };
+  for (Json& node : document["nodes"]) {
+    if (auto devs = node.find("devs"); devs != node.end() && devs->is_array()) {
+      for (Json& dev : *devs) annotate(dev, "pods");
+    }
+    annotate(node, "unindexedPods");
+    annotate(node, "invalidIndexPods");
+  }
+}
+
+Json config_warnings_json(const std::vector<ConfigWarning>& warnings) {
+  Json list = Json::array();
+  for (const auto& w : warnings) {
+    list.push_back({{"object", w.object},
+                    {"kind", w.kind},
+                    {"key", w.key},
+                    {"value", w.value},
+                    {"message", w.message}});
+  }
+  return list;
+}
+
 }  // namespace gpushare::extender

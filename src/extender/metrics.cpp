@@ -249,6 +249,12 @@ std::string Metrics::render(const ModelGauges* model) const {
         out += fmt::format("gpushare_sync_failing_seconds{{resource=\"{}\"}} {}\n", escape_label(resource), seconds);
       }
     }
+    family(out, "gpushare_config_warnings", "gauge",
+           "Mistakes standing in objects the extender reads (unhealthy-gpu ConfigMaps), by kind; "
+           "/inspect's configWarnings names them.");
+    for (const auto& [kind, count] : config_warnings_) {
+      out += fmt::format("gpushare_config_warnings{{kind=\"{}\"}} {}\n", escape_label(kind), count);
+    }
   }
   family(out, "gpushare_last_sync_timestamp_seconds", "gauge",
          "Unix time of the last complete sync with the API server (0: none yet, or standalone).");
@@ -278,6 +284,11 @@ std::string Metrics::render(const ModelGauges* model) const {
   out += fmt::format("gpushare_http_connection_limit {}\n", http_limit_.load());
   if (model != nullptr) render_model(out, *model);
   return out;
+}
+
+void Metrics::set_config_warnings(std::map<std::string, std::size_t> by_kind) {
+  std::lock_guard lock(mutex_);
+  config_warnings_ = std::move(by_kind);
 }
 
 void Metrics::set_leader_election(LeaderElection state) {

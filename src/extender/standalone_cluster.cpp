@@ -6,18 +6,25 @@
 #include <fmt/format.h>
 #include <spdlog/spdlog.h>
 
+#include "gpushare/extender/cluster_file_check.h"
+#include "gpushare/extender/config_warnings.h"
 #include "gpushare/extender/yaml_json.h"
 #include "gpushare/kube/claim_check.h"
 #include "gpushare/kube/node_info.h"
 
 namespace gpushare::extender {
 
-kube::Json read_cluster_file(const std::filesystem::path& path) {
+namespace {
+
+std::string read_text(const std::filesystem::path& path) {
   std::ifstream in(path, std::ios::binary);
   if (!in) throw std::runtime_error(fmt::format("cannot read cluster file {}", path.string()));
   std::stringstream buffer;
   buffer << in.rdbuf();
-  const std::string text = buffer.str();
+  return buffer.str();
+}
+
+kube::Json parse_text(const std::string& text, const std::filesystem::path& path) {
   kube::Json parsed = kube::Json::parse(text, nullptr, false);
   if (parsed.is_discarded()) {
     try {
@@ -27,6 +34,34 @@ kube::Json read_cluster_file(const std::filesystem::path& path) {
     }
   }
   return parsed;
+}
+
+}  // namespace
+
+kube::Json read_cluster_file(const std::filesystem::path& path) {
+  return parse_text(read_text(path), path);
+}
+
+kube::Json load_cluster_file(const std::filesystem::path& path, const kube::ResourceNames& names) {
+  const std::string text = read_text(path);
+  kube::Json list = parse_text(text, path);
+  std::vector<std::string> fatal;
+  for (const ClusterFileProblem& problem : check_cluster_list(list, names)) {
+    // Lines are looked up only for problems: the JSON fast path above has no positions.
+    const int line = line_of(text, problem.path);
+    const std::string where = line > 0 ? fmt::format("{}:{}", path.string(), line) : path.string();
+    if (problem.fatal) {
+      fatal.push_back(fmt::format("{}: {}", where, problem.message));
+    } else {
+      spdlog::warn("{}: {}", where, problem.message);
+    }
+  }
+  if (!fatal.empty()) {
+    throw std::runtime_error(fmt::format("cluster file {} has {} mistake{}; not serving it:\n{}",
+                                         path.string(), fatal.size(), fatal.size() == 1 ? "" : "s",
+                                         fmt::join(fatal, "\n")));
+  }
+  return list;
 }
 
 StandaloneCluster::StandaloneCluster(const kube::Json& list, kube::ResourceNames names)
@@ -51,9 +86,7 @@ StandaloneCluster::StandaloneCluster(const kube::Json& list, kube::ResourceNames
         pods_.emplace(pod.key(), std::move(pod));
       } else if (kind == "ConfigMap") {
         if (auto unhealthy = kube::parse_unhealthy_configmap(item)) {
-          for (const auto& bad : unhealthy->rejected) {
-            spdlog::warn("unhealthy-gpu ConfigMap for node {}: ignoring entry \"{}\"", unhealthy->node, bad);
-          }
+          for (const auto& warning : unhealthy_configmap_warnings(*unhealthy)) spdlog::warn("{}", warning.message);
           unhealthy_.emplace_back(unhealthy->node, unhealthy->indices);
         }
       } else {
@@ -116,6 +149,14 @@ void StandaloneCluster::note_pod_seen(const kube::PodInfo& pod) {
   if (copy.uid.empty()) copy.uid = "standalone-" + copy.key();
   remembered_.push_back(copy.key());
   pods_.emplace(copy.key(), std::move(copy));
+}
+
+PodPhaseLookup StandaloneCluster::pod_phases() {
+  return [this](std::string_view, std::string_view namespace_name,
+                std::string_view name) -> std::optional<std::string> {
+    const auto pod = find_pod(namespace_name, name);
+    return pod ? std::optional<std::string>(pod->phase) : std::nullopt;
+  };
 }
 
 std::map<std::string, std::map<std::string, std::string>> StandaloneCluster::bound_annotations() const {

@@ -38,6 +38,17 @@ void install_web_ui(httplib::Server& server) {
   server.Get("/ui", [](const httplib::Request&, httplib::Response& res) {
     res.set_redirect("ui/", 302);
   });
+  // Everything else the extender serves is under /gpushare-scheduler/, so people try
+  // /gpushare-scheduler/ui first: send them to the page, keeping any query (?filter=...).
+  // Relative again ("../ui/" from /gpushare-scheduler/ui), for the same proxies.
+  auto to_ui = [](std::string_view up) {
+    return [up](const httplib::Request& req, httplib::Response& res) {
+      const auto query = req.target.find('?');
+      res.set_redirect(std::string(up) + "ui/" + (query == std::string::npos ? "" : req.target.substr(query)), 302);
+    };
+  };
+  server.Get("/gpushare-scheduler/ui", to_ui("../"));
+  server.Get("/gpushare-scheduler/ui/", to_ui("../../"));
   server.Get(R"(/ui/([A-Za-z0-9._-]*))", [](const httplib::Request& req, httplib::Response& res) {
     std::string name = req.matches[1];
     if (name.empty()) name = "index.html";

@@ -153,6 +153,8 @@ int run_cli(const std::vector<std::string>& args, std::ostream& out, std::ostrea
   }
   const std::string unit = o.memory_unit.empty() ? guess_unit(view) : o.memory_unit;
   out << (o.details ? render_details(view) : render_summary(view, unit));
+  // Not on stdout, whose layout is the original plugin's (scripts read it).
+  err << render_notes(view, o.details);
   return 0;
 }
 

@@ -48,20 +48,6 @@ std::string encode_segment(std::string_view segment) {
   return out;
 }
 
-// Adds each pod's phase to the inspect JSON (the model keeps only what placement needs).
-void add_phases(Json& snapshot, const std::map<std::string, std::string, std::less<>>& phases) {
-  auto annotate = [&](Json& pods) {
-    if (!pods.is_array()) return;
-    for (Json& pod : pods) {
-      if (auto it = phases.find(pod.value("uid", "")); it != phases.end()) pod["phase"] = it->second;
-    }
-  };
-  for (Json& node : snapshot["nodes"]) {
-    for (Json& dev : node["devs"]) annotate(dev["pods"]);
-    annotate(node["unindexedPods"]);
-  }
-}
-
 std::string api_hint(const apiclient::ApiError& error) {
   if (error.is_unauthorized()) return " (check the credentials of --kubeconfig / --context)";
   if (error.is_forbidden()) return " (your user needs get/list on nodes and pods cluster-wide)";
@@ -181,7 +167,10 @@ Json snapshot_from_objects(const std::vector<Json>& nodes, const std::vector<Jso
   }
   Json snapshot = extender::inspect_cluster(model, "", "");
   snapshot.erase("policy");  // the extender's, not known here
-  add_phases(snapshot, phases);
+  extender::add_pod_phases(snapshot, [&](std::string_view uid, std::string_view, std::string_view) {
+    const auto it = phases.find(uid);
+    return it == phases.end() ? std::nullopt : std::optional<std::string>(it->second);
+  });
   return snapshot;
 }
 

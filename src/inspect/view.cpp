@@ -54,8 +54,7 @@ std::vector<PodView> pod_views(const Json& object, std::string_view key) {
 
 std::string PodView::status() const {
   if (assumed) return "Assumed";
-  if (!phase.empty()) return phase;
-  return "Bound";
+  return phase;
 }
 
 core::Units NodeView::unindexed_used() const {
@@ -97,6 +96,13 @@ ClusterView cluster_view(const Json& inspect) {
     // Pods on a GPU index the node lacks count on the node like unindexed ones.
     for (PodView& pod : pod_views(node, "invalidIndexPods")) n.unindexed.push_back(std::move(pod));
     view.nodes.push_back(std::move(n));
+  }
+  if (const Json* warnings = kube::find_key(inspect, "configWarnings");
+      warnings != nullptr && warnings->is_array()) {
+    for (const Json& warning : *warnings) {
+      if (warning.is_object())
+        view.config_warnings.push_back(field<std::string>(warning, "message", ""));
+    }
   }
   return view;
 }

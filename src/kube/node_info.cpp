@@ -152,10 +152,19 @@ std::optional<UnhealthyGpus> parse_unhealthy_configmap(const Json& configmap) {
     return std::nullopt;
   }
   std::string gpus;
+  std::vector<std::pair<std::string, std::string>> unknown_keys;
   if (const Json* data = get_object(configmap, "data", "configmap data")) {
     gpus = get_string(*data, "gpus", "configmap data.gpus");
+    for (const auto& [key, value] : data->items()) {
+      if (key != "gpus")
+        unknown_keys.emplace_back(key, value.is_string() ? value.get<std::string>() : value.dump());
+    }
   }
-  return parse_unhealthy_list(name.substr(kUnhealthyConfigMapPrefix.size()), gpus);
+  UnhealthyGpus result = parse_unhealthy_list(name.substr(kUnhealthyConfigMapPrefix.size()), gpus);
+  const std::string namespace_name = get_string(*metadata, "namespace", "configmap namespace");
+  result.object = namespace_name.empty() ? name : namespace_name + "/" + name;
+  result.unknown_keys = std::move(unknown_keys);
+  return result;
 }
 
 }  // namespace gpushare::kube

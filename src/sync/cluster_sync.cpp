@@ -222,9 +222,16 @@ class ClusterSync::ConfigMapHandler final : public apiclient::ReflectorHandler {
  public:
   explicit ConfigMapHandler(ClusterSync& owner) : owner_(owner) {}
 
-  void on_list_begin() override { staged_.clear(); }
+  void on_list_begin() override {
+    staged_.clear();
+    listed_.clear();
+  }
   bool on_list_item(Json& item) override {
-    if (auto parsed = parse(item)) staged_[parsed->node] = parsed->indices;
+    if (auto parsed = parse(item)) {
+      note(*parsed, false);
+      listed_.push_back(parsed->object);
+      staged_[parsed->node] = parsed->indices;
+    }
     return true;
   }
 
@@ -232,6 +239,9 @@ class ClusterSync::ConfigMapHandler final : public apiclient::ReflectorHandler {
     for (Json& item : items) on_list_item(item);
     std::map<std::string, std::vector<int>> unhealthy = std::move(staged_);
     staged_.clear();
+    // ConfigMaps deleted while the watch was down take their warnings with them.
+    if (owner_.config_warnings_.retain_only(listed_) > 0) publish_warnings();
+    listed_.clear();
     owner_.store_.write([&](core::ClusterModel& model, core::PlacementPolicy&) {
       for (const auto& node : marked_) {
         if (!unhealthy.contains(node)) model.set_unhealthy(node, {});
@@ -247,6 +257,7 @@ class ClusterSync::ConfigMapHandler final : public apiclient::ReflectorHandler {
   void on_event(WatchEventType type, const Json& object) override {
     auto parsed = parse(object);
     if (!parsed) return;
+    note(*parsed, type == WatchEventType::kDeleted);
     owner_.store_.write([&](core::ClusterModel& model, core::PlacementPolicy&) {
       if (type == WatchEventType::kDeleted) {
         model.set_unhealthy(parsed->node, {});
@@ -263,13 +274,7 @@ class ClusterSync::ConfigMapHandler final : public apiclient::ReflectorHandler {
  private:
   std::optional<kube::UnhealthyGpus> parse(const Json& object) {
     try {
-      auto parsed = kube::parse_unhealthy_configmap(object);
-      if (parsed) {
-        for (const auto& bad : parsed->rejected) {
-          spdlog::warn("unhealthy-gpu ConfigMap of node {}: ignoring entry \"{}\"", parsed->node, bad);
-        }
-      }
-      return parsed;
+      return kube::parse_unhealthy_configmap(object);
     } catch (const std::exception& e) {
       ++owner_.parse_errors_;
       spdlog::warn("ignoring ConfigMap: {}", e.what());
@@ -277,9 +282,25 @@ class ClusterSync::ConfigMapHandler final : public apiclient::ReflectorHandler {
     }
   }
 
+  // Records the ConfigMap's mistakes (none once deleted); logs them when they change, not on
+  // every relist.
+  void note(const kube::UnhealthyGpus& parsed, bool deleted) {
+    auto warnings = deleted ? std::vector<extender::ConfigWarning>{}
+                            : extender::unhealthy_configmap_warnings(parsed);
+    const std::vector<extender::ConfigWarning> logged = warnings;
+    if (!owner_.config_warnings_.set(parsed.object, std::move(warnings))) return;
+    for (const auto& warning : logged) spdlog::warn("{}", warning.message);
+    publish_warnings();
+  }
+
+  void publish_warnings() {
+    owner_.metrics_.set_config_warnings(owner_.config_warnings_.count_by_kind());
+  }
+
   ClusterSync& owner_;
   std::set<std::string> marked_;  // nodes with an unhealthy-gpu ConfigMap; reflector thread only
   std::map<std::string, std::vector<int>> staged_;  // the list in progress
+  std::vector<std::string> listed_;                 // the list in progress: ConfigMap names
 };
 
 ClusterSync::ClusterSync(apiclient::ApiClient& client, extender::ModelStore& store,
@@ -492,6 +513,16 @@ void ClusterSync::publish_sync_metrics() {
 ClusterSync::Counters ClusterSync::counters() const {
   return {nodes_->counters(), pods_reflector_->counters(), configmaps_->counters(), parse_errors_.load(),
           read_back_settlements_.load()};
+}
+
+void attach_inspect_sources(const ClusterSync& sync, extender::HttpServerOptions& http) {
+  http.pod_phase = [&sync](std::string_view uid, std::string_view namespace_name,
+                           std::string_view name) -> std::optional<std::string> {
+    const auto pod = sync.cached_pod(namespace_name, name);
+    if (!pod || pod->uid != uid) return std::nullopt;  // another pod now has the name
+    return pod->phase;
+  };
+  http.config_warnings = [&sync] { return sync.config_warnings().all(); };
 }
 
 }  // namespace gpushare::sync

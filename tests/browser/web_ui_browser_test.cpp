@@ -6,6 +6,7 @@
 #include <gtest/gtest.h>
 
 #include <algorithm>
+#include <cctype>
 #include <cmath>
 #include <filesystem>
 #include <fstream>
@@ -58,11 +59,15 @@ const char* kReadPage = R"js(
           unhealthy: g.classList.contains('unhealthy'), barWidth: rect(g.querySelector('.bar')),
           segs: Array.prototype.map.call(g.querySelectorAll('.seg'), function (s) {
             return {pod: s.dataset.pod || '', amount: Number(s.dataset.amount),
-                    assumed: s.dataset.assumed === 'true', width: rect(s), title: s.title,
-                    other: s.classList.contains('other')};
-          })
+                    assumed: s.dataset.assumed === 'true', state: s.dataset.state || '', width: rect(s),
+                    title: s.title, other: s.classList.contains('other'),
+                    filled: getComputedStyle(s).backgroundImage === 'none'};
+          }),
+          free: g.querySelector('.gpu-free').textContent
         };
       }),
+      stats: t.querySelector('.tile-stats').textContent,
+      fragTitle: (t.querySelector('.tile-stats abbr') || {}).title || '',
       unindexed: Array.prototype.map.call(t.querySelectorAll('.unindexed'), function (u) { return u.dataset.pod; })
     };
   });
@@ -74,6 +79,13 @@ const char* kReadPage = R"js(
     pods: text('#sum-pods .value'),
     assumed: text('#sum-pods .sub'),
     fragmented: text('#sum-fragmented .value'),
+    free: text('#sum-free .value'),
+    namespaces: Array.prototype.map.call(document.querySelectorAll('#namespaces .ns'), function (n) {
+      return {name: n.dataset.namespace, color: getComputedStyle(n.querySelector('.swatch')).backgroundColor};
+    }),
+    warnings: Array.prototype.map.call(document.querySelectorAll('#warnings .warning'), function (w) {
+      return w.textContent;
+    }),
     rejections: Array.prototype.map.call(document.querySelectorAll('#rejections tr.rejection'), function (r) {
       return Array.prototype.map.call(r.cells, function (c) { return c.textContent; });
     }),
@@ -85,6 +97,45 @@ std::string number_text(const Json& n) {
   const double v = n.get<double>();
   if (v == std::floor(v)) return std::to_string(static_cast<long long>(v));
   return n.dump();
+}
+
+// An amount as the page writes it: with its unit (GiB for the sample's 16-unit GPUs), joined by
+// a no-break space.
+std::string amount_text(const Json& n) {
+  return number_text(n) + "\u00a0GiB";
+}
+
+// How the page draws a pod: assumed (bound by the extender, not yet seen bound), pending (bound,
+// not running yet) or running.
+std::string state_of(const Json& pod) {
+  if (pod["assumed"].get<bool>()) return "assumed";
+  if (pod.value("phase", "") == "Pending") return "pending";
+  return "running";
+}
+
+const std::map<std::string, std::string> kStateText = {
+    {"assumed", "assumed"}, {"pending", "not running yet"}, {"running", "running"}};
+
+// Every number on a tile's stats line carries the unit, and each is labelled.
+void expect_labelled_amounts(const std::string& stats) {
+  EXPECT_NE(stats.find("used "), std::string::npos) << stats;
+  EXPECT_NE(stats.find("free "), std::string::npos) << stats;
+  EXPECT_NE(stats.find("frag "), std::string::npos) << stats;
+  std::size_t numbers = 0;
+  for (std::size_t i = 0; i < stats.size();) {
+    if (!std::isdigit(static_cast<unsigned char>(stats[i]))) {
+      ++i;
+      continue;
+    }
+    std::size_t end = i;
+    while (end < stats.size() &&
+           (std::isdigit(static_cast<unsigned char>(stats[end])) || stats[end] == '.'))
+      ++end;
+    EXPECT_EQ(stats.substr(end, 5), "\u00a0GiB") << "number without its unit in: " << stats;
+    ++numbers;
+    i = end;
+  }
+  EXPECT_EQ(numbers, 4u) << stats;  // used, total, free, frag
 }
 
 // Every node of /inspect (the page shows CPU-only nodes with ?cpu=1) has a tile; every GPU a bar
@@ -100,7 +151,14 @@ void expect_page_matches(const Json& page, const Json& inspect, bool measured) {
     ASSERT_TRUE(tiles.count(name));
     const Json& tile = tiles[name];
     EXPECT_EQ(tile["cordoned"], node["unschedulable"]);
-    EXPECT_DOUBLE_EQ(tile["free"].get<double>(), node["totalGPU"].get<double>() - node["usedGPU"].get<double>());
+    if (!node["devs"].empty()) {
+      expect_labelled_amounts(tile["stats"]);
+      EXPECT_NE(tile["fragTitle"].get<std::string>().find("fragmented GPU memory"),
+                std::string::npos)
+          << tile;
+    }
+    EXPECT_DOUBLE_EQ(tile["free"].get<double>(),
+                     node["totalGPU"].get<double>() - node["usedGPU"].get<double>());
     if (node.contains("fragmentedGPU")) {
       EXPECT_NEAR(tile["frag"].get<double>(), node["fragmentedGPU"].get<double>(), 1e-9);
     }
@@ -113,25 +171,32 @@ void expect_page_matches(const Json& page, const Json& inspect, bool measured) {
       EXPECT_EQ(bar["total"], dev["totalGPU"]);
       EXPECT_EQ(bar["used"], dev["usedGPU"]);
       EXPECT_EQ(bar["unhealthy"].get<bool>(), !dev["healthy"].get<bool>());
-      std::multiset<std::tuple<std::string, double, bool>> expected;
+      std::multiset<std::tuple<std::string, double, bool, std::string>> expected;
       double pods_used = 0;
       for (const Json& pod : dev["pods"]) {
         expected.emplace(pod["namespace"].get<std::string>() + "/" + pod["name"].get<std::string>(),
-                         pod["usedGPU"].get<double>(), pod["assumed"].get<bool>());
+                         pod["usedGPU"].get<double>(), pod["assumed"].get<bool>(), state_of(pod));
         pods_used += pod["usedGPU"].get<double>();
       }
-      std::multiset<std::tuple<std::string, double, bool>> drawn;
+      EXPECT_EQ(bar["free"],
+                amount_text(Json(dev["totalGPU"].get<double>() - dev["usedGPU"].get<double>())) +
+                    " free");
+      std::multiset<std::tuple<std::string, double, bool, std::string>> drawn;
       double drawn_width = 0;
       for (const Json& seg : bar["segs"]) {
         drawn_width += seg["width"].get<double>();
         if (seg["other"].get<bool>()) {
           EXPECT_DOUBLE_EQ(seg["amount"].get<double>(), dev["usedGPU"].get<double>() - pods_used);
         } else {
-          drawn.emplace(seg["pod"].get<std::string>(), seg["amount"].get<double>(), seg["assumed"].get<bool>());
+          const std::string state = seg["state"];
+          drawn.emplace(seg["pod"].get<std::string>(), seg["amount"].get<double>(),
+                        seg["assumed"].get<bool>(), state);
           const std::string title = seg["title"];
           EXPECT_NE(title.find(seg["pod"].get<std::string>()), std::string::npos) << title;
-          EXPECT_NE(title.find(number_text(seg["amount"])), std::string::npos) << title;
-          EXPECT_NE(title.find(seg["assumed"].get<bool>() ? "assumed" : "running"), std::string::npos) << title;
+          EXPECT_NE(title.find(amount_text(seg["amount"])), std::string::npos) << title;
+          EXPECT_NE(title.find(kStateText.at(state)), std::string::npos) << title;
+          // Running pods are filled with their colour; the others are patterned.
+          EXPECT_EQ(seg["filled"].get<bool>(), state == "running") << seg;
         }
         if (measured) {
           const double share = seg["amount"].get<double>() / dev["totalGPU"].get<double>();
@@ -152,7 +217,26 @@ void expect_page_matches(const Json& page, const Json& inspect, bool measured) {
     std::multiset<std::string> drawn_unindexed(tile["unindexed"].begin(), tile["unindexed"].end());
     EXPECT_EQ(drawn_unindexed, unindexed);
   }
-  EXPECT_EQ(page["allocated"], number_text(inspect["usedGPU"]) + " / " + number_text(inspect["totalGPU"]));
+  EXPECT_EQ(page["allocated"],
+            amount_text(inspect["usedGPU"]) + " of " + amount_text(inspect["totalGPU"]));
+  EXPECT_EQ(page["free"], amount_text(Json(inspect["totalGPU"].get<double>() -
+                                           inspect["usedGPU"].get<double>())));
+  // The legend names every namespace that has a pod on a GPU, each with a colour.
+  std::set<std::string> namespaces;
+  for (const Json& node : inspect["nodes"]) {
+    for (const Json& dev : node["devs"]) {
+      for (const Json& pod : dev["pods"]) namespaces.insert(pod["namespace"].get<std::string>());
+    }
+    for (const Json& pod : node["unindexedPods"])
+      namespaces.insert(pod["namespace"].get<std::string>());
+  }
+  std::set<std::string> legend;
+  for (const Json& entry : page["namespaces"]) {
+    legend.insert(entry["name"].get<std::string>());
+    EXPECT_EQ(entry["color"].get<std::string>().rfind("rgb(", 0), 0u) << entry;
+  }
+  EXPECT_EQ(legend, namespaces);
+  EXPECT_EQ(page["warnings"].size(), inspect.value("configWarnings", Json::array()).size());
   EXPECT_EQ(page["pods"], number_text(inspect["pods"]));
   EXPECT_EQ(page["assumed"], number_text(inspect["assumedPods"]) + " assumed, not yet bound");
 }
@@ -176,8 +260,11 @@ Json demo_pod(const std::string& name, const std::string& uid, int request) {
 TEST_F(WebUiBrowser, TilesAndBarsMatchInspectAndFilterAndSortWork) {
   Extender extender(kSampleCluster, work_);
   Browser browser(work_);
-  browser.navigate(extender.url("/ui/?cpu=1&refresh=0"));
+  // Through the prefix people know: redirected to /ui/, settings kept.
+  browser.navigate(extender.url("/gpushare-scheduler/ui?cpu=1&refresh=0"));
   wait_for_first_render(browser);
+  EXPECT_EQ(browser.execute("return window.location.pathname + window.location.search;"),
+            "/ui/?cpu=1&refresh=0");
   const Json inspect = extender.inspect();
   // The sample has what the page must mark: an unhealthy GPU and pods on several GPUs.
   bool any_unhealthy = false;
@@ -253,6 +340,12 @@ TEST_F(WebUiBrowser, RefreshesAfterABindShowsRejectionsAndWritesAScreenshot) {
   const Json inspect = extender.inspect();
   const Json after = read_page(browser, true);
   EXPECT_TRUE(after["sameDocument"].get<bool>()) << "the page was reloaded instead of refreshed";
+  // Bound (in standalone mode, at once) but its phase is still Pending: drawn apart from the
+  // running pods.
+  EXPECT_EQ(
+      browser.execute(
+          R"js(return document.querySelector('.seg[data-pod="default/demo-pending"]').dataset.state;)js"),
+      "pending");
   EXPECT_GT(after["renders"].get<int>(), before["renders"].get<int>());
   Json gpu_nodes = inspect;
   gpu_nodes["nodes"] = Json::array();

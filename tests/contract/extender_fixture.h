@@ -67,6 +67,7 @@ class ExtenderUnderTest {
     options.max_request_bytes = max_request_bytes;
     options.threads = http_threads;
     options.policy_name = policy;
+    options.pod_phase = standalone_.pod_phases();
     server_ = std::make_unique<extender::HttpServer>(*service_, store_, metrics_, rejections_, options);
     port_ = server_->bind("127.0.0.1", 0);
     thread_ = std::jthread([this] { server_->serve(); });

@@ -22,19 +22,45 @@ ExtenderUnderTest make_extender(const std::string& policy = "binpack") {
                            policy);
 }
 
+void expect_redirect(httplib::Client& client, const std::string& path, const std::string& location) {
+  auto res = client.Get(path);
+  ASSERT_TRUE(res) << path;
+  EXPECT_EQ(res->status, 302) << path;
+  EXPECT_EQ(res->get_header_value("Location"), location) << path;
+}
+
 TEST(WebUi, UiRedirectsToTheFolderSoRelativeAssetPathsWork) {
   auto extender = make_extender();
   auto client = extender.client();
-  auto res = client.Get("/ui");
-  ASSERT_TRUE(res);
-  EXPECT_EQ(res->status, 302);
-  EXPECT_EQ(res->get_header_value("Location"), "ui/");
+  expect_redirect(client, "/ui", "ui/");
 
   // "ui/" relative to /ui is /ui/ (RFC 3986, 5.2); httplib does not resolve relative locations.
   auto followed = client.Get("/ui/");
   ASSERT_TRUE(followed);
   EXPECT_EQ(followed->status, 200);
   EXPECT_NE(followed->body.find("<!DOCTYPE html>"), std::string::npos);
+}
+
+// People know the /gpushare-scheduler/ prefix: its ui leads to the page, query kept, by a
+// relative Location that also works behind a path-prefixing proxy.
+TEST(WebUi, TheSchedulerPrefixsUiRedirectsToThePage) {
+  auto extender = make_extender();
+  auto client = extender.client();
+  expect_redirect(client, "/gpushare-scheduler/ui", "../ui/");  // from /gpushare-scheduler/ui: /ui/
+  expect_redirect(client, "/gpushare-scheduler/ui/?filter=gpu-a&refresh=0", "../../ui/?filter=gpu-a&refresh=0");
+}
+
+// What the page draws besides the model: each pod's phase (bound but not running yet is drawn
+// apart) and the configuration warnings (none in standalone mode: it refuses a faulty file).
+TEST(WebUi, InspectCarriesPodPhasesAndConfigWarnings) {
+  ExtenderUnderTest extender(
+      cluster_list({node_object("gpu-a", 2, 32), pod_object("p1", "uid-p1", 10, "gpu-a", 0),
+                    pod_object("p2", "uid-p2", 4, "gpu-a", 1, "Pending")}));
+  const Json inspect = extender.inspect();
+  const Json& devs = inspect["nodes"][0]["devs"];
+  EXPECT_EQ(devs[0]["pods"][0]["phase"], "Running");
+  EXPECT_EQ(devs[1]["pods"][0]["phase"], "Pending");
+  EXPECT_EQ(inspect["configWarnings"], Json::array());
 }
 
 TEST(WebUi, ServesThePageWithHtmlTypeAndARestrictiveContentSecurityPolicy) {

@@ -165,6 +165,7 @@ class LiveExtender {
         m.set_leader_election(sync::leader_election_metrics(gate_->elector()));
       };
     }
+    sync::attach_inspect_sources(*sync_, http);
     server_ = std::make_unique<extender::HttpServer>(*service_, store_, metrics_, rejections_, http);
     port_ = server_->bind("127.0.0.1", 0);
     sync_->start();

@@ -266,5 +266,20 @@ TEST(UnhealthyConfigMap, ParsesIndicesAndRejectsGarbage) {
   EXPECT_EQ(trailing.indices, std::vector<int>{1});  // the Go original would mark GPU 0 here
 }
 
+TEST(UnhealthyConfigMap, ReportsKeysOtherThanGpusWithTheirValues) {
+  // `gpu:` for `gpus:`: no GPU is marked, and the caller is told which key was not read.
+  const Json cm = {{"metadata", {{"name", "unhealthy-gpu-n1"}, {"namespace", "kube-system"}}},
+                   {"data", {{"gpu", "1"}, {"note", "bad fan"}}}};
+  const auto parsed = parse_unhealthy_configmap(cm);
+  ASSERT_TRUE(parsed);
+  EXPECT_EQ(parsed->object, "kube-system/unhealthy-gpu-n1");
+  EXPECT_TRUE(parsed->indices.empty());
+  EXPECT_EQ(parsed->unknown_keys,
+            (std::vector<std::pair<std::string, std::string>>{{"gpu", "1"}, {"note", "bad fan"}}));
+  const Json fine = {{"metadata", {{"name", "unhealthy-gpu-n1"}, {"namespace", "kube-system"}}},
+                     {"data", {{"gpus", "1"}}}};
+  EXPECT_TRUE(parse_unhealthy_configmap(fine)->unknown_keys.empty());
+}
+
 }  // namespace
 }  // namespace gpushare::kube

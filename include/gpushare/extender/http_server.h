@@ -9,6 +9,8 @@
 #include <mutex>
 #include <string>
 
+#include "gpushare/extender/config_warnings.h"
+#include "gpushare/extender/inspect.h"
 #include "gpushare/extender/metrics.h"
 #include "gpushare/extender/model_store.h"
 #include "gpushare/extender/rejection_log.h"
@@ -41,6 +43,9 @@ struct HttpServerOptions {
   // Called on every /metrics scrape before rendering, to copy state kept elsewhere (leader
   // election) into the metrics.
   std::function<void(Metrics&)> before_scrape;
+  // /inspect: each pod's phase, and the configuration warnings standing (both optional).
+  PodPhaseLookup pod_phase;
+  std::function<std::vector<ConfigWarning>()> config_warnings;
   // How long stop() waits for binds in flight to finish.
   std::chrono::milliseconds shutdown_grace{20000};
 };

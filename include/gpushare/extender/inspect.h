@@ -1,11 +1,15 @@
 #pragma once
 // The /inspect JSON: the Go original's names (nodes, totalGPU, usedGPU, devs, pods) plus more.
 
+#include <functional>
 #include <optional>
+#include <string>
 #include <string_view>
+#include <vector>
 
 #include "gpushare/core/cluster_model.h"
 #include "gpushare/core/placement_policy.h"
+#include "gpushare/extender/config_warnings.h"
 #include "gpushare/extender/rejection_log.h"
 #include "gpushare/kube/json_access.h"
 
@@ -24,5 +28,16 @@ std::optional<kube::Json> inspect_node(const core::ClusterModel& model, std::str
 void add_fragmentation(kube::Json& cluster, const core::ClusterModel& model,
                        const core::PlacementPolicy& policy);
 kube::Json rejections_json(const std::vector<Rejection>& rejections);
+
+// A pod's status.phase as last seen (Pending, Running, ...), or nullopt when unknown. Takes the
+// pod's UID, namespace and name.
+using PodPhaseLookup = std::function<std::optional<std::string>(
+    std::string_view uid, std::string_view namespace_name, std::string_view name)>;
+// Adds "phase" to every pod entry of an inspect_cluster() / inspect_node() document (the model
+// keeps only what placement needs), so that viewers can tell bound pods that are not running
+// yet from running ones.
+void add_pod_phases(kube::Json& document, const PodPhaseLookup& phase_of);
+// /inspect's "configWarnings": [{object, kind, key, value, message}].
+kube::Json config_warnings_json(const std::vector<ConfigWarning>& warnings);
 
 }  // namespace gpushare::extender

@@ -14,6 +14,7 @@
 
 #include "gpushare/core/cluster_model.h"
 #include "gpushare/core/reservation_ledger.h"
+#include "gpushare/extender/config_warnings.h"
 
 namespace gpushare::extender {
 
@@ -98,6 +99,9 @@ class Metrics {
     http_limit_ = connections.limit;
   }
 
+  // Configuration mistakes standing now, by kind (ConfigWarnings::count_by_kind); set on change.
+  void set_config_warnings(std::map<std::string, std::size_t> by_kind);
+
   // --leader-elect only (the series are absent without it); set per scrape.
   struct LeaderElection {
     bool leader = false;              // holds the Lease now
@@ -132,6 +136,8 @@ class Metrics {
   std::atomic<std::int64_t> last_sync_seconds_{0};
   std::atomic<bool> ready_{false};
   std::optional<LeaderElection> leader_election_;  // guarded by mutex_
+  std::map<std::string, std::size_t> config_warnings_ =
+      ConfigWarnings().count_by_kind();  // guarded by mutex_
   std::atomic<std::size_t> http_served_{0};
   std::atomic<std::size_t> http_waiting_{0};
   std::atomic<std::size_t> http_limit_{0};

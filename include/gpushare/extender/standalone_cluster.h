@@ -9,6 +9,7 @@
 #include <string>
 
 #include "gpushare/core/cluster_model.h"
+#include "gpushare/extender/inspect.h"
 #include "gpushare/extender/pod_binder.h"
 #include "gpushare/kube/json_access.h"
 #include "gpushare/kube/resource_names.h"
@@ -17,6 +18,10 @@ namespace gpushare::extender {
 
 // Reads a YAML or JSON file holding a v1 List; throws std::runtime_error naming the file.
 kube::Json read_cluster_file(const std::filesystem::path& path);
+// read_cluster_file, then check_cluster_list (cluster_file_check.h): throws std::runtime_error
+// listing every mistake as FILE:LINE: message; logs the lesser problems as warnings. What
+// --cluster-file loads.
+kube::Json load_cluster_file(const std::filesystem::path& path, const kube::ResourceNames& names);
 
 class StandaloneCluster final : public PodBinder {
  public:
@@ -32,6 +37,10 @@ class StandaloneCluster final : public PodBinder {
                    const std::map<std::string, std::string>& annotations) override;
   bool confirms_asynchronously() const override { return false; }
   void note_pod_seen(const kube::PodInfo& pod) override;
+
+  // Each pod's phase as the file gave it (a pod bound here keeps its phase: Pending), for
+  // /inspect. Valid while this object lives.
+  PodPhaseLookup pod_phases();
 
   // Annotations written by binds so far, by namespace/name.
   std::map<std::string, std::map<std::string, std::string>> bound_annotations() const;

@@ -1,15 +1,19 @@
 #pragma once
-// The plugin's tables, in the layout of Aliyun's kubectl-inspect-gpushare:
-//   summary: NAME IPADDRESS GPU0(Allocated/Total) ... [PENDING(Allocated)] GPU Memory(<unit>)
-//            then "Allocated/Total GPU Memory In Cluster: A/T (P%)"
-//   details: per node, one row per pod with its memory on each GPU.
-// Differences from the original, all additive: cordoned nodes and unhealthy GPUs are marked in
-// their cells, a STATUS column shows pods that are not running yet, and a notes block explains
-// the marks. Columns are separated by at least two spaces; no line has trailing spaces.
+// The plugin's tables, in the layout of Aliyun's kubectl-inspect-gpushare (its
+// cmd/inspect/display.go), byte for byte, so that scripts reading the original's output read
+// ours:
+//   summary: NAME IPADDRESS GPU0(Allocated/Total) ... [PENDING(Allocated)] GPU Memory(<unit>),
+//            a dashed rule, "Allocated/Total GPU Memory In Cluster:" and, last, "A/T (P%)".
+//   details: per node NAME:/IPADDRESS:, one row per pod with its memory on each GPU, the node's
+//            Allocated/Total, a rule; last, "Allocated/Total GPU Memory In Cluster:  A/T (P%)".
+// The one addition to stdout: -d ends each pod row with its STATUS (Running, Pending, Assumed),
+// in the cell the original leaves empty. Everything else we know (cordoned nodes, unhealthy
+// GPUs, pods not running yet, misconfigured nodes, configuration warnings) is in
+// render_notes(), which the CLI writes to stderr, and in -o json. docs/user-guide.md lists the
+// differences.
 
 #include <string>
 #include <string_view>
-#include <vector>
 
 #include "gpushare/inspect/view.h"
 
@@ -20,12 +24,10 @@ namespace gpushare::inspect {
 // units per GPU means MiB).
 std::string guess_unit(const ClusterView& view);
 
-// Lays out rows as columns padded to the widest cell plus two spaces; the last cell of a row
-// is not padded.
-std::string align_columns(const std::vector<std::vector<std::string>>& rows);
-
 std::string render_summary(const ClusterView& view, std::string_view unit);
-// Plain numbers, as in the original; the unit is in the summary's header.
 std::string render_details(const ClusterView& view);
+// One line per mark the tables do not show ("note: ..."), and per problem ("warning: ...");
+// empty when there is nothing to say.
+std::string render_notes(const ClusterView& view, bool details);
 
 }  // namespace gpushare::inspect

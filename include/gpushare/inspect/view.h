@@ -24,12 +24,12 @@ struct PodView {
   std::string uid;
   core::Units used = 0;  // on this GPU (or on the node, for pods without a GPU index)
   bool assumed = false;  // extender: bind sent, API server has not shown it bound yet
-  std::string phase;     // API mode only ("" when unknown)
+  std::string phase;     // status.phase as the API reports it ("" when the source does not say)
 
   // Holds memory but is not running yet: assumed, or bound and still Pending (the device
   // plugin has not allocated it, or the image is still being pulled).
   bool not_running_yet() const { return assumed || phase == "Pending"; }
-  std::string status() const;  // Assumed, Pending, Running, ... or Bound when unknown
+  std::string status() const;  // Assumed, else the phase (Pending, Running, ...), else ""
 };
 
 struct GpuView {
@@ -56,6 +56,9 @@ struct NodeView {
 
 struct ClusterView {
   std::vector<NodeView> nodes;
+  // The extender's configuration warnings (/inspect's configWarnings[].message): mistakes in
+  // objects it reads, such as a misspelt key in an unhealthy-gpu ConfigMap.
+  std::vector<std::string> config_warnings;
 };
 
 // Throws InspectError when the JSON is not an /inspect document.

@@ -21,9 +21,13 @@ namespace gpushare::kube {
 core::NodeSpec parse_node(const Json& node, const ResourceNames& names);
 
 struct UnhealthyGpus {
-  std::string node;          // from the ConfigMap name unhealthy-gpu-<node>
-  std::vector<int> indices;  // valid entries of data.gpus
+  std::string node;                   // from the ConfigMap name unhealthy-gpu-<node>
+  std::string object;                 // namespace/name of the ConfigMap
+  std::vector<int> indices;           // valid entries of data.gpus
   std::vector<std::string> rejected;  // entries that were not GPU indices (logged by callers)
+  // data keys other than "gpus", with their values: a misspelt `gpu:` marks no GPU unhealthy,
+  // which callers must say rather than put the GPU back in service silently.
+  std::vector<std::pair<std::string, std::string>> unknown_keys;
 };
 
 // Parses an unhealthy-gpu-<node> ConfigMap; nullopt if the name does not have that form.

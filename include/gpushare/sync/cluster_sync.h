@@ -16,6 +16,8 @@
 
 #include "gpushare/apiclient/api_client.h"
 #include "gpushare/apiclient/reflector.h"
+#include "gpushare/extender/config_warnings.h"
+#include "gpushare/extender/http_server.h"
 #include "gpushare/extender/metrics.h"
 #include "gpushare/extender/model_store.h"
 #include "gpushare/extender/pod_binder.h"
@@ -62,6 +64,9 @@ class ClusterSync {
   // component that parses pods (the binder's GET fallback, the leader's catch-up) reads.
   const kube::ResourceNames& names() const { return options_.names; }
 
+  // Mistakes in the unhealthy-gpu ConfigMaps as they stand (logged once, when found).
+  const extender::ConfigWarnings& config_warnings() const { return config_warnings_; }
+
   // The pod as last seen by the watch (by namespace/name), or nullopt.
   std::optional<kube::PodInfo> cached_pod(std::string_view namespace_name, std::string_view name) const;
   std::size_t cached_pod_count() const;
@@ -104,6 +109,7 @@ class ClusterSync {
 
   mutable std::mutex pods_mutex_;  // guards pods_ (the directory bind reads)
   std::map<std::string, kube::PodInfo, std::less<>> pods_;  // by namespace/name
+  extender::ConfigWarnings config_warnings_;
   std::atomic<std::uint64_t> parse_errors_{0};
   std::atomic<std::uint64_t> read_back_settlements_{0};
   std::set<std::string> stale_reported_;  // resources logged as stale; housekeeping thread only
@@ -117,5 +123,9 @@ class ClusterSync {
   std::unique_ptr<apiclient::Reflector> configmaps_;
   std::jthread housekeeping_;  // assumed-pod expiry and metrics; last, stopped first
 };
+
+// Hands /inspect what the sync knows beyond the model: each pod's phase and the configuration
+// warnings. `sync` must outlive the server.
+void attach_inspect_sources(const ClusterSync& sync, extender::HttpServerOptions& http);
 
 }  // namespace gpushare::sync

@@ -8,6 +8,8 @@
 #include <functional>
 #include <cstdlib>
 #include <iostream>
+#include <ranges>
+#include <string_view>
 #include <thread>
 
 #include <spdlog/spdlog.h>
@@ -60,8 +62,10 @@ int serve(const ext::Options& options, ext::SchedulingService& service, ext::Mod
           ext::Metrics& metrics, ext::RejectionLog& rejections,
           std::function<std::string()> not_ready_reason, ShutdownSignals& signals,
           std::function<void(bool drained)> on_drained = nullptr,
-          std::function<void(ext::Metrics&)> before_scrape = nullptr) {
+          std::function<void(ext::Metrics&)> before_scrape = nullptr,
+          const std::function<void(ext::HttpServerOptions&)>& add_inspect_sources = nullptr) {
   ext::HttpServerOptions http;
+  if (add_inspect_sources) add_inspect_sources(http);
   http.shutdown_grace = options.shutdown_grace_period;
   http.max_request_bytes = options.max_request_bytes;
   http.threads = options.http_threads;
@@ -102,10 +106,13 @@ int serve(const ext::Options& options, ext::SchedulingService& service, ext::Mod
 int run_standalone(const ext::Options& options, ShutdownSignals& signals) {
   std::unique_ptr<ext::StandaloneCluster> cluster;
   try {
-    cluster = std::make_unique<ext::StandaloneCluster>(ext::read_cluster_file(options.cluster_file),
+    cluster = std::make_unique<ext::StandaloneCluster>(ext::load_cluster_file(options.cluster_file, options.names),
                                                        options.names);
   } catch (const std::exception& e) {
-    spdlog::critical("{}", e.what());
+    // A line per mistake: the logger would escape the newlines of one message.
+    for (const auto line : std::views::split(std::string_view(e.what()), '\n')) {
+      spdlog::critical("{}", std::string_view(line.begin(), line.end()));
+    }
     return 1;
   }
   ext::ModelStore store(gpushare::core::make_policy(options.policy));
@@ -124,7 +131,9 @@ int run_standalone(const ext::Options& options, ShutdownSignals& signals) {
   config.names = options.names;
   config.score_mapping = *gpushare::core::score_mapping_named(options.score_mapping);  // validated by the flag
   ext::SchedulingService service(store, *cluster, metrics, rejections, config);
-  return serve(options, service, store, metrics, rejections, [] { return std::string(); }, signals);
+  auto phases = [&cluster](ext::HttpServerOptions& http) { http.pod_phase = cluster->pod_phases(); };
+  return serve(options, service, store, metrics, rejections, [] { return std::string(); }, signals, nullptr, nullptr,
+               phases);
 }
 
 #ifdef GPUSHARE_HAVE_SYNC
@@ -200,8 +209,9 @@ int run_live(const ext::Options& options, ShutdownSignals& signals) {
       m.set_leader_election(gpushare::sync::leader_election_metrics(gate->elector()));
     };
   }
-  const int code =
-      serve(options, service, store, metrics, rejections, not_ready, signals, on_drained, before_scrape);
+  auto inspect_sources = [&sync](ext::HttpServerOptions& http) { gpushare::sync::attach_inspect_sources(sync, http); };
+  const int code = serve(options, service, store, metrics, rejections, not_ready, signals, on_drained, before_scrape,
+                         inspect_sources);
   if (gate) gate->stop(true);  // every request has been answered by now
   sync.stop();
   return code;

@@ -4,7 +4,8 @@
 //
 // Query parameters (for links and tests): refresh=<seconds, 0 pauses>, filter=<text>,
 // sort=<name|free-desc|free-asc|frag-desc|used-desc>, cpu=1 (show CPU-only nodes),
-// limit=<max tiles drawn before "show all">.
+// limit=<max tiles drawn before "show all">, unit=<GiB|MiB> (else guessed as kubectl inspect
+// gpushare does: more than 100 units per GPU is MiB).
 (function () {
   'use strict';
 
@@ -19,6 +20,8 @@
     sort: params.get('sort') || 'name',
     showCpu: params.get('cpu') === '1',
     limit: positiveInt(params.get('limit'), 2000),
+    unitParam: params.get('unit') || '',
+    unit: 'GiB',         // of the shared resource; set by prepare()
     refreshSeconds: params.has('refresh') ? Math.max(0, Number(params.get('refresh')) || 0) : 5,
     timer: 0,
     inFlight: false,
@@ -53,6 +56,11 @@
     return Number.isInteger(n) ? String(n) : String(parseFloat(n.toFixed(n >= 100 ? 0 : n >= 10 ? 1 : 2)));
   }
 
+  // An amount of GPU memory with its unit.
+  function mem(n) {
+    return fmt(n) + '\u00a0' + state.unit;
+  }
+
   function pct(part, whole) {
     return whole > 0 ? (100 * part / whole) : 0;
   }
@@ -73,6 +81,29 @@
     return 'hsl(' + hue + ' 55% ' + light + '%)';
   }
 
+  // The namespace's colour in the legend: its hue at the middle lightness of its pods.
+  function namespaceColor(namespace) {
+    return 'hsl(' + (hash(namespace) % 360) + ' 55% 52%)';
+  }
+
+  // assumed: bound by the extender, not yet seen bound; pending: bound (the API server says
+  // so) but not running yet, e.g. the image is being pulled; running: everything else, also
+  // when the extender does not report phases.
+  function podState(pod) {
+    if (pod.assumed) return 'assumed';
+    if (pod.phase === 'Pending') return 'pending';
+    return 'running';
+  }
+
+  var STATE_TEXT = {
+    assumed: 'assumed (bound by the extender, not yet seen bound)',
+    pending: 'bound, not running yet (phase Pending)',
+    running: 'running',
+  };
+
+  var FRAG_TEXT = 'frag: fragmented GPU memory, idle memory that pods of the expected workload could not use ' +
+                  '(too little free on any one GPU for them)';
+
   // ---- data ---------------------------------------------------------------------------------
 
   // The page's fallback when the extender does not report fragmentedGPU: free memory on healthy
@@ -90,8 +121,20 @@
     return sizes[Math.floor(sizes.length / 2)];
   }
 
+  function guessUnit(nodes) {
+    for (var i = 0; i < nodes.length; i++) {
+      var devs = nodes[i].devs || [];
+      for (var j = 0; j < devs.length; j++) {
+        if (devs[j].totalGPU > 0) return devs[j].totalGPU > 100 ? 'MiB' : 'GiB';
+      }
+    }
+    return 'GiB';
+  }
+
   function prepare(data) {
     var nodes = data.nodes || [];
+    state.unit = state.unitParam || guessUnit(nodes);
+    var namespaces = {};
     var serverFrag = typeof data.fragmentedGPU === 'number';
     var typical = serverFrag ? 0 : typicalRequest(nodes);
     var totals = {gpuNodes: 0, cpuNodes: 0, gpus: 0, unhealthy: 0, cordoned: 0, misconfigured: 0,
@@ -106,10 +149,14 @@
         if (!dev.healthy) unhealthy++;
         var devFree = Math.max(0, dev.totalGPU - dev.usedGPU);
         if (dev.healthy && devFree > 0 && devFree < typical) fallbackFrag += devFree;
-        (dev.pods || []).forEach(function (pod) { words.push(pod.namespace + '/' + pod.name); });
+        (dev.pods || []).forEach(function (pod) {
+          words.push(pod.namespace + '/' + pod.name);
+          namespaces[pod.namespace] = true;
+        });
       });
       (node.unindexedPods || []).concat(node.invalidIndexPods || []).forEach(function (pod) {
         words.push(pod.namespace + '/' + pod.name);
+        namespaces[pod.namespace] = true;
       });
       node._free = free;
       node._frag = serverFrag ? (node.fragmentedGPU || 0) : fallbackFrag;
@@ -130,6 +177,7 @@
       totals.largestFree = Math.max(totals.largestFree, node.largestFreeGPU || 0);
     });
     data._totals = totals;
+    data._namespaces = Object.keys(namespaces).sort();
     data._fragSource = serverFrag
       ? 'the extender\'s FGD measure (' + ((data.fragmentation || {}).workload || 'target workload') + ')'
       : 'free memory on GPUs with less free than the median request (' + fmt(typical) + ')';
@@ -202,10 +250,10 @@
     var used = data.usedGPU || 0;
     var free = Math.max(0, total - used);
     var out = [];
-    card(out, 'sum-allocated', 'GPU memory allocated', fmt(used) + ' / ' + fmt(total),
-         pct(used, total).toFixed(1) + '% allocated', '', '', pct(used, total));
-    card(out, 'sum-free', 'Free', fmt(free), 'largest on one GPU: ' + fmt(t.largestFree));
-    card(out, 'sum-fragmented', 'Fragmented', fmt(Math.round(t.frag * 100) / 100),
+    card(out, 'sum-allocated', 'GPU memory used', mem(used) + ' of ' + mem(total),
+         pct(used, total).toFixed(1) + '% allocated to pods', '', '', pct(used, total));
+    card(out, 'sum-free', 'GPU memory free', mem(free), 'largest free on one GPU: ' + mem(t.largestFree));
+    card(out, 'sum-fragmented', 'Fragmented (frag)', mem(Math.round(t.frag * 100) / 100),
          pct(t.frag, free).toFixed(1) + '% of free memory', '',
          'Idle GPU memory that pods of the expected workload could not use, by ' + data._fragSource + '.');
     card(out, 'sum-nodes', 'GPU nodes', String(t.gpuNodes),
@@ -221,8 +269,7 @@
   }
 
   function podTitle(pod, gpuText) {
-    return pod.namespace + '/' + pod.name + '\n' + fmt(pod.usedGPU) + ' ' + gpuText + '\n' +
-           (pod.assumed ? 'assumed (bound by the extender, not yet seen bound)' : 'running');
+    return pod.namespace + '/' + pod.name + '\n' + mem(pod.usedGPU) + ' ' + gpuText + '\n' + STATE_TEXT[podState(pod)];
   }
 
   function tile(node, out) {
@@ -241,9 +288,9 @@
       out.push('<div class="tile-stats">no GPUs</div></div>');
       return;
     }
-    out.push('<div class="tile-stats"><b>', fmt(node.usedGPU), '</b> / ', fmt(node.totalGPU),
-             ' used \u00b7 free <b>', fmt(node._free), '</b> \u00b7 frag <b>', fmt(Math.round(node._frag * 100) / 100),
-             '</b></div>');
+    out.push('<div class="tile-stats">used <b>', mem(node.usedGPU), '</b> of ', mem(node.totalGPU),
+             ' \u00b7 free <b>', mem(node._free), '</b> \u00b7 <abbr class="frag" title="', esc(FRAG_TEXT), '">frag</abbr> <b>',
+             mem(Math.round(node._frag * 100) / 100), '</b></div>');
     var devs = node.devs || [];
     for (var i = 0; i < devs.length; i++) {
       var dev = devs[i];
@@ -251,7 +298,7 @@
       var devFree = total - dev.usedGPU;
       var gpuClass = 'gpu' + (dev.healthy ? '' : ' unhealthy') + (devFree < 0 ? ' over' : '');
       out.push('<div class="', gpuClass, '" data-gpu="', dev.id, '" data-total="', total, '" data-used="',
-               dev.usedGPU, '" title="GPU ', dev.id, ': ', fmt(dev.usedGPU), ' of ', fmt(total), ' allocated',
+               dev.usedGPU, '" title="GPU ', dev.id, ': ', mem(dev.usedGPU), ' of ', mem(total), ' used',
                dev.healthy ? '' : ', UNHEALTHY (takes no new pods)', '"><span class="gpu-id">', dev.id,
                '</span><div class="bar">');
       var podsUsed = 0;
@@ -259,19 +306,22 @@
       for (var j = 0; j < pods.length; j++) {
         var pod = pods[j];
         podsUsed += pod.usedGPU;
-        out.push('<div class="seg', pod.assumed ? ' assumed' : '', '" style="width:',
-                 pct(pod.usedGPU, total).toFixed(3), '%;background-color:', podColor(pod.namespace, pod.name),
+        var podClass = podState(pod);
+        // Not running yet: the pod's colour as an outline and stripes (currentColor), not filled.
+        out.push('<div class="seg ', podClass, '" style="width:', pct(pod.usedGPU, total).toFixed(3), '%;',
+                 podClass === 'pending' ? 'color:' : 'background-color:', podColor(pod.namespace, pod.name),
                  '" data-pod="', esc(pod.namespace + '/' + pod.name), '" data-amount="', pod.usedGPU,
-                 '" data-assumed="', pod.assumed ? 'true' : 'false', '" title="',
+                 '" data-assumed="', pod.assumed ? 'true' : 'false', '" data-state="', podClass, '" title="',
                  esc(podTitle(pod, 'on GPU ' + dev.id)), '"></div>');
       }
       if (dev.usedGPU > podsUsed) {
         // Allocated on the GPU but by no pod the model lists on it.
         out.push('<div class="seg other" style="width:', pct(dev.usedGPU - podsUsed, total).toFixed(3),
-                 '%" data-amount="', dev.usedGPU - podsUsed, '" title="', fmt(dev.usedGPU - podsUsed),
-                 ' allocated by pods not listed on this GPU"></div>');
+                 '%" data-amount="', dev.usedGPU - podsUsed, '" title="', mem(dev.usedGPU - podsUsed),
+                 ' used by pods not listed on this GPU"></div>');
       }
-      out.push('</div><span class="gpu-free" title="free">', fmt(Math.max(0, devFree)), '</span></div>');
+      out.push('</div><span class="gpu-free" title="free on GPU ', dev.id, '">', mem(Math.max(0, devFree)),
+               ' free</span></div>');
     }
     var unindexed = node.unindexedPods || [];
     if (unindexed.length) {
@@ -279,9 +329,9 @@
                'no GPU index: ');
       for (var k = 0; k < unindexed.length; k++) {
         var p = unindexed[k];
-        out.push(k ? ', ' : '', '<span class="unindexed" data-pod="', esc(p.namespace + '/' + p.name),
+        out.push(k ? ', ' : '', '<span class="unindexed ', podState(p), '" data-pod="', esc(p.namespace + '/' + p.name),
                  '" title="', esc(podTitle(p, 'on no GPU index')), '">', esc(p.namespace + '/' + p.name), ' (',
-                 fmt(p.usedGPU), ')</span>');
+                 mem(p.usedGPU), ')</span>');
       }
       out.push('</div>');
     }
@@ -293,7 +343,7 @@
         var q = invalid[m];
         out.push(m ? ', ' : '', '<span class="invalid-index" data-pod="', esc(q.namespace + '/' + q.name),
                  '" title="', esc(podTitle(q, 'on GPU index ' + q.gpuIndex + ', which this node does not have')), '">',
-                 esc(q.namespace + '/' + q.name), ' (index ', esc(String(q.gpuIndex)), ', ', fmt(q.usedGPU), ')</span>');
+                 esc(q.namespace + '/' + q.name), ' (index ', esc(String(q.gpuIndex)), ', ', mem(q.usedGPU), ')</span>');
       }
       out.push('</div>');
     }
@@ -366,11 +416,39 @@
       ? '(' + all.length + ', newest first)' : '(' + list.length + ' of ' + all.length + ', newest first)';
   }
 
+  var MAX_LEGEND_NAMESPACES = 40;
+
+  function renderNamespaces(data) {
+    var names = data._namespaces;
+    var out = names.length ? ['<span class="muted">Namespaces (pod colours):</span>'] : [];
+    for (var i = 0; i < names.length && i < MAX_LEGEND_NAMESPACES; i++) {
+      out.push('<span class="ns" data-namespace="', esc(names[i]), '"><span class="swatch" style="background-color:',
+               namespaceColor(names[i]), '"></span>', esc(names[i]), '</span>');
+    }
+    if (names.length > MAX_LEGEND_NAMESPACES) {
+      out.push('<span class="muted">and ', names.length - MAX_LEGEND_NAMESPACES, ' more</span>');
+    }
+    el.namespaces.innerHTML = out.join('');
+  }
+
+  // Mistakes the extender found in what it reads (a misspelt key in an unhealthy-gpu ConfigMap):
+  // said at the top, since they change what the cluster does.
+  function renderWarnings(data) {
+    var warnings = data.configWarnings || [];
+    el.warnings.innerHTML = warnings.map(function (w) {
+      return '<div class="warning" data-object="' + esc(w.object) + '" data-key="' + esc(w.key) + '">' +
+             esc(w.message) + '</div>';
+    }).join('');
+    el.warnings.hidden = warnings.length === 0;
+  }
+
   function render() {
     var data = state.data;
     if (!data) return;
     var started = performance.now();
+    renderWarnings(data);
     renderSummary(data);
+    renderNamespaces(data);
     renderNodes(data);
     renderRejections(data);
     stats.lastRenderMs = performance.now() - started;
@@ -396,7 +474,7 @@
   }
 
   function init() {
-    ['summary', 'nodes', 'more', 'shown', 'status', 'policy', 'reasons'].forEach(function (id) {
+    ['summary', 'nodes', 'more', 'shown', 'status', 'policy', 'reasons', 'namespaces', 'warnings'].forEach(function (id) {
       el[id] = document.getElementById(id);
     });
     el.tbody = document.getElementById('rejections');
