@@ -214,6 +214,13 @@ std::unique_ptr<httplib::SSLClient> tls_client(int port, const std::filesystem::
   return client;
 }
 
+// GPU memory in use cluster-wide, read over HTTPS without a client certificate.
+Json used_gpu_memory(int port) {
+  auto inspect = tls_client(port)->Get("/gpushare-scheduler/inspect");
+  if (!inspect) return nullptr;
+  return Json::parse(inspect->body)["usedGPU"];
+}
+
 TEST(MutualTls, AClientWithACertificateFromTheCaIsServed) {
   ExtenderUnderTest extender(two_node_cluster(), mutual_tls());
   ASSERT_GT(extender.port(), 0);
@@ -226,6 +233,7 @@ TEST(MutualTls, AClientWithACertificateFromTheCaIsServed) {
   auto bound = client->Post("/gpushare-scheduler/bind", kBindBody, "application/json");
   ASSERT_TRUE(bound);
   EXPECT_EQ(bound->status, 200) << bound->body;
+  EXPECT_EQ(used_gpu_memory(extender.port()), 12);
   // A second connection (a resumed session, if the client offers one) is served too.
   auto again = tls_client(extender.port(), tls_material().client_cert, tls_material().client_key);
   auto second = again->Post("/gpushare-scheduler/filter", kFilterBody, "application/json");
@@ -246,6 +254,7 @@ TEST(MutualTls, WithoutACertificateTheSchedulingVerbsAreRefusedAndProbesServed) 
   ASSERT_TRUE(bound);
   EXPECT_EQ(bound->status, 403);
   EXPECT_EQ(requests_counted(extender, "bind", 403), 1u);
+  EXPECT_EQ(used_gpu_memory(extender.port()), 0);
   // kubelet's HTTPS probes and a scrape carry no client certificate.
   for (const char* path : {"/healthz", "/readyz", "/metrics", "/gpushare-scheduler/inspect"}) {
     auto result = tls_client(extender.port())->Get(path);
@@ -261,7 +270,7 @@ TEST(MutualTls, ACertificateFromAnotherCaFailsTheHandshake) {
                              tls_material().other_client_key);
   auto result = stranger->Post("/gpushare-scheduler/bind", kBindBody, "application/json");
   EXPECT_TRUE(!result || result->status == 403) << result->status;
-  EXPECT_EQ(extender.inspect()["usedGPU"], 0);
+  EXPECT_EQ(used_gpu_memory(extender.port()), 0);
   // Not even a probe: a certificate that was sent must verify.
   auto probe =
       tls_client(extender.port(), tls_material().other_client_cert, tls_material().other_client_key)
