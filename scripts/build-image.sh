@@ -19,6 +19,7 @@
 #   scripts/build-image.sh [--build-dir DIR] [--tag NAME] [--save FILE] [--check]
 #                          [--builder podman|buildah|docker|none] [--mirror URL]
 #
+#   --builder none  writes ./gpushare-extender-VERSION-rootfs.tar instead of an image
 #   --save FILE   also write the image as an OCI archive (docker: docker-archive), for
 #                 `kind load image-archive FILE` or `ctr -n k8s.io images import FILE`
 #   --mirror URL  Debian mirror (default http://deb.debian.org/debian, with bookworm-updates and
@@ -29,8 +30,10 @@
 # Missing Debian packages (mmdebstrap, and podman unless another builder is chosen) are installed
 # with apt-get, as the other scripts do. Takes 20-60 s with built binaries (docs/install.md).
 set -euo pipefail
+caller=$(pwd)
 cd "$(dirname "$0")/.."
-repo=$(pwd)
+# Paths given on the command line, and the output, are relative to where the script was started.
+absolute() { if [[ "$1" == /* ]]; then echo "$1"; else echo "$caller/$1"; fi; }
 
 build_dir=""
 tag=""
@@ -40,9 +43,9 @@ builder="${GPUSHARE_IMAGE_BUILDER:-}"
 mirror="http://deb.debian.org/debian"
 while (($#)); do
   case "$1" in
-    --build-dir) build_dir="$2"; shift 2 ;;
+    --build-dir) build_dir=$(absolute "$2"); shift 2 ;;
     --tag) tag="$2"; shift 2 ;;
-    --save) save="$2"; shift 2 ;;
+    --save) save=$(absolute "$2"); shift 2 ;;
     --check) check=1; shift ;;
     --builder) builder="$2"; shift 2 ;;
     --mirror) mirror="$2"; shift 2 ;;
@@ -138,7 +141,7 @@ case "$builder" in
   buildah) buildah "${podman_args[@]}" bud --quiet --build-arg "VERSION=$version" -t "$tag" "$work/context" >/dev/null ;;
   docker) docker build --quiet --build-arg "VERSION=$version" -t "$tag" "$work/context" >/dev/null ;;
   none)
-    tarball="gpushare-extender-$version-rootfs.tar"
+    tarball="$caller/gpushare-extender-$version-rootfs.tar"
     cp "$work/context/rootfs.tar" "$tarball"
     tar --append --file "$tarball" --owner=0 --group=0 -C "$work/context" \
       --transform 's,^bin/,usr/local/bin/,' "${binaries[@]/#/bin/}"
