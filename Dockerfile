@@ -1,5 +1,8 @@
-# gpushare-extender and kubectl-inspect-gpushare on Debian 12 (bookworm).
+# gpushare-extender and kubectl-inspect-gpushare on Debian 12 (bookworm), from registry base
+# images, for machines that are not Debian 12:
 #   docker build -t REGISTRY/gpushare-extender:TAG .
+# On Debian 12, scripts/build-image.sh builds the same from local packages with Containerfile
+# (no registry, runtime packages found from the binaries rather than listed here).
 # Build stage: the Debian packages of scripts/install-deps.sh (the same script), then CMake.
 FROM debian:bookworm AS build
 COPY scripts/install-deps.sh scripts/apt-install-missing.sh /tmp/

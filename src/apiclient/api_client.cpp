@@ -9,10 +9,7 @@
 #include <cstdio>
 
 #include "api_client_impl.h"
-
-#ifndef GPUSHARE_VERSION
-#define GPUSHARE_VERSION "unknown"
-#endif
+#include "gpushare/version.h"
 
 namespace gpushare::apiclient {
 namespace {
@@ -111,7 +108,7 @@ std::string_view content_type_of(PatchType type) {
   return "application/strategic-merge-patch+json";
 }
 
-std::string default_user_agent() { return std::string("gpushare/") + GPUSHARE_VERSION; }
+std::string default_user_agent() { return "gpushare/" + std::string(version()); }
 
 TransportFailure classify_curl_error(CURLcode code) {
   switch (code) {

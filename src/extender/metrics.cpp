@@ -4,12 +4,7 @@
 
 #include <fmt/format.h>
 
-#ifndef GPUSHARE_VERSION
-#define GPUSHARE_VERSION "0.0.0"
-#endif
-#ifndef GPUSHARE_GIT_COMMIT
-#define GPUSHARE_GIT_COMMIT ""
-#endif
+#include "gpushare/version.h"
 
 namespace gpushare::extender {
 
@@ -222,7 +217,7 @@ std::string Metrics::render(const ModelGauges* model) const {
   };
   family(out, "gpushare_build_info", "gauge", "Always 1; the labels name the running build.");
   out += fmt::format("gpushare_build_info{{version=\"{}\",commit=\"{}\"}} 1\n",
-                     escape_label(GPUSHARE_VERSION), escape_label(GPUSHARE_GIT_COMMIT));
+                     escape_label(version()), escape_label(git_commit()));
   {
     std::lock_guard lock(mutex_);
     counter(requests_, "gpushare_requests_total", "Extender HTTP requests by verb and status code.",

@@ -11,13 +11,7 @@
 
 #include "gpushare/core/placement_policy.h"
 #include "gpushare/extender/yaml_json.h"
-
-#ifndef GPUSHARE_VERSION
-#define GPUSHARE_VERSION "0.0.0"
-#endif
-#ifndef GPUSHARE_GIT_COMMIT
-#define GPUSHARE_GIT_COMMIT ""
-#endif
+#include "gpushare/version.h"
 
 namespace gpushare::extender {
 namespace {
@@ -94,11 +88,7 @@ std::optional<std::chrono::milliseconds> parse_go_duration(std::string_view text
   return std::chrono::milliseconds(static_cast<std::int64_t>(total_ms));
 }
 
-std::string version_string() {
-  std::string commit = GPUSHARE_GIT_COMMIT;
-  return commit.empty() ? fmt::format("gpushare {}", GPUSHARE_VERSION)
-                        : fmt::format("gpushare {} ({})", GPUSHARE_VERSION, commit);
-}
+std::string version_string() { return gpushare::version_string(); }
 
 std::string Options::listen_host() const {
   const auto colon = listen.rfind(':');
@@ -130,6 +120,14 @@ ParsedOptions parse_options(const std::vector<std::string>& raw_args,
   app.add_option("--listen", o.listen, "address:port to serve on")->capture_default_str();
   app.add_option("--tls-cert-file", o.tls_cert_file, "serve HTTPS with this certificate (PEM)");
   app.add_option("--tls-private-key-file", o.tls_private_key_file, "private key for --tls-cert-file");
+  app.add_option("--tls-client-ca", o.tls_client_ca_file,
+                 "with HTTPS: filter, prioritize, bind and preempt require a client certificate "
+                 "signed by a CA in this PEM file (mutual TLS; probes, /metrics and /inspect stay "
+                 "open)");
+  std::string allowed_clients;
+  app.add_option("--allowed-clients", allowed_clients,
+                 "filter, prioritize, bind and preempt only from these networks, e.g. "
+                 "10.0.0.0/8,127.0.0.1/32,fd00::/8 (others get 403; default: any)");
   const auto names = core::policy_names();
   app.add_option("--policy", o.policy, "placement policy")
       ->check(CLI::IsMember(names))
@@ -233,6 +231,15 @@ ParsedOptions parse_options(const std::vector<std::string>& raw_args,
   if (o.listen_port() < 0) return usage_error(fmt::format("--listen: bad address \"{}\" (want host:port)", o.listen));
   if (o.tls_cert_file.empty() != o.tls_private_key_file.empty()) {
     return usage_error("--tls-cert-file and --tls-private-key-file must be given together");
+  }
+  if (!o.tls_client_ca_file.empty() && o.tls_cert_file.empty()) {
+    return usage_error(
+        "--tls-client-ca needs HTTPS: give --tls-cert-file and --tls-private-key-file");
+  }
+  try {
+    o.allowed_clients = ClientNetworks::parse(allowed_clients);
+  } catch (const std::invalid_argument& e) {
+    return usage_error(fmt::format("--allowed-clients: {}", e.what()));
   }
   if (o.names.memory.empty() || o.names.count.empty()) {
     return usage_error("--resource-name and --count-name must not be empty");

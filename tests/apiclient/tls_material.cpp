@@ -29,13 +29,14 @@ void make_ca(const std::filesystem::path& dir, const std::string& name) {
 }
 
 void make_leaf(const std::filesystem::path& dir, const std::string& name, const std::string& cn,
-               const std::string& extensions) {
+               const std::string& extensions, const std::string& ca = "ca") {
   const auto d = dir.string();
   write(dir / (name + ".ext"), extensions);
   run("openssl req " + std::string(kNewKey) + " -subj /CN=" + cn + " -keyout " + d + "/" + name +
       ".key -out " + d + "/" + name + ".csr");
-  run("openssl x509 -req -days 2 -in " + d + "/" + name + ".csr -CA " + d + "/ca.crt -CAkey " + d +
-      "/ca.key -CAcreateserial -out " + d + "/" + name + ".crt -extfile " + d + "/" + name + ".ext");
+  run("openssl x509 -req -days 2 -in " + d + "/" + name + ".csr -CA " + d + "/" + ca +
+      ".crt -CAkey " + d + "/" + ca + ".key -CAcreateserial -out " + d + "/" + name +
+      ".crt -extfile " + d + "/" + name + ".ext");
 }
 
 struct Generated {
@@ -52,6 +53,8 @@ struct Generated {
     make_leaf(m.dir, "named", "kubernetes.default.svc",
               "subjectAltName=DNS:kubernetes.default.svc\nextendedKeyUsage=serverAuth\n");
     make_leaf(m.dir, "client", "gpushare-test-client", "extendedKeyUsage=clientAuth\n");
+    make_leaf(m.dir, "stranger", "gpushare-test-stranger", "extendedKeyUsage=clientAuth\n",
+              "otherca");
     m.ca_cert = m.dir / "ca.crt";
     m.other_ca_cert = m.dir / "otherca.crt";
     m.server_cert = m.dir / "server.crt";
@@ -60,6 +63,8 @@ struct Generated {
     m.named_server_key = m.dir / "named.key";
     m.client_cert = m.dir / "client.crt";
     m.client_key = m.dir / "client.key";
+    m.other_client_cert = m.dir / "stranger.crt";
+    m.other_client_key = m.dir / "stranger.key";
   }
   ~Generated() {
     std::error_code ignored;

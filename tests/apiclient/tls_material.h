@@ -16,6 +16,8 @@ struct TlsMaterial {
   std::filesystem::path named_server_key;
   std::filesystem::path client_cert;  // CN=gpushare-test-client, clientAuth
   std::filesystem::path client_key;
+  std::filesystem::path other_client_cert;  // CN=gpushare-test-stranger, signed by other_ca_cert
+  std::filesystem::path other_client_key;
 };
 
 // Generated on first use; throws if openssl fails.

@@ -5,6 +5,7 @@
 // the extender does with the API.
 
 #include <gtest/gtest.h>
+#include <unistd.h>
 #include <yaml-cpp/yaml.h>
 
 #include <algorithm>
@@ -216,7 +217,10 @@ TEST(DeployManifests, EveryYamlFileParsesIntoKubernetesObjects) {
       ASSERT_TRUE(doc.object.contains("apiVersion") && doc.object["apiVersion"].is_string());
       ASSERT_TRUE(doc.object.contains("kind") && doc.object["kind"].is_string());
       const std::string kind = doc.object["kind"];
-      if (kind == "Kustomization" || kind == "KubeSchedulerConfiguration" || kind == "List") continue;
+      if (kind == "Kustomization" || kind == "Component" || kind == "KubeSchedulerConfiguration" ||
+          kind == "List") {
+        continue;
+      }
       ASSERT_TRUE(doc.object.contains("metadata") && doc.object["metadata"].contains("name")) << kind;
       const std::string key =
           kind + "/" + doc.object["metadata"].value("namespace", "") + "/" + doc.object["metadata"].value("name", "");
@@ -226,14 +230,21 @@ TEST(DeployManifests, EveryYamlFileParsesIntoKubernetesObjects) {
 }
 
 TEST(DeployManifests, KustomizationsReferenceFilesThatExist) {
-  const auto kustomizations = of_kind(docs_under(kDeploy), "Kustomization");
-  ASSERT_GE(kustomizations.size(), 6u);
+  auto kustomizations = of_kind(docs_under(kDeploy), "Kustomization");
+  ASSERT_GE(kustomizations.size(), 7u);
+  const auto components = of_kind(docs_under(kDeploy), "Component");
+  ASSERT_EQ(components.size(), 3u);
+  kustomizations.insert(kustomizations.end(), components.begin(), components.end());
   for (const auto& k : kustomizations) {
     SCOPED_TRACE(k.file.string());
     const fs::path dir = k.file.parent_path();
     for (const auto& resource : k.object.value("resources", Json::array())) {
       const fs::path path = dir / resource.get<std::string>();
       EXPECT_TRUE(fs::is_regular_file(path) || fs::is_regular_file(path / "kustomization.yaml")) << path;
+    }
+    for (const auto& component : k.object.value("components", Json::array())) {
+      EXPECT_TRUE(fs::is_regular_file(dir / component.get<std::string>() / "kustomization.yaml"))
+          << component;
     }
     for (const auto& patch : k.object.value("patches", Json::array())) {
       if (patch.contains("path")) {
@@ -675,15 +686,18 @@ std::optional<std::string> kustomize(const fs::path& dir) {
   return out;
 }
 
+// The objects `kubectl kustomize` renders from a kustomization directory.
+std::vector<Json> render_objects(const fs::path& dir) {
+  std::vector<Json> objects;
+  const auto text = kustomize(dir);
+  if (!text) return objects;
+  for (const YAML::Node& node : YAML::LoadAll(*text)) objects.push_back(to_json(node));
+  return objects;
+}
+
 TEST(DeployManifests, KustomizeRendersEverySetUp) {
   if (std::system("kubectl version --client >/dev/null 2>&1") != 0) GTEST_SKIP() << "kubectl not installed";
-  auto render = [](const fs::path& dir) {
-    std::vector<Json> objects;
-    const auto text = kustomize(dir);
-    if (!text) return objects;
-    for (const YAML::Node& node : YAML::LoadAll(*text)) objects.push_back(to_json(node));
-    return objects;
-  };
+  const auto render = render_objects;
   auto count = [](const std::vector<Json>& objects, std::string_view kind) {
     return std::count_if(objects.begin(), objects.end(), [&](const Json& o) { return o.value("kind", "") == kind; });
   };
@@ -692,7 +706,10 @@ TEST(DeployManifests, KustomizeRendersEverySetUp) {
   EXPECT_EQ(count(control_plane, "Deployment"), 1);
   for (const auto& o : control_plane) {
     if (o.value("kind", "") == "Deployment") {
-      EXPECT_EQ(container(o)["image"], "registry.example.com/gpushare/gpushare-extender:0.1.0");
+      // What scripts/build-image.sh tags (tests/release checks the version).
+      EXPECT_TRUE(
+          container(o)["image"].get<std::string>().starts_with("localhost/gpushare-extender:"))
+          << container(o)["image"];
     }
   }
 
@@ -720,6 +737,136 @@ TEST(DeployManifests, KustomizeRendersEverySetUp) {
       EXPECT_EQ(o["spec"]["template"]["spec"]["schedulerName"], "gpushare-scheduler");
     }
   }
+}
+
+// The optional components (deploy/components), as deploy/overlays/hardened and a user's overlay
+// combine them: the NetworkPolicy admits the second scheduler's pods, an ipBlock and Prometheus to
+// the container's port of the extender's pods; the ServiceMonitor scrapes exactly one Service on
+// a port it has, at a path the server serves; mutual TLS gives the extender flags its own parser
+// accepts, and HTTPS probes.
+std::vector<Json> objects_of_kind(const std::vector<Json>& objects, std::string_view kind) {
+  std::vector<Json> out;
+  for (const auto& o : objects) {
+    if (o.value("kind", "") == kind) out.push_back(o);
+  }
+  return out;
+}
+
+bool selects(const Json& match_labels, const Json& labels) {
+  for (const auto& [key, value] : match_labels.items()) {
+    if (!labels.contains(key) || labels[key] != value) return false;
+  }
+  return true;
+}
+
+// An overlay in a temporary directory: `resources` and `components` relative to deploy/.
+fs::path temporary_overlay(const std::string& name, const std::string& resource,
+                           const std::vector<std::string>& components) {
+  const fs::path dir =
+      fs::temp_directory_path() / ("gpushare-overlay-" + name + "-" + std::to_string(::getpid()));
+  fs::create_directories(dir);
+  std::ofstream out(dir / "kustomization.yaml");
+  out << "apiVersion: kustomize.config.k8s.io/v1beta1\nkind: Kustomization\nresources:\n- "
+      << fs::relative(kDeploy / resource, dir).string() << "\ncomponents:\n";
+  for (const auto& component : components)
+    out << "- " << fs::relative(kDeploy / component, dir).string() << "\n";
+  return dir;
+}
+
+TEST(DeployManifests, KustomizeRendersTheComponents) {
+  if (std::system("kubectl version --client >/dev/null 2>&1") != 0)
+    GTEST_SKIP() << "kubectl not installed";
+  const auto hardened = render_objects(kDeploy / "overlays" / "hardened");
+  const auto deployments = objects_of_kind(hardened, "Deployment");
+  ASSERT_EQ(deployments.size(), 1u);
+  const Json& extender_pod = deployments[0]["spec"]["template"];
+  const int port = container_port(deployments[0], "http").value_or(-1);
+  ASSERT_EQ(port, 39999);
+
+  const auto policies = objects_of_kind(hardened, "NetworkPolicy");
+  ASSERT_EQ(policies.size(), 1u);
+  const Json& policy = policies[0]["spec"];
+  EXPECT_TRUE(selects(policy["podSelector"]["matchLabels"], extender_pod["metadata"]["labels"]));
+  EXPECT_EQ(policy["policyTypes"], Json::array({"Ingress"}));
+  const Json second_scheduler = find_named(docs_under(kDeploy / "overlays" / "second-scheduler"),
+                                           "Deployment", "gpushare-scheduler");
+  bool scheduler_pods = false, control_plane = false, prometheus = false;
+  for (const auto& rule : policy["ingress"]) {
+    ASSERT_EQ(rule["ports"].size(), 1u);
+    EXPECT_EQ(rule["ports"][0]["port"], port) << "only the extender's port";
+    for (const auto& from : rule["from"]) {
+      if (from.contains("ipBlock")) control_plane = true;
+      if (from.contains("namespaceSelector")) {
+        prometheus = from["namespaceSelector"]["matchLabels"]["kubernetes.io/metadata.name"] ==
+                         "monitoring" &&
+                     from["podSelector"]["matchLabels"]["app.kubernetes.io/name"] == "prometheus";
+      } else if (from.contains("podSelector")) {
+        scheduler_pods = selects(from["podSelector"]["matchLabels"],
+                                 second_scheduler["spec"]["template"]["metadata"]["labels"]);
+      }
+    }
+  }
+  EXPECT_TRUE(scheduler_pods && control_plane && prometheus);
+
+  const auto monitors = objects_of_kind(hardened, "ServiceMonitor");
+  ASSERT_EQ(monitors.size(), 1u);
+  const Json& monitor = monitors[0]["spec"];
+  std::vector<Json> scraped;
+  for (const auto& service : objects_of_kind(hardened, "Service")) {
+    if (selects(monitor["selector"]["matchLabels"], service["metadata"]["labels"]))
+      scraped.push_back(service);
+  }
+  ASSERT_EQ(scraped.size(), 1u) << "each replica scraped once";
+  EXPECT_EQ(scraped[0]["spec"]["type"], "ClusterIP");
+  EXPECT_EQ(scraped[0]["spec"]["ports"][0]["name"], monitor["endpoints"][0]["port"]);
+  ExtenderUnderTest extender(sample_cluster());
+  auto metrics = extender.client().Get(monitor["endpoints"][0]["path"].get<std::string>());
+  ASSERT_TRUE(metrics);
+  EXPECT_EQ(metrics->status, 200);
+
+  // Set-up B with both components: the ServiceMonitor's patch finds its Service there too.
+  const auto second = render_objects(
+      temporary_overlay("second", "overlays/second-scheduler",
+                        {"components/network-policy", "components/service-monitor"}));
+  EXPECT_EQ(objects_of_kind(second, "NetworkPolicy").size(), 1u);
+  EXPECT_EQ(objects_of_kind(second, "ServiceMonitor").size(), 1u);
+
+  // Mutual TLS: the flags the extender would start with, and the files they name are mounted.
+  const auto tls =
+      render_objects(temporary_overlay("tls", "overlays/control-plane", {"components/mutual-tls"}));
+  const auto tls_deployments = objects_of_kind(tls, "Deployment");
+  ASSERT_EQ(tls_deployments.size(), 1u);
+  const Json& c = container(tls_deployments[0]);
+  const auto parsed =
+      extender::parse_options(c["args"].get<std::vector<std::string>>(), [](const char* name) {
+        return std::string_view(name).starts_with("KUBERNETES_SERVICE_")
+                   ? std::optional<std::string>("1")
+                   : std::nullopt;
+      });
+  ASSERT_EQ(parsed.action, extender::ParsedOptions::Action::kRun) << parsed.message;
+  const std::string mount = c["volumeMounts"][0]["mountPath"];
+  EXPECT_EQ(parsed.options.tls_client_ca_file, mount + "/client-ca.crt");
+  EXPECT_EQ(parsed.options.tls_cert_file, mount + "/tls.crt");
+  EXPECT_EQ(tls_deployments[0]["spec"]["template"]["spec"]["volumes"][0]["secret"]["secretName"],
+            "gpushare-extender-tls");
+  EXPECT_EQ(c["livenessProbe"]["httpGet"]["scheme"], "HTTPS");
+  EXPECT_EQ(c["readinessProbe"]["httpGet"]["scheme"], "HTTPS");
+}
+
+// deploy/samples/gpu-mem-quota.yaml: a namespace quota on the shared resource, under the only
+// prefix Kubernetes accepts for extended resources.
+TEST(DeployManifests, GpuMemoryQuotaSample) {
+  const auto docs = load(kDeploy / "samples" / "gpu-mem-quota.yaml");
+  ASSERT_EQ(docs.size(), 1u);
+  const Json& quota = docs[0].object;
+  EXPECT_EQ(quota["apiVersion"], "v1");
+  EXPECT_EQ(quota["kind"], "ResourceQuota");
+  EXPECT_FALSE(quota["metadata"].contains("namespace")) << "applied with -n NAMESPACE";
+  const Json& hard = quota["spec"]["hard"];
+  ASSERT_EQ(hard.size(), 1u);
+  const std::string key = "requests." + std::string(kube::kDefaultResourceName);
+  ASSERT_TRUE(hard.contains(key)) << hard;
+  EXPECT_EQ(hard[key], "32");
 }
 
 }  // namespace

@@ -57,25 +57,39 @@ class ExtenderUnderTest {
  public:
   explicit ExtenderUnderTest(const Json& cluster, std::string policy = "binpack",
                              std::size_t max_request_bytes = 1 << 20, int http_threads = 0)
-      : standalone_(cluster, kube::ResourceNames{}), store_(core::make_policy(policy)) {
+      : ExtenderUnderTest(cluster,
+                          server_options(std::move(policy), max_request_bytes, http_threads)) {}
+  // Any server options (TLS, client access...), on `host` and a free port; port() is -1 if the
+  // server could not bind (no such address here, a bad certificate).
+  ExtenderUnderTest(const Json& cluster, extender::HttpServerOptions options,
+                    const std::string& host = "127.0.0.1")
+      : standalone_(cluster, kube::ResourceNames{}),
+        store_(core::make_policy(options.policy_name)) {
     store_.write([&](core::ClusterModel& model, core::PlacementPolicy&) { standalone_.populate(model); });
     extender::ServiceConfig config;
     config.now_ns = [this] { return ++fake_clock_ns_; };
-    service_ = std::make_unique<extender::SchedulingService>(store_, standalone_, metrics_, rejections_,
-                                                              config);
-    extender::HttpServerOptions options;
-    options.max_request_bytes = max_request_bytes;
-    options.threads = http_threads;
-    options.policy_name = policy;
+    service_ = std::make_unique<extender::SchedulingService>(store_, standalone_, metrics_,
+                                                             rejections_, config);
     options.pod_phase = standalone_.pod_phases();
     server_ = std::make_unique<extender::HttpServer>(*service_, store_, metrics_, rejections_, options);
-    port_ = server_->bind("127.0.0.1", 0);
+    port_ = server_->bind(host, 0);
+    if (port_ < 0) return;
     thread_ = std::jthread([this] { server_->serve(); });
     while (!server_->is_running()) std::this_thread::yield();
   }
   ~ExtenderUnderTest() {
     server_->stop();
-    thread_.join();
+    if (thread_.joinable()) thread_.join();
+  }
+
+  static extender::HttpServerOptions server_options(std::string policy = "binpack",
+                                                    std::size_t max_request_bytes = 1 << 20,
+                                                    int http_threads = 0) {
+    extender::HttpServerOptions options;
+    options.max_request_bytes = max_request_bytes;
+    options.threads = http_threads;
+    options.policy_name = std::move(policy);
+    return options;
   }
 
   int port() const { return port_; }

@@ -11,6 +11,7 @@
 
 #include "gpushare/extender/config_warnings.h"
 #include "gpushare/extender/inspect.h"
+#include "gpushare/extender/client_access.h"
 #include "gpushare/extender/metrics.h"
 #include "gpushare/extender/model_store.h"
 #include "gpushare/extender/rejection_log.h"
@@ -18,6 +19,8 @@
 
 namespace httplib {
 class Server;
+struct Request;
+struct Response;
 }
 
 namespace gpushare::extender {
@@ -37,6 +40,8 @@ struct HttpServerOptions {
   int threads = 0;  // most connections served at once; 0 = kDefaultHttpThreads
   std::string tls_cert_file;
   std::string tls_private_key_file;
+  // Who may call the scheduling verbs (client_access.h): --allowed-clients, --tls-client-ca.
+  ClientAccessOptions access;
   std::string policy_name;
   // Readiness: empty string = ready, else why not (first sync pending, not the leader...).
   std::function<std::string()> not_ready_reason = [] { return std::string(); };
@@ -71,6 +76,7 @@ class HttpServer {
 
  private:
   void install_routes();
+  bool refuse_client(const httplib::Request& req, httplib::Response& res);
   bool begin_bind();  // false once stopping
   void end_bind();
 
@@ -81,6 +87,8 @@ class HttpServer {
   HttpServerOptions options_;
   std::shared_ptr<ConnectionThreadPool> connections_;  // outlives httplib's queue adaptor
   std::unique_ptr<httplib::Server> server_;
+  ClientAccess access_;
+  std::string access_error_;  // why the client CA could not be set up; bind() fails with it
 
   mutable std::mutex binds_mutex_;
   std::condition_variable binds_done_;

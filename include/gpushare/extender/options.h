@@ -10,6 +10,7 @@
 #include <string_view>
 #include <vector>
 
+#include "gpushare/extender/client_access.h"
 #include "gpushare/kube/resource_names.h"
 
 namespace gpushare::extender {
@@ -20,6 +21,9 @@ struct Options {
   std::string listen = "0.0.0.0:39999";
   std::string tls_cert_file;
   std::string tls_private_key_file;
+  // Who may call the scheduling verbs (client_access.h, docs/hardening.md).
+  std::string tls_client_ca_file;  // require a client certificate signed by these CAs
+  ClientNetworks allowed_clients;  // --allowed-clients; empty: any address
   std::string policy;  // defaults to core::kDefaultPolicy
   std::string bind_mode = "binding";
   std::string score_mapping = "rank";  // core::ScoreMapping: how prioritize maps onto 0..10

@@ -71,6 +71,7 @@ int serve(const ext::Options& options, ext::SchedulingService& service, ext::Mod
   http.threads = options.http_threads;
   http.tls_cert_file = options.tls_cert_file;
   http.tls_private_key_file = options.tls_private_key_file;
+  http.access = {options.allowed_clients, options.tls_client_ca_file};
   http.policy_name = options.policy;
   http.not_ready_reason = std::move(not_ready_reason);
   http.before_scrape = std::move(before_scrape);
@@ -80,6 +81,7 @@ int serve(const ext::Options& options, ext::SchedulingService& service, ext::Mod
   spdlog::info("{} serving {} on {}:{} with policy {}, bind mode {}", ext::version_string(),
                options.tls_cert_file.empty() ? "HTTP" : "HTTPS", options.listen_host(), port,
                options.policy, options.bind_mode);
+  spdlog::info("scheduling verbs accepted from {}", ext::ClientAccess(http.access).describe());
   std::atomic<bool> served{false};
   auto waiter = signals.on_signal([&] {
     const bool drained = server.stop();  // stop accepting; wait for binds in flight

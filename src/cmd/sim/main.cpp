@@ -21,6 +21,7 @@
 #include "gpushare/sim/report.h"
 #include "gpushare/sim/simulator.h"
 #include "gpushare/sim/trace.h"
+#include "gpushare/version.h"
 
 namespace {
 
@@ -192,6 +193,7 @@ int main(int argc, char** argv) {
       ->capture_default_str()
       ->check(CLI::IsMember({"minmax", "rank"}));
   app.add_flag("-v,--verbose", verbose, "print each run as it finishes");
+  app.set_version_flag("--version", gpushare::version_string());
   CLI11_PARSE(app, argc, argv);
   // The in-process extender logs every bind at info; a simulation binds thousands.
   spdlog::set_level(spdlog::level::warn);
