@@ -1,11 +1,10 @@
 #include "gpushare/extender/standalone_cluster.h"
 
-#include <fstream>
-#include <sstream>
 
 #include <fmt/format.h>
 #include <spdlog/spdlog.h>
 
+#include "gpushare/extender/text_file.h"
 #include "gpushare/extender/yaml_json.h"
 #include "gpushare/kube/claim_check.h"
 #include "gpushare/kube/node_info.h"
@@ -13,11 +12,7 @@
 namespace gpushare::extender {
 
 kube::Json read_cluster_file(const std::filesystem::path& path) {
-  std::ifstream in(path, std::ios::binary);
-  if (!in) throw std::runtime_error(fmt::format("cannot read cluster file {}", path.string()));
-  std::stringstream buffer;
-  buffer << in.rdbuf();
-  const std::string text = buffer.str();
+  const std::string text = read_text_file(path, "cluster file");
   kube::Json parsed = kube::Json::parse(text, nullptr, false);
   if (parsed.is_discarded()) {
     try {
