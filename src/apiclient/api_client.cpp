@@ -263,11 +263,13 @@ void ApiClient::Impl::configure(CURL* easy, const AttemptSpec& spec, TransferCon
   }
 }
 
-detail::TransferOutcome ApiClient::Impl::run_watched(detail::TransferSlot& slot, std::stop_token stop,
-                                                     std::string what) {
+detail::TransferOutcome ApiClient::Impl::run_watched(detail::TransferSlot& slot,
+                                                     std::stop_token stop, std::string what) {
   StallWarning stall(options.stall_warning, config.server, std::move(what), options.clock);
-  detail::TransferTicker ticker{stall.check_interval(), [&stall](CURL* easy) { stall.check(easy); }};
-  const auto outcome = detail::run_transfer(slot, stop, options.stall_warning.count() > 0 ? &ticker : nullptr);
+  detail::TransferTicker ticker{stall.check_interval(),
+                                [&stall](CURL* easy) { stall.check(easy); }};
+  const auto outcome =
+      detail::run_transfer(slot, stop, options.stall_warning.count() > 0 ? &ticker : nullptr);
   stall.finish(slot.easy.get());
   return outcome;
 }
@@ -327,7 +329,8 @@ Result<Response> ApiClient::Impl::attempt(const Request& request, const std::str
 
   ++requests;
   const auto outcome =
-      run_watched(*lease, request.options.stop, describe_request(request.method, request.path, request.options.query));
+      run_watched(*lease, request.options.stop,
+                  describe_request(request.method, request.path, request.options.query));
   if (outcome.stopped) return stopped_error();
   if (!callback_error.empty()) {
     return decode_error(fmt::format("list item rejected by the handler: {}", callback_error));

@@ -58,7 +58,8 @@ struct ApiClient::Impl {
                             const WatchCallback& on_event, std::stop_token stop,
                             const WatchOptions& options, long timeout_ms);
   // Runs a configured transfer, warning while the server does not answer it (stall_warning.h).
-  detail::TransferOutcome run_watched(detail::TransferSlot& slot, std::stop_token stop, std::string what);
+  detail::TransferOutcome run_watched(detail::TransferSlot& slot, std::stop_token stop,
+                                      std::string what);
 
   const ClusterConfig config;
   const ClientOptions options;

@@ -41,7 +41,8 @@ void SlotPool::give_back(std::unique_ptr<TransferSlot> slot) {
   if (idle_.size() < max_idle_) idle_.push_back(std::move(slot));
 }
 
-TransferOutcome run_transfer(TransferSlot& slot, std::stop_token stop, const TransferTicker* ticker) {
+TransferOutcome run_transfer(TransferSlot& slot, std::stop_token stop,
+                             const TransferTicker* ticker) {
   TransferOutcome outcome;
   if (stop.stop_requested()) {
     outcome.stopped = true;
@@ -73,7 +74,10 @@ TransferOutcome run_transfer(TransferSlot& slot, std::stop_token stop, const Tra
       }
       if (stop.stop_requested()) break;
       // The timeout only bounds how long curl may wait between its own timer checks.
-      const int poll_ms = ticker != nullptr ? static_cast<int>(std::min<std::int64_t>(1000, ticker->interval.count())) : 1000;
+      const int poll_ms =
+          ticker != nullptr
+              ? static_cast<int>(std::min<std::int64_t>(1000, ticker->interval.count()))
+              : 1000;
       status = curl_multi_poll(multi, nullptr, 0, poll_ms, nullptr);
       if (status != CURLM_OK) {
         outcome.code = CURLE_FAILED_INIT;

@@ -98,6 +98,7 @@ struct TransferTicker {
 
 // Runs the configured easy handle of `slot` to completion. Returns as soon as `stop` is
 // requested, even while the connection is idle (curl_multi_wakeup interrupts the poll).
-TransferOutcome run_transfer(TransferSlot& slot, std::stop_token stop, const TransferTicker* ticker = nullptr);
+TransferOutcome run_transfer(TransferSlot& slot, std::stop_token stop,
+                             const TransferTicker* ticker = nullptr);
 
 }  // namespace gpushare::apiclient::detail

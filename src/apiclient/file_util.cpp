@@ -16,7 +16,8 @@ std::optional<std::string> read_file(const std::filesystem::path& path, std::str
   std::ifstream in(path, std::ios::binary);
   if (!in) return failed(errno != 0 ? errno : EIO);  // the stream's open(2) set errno
   std::error_code ignored;
-  if (std::filesystem::is_directory(path, ignored)) return failed(EISDIR);  // a stream "opens" those
+  if (std::filesystem::is_directory(path, ignored))
+    return failed(EISDIR);  // a stream "opens" those
   std::ostringstream content;
   content << in.rdbuf();
   if (in.bad()) return failed(EIO);

@@ -1,10 +1,10 @@
 #include "stall_warning.h"
 
-#include <algorithm>
-#include <vector>
-
 #include <fmt/format.h>
 #include <spdlog/spdlog.h>
+
+#include <algorithm>
+#include <vector>
 
 namespace gpushare::apiclient {
 namespace {
@@ -23,8 +23,9 @@ std::vector<std::string_view> segments_of(std::string_view path) {
 }
 
 std::string seconds_text(std::chrono::milliseconds elapsed) {
-  return elapsed < std::chrono::seconds(10) ? fmt::format("{:.1f} s", static_cast<double>(elapsed.count()) / 1000)
-                                            : fmt::format("{} s", elapsed.count() / 1000);
+  return elapsed < std::chrono::seconds(10)
+             ? fmt::format("{:.1f} s", static_cast<double>(elapsed.count()) / 1000)
+             : fmt::format("{} s", elapsed.count() / 1000);
 }
 
 }  // namespace
@@ -32,7 +33,9 @@ std::string seconds_text(std::chrono::milliseconds elapsed) {
 std::string describe_request(HttpMethod method, std::string_view path, const Query& query) {
   // /api/v1/[namespaces/NS/]PLURAL[/NAME[/SUB]] or /apis/GROUP/VERSION/...
   std::vector<std::string_view> parts = segments_of(path.substr(0, path.find('?')));
-  std::size_t at = parts.size() >= 2 && parts[0] == "api" ? 2 : parts.size() >= 3 && parts[0] == "apis" ? 3 : parts.size();
+  std::size_t at = parts.size() >= 2 && parts[0] == "api"    ? 2
+                   : parts.size() >= 3 && parts[0] == "apis" ? 3
+                                                             : parts.size();
   std::string ns;
   if (at + 2 < parts.size() && parts[at] == "namespaces") {
     ns = std::string(parts[at + 1]);
@@ -51,17 +54,27 @@ std::string describe_request(HttpMethod method, std::string_view path, const Que
   if (sub == "binding") return "bind " + singular + " " + object;
   std::string verb;
   switch (method) {
-    case HttpMethod::kGet: verb = "get"; break;
-    case HttpMethod::kPost: verb = "create"; break;
-    case HttpMethod::kPut: verb = "update"; break;
-    case HttpMethod::kPatch: verb = "patch"; break;
-    case HttpMethod::kDelete: verb = "delete"; break;
+    case HttpMethod::kGet:
+      verb = "get";
+      break;
+    case HttpMethod::kPost:
+      verb = "create";
+      break;
+    case HttpMethod::kPut:
+      verb = "update";
+      break;
+    case HttpMethod::kPatch:
+      verb = "patch";
+      break;
+    case HttpMethod::kDelete:
+      verb = "delete";
+      break;
   }
   return fmt::format("{} {}{} {}", verb, singular, sub.empty() ? "" : "/" + sub, object);
 }
 
-StallWarning::StallWarning(std::chrono::milliseconds threshold, std::string server, std::string what,
-                           SteadyClock clock)
+StallWarning::StallWarning(std::chrono::milliseconds threshold, std::string server,
+                           std::string what, SteadyClock clock)
     : threshold_(threshold),
       server_(std::move(server)),
       what_(std::move(what)),
@@ -78,7 +91,8 @@ void StallWarning::finish(CURL* easy) {
   if (status != 0) {
     spdlog::info("API server {} answered {} after {}", server_, what_, seconds_text(waited));
   } else {
-    spdlog::warn("API server {}: {} ended after {} without an answer", server_, what_, seconds_text(waited));
+    spdlog::warn("API server {}: {} ended after {} without an answer", server_, what_,
+                 seconds_text(waited));
   }
 }
 
@@ -96,7 +110,8 @@ void StallWarning::check(CURL* easy) {
   curl_off_t connect_time = 0;
   curl_easy_getinfo(easy, CURLINFO_CONNECT_TIME_T, &connect_time);
   ++warnings_;
-  spdlog::warn("API server {} has not answered {} for {} ({}); still waiting", server_, what_, seconds_text(waited),
+  spdlog::warn("API server {} has not answered {} for {} ({}); still waiting", server_, what_,
+               seconds_text(waited),
                connect_time > 0 ? "connected, no response yet" : "not connected yet");
   next_warning_ = waited + interval_;  // T, then 2T, 4T, ... later, and every 5 minutes at most
   interval_ = std::min(kMaxWarningInterval, interval_ * 2);

@@ -4,8 +4,8 @@
 // A hung API server (or a proxy in front of one) keeps the connection open and says nothing;
 // without these a list or bind waits out its whole time-out, and its retries, in silence. While a
 // transfer has no response yet, the first warning comes after ClientOptions::stall_warning (T),
-// the next ones T, 2T, 4T, ... after the one before (at most 5 minutes apart), each naming the server, the request
-// and how long it has waited; a late answer is logged too.
+// the next ones T, 2T, 4T, ... after the one before (at most 5 minutes apart), each naming the
+// server, the request and how long it has waited; a late answer is logged too.
 
 #include <chrono>
 #include <string>
@@ -22,7 +22,8 @@ std::string describe_request(HttpMethod method, std::string_view path, const Que
 class StallWarning {
  public:
   // `threshold` 0 disables the warnings.
-  StallWarning(std::chrono::milliseconds threshold, std::string server, std::string what, SteadyClock clock);
+  StallWarning(std::chrono::milliseconds threshold, std::string server, std::string what,
+               SteadyClock clock);
   // Called by the transfer loop; `easy` tells whether a response has started and whether the
   // connection is up.
   void check(CURL* easy);

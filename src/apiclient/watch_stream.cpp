@@ -6,8 +6,8 @@
 #include <charconv>
 
 #include "api_client_impl.h"
-#include "stall_warning.h"
 #include "gpushare/apiclient/watch_framer.h"
+#include "stall_warning.h"
 
 namespace gpushare::apiclient {
 namespace {
@@ -64,9 +64,10 @@ WatchResult ApiClient::Impl::watch(std::string_view path, const Query& query,
   return result;
 }
 
-WatchResult ApiClient::Impl::watch_attempt(const std::string& url, std::string_view what, const std::string& token,
-                                           const WatchCallback& on_event, std::stop_token stop,
-                                           const WatchOptions& watch_options, long timeout_ms) {
+WatchResult ApiClient::Impl::watch_attempt(const std::string& url, std::string_view what,
+                                           const std::string& token, const WatchCallback& on_event,
+                                           std::stop_token stop, const WatchOptions& watch_options,
+                                           long timeout_ms) {
   auto lease = pool.acquire();
   CURL* easy = lease->easy.get();
   TransferContext context;

@@ -172,8 +172,8 @@ ParsedOptions parse_options(const std::vector<std::string>& raw_args,
 
   app.add_flag("--leader-elect", o.leader_elect,
                "live mode: run several replicas; only the one holding the Lease binds (and is ready)");
-  std::string lease_duration = "15s", renew_deadline = "10s", retry_period = "2s", shutdown_grace = "20s",
-              api_stall_warning = "30s";
+  std::string lease_duration = "15s", renew_deadline = "10s", retry_period = "2s",
+              shutdown_grace = "20s", api_stall_warning = "30s";
   app.add_option("--leader-elect-lease-duration", lease_duration,
                  "how long followers wait after the last renewal before taking over")
       ->capture_default_str();
@@ -190,9 +190,10 @@ ParsedOptions parse_options(const std::vector<std::string>& raw_args,
   app.add_option("--shutdown-grace-period", shutdown_grace,
                  "on SIGTERM, how long to wait for binds in flight before exiting")
       ->capture_default_str();
-  app.add_option("--api-stall-warning", api_stall_warning,
-                 "live mode: log a warning when the API server has not answered a request for this long "
-                 "(then with back-off); 0 = never")
+  app.add_option(
+         "--api-stall-warning", api_stall_warning,
+         "live mode: log a warning when the API server has not answered a request for this long "
+         "(then with back-off); 0 = never")
       ->capture_default_str();
 
   std::vector<std::string> args;
@@ -235,11 +236,14 @@ ParsedOptions parse_options(const std::vector<std::string>& raw_args,
   if (o.names.memory.empty() || o.names.count.empty()) {
     return usage_error("--resource-name and --count-name must not be empty");
   }
-  for (auto [flag, text, out] : {std::tuple{"--leader-elect-lease-duration", &lease_duration, &o.leader_elect_lease_duration},
-                                 std::tuple{"--leader-elect-renew-deadline", &renew_deadline, &o.leader_elect_renew_deadline},
-                                 std::tuple{"--leader-elect-retry-period", &retry_period, &o.leader_elect_retry_period},
-                                 std::tuple{"--shutdown-grace-period", &shutdown_grace, &o.shutdown_grace_period},
-                                 std::tuple{"--api-stall-warning", &api_stall_warning, &o.api_stall_warning}}) {
+  for (auto [flag, text, out] :
+       {std::tuple{"--leader-elect-lease-duration", &lease_duration,
+                   &o.leader_elect_lease_duration},
+        std::tuple{"--leader-elect-renew-deadline", &renew_deadline,
+                   &o.leader_elect_renew_deadline},
+        std::tuple{"--leader-elect-retry-period", &retry_period, &o.leader_elect_retry_period},
+        std::tuple{"--shutdown-grace-period", &shutdown_grace, &o.shutdown_grace_period},
+        std::tuple{"--api-stall-warning", &api_stall_warning, &o.api_stall_warning}}) {
     const auto duration = parse_go_duration(*text);
     if (!duration) return usage_error(fmt::format("{}: bad duration \"{}\" (e.g. 15s, 500ms, 1m)", flag, *text));
     *out = *duration;

@@ -1,6 +1,5 @@
 #include "gpushare/extender/standalone_cluster.h"
 
-
 #include <fmt/format.h>
 #include <spdlog/spdlog.h>
 

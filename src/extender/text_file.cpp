@@ -1,13 +1,12 @@
 #include "gpushare/extender/text_file.h"
 
 #include <fcntl.h>
+#include <fmt/format.h>
 #include <unistd.h>
 
 #include <cerrno>
 #include <cstring>
 #include <stdexcept>
-
-#include <fmt/format.h>
 
 namespace gpushare::extender {
 namespace {
@@ -31,7 +30,8 @@ class FileDescriptor {
 
 std::string read_text_file(const std::filesystem::path& path, std::string_view what) {
   auto failure = [&](int error) {
-    return std::runtime_error(fmt::format("cannot read {} {}: {}", what, path.string(), std::strerror(error)));
+    return std::runtime_error(
+        fmt::format("cannot read {} {}: {}", what, path.string(), std::strerror(error)));
   };
   // POSIX calls rather than a stream, whose failures carry no reason (and which "opens" a
   // directory without complaint).

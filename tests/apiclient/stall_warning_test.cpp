@@ -1,9 +1,8 @@
 // Requests to an API server that accepts and never answers are reported while they wait
 // (ClientOptions::stall_warning), naming the server and the request in the API's words.
 
-#include <gtest/gtest.h>
-
 #include <fmt/format.h>
+#include <gtest/gtest.h>
 
 #include "gpushare/apiclient/api_client.h"
 #include "support/log_capture.h"
@@ -37,18 +36,25 @@ TEST(StallWarning, NamesTheServerAndTheRequest) {
     std::string what;
   };
   const std::vector<Case> cases = {
-      {[](ApiClient& c) { (void)c.get("/api/v1/pods", {.query = {{"limit", "500"}}}); }, "list pods"},
-      {[](ApiClient& c) { (void)c.get("/api/v1/namespaces/ml/pods/train-0"); }, "get pod ml/train-0"},
       {[](ApiClient& c) {
-         (void)c.post("/api/v1/namespaces/ml/pods/train-0/binding", Json::object(), {.retry = false});
+         (void)c.get("/api/v1/pods", {.query = {{"limit", "500"}}});
+       },
+       "list pods"},
+      {[](ApiClient& c) { (void)c.get("/api/v1/namespaces/ml/pods/train-0"); },
+       "get pod ml/train-0"},
+      {[](ApiClient& c) {
+         (void)c.post("/api/v1/namespaces/ml/pods/train-0/binding", Json::object(),
+                      {.retry = false});
        },
        "bind pod ml/train-0"},
       {[](ApiClient& c) {
-         (void)c.put("/apis/coordination.k8s.io/v1/namespaces/kube-system/leases/gpushare-extender", Json::object());
+         (void)c.put("/apis/coordination.k8s.io/v1/namespaces/kube-system/leases/gpushare-extender",
+                     Json::object());
        },
        "update lease kube-system/gpushare-extender"},
       {[](ApiClient& c) {
-         (void)c.watch("/api/v1/nodes", {{"resourceVersion", "5"}}, [](WatchEvent&&) {}, {}, {.timeout = 400ms});
+         (void)c.watch("/api/v1/nodes", {{"resourceVersion", "5"}}, [](WatchEvent&&) {}, {},
+                       {.timeout = 400ms});
        },
        "watch nodes"},
   };
@@ -56,10 +62,14 @@ TEST(StallWarning, NamesTheServerAndTheRequest) {
     LogCapture log;
     c.call(hung.client);
     const std::string text = log.text();
-    EXPECT_NE(text.find(fmt::format("API server {} has not answered {} for", hung.server, c.what)), std::string::npos)
-        << c.what << "\n" << text;
+    EXPECT_NE(text.find(fmt::format("API server {} has not answered {} for", hung.server, c.what)),
+              std::string::npos)
+        << c.what << "\n"
+        << text;
     EXPECT_NE(text.find("connected, no response yet"), std::string::npos) << text;
-    EXPECT_NE(text.find(fmt::format("API server {}: {} ended after", hung.server, c.what)), std::string::npos) << text;
+    EXPECT_NE(text.find(fmt::format("API server {}: {} ended after", hung.server, c.what)),
+              std::string::npos)
+        << text;
   }
 }
 

@@ -20,7 +20,9 @@ inline std::string binary(const std::string& name) {
 }
 
 // What a user sees: both streams (the extender logs to stderr, CLI11 errors go there too).
-inline std::string seen(const RunResult& result) { return result.out + result.err; }
+inline std::string seen(const RunResult& result) {
+  return result.out + result.err;
+}
 
 // A failure exits non-zero on purpose: not through abort() or std::terminate (134, 139, ...).
 inline void expect_clean_failure(const RunResult& result, int code) {

@@ -1,9 +1,9 @@
 // Start-up mistakes a new user makes, as the programs report them: the file or address, the
 // operating system's reason and a hint, a non-zero exit, never an abort (issue 14, item 6).
 
-#include <fstream>
-
 #include <fmt/format.h>
+
+#include <fstream>
 
 #include "cli/binaries.h"
 
@@ -16,12 +16,13 @@ TEST(ExtenderStartup, APortInUseNamesTheReasonAndTheFlag) {
   const std::string extender = binary("gpushare-extender");
   if (extender.empty()) GTEST_SKIP() << "gpushare-extender not built";
   SilentListener busy;
-  const RunResult result =
-      run_process({extender, "--cluster-file", kSample, "--listen", fmt::format("127.0.0.1:{}", busy.port())});
+  const RunResult result = run_process(
+      {extender, "--cluster-file", kSample, "--listen", fmt::format("127.0.0.1:{}", busy.port())});
   expect_clean_failure(result, 1);
-  EXPECT_NE(seen(result).find(fmt::format("cannot listen on 127.0.0.1:{}: Address already in use; is another "
-                                          "gpushare-extender",
-                                          busy.port())),
+  EXPECT_NE(seen(result).find(
+                fmt::format("cannot listen on 127.0.0.1:{}: Address already in use; is another "
+                            "gpushare-extender",
+                            busy.port())),
             std::string::npos)
       << seen(result);
   EXPECT_NE(seen(result).find("--listen 127.0.0.1:PORT"), std::string::npos) << seen(result);
@@ -32,12 +33,14 @@ TEST(ExtenderStartup, AMissingOrUnreadableClusterFileIsNamed) {
   if (extender.empty()) GTEST_SKIP() << "gpushare-extender not built";
   RunResult result = run_process({extender, "--cluster-file", "/nonexistent/cluster.yaml"});
   expect_clean_failure(result, 1);
-  EXPECT_NE(seen(result).find("cannot read cluster file /nonexistent/cluster.yaml: No such file or directory"),
+  EXPECT_NE(seen(result).find(
+                "cannot read cluster file /nonexistent/cluster.yaml: No such file or directory"),
             std::string::npos)
       << seen(result);
   result = run_process({extender, "--cluster-file", GPUSHARE_SOURCE_DIR});
   expect_clean_failure(result, 1);
-  EXPECT_NE(seen(result).find(fmt::format("cannot read cluster file {}: Is a directory", GPUSHARE_SOURCE_DIR)),
+  EXPECT_NE(seen(result).find(
+                fmt::format("cannot read cluster file {}: Is a directory", GPUSHARE_SOURCE_DIR)),
             std::string::npos)
       << seen(result);
 }
@@ -47,7 +50,8 @@ TEST(ExtenderStartup, AMissingConfigFileIsNamed) {
   if (extender.empty()) GTEST_SKIP() << "gpushare-extender not built";
   const RunResult result = run_process({extender, "--config", "/nonexistent/gpushare.yaml"});
   expect_clean_failure(result, 2);
-  EXPECT_NE(seen(result).find("cannot read --config file /nonexistent/gpushare.yaml: No such file or directory"),
+  EXPECT_NE(seen(result).find(
+                "cannot read --config file /nonexistent/gpushare.yaml: No such file or directory"),
             std::string::npos)
       << seen(result);
 }
@@ -57,7 +61,8 @@ TEST(ExtenderStartup, AMissingKubeconfigIsNamed) {
   if (extender.empty()) GTEST_SKIP() << "gpushare-extender not built";
   const RunResult result = run_process({extender, "--kubeconfig", "/nonexistent/kubeconfig"});
   expect_clean_failure(result, 1);
-  EXPECT_NE(seen(result).find("cannot read kubeconfig /nonexistent/kubeconfig: No such file or directory"),
+  EXPECT_NE(seen(result).find(
+                "cannot read kubeconfig /nonexistent/kubeconfig: No such file or directory"),
             std::string::npos)
       << seen(result);
 }
@@ -67,8 +72,9 @@ TEST(PluginStartup, AMissingKubeconfigIsNamedWithTheWayAround) {
   if (plugin.empty()) GTEST_SKIP() << "kubectl-inspect-gpushare not built";
   const RunResult result = run_process({plugin, "--kubeconfig", "/nonexistent/kubeconfig"});
   expect_clean_failure(result, 1);
-  EXPECT_NE(result.err.find("cannot read kubeconfig /nonexistent/kubeconfig: No such file or directory"),
-            std::string::npos)
+  EXPECT_NE(
+      result.err.find("cannot read kubeconfig /nonexistent/kubeconfig: No such file or directory"),
+      std::string::npos)
       << seen(result);
   EXPECT_NE(result.err.find("--extender"), std::string::npos) << seen(result);
   EXPECT_TRUE(result.out.empty()) << result.out;
@@ -77,11 +83,13 @@ TEST(PluginStartup, AMissingKubeconfigIsNamedWithTheWayAround) {
 TEST(SimStartup, AMisspeltPolicyListsTheValidOnes) {
   const std::string sim = binary("gpushare-sim");
   if (sim.empty()) GTEST_SKIP() << "gpushare-sim not built";
-  const RunResult result = run_process({sim, "--nodes", "n.csv", "--pods", "p.csv", "--policy", "binpak"});
+  const RunResult result =
+      run_process({sim, "--nodes", "n.csv", "--pods", "p.csv", "--policy", "binpak"});
   ASSERT_TRUE(result.exit_code.has_value());
   EXPECT_NE(*result.exit_code, 0);
   EXPECT_LT(*result.exit_code, 128) << "killed by a signal: " << seen(result);
-  EXPECT_NE(seen(result).find("unknown policy 'binpak' (valid: "), std::string::npos) << seen(result);
+  EXPECT_NE(seen(result).find("unknown policy 'binpak' (valid: "), std::string::npos)
+      << seen(result);
   for (const char* policy : {"binpack", "fgd-plus", "spread"}) {
     EXPECT_NE(seen(result).find(policy), std::string::npos) << policy << ": " << seen(result);
   }
@@ -102,12 +110,19 @@ TEST(FakeApiServerStartup, ABadSeedNamesTheFileAndTheProblem) {
     std::string expected;
   };
   const std::vector<Case> cases = {
-      {"/nonexistent/seed.yaml", "--seed /nonexistent/seed.yaml: cannot read cluster file /nonexistent/seed.yaml: No such file or directory"},
-      {seed_with("broken.yaml", "items: [\n  - kind: Node\n    metadata: {name: a\n"), "broken.yaml: cluster file "},
-      {seed_with("not-a-list.yaml", "kind: Node\nmetadata:\n  name: a\n"), "not-a-list.yaml: not a v1 List: no items array"},
+      {"/nonexistent/seed.yaml",
+       "--seed /nonexistent/seed.yaml: cannot read cluster file /nonexistent/seed.yaml: No such "
+       "file or directory"},
+      {seed_with("broken.yaml", "items: [\n  - kind: Node\n    metadata: {name: a\n"),
+       "broken.yaml: cluster file "},
+      {seed_with("not-a-list.yaml", "kind: Node\nmetadata:\n  name: a\n"),
+       "not-a-list.yaml: not a v1 List: no items array"},
       {seed_with("deployment.yaml", "items:\n- kind: Deployment\n  metadata:\n    name: web\n"),
-       "deployment.yaml: items[0]: kind \"Deployment\" is not served (Node, Pod, ConfigMap, Lease)"},
-      {seed_with("twice.yaml", "items:\n- kind: Node\n  metadata: {name: a}\n- kind: Node\n  metadata: {name: a}\n"),
+       "deployment.yaml: items[0]: kind \"Deployment\" is not served (Node, Pod, ConfigMap, "
+       "Lease)"},
+      {seed_with(
+           "twice.yaml",
+           "items:\n- kind: Node\n  metadata: {name: a}\n- kind: Node\n  metadata: {name: a}\n"),
        "twice.yaml: items[1] (Node a): nodes \"a\" already exists"},
   };
   for (const Case& c : cases) {

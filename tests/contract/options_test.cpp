@@ -1,11 +1,12 @@
 #include "gpushare/extender/options.h"
-#include "gpushare/extender/standalone_cluster.h"
 
 #include <gtest/gtest.h>
 
 #include <filesystem>
 #include <fstream>
 #include <map>
+
+#include "gpushare/extender/standalone_cluster.h"
 
 namespace gpushare::extender {
 namespace {
@@ -101,7 +102,8 @@ TEST(Options, ConfigFileWithFlagsWinning) {
 TEST(Options, AnUnreadableConfigFileIsNamedWithTheReason) {
   auto parsed = parse({"--config", "/nonexistent/gpushare.yaml"});
   EXPECT_EQ(parsed.action, Action::kExitUsage);
-  EXPECT_EQ(parsed.message, "cannot read --config file /nonexistent/gpushare.yaml: No such file or directory");
+  EXPECT_EQ(parsed.message,
+            "cannot read --config file /nonexistent/gpushare.yaml: No such file or directory");
   parsed = parse({"--config", "/"});
   EXPECT_EQ(parsed.message, "cannot read --config file /: Is a directory");
   const auto path = std::filesystem::temp_directory_path() / "gpushare-options-bad-yaml.yaml";
@@ -109,7 +111,8 @@ TEST(Options, AnUnreadableConfigFileIsNamedWithTheReason) {
   parsed = parse({"--config", path.string()});
   std::filesystem::remove(path);
   EXPECT_EQ(parsed.action, Action::kExitUsage);
-  EXPECT_EQ(parsed.message.rfind("--config " + path.string() + ": YAML error at line", 0), 0u) << parsed.message;
+  EXPECT_EQ(parsed.message.rfind("--config " + path.string() + ": YAML error at line", 0), 0u)
+      << parsed.message;
 }
 
 TEST(Options, ApiStallWarningTakesAGoDuration) {
@@ -128,7 +131,8 @@ TEST(Options, AMissingClusterFileIsNamedWithTheReason) {
     read_cluster_file("/nonexistent/cluster.yaml");
     FAIL() << "no error";
   } catch (const std::runtime_error& e) {
-    EXPECT_STREQ(e.what(), "cannot read cluster file /nonexistent/cluster.yaml: No such file or directory");
+    EXPECT_STREQ(e.what(),
+                 "cannot read cluster file /nonexistent/cluster.yaml: No such file or directory");
   }
 }
 

@@ -8,6 +8,7 @@
 #include <gtest/gtest.h>
 
 #include <fstream>
+#include <iterator>
 #include <sstream>
 
 #include "support/fake_apiserver.h"
@@ -186,11 +187,13 @@ TEST_F(KubectlTest, CreateConfigmapSendsProtobufWhichIsRead) {
   EXPECT_FALSE((*cm)["metadata"].contains("generation")) << cm->dump();
   bool protobuf = false;
   for (const RequestRecord& record : server().requests()) {
-    if (record.verb == Verb::Create) protobuf = record.content_type == "application/vnd.kubernetes.protobuf";
+    if (record.verb == Verb::Create)
+      protobuf = record.content_type == "application/vnd.kubernetes.protobuf";
   }
   EXPECT_TRUE(protobuf);
   // And it reads back as kubectl wrote it.
-  const RunResult get = kubectl({"get", "configmap", "unhealthy-gpu-n1", "-n", "kube-system", "-o", "jsonpath={.data.gpus}"});
+  const RunResult get = kubectl(
+      {"get", "configmap", "unhealthy-gpu-n1", "-n", "kube-system", "-o", "jsonpath={.data.gpus}"});
   ASSERT_EQ(get.exit_code, 0) << get.err;
   EXPECT_EQ(get.out, "0,2");
 }
@@ -199,45 +202,69 @@ TEST_F(KubectlTest, ApplyIsValidatedByTheServer) {
   // kubectl's default --validate=strict: the fake's OpenAPI v3 says it takes fieldValidation, so
   // kubectl leaves the check to it; a misspelt field is refused with the real server's message.
   const auto good = dir_.path() / "pod.yaml";
-  std::ofstream(good) << "apiVersion: v1\nkind: Pod\nmetadata:\n  name: gpu-pod\n  namespace: ns1\nspec:\n"
-                         "  containers:\n  - name: app\n    image: busybox\n    resources:\n      limits:\n"
-                         "        aliyun.com/gpu-mem: 4\n";
+  std::ofstream(good)
+      << "apiVersion: v1\nkind: Pod\nmetadata:\n  name: gpu-pod\n  namespace: ns1\nspec:\n"
+         "  containers:\n  - name: app\n    image: busybox\n    resources:\n      limits:\n"
+         "        aliyun.com/gpu-mem: 4\n";
   RunResult result = kubectl({"apply", "-f", good.string()});
   ASSERT_EQ(result.exit_code, 0) << result.err;
   EXPECT_NE(result.out.find("pod/gpu-pod created"), std::string::npos) << result.out;
   ASSERT_TRUE(server().get(Resource::Pods, "ns1", "gpu-pod"));
-  EXPECT_EQ(server().requests().back().params.at("fieldValidation"), "Strict");
+  std::string validation;
+  for (const RequestRecord& record : server().requests()) {
+    if (record.verb == Verb::Create && record.params.count("fieldValidation"))
+      validation = record.params.at("fieldValidation");
+  }
+  EXPECT_EQ(validation, "Strict");
 
   const auto typo = dir_.path() / "typo.yaml";
-  std::ofstream(typo) << "apiVersion: v1\nkind: Pod\nmetadata:\n  name: typo\n  namespace: ns1\nspec:\n"
-                         "  containers:\n  - name: app\n    image: busybox\n    resourcs:\n      limits:\n"
-                         "        aliyun.com/gpu-mem: 4\n";
+  std::ofstream(typo)
+      << "apiVersion: v1\nkind: Pod\nmetadata:\n  name: typo\n  namespace: ns1\nspec:\n"
+         "  containers:\n  - name: app\n    image: busybox\n    resourcs:\n      limits:\n"
+         "        aliyun.com/gpu-mem: 4\n";
   result = kubectl({"apply", "-f", typo.string()});
   ASSERT_TRUE(result.exit_code);
   EXPECT_NE(*result.exit_code, 0);
-  EXPECT_NE(result.err.find("strict decoding error: unknown field \"spec.containers[0].resourcs\""), std::string::npos)
+  EXPECT_NE(result.err.find("strict decoding error: unknown field \"spec.containers[0].resourcs\""),
+            std::string::npos)
       << result.err;
   EXPECT_FALSE(server().get(Resource::Pods, "ns1", "typo"));
 
   // --validate=warn: created, with the server's warning.
   result = kubectl({"apply", "--validate=warn", "-f", typo.string()});
   ASSERT_EQ(result.exit_code, 0) << result.err;
-  EXPECT_NE(result.err.find("Warning: unknown field \"spec.containers[0].resourcs\""), std::string::npos) << result.err;
+  EXPECT_NE(result.err.find("Warning: unknown field \"spec.containers[0].resourcs\""),
+            std::string::npos)
+      << result.err;
 
-  // A second apply computes a patch; it is validated too.
-  std::ofstream(good, std::ios::app) << "    env:\n    - name: A\n      value: b\n";
+  // A second apply computes a patch (a pod's spec is immutable: a label); validated too.
+  std::string text;
+  {
+    std::ifstream in(good);
+    text.assign(std::istreambuf_iterator<char>(in), {});
+  }
+  const std::string ns_line = "  namespace: ns1\n";
+  const auto with_label =
+      text.replace(text.find(ns_line), ns_line.size(), ns_line + "  labels:\n    team: ml\n");
+  std::ofstream(good, std::ios::trunc) << with_label;
   result = kubectl({"apply", "-f", good.string()});
   ASSERT_EQ(result.exit_code, 0) << result.err;
-  EXPECT_EQ(pod("ns1", "gpu-pod")["spec"]["containers"][0]["env"][0]["value"], "b");
+  EXPECT_EQ(pod("ns1", "gpu-pod")["metadata"]["labels"]["team"], "ml");
+  EXPECT_EQ(server().requests().back().params.at("fieldValidation"), "Strict");
 }
 
 TEST_F(KubectlTest, GetPrintsTheServersTable) {
   server().mutate(Resource::Pods, "ns1", "p1", [](Json& pod) {
     pod["status"]["podIP"] = "10.1.2.3";
-    pod["status"]["containerStatuses"] = Json::array(
-        {{{"name", "main"}, {"ready", true}, {"restartCount", 2}, {"state", {{"running", Json::object()}}}},
-         {{"name", "sidecar"}, {"ready", false}, {"restartCount", 1},
-          {"state", {{"waiting", {{"reason", "CrashLoopBackOff"}}}}}}});
+    pod["status"]["containerStatuses"] =
+        Json::array({{{"name", "main"},
+                      {"ready", true},
+                      {"restartCount", 2},
+                      {"state", {{"running", Json::object()}}}},
+                     {{"name", "sidecar"},
+                      {"ready", false},
+                      {"restartCount", 1},
+                      {"state", {{"waiting", {{"reason", "CrashLoopBackOff"}}}}}}});
   });
   RunResult result = kubectl({"get", "pods", "-A"});
   ASSERT_EQ(result.exit_code, 0) << result.err;
@@ -252,7 +279,8 @@ TEST_F(KubectlTest, GetPrintsTheServersTable) {
     for (std::string word; in >> word;) out.push_back(word);
     return out;
   };
-  EXPECT_EQ(words(header), (std::vector<std::string>{"NAMESPACE", "NAME", "READY", "STATUS", "RESTARTS", "AGE"}));
+  EXPECT_EQ(words(header),
+            (std::vector<std::string>{"NAMESPACE", "NAME", "READY", "STATUS", "RESTARTS", "AGE"}));
   const auto p1 = words(first);
   ASSERT_EQ(p1.size(), 6u) << result.out;
   EXPECT_EQ((std::vector<std::string>(p1.begin(), p1.end() - 1)),
@@ -286,13 +314,14 @@ TEST_F(KubectlTest, GetPrintsTheServersTable) {
 
 TEST_F(KubectlTest, WatchWithoutAnOutputFormatPrintsTableRows) {
   Subprocess watch(command({"get", "pods", "-n", "ns1", "-w"}));
-  ASSERT_TRUE(watch.wait_for_stdout([](std::string_view out) { return out.find("READY") != std::string_view::npos; }, 30s))
+  ASSERT_TRUE(watch.wait_for_stdout(
+      [](std::string_view out) { return out.find("READY") != std::string_view::npos; }, 30s))
       << watch.stderr_text();
   ASSERT_TRUE(server().wait_for_request_count(Verb::Watch, Resource::Pods, 1, 30s));
-  server().mutate(Resource::Pods, "ns1", "p1", [](Json& pod) {
-    pod["metadata"]["deletionTimestamp"] = "2026-01-01T00:00:00Z";
-  });
-  ASSERT_TRUE(watch.wait_for_stdout([](std::string_view out) { return out.find("Terminating") != std::string_view::npos; }, 30s))
+  server().mutate(Resource::Pods, "ns1", "p1",
+                  [](Json& pod) { pod["metadata"]["deletionTimestamp"] = "2026-01-01T00:00:00Z"; });
+  ASSERT_TRUE(watch.wait_for_stdout(
+      [](std::string_view out) { return out.find("Terminating") != std::string_view::npos; }, 30s))
       << watch.stdout_text() << watch.stderr_text();
   watch.kill();
   watch.wait_exit(10s);

@@ -96,7 +96,8 @@ json FakeApiServer::Impl::stamp_new_object(Resource resource, json object, bool 
   }
   // Over HTTP the server always assigns the UID; a seeded object keeps the one it names, so
   // that what a test or a sample file says about it (a bind's PodUID) stays true.
-  if (!keep_uid || !metadata.contains("uid") || !metadata["uid"].is_string() || metadata["uid"] == "") {
+  if (!keep_uid || !metadata.contains("uid") || !metadata["uid"].is_string() ||
+      metadata["uid"] == "") {
     metadata["uid"] = new_uid();
   }
   metadata["creationTimestamp"] = rfc3339_now();

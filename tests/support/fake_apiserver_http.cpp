@@ -1,10 +1,10 @@
 // HTTP side of the fake API server: routing, auth, fault injection, and the list, get,
 // create, update, patch, delete and binding handlers (watches are in fake_apiserver_watch.cpp).
 
+#include <fmt/format.h>
+
 #include <algorithm>
 #include <charconv>
-
-#include <fmt/format.h>
 
 #include "support/fake_apiserver_impl.h"
 #include "support/fake_apiserver_openapi.h"
@@ -608,8 +608,8 @@ void FakeApiServer::Impl::serve(const Route& route, const httplib::Request& requ
     const auto patch_type = patch_type_from_content_type(request.get_header_value("Content-Type"));
     if (!is_patch || (patch_type && *patch_type != PatchType::Json)) {
       const json object = parse_json_body(is_patch ? request.body : body);
-      for (const std::string& warning :
-           validate_fields(*route.resource, object, is_patch, request.get_param_value("fieldValidation"))) {
+      for (const std::string& warning : validate_fields(
+               *route.resource, object, is_patch, request.get_param_value("fieldValidation"))) {
         response.headers.emplace("Warning", "299 - " + json(warning).dump());
       }
     }
@@ -642,14 +642,19 @@ void FakeApiServer::Impl::serve(const Route& route, const httplib::Request& requ
         case Verb::Get: {
           std::lock_guard lock(mutex);
           const json& object = find_or_throw(*route.resource, route.ns, route.name);
-          const auto table = table_request(request.get_header_value("Accept"), request.get_param_value("includeObject"));
+          const auto table = table_request(request.get_header_value("Accept"),
+                                           request.get_param_value("includeObject"));
           if (!table || route.kind != Route::Kind::Object) return write_json(response, 200, object);
           response.status = 200;
-          response.set_content(make_table(*route.resource, {&object}, *table, {{"resourceVersion", string_at(object, "metadata", "resourceVersion")}}).dump(),
-                               table_content_type(*table));
+          response.set_content(
+              make_table(*route.resource, {&object}, *table,
+                         {{"resourceVersion", string_at(object, "metadata", "resourceVersion")}})
+                  .dump(),
+              table_content_type(*table));
           return;
         }
-        case Verb::Update: return write_json(response, 200, http_update(route, body));
+        case Verb::Update:
+          return write_json(response, 200, http_update(route, body));
         case Verb::Patch: return write_json(response, 200, http_patch(route, request));
         case Verb::Delete: return http_delete(route, request, response);
         default: throw method_not_allowed();
@@ -669,7 +674,8 @@ void FakeApiServer::Impl::serve_list(const Route& route, const httplib::Request&
   validate_list_options(params, /*watch=*/false);
   const FieldSelector fields = FieldSelector::parse(resource, params.field_selector);
   const LabelSelector labels = LabelSelector::parse(params.label_selector);
-  const auto table = table_request(request.get_header_value("Accept"), request.get_param_value("includeObject"));
+  const auto table =
+      table_request(request.get_header_value("Accept"), request.get_param_value("includeObject"));
 
   std::unique_lock lock(mutex);
   const std::uint64_t current = store.current_rv();

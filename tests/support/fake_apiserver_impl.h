@@ -3,13 +3,13 @@
 // fake_apiserver.cpp, HTTP handlers in fake_apiserver_http.cpp, watches in
 // fake_apiserver_watch.cpp). Not for use by tests.
 
+#include <httplib.h>
+
 #include <condition_variable>
 #include <deque>
 #include <memory>
 #include <mutex>
 #include <thread>
-
-#include <httplib.h>
 
 #include "support/fake_apiserver.h"
 #include "support/fake_apiserver_selectors.h"
@@ -167,7 +167,8 @@ struct FakeApiServer::Impl {
   void unregister_watch(const std::shared_ptr<fakeapi::WatchSession>& session);
 
   // Store helpers (mutex held).
-  nlohmann::json stamp_new_object(Resource resource, nlohmann::json object, bool keep_uid = false) const;
+  nlohmann::json stamp_new_object(Resource resource, nlohmann::json object,
+                                  bool keep_uid = false) const;
   const nlohmann::json& find_or_throw(Resource resource, std::string_view ns, std::string_view name) const;
 };
 

@@ -18,9 +18,10 @@ const json kAny = "*";
 
 json object_meta() {
   json meta = json::object();
-  for (const char* name : {"name", "generateName", "namespace", "selfLink", "uid", "resourceVersion", "generation",
-                           "creationTimestamp", "deletionTimestamp", "deletionGracePeriodSeconds", "labels",
-                           "annotations", "ownerReferences", "finalizers", "managedFields"}) {
+  for (const char* name :
+       {"name", "generateName", "namespace", "selfLink", "uid", "resourceVersion", "generation",
+        "creationTimestamp", "deletionTimestamp", "deletionGracePeriodSeconds", "labels",
+        "annotations", "ownerReferences", "finalizers", "managedFields"}) {
     meta[name] = kAny;
   }
   return meta;
@@ -33,23 +34,72 @@ json fields(std::initializer_list<const char*> names) {
 }
 
 json container() {
-  json tree = fields({"args", "command", "env", "envFrom", "image", "imagePullPolicy", "lifecycle", "livenessProbe",
-                      "name", "ports", "readinessProbe", "resizePolicy", "restartPolicy", "securityContext",
-                      "startupProbe", "stdin", "stdinOnce", "terminationMessagePath", "terminationMessagePolicy",
-                      "tty", "volumeDevices", "volumeMounts", "workingDir"});
+  json tree = fields({"args",
+                      "command",
+                      "env",
+                      "envFrom",
+                      "image",
+                      "imagePullPolicy",
+                      "lifecycle",
+                      "livenessProbe",
+                      "name",
+                      "ports",
+                      "readinessProbe",
+                      "resizePolicy",
+                      "restartPolicy",
+                      "securityContext",
+                      "startupProbe",
+                      "stdin",
+                      "stdinOnce",
+                      "terminationMessagePath",
+                      "terminationMessagePolicy",
+                      "tty",
+                      "volumeDevices",
+                      "volumeMounts",
+                      "workingDir"});
   tree["resources"] = fields({"claims", "limits", "requests"});
   return tree;
 }
 
 json pod_spec() {
-  json tree = fields({"activeDeadlineSeconds", "affinity", "automountServiceAccountToken", "dnsConfig", "dnsPolicy",
-                      "enableServiceLinks", "ephemeralContainers", "hostAliases", "hostIPC", "hostNetwork", "hostPID",
-                      "hostUsers", "hostname", "imagePullSecrets", "nodeName", "nodeSelector", "os", "overhead",
-                      "preemptionPolicy", "priority", "priorityClassName", "readinessGates", "resourceClaims",
-                      "resources", "restartPolicy", "runtimeClassName", "schedulerName", "schedulingGates",
-                      "securityContext", "serviceAccount", "serviceAccountName", "setHostnameAsFQDN",
-                      "shareProcessNamespace", "subdomain", "terminationGracePeriodSeconds", "tolerations",
-                      "topologySpreadConstraints", "volumes"});
+  json tree = fields({"activeDeadlineSeconds",
+                      "affinity",
+                      "automountServiceAccountToken",
+                      "dnsConfig",
+                      "dnsPolicy",
+                      "enableServiceLinks",
+                      "ephemeralContainers",
+                      "hostAliases",
+                      "hostIPC",
+                      "hostNetwork",
+                      "hostPID",
+                      "hostUsers",
+                      "hostname",
+                      "imagePullSecrets",
+                      "nodeName",
+                      "nodeSelector",
+                      "os",
+                      "overhead",
+                      "preemptionPolicy",
+                      "priority",
+                      "priorityClassName",
+                      "readinessGates",
+                      "resourceClaims",
+                      "resources",
+                      "restartPolicy",
+                      "runtimeClassName",
+                      "schedulerName",
+                      "schedulingGates",
+                      "securityContext",
+                      "serviceAccount",
+                      "serviceAccountName",
+                      "setHostnameAsFQDN",
+                      "shareProcessNamespace",
+                      "subdomain",
+                      "terminationGracePeriodSeconds",
+                      "tolerations",
+                      "topologySpreadConstraints",
+                      "volumes"});
   tree["containers"] = json::array({container()});
   tree["initContainers"] = json::array({container()});
   return tree;
@@ -63,13 +113,14 @@ const json& tree_of(Resource resource) {
     pod["spec"] = pod_spec();
     pod["status"] = kAny;
     json node = top;
-    node["spec"] = fields({"podCIDR", "podCIDRs", "providerID", "unschedulable", "taints", "configSource", "externalID"});
+    node["spec"] = fields({"podCIDR", "podCIDRs", "providerID", "unschedulable", "taints",
+                           "configSource", "externalID"});
     node["status"] = kAny;
     json config_map = top;
     config_map.update(fields({"data", "binaryData", "immutable"}));
     json lease = top;
-    lease["spec"] = fields({"acquireTime", "holderIdentity", "leaseDurationSeconds", "leaseTransitions", "renewTime",
-                            "strategy", "preferredHolder"});
+    lease["spec"] = fields({"acquireTime", "holderIdentity", "leaseDurationSeconds",
+                            "leaseTransitions", "renewTime", "strategy", "preferredHolder"});
     all["Pod"] = pod;
     all["Node"] = node;
     all["ConfigMap"] = config_map;
@@ -89,7 +140,8 @@ void collect_unknown(const json& value, const json& tree, const std::string& pat
     }
     return;
   }
-  if (!value.is_object()) return;  // a type error is not a field-name error; the fake stores it as is
+  if (!value.is_object())
+    return;  // a type error is not a field-name error; the fake stores it as is
   for (const auto& [key, child] : value.items()) {
     if (is_patch && key.starts_with('$')) continue;  // strategic-merge directives
     const std::string child_path = path.empty() ? key : path + "." + key;
@@ -107,18 +159,24 @@ json patch_operation(const ResourceInfo& ri) {
       {{"name", "fieldValidation"},
        {"in", "query"},
        {"description",
-        "fieldValidation instructs the server on how to handle objects in the request (POST/PUT/PATCH) containing "
+        "fieldValidation instructs the server on how to handle objects in the request "
+        "(POST/PUT/PATCH) containing "
         "unknown or duplicate fields. Valid values are: Ignore, Warn (the default) and Strict."},
        {"schema", {{"type", "string"}, {"uniqueItems", true}}}},
-      {{"name", "fieldManager"}, {"in", "query"}, {"schema", {{"type", "string"}, {"uniqueItems", true}}}},
-      {{"name", "dryRun"}, {"in", "query"}, {"schema", {{"type", "string"}, {"uniqueItems", true}}}},
+      {{"name", "fieldManager"},
+       {"in", "query"},
+       {"schema", {{"type", "string"}, {"uniqueItems", true}}}},
+      {{"name", "dryRun"},
+       {"in", "query"},
+       {"schema", {{"type", "string"}, {"uniqueItems", true}}}},
   });
   return {{"description", fmt::format("partially update the specified {}", ri.kind)},
           {"operationId", fmt::format("patch{}", ri.kind)},
           {"parameters", parameters},
           {"responses", {{"200", {{"description", "OK"}}}}},
           {"x-kubernetes-action", "patch"},
-          {"x-kubernetes-group-version-kind", {{"group", ri.group}, {"version", ri.version}, {"kind", ri.kind}}}};
+          {"x-kubernetes-group-version-kind",
+           {{"group", ri.group}, {"version", ri.version}, {"kind", ri.kind}}}};
 }
 
 // The document of one group/version: its resources' item paths with their PATCH operation.
@@ -127,9 +185,11 @@ json group_version_document(std::string_view api_version, std::string_view serve
   for (const Resource resource : kAllResources) {
     const ResourceInfo& ri = info(resource);
     if (ri.api_version != api_version) continue;
-    const std::string prefix = ri.group.empty() ? "/api/v1" : fmt::format("/apis/{}/{}", ri.group, ri.version);
-    const std::string path = ri.namespaced ? fmt::format("{}/namespaces/{{namespace}}/{}/{{name}}", prefix, ri.plural)
-                                           : fmt::format("{}/{}/{{name}}", prefix, ri.plural);
+    const std::string prefix =
+        ri.group.empty() ? "/api/v1" : fmt::format("/apis/{}/{}", ri.group, ri.version);
+    const std::string path =
+        ri.namespaced ? fmt::format("{}/namespaces/{{namespace}}/{}/{{name}}", prefix, ri.plural)
+                      : fmt::format("{}/{}/{{name}}", prefix, ri.plural);
     paths[path] = {{"patch", patch_operation(ri)}};
   }
   return {{"openapi", "3.0.0"},
@@ -147,7 +207,8 @@ std::optional<json> openapi_document(std::string_view path, std::string_view ser
     json paths = json::object();
     for (const char* gv : {"api/v1", "apis/coordination.k8s.io/v1"}) {
       // The hash lets clients cache a document; the fake's never change.
-      paths[gv] = {{"serverRelativeURL", fmt::format("/openapi/v3/{}?hash=fake-{}", gv, server_version)}};
+      paths[gv] = {
+          {"serverRelativeURL", fmt::format("/openapi/v3/{}?hash=fake-{}", gv, server_version)}};
     }
     return json{{"paths", std::move(paths)}};
   }
@@ -168,16 +229,21 @@ std::vector<std::string> validate_fields(Resource resource, const json& object, 
                                          std::string_view directive) {
   if (directive == "Ignore") return {};
   if (!directive.empty() && directive != "Warn" && directive != "Strict") {
-    throw bad_request(fmt::format("fieldValidation: unsupported value \"{}\": supported values: \"Ignore\", \"Strict\", \"Warn\"", directive));
+    throw bad_request(
+        fmt::format("fieldValidation: unsupported value \"{}\": supported values: \"Ignore\", "
+                    "\"Strict\", \"Warn\"",
+                    directive));
   }
   const std::vector<std::string> unknown = unknown_fields(resource, object, is_patch);
   if (unknown.empty()) return {};
   std::vector<std::string> messages;
-  for (const std::string& field : unknown) messages.push_back(fmt::format("unknown field \"{}\"", field));
+  for (const std::string& field : unknown)
+    messages.push_back(fmt::format("unknown field \"{}\"", field));
   if (directive == "Strict") {
     const ResourceInfo& ri = info(resource);
-    throw bad_request(fmt::format("{} in version \"{}\" cannot be handled as a {}: strict decoding error: {}", ri.kind,
-                                  ri.version, ri.kind, fmt::join(messages, ", ")));
+    throw bad_request(
+        fmt::format("{} in version \"{}\" cannot be handled as a {}: strict decoding error: {}",
+                    ri.kind, ri.version, ri.kind, fmt::join(messages, ", ")));
   }
   return messages;
 }

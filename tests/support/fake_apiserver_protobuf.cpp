@@ -3,11 +3,11 @@
 
 #include "support/fake_apiserver_protobuf.h"
 
+#include <fmt/format.h>
+
 #include <cstdint>
 #include <ctime>
 #include <string>
-
-#include <fmt/format.h>
 
 #include "support/fake_apiserver_status.h"
 #include "support/fake_apiserver_tls.h"
@@ -18,15 +18,16 @@ namespace {
 using nlohmann::json;
 
 ApiError malformed(std::string_view what) {
-  return bad_request(fmt::format("the body of the request could not be decoded as protobuf: {}", what));
+  return bad_request(
+      fmt::format("the body of the request could not be decoded as protobuf: {}", what));
 }
 
 // One field of a message: its number and, for the wire types the messages above use, its value.
 struct Field {
   std::uint32_t number = 0;
   int wire_type = 0;
-  std::uint64_t varint = 0;    // wire type 0
-  std::string_view bytes;      // wire type 2
+  std::uint64_t varint = 0;  // wire type 0
+  std::string_view bytes;    // wire type 2
 };
 
 class Reader {
@@ -40,8 +41,12 @@ class Reader {
     field.number = static_cast<std::uint32_t>(key >> 3);
     field.wire_type = static_cast<int>(key & 7);
     switch (field.wire_type) {
-      case 0: field.varint = varint(); break;
-      case 1: skip(8); break;
+      case 0:
+        field.varint = varint();
+        break;
+      case 1:
+        skip(8);
+        break;
       case 2: {
         const std::uint64_t length = varint();
         if (length > data_.size()) throw malformed("a length runs past the end");
@@ -49,8 +54,11 @@ class Reader {
         data_.remove_prefix(length);
         break;
       }
-      case 5: skip(4); break;
-      default: throw malformed(fmt::format("wire type {}", field.wire_type));
+      case 5:
+        skip(4);
+        break;
+      default:
+        throw malformed(fmt::format("wire type {}", field.wire_type));
     }
     return field;
   }
@@ -110,30 +118,50 @@ json object_meta(std::string_view bytes) {
     // Clients write every optional field, unset ones empty or zero: JSON omits those.
     if (field.wire_type == 2 ? field.bytes.empty() : field.varint == 0) continue;
     switch (field.number) {
-      case 1: metadata["name"] = field.bytes; break;
-      case 2: metadata["generateName"] = field.bytes; break;
-      case 3: metadata["namespace"] = field.bytes; break;
-      case 4: metadata["selfLink"] = field.bytes; break;
-      case 5: metadata["uid"] = field.bytes; break;
-      case 6: metadata["resourceVersion"] = field.bytes; break;
-      case 7: metadata["generation"] = static_cast<std::int64_t>(field.varint); break;
+      case 1:
+        metadata["name"] = field.bytes;
+        break;
+      case 2:
+        metadata["generateName"] = field.bytes;
+        break;
+      case 3:
+        metadata["namespace"] = field.bytes;
+        break;
+      case 4:
+        metadata["selfLink"] = field.bytes;
+        break;
+      case 5:
+        metadata["uid"] = field.bytes;
+        break;
+      case 6:
+        metadata["resourceVersion"] = field.bytes;
+        break;
+      case 7:
+        metadata["generation"] = static_cast<std::int64_t>(field.varint);
+        break;
       case 8:
       case 9: {
         json time = time_of(field.bytes);
-        if (!time.is_null()) metadata[field.number == 8 ? "creationTimestamp" : "deletionTimestamp"] = time;
+        if (!time.is_null())
+          metadata[field.number == 8 ? "creationTimestamp" : "deletionTimestamp"] = time;
         break;
       }
-      case 10: metadata["deletionGracePeriodSeconds"] = static_cast<std::int64_t>(field.varint); break;
+      case 10:
+        metadata["deletionGracePeriodSeconds"] = static_cast<std::int64_t>(field.varint);
+        break;
       case 11:
       case 12: {
         auto [key, value] = map_entry(field.bytes);
         metadata[field.number == 11 ? "labels" : "annotations"][key] = value;
         break;
       }
-      case 14: metadata["finalizers"].push_back(field.bytes); break;
+      case 14:
+        metadata["finalizers"].push_back(field.bytes);
+        break;
       default:
-        throw unsupported_media_type(
-            fmt::format("application/json (this fake does not decode ObjectMeta field {} from protobuf)", field.number));
+        throw unsupported_media_type(fmt::format(
+            "application/json (this fake does not decode ObjectMeta field {} from protobuf)",
+            field.number));
     }
   }
   return metadata;
@@ -144,7 +172,9 @@ json config_map(std::string_view bytes) {
   for (Reader reader(bytes); !reader.done();) {
     const Field field = reader.next();
     switch (field.number) {
-      case 1: object["metadata"] = object_meta(field.bytes); break;
+      case 1:
+        object["metadata"] = object_meta(field.bytes);
+        break;
       case 2: {
         auto [key, value] = map_entry(field.bytes);
         object["data"][key] = value;
@@ -155,8 +185,11 @@ json config_map(std::string_view bytes) {
         object["binaryData"][key] = base64_encode(value);
         break;
       }
-      case 4: object["immutable"] = field.varint != 0; break;
-      default: throw malformed(fmt::format("unknown ConfigMap field {}", field.number));
+      case 4:
+        object["immutable"] = field.varint != 0;
+        break;
+      default:
+        throw malformed(fmt::format("unknown ConfigMap field {}", field.number));
     }
   }
   return object;
@@ -187,8 +220,9 @@ json decode_protobuf_object(std::string_view body) {
     }
   }
   if (api_version == "v1" && kind == "ConfigMap") return config_map(raw);
-  throw unsupported_media_type(fmt::format(
-      "application/json (this fake decodes only v1 ConfigMap from protobuf, not {} {})", api_version, kind));
+  throw unsupported_media_type(
+      fmt::format("application/json (this fake decodes only v1 ConfigMap from protobuf, not {} {})",
+                  api_version, kind));
 }
 
 }  // namespace gpushare::testing::fakeapi

@@ -5,9 +5,8 @@
 // kubectl creates that way among those it serves: a v1 ConfigMap (every field of it, and of its
 // ObjectMeta except ownerReferences and managedFields).
 
-#include <string_view>
-
 #include <nlohmann/json.hpp>
+#include <string_view>
 
 namespace gpushare::testing::fakeapi {
 

@@ -4,12 +4,11 @@
 // columns of kube-apiserver's own printers (pkg/printers/internalversion) for the kinds the fake
 // serves.
 
+#include <nlohmann/json.hpp>
 #include <optional>
 #include <string>
 #include <string_view>
 #include <vector>
-
-#include <nlohmann/json.hpp>
 
 #include "support/fake_apiserver_types.h"
 
@@ -18,8 +17,8 @@ namespace gpushare::testing::fakeapi {
 // What the Accept header asked for: a Table (and of which meta.k8s.io version), or nullopt for
 // plain objects. Follows the header's order, as the server's content negotiation does.
 struct TableRequest {
-  std::string version;          // "v1" or "v1beta1"
-  std::string include_object;   // includeObject: "None", "Metadata" (default) or "Object"
+  std::string version;         // "v1" or "v1beta1"
+  std::string include_object;  // includeObject: "None", "Metadata" (default) or "Object"
 };
 std::optional<TableRequest> table_request(std::string_view accept, std::string_view include_object);
 

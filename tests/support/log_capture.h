@@ -2,17 +2,19 @@
 // Captures what the code under test logs through spdlog's default logger, to check that an error
 // or a warning names the culprit. One at a time per process (it swaps the default logger).
 
-#include <memory>
-#include <string>
-
 #include <spdlog/sinks/ringbuffer_sink.h>
 #include <spdlog/spdlog.h>
+
+#include <memory>
+#include <string>
 
 namespace gpushare::testing {
 
 class LogCapture {
  public:
-  LogCapture() : sink_(std::make_shared<spdlog::sinks::ringbuffer_sink_mt>(256)), previous_(spdlog::default_logger()) {
+  LogCapture()
+      : sink_(std::make_shared<spdlog::sinks::ringbuffer_sink_mt>(256)),
+        previous_(spdlog::default_logger()) {
     spdlog::set_default_logger(std::make_shared<spdlog::logger>("capture", sink_));
   }
   ~LogCapture() { spdlog::set_default_logger(previous_); }

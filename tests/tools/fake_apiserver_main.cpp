@@ -5,17 +5,16 @@
 //       [--seed cluster.yaml] [--nodes N --pods M [--gpus-per-node 8 --gpu-mem-per-gpu 16]
 //        [--cpu-only-percent 20]]
 
+#include <fmt/format.h>
 #include <pthread.h>
 
+#include <CLI/CLI.hpp>
 #include <csignal>
 #include <fstream>
 #include <iostream>
 #include <optional>
 #include <random>
 #include <sstream>
-
-#include <CLI/CLI.hpp>
-#include <fmt/format.h>
 
 #include "gpushare/extender/standalone_cluster.h"
 #include "support/fake_apiserver.h"
@@ -168,7 +167,8 @@ Json realistic_cpu_pod(int index, const std::string& node) {
 void load_seed(FakeApiServer& fake, const std::string& path) {
   const Json list = gpushare::extender::read_cluster_file(path);
   const Json* items = list.is_object() && list.contains("items") ? &list["items"] : nullptr;
-  if (items == nullptr || !items->is_array()) throw std::runtime_error("not a v1 List: no items array");
+  if (items == nullptr || !items->is_array())
+    throw std::runtime_error("not a v1 List: no items array");
   for (std::size_t i = 0; i < items->size(); ++i) {
     const Json& item = (*items)[i];
     const std::string kind = item.is_object() && item.contains("kind") && item["kind"].is_string()
@@ -180,13 +180,15 @@ void load_seed(FakeApiServer& fake, const std::string& path) {
     if (kind == "ConfigMap") resource = Resource::ConfigMaps;
     if (kind == "Lease") resource = Resource::Leases;
     if (!resource) {
-      throw std::runtime_error(fmt::format("items[{}]: kind \"{}\" is not served (Node, Pod, ConfigMap, Lease)", i, kind));
+      throw std::runtime_error(fmt::format(
+          "items[{}]: kind \"{}\" is not served (Node, Pod, ConfigMap, Lease)", i, kind));
     }
     try {
       fake.create(*resource, item);
     } catch (const std::exception& e) {
-      throw std::runtime_error(fmt::format("items[{}] ({} {}): {}", i, kind,
-                                           item.contains("metadata") ? item["metadata"].value("name", "") : "", e.what()));
+      throw std::runtime_error(fmt::format(
+          "items[{}] ({} {}): {}", i, kind,
+          item.contains("metadata") ? item["metadata"].value("name", "") : "", e.what()));
     }
   }
 }
