@@ -8,6 +8,7 @@ packages=(
   libcpp-httplib-dev nlohmann-json3-dev libcurl4-openssl-dev libspdlog-dev libfmt-dev
   libyaml-cpp-dev libcli11-dev libssl-dev zlib1g-dev libbrotli-dev
   libgtest-dev libgmock-dev libbenchmark-dev
+  curl python3  # the README's commands and the test that runs them (tests/docs)
 )
 
 "$(dirname "$0")/apt-install-missing.sh" "to build and test" "${packages[@]}"

@@ -1,8 +1,13 @@
 #!/usr/bin/env bash
-# Installs what is missing, builds, and runs the extender standalone on the bundled sample
-# cluster (deploy/samples/cluster.yaml) on port 39999. Extra arguments go to the extender.
+# The quick start: installs what is missing, builds the extender into its own directory
+# (build-standalone/, or $GPUSHARE_BUILD_DIR: a developer's build/ is left alone), and runs it
+# standalone on the bundled sample cluster (deploy/samples/cluster.yaml), listening on
+# 127.0.0.1:39999, or on $GPUSHARE_LISTEN (e.g. GPUSHARE_LISTEN=0.0.0.0:39999 to serve other
+# machines). Extra arguments go to the extender (a --listen among them wins).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 scripts/install-deps.sh
-scripts/build.sh -DGPUSHARE_BUILD_TESTS=OFF -DGPUSHARE_BUILD_BENCH=OFF
-exec "${GPUSHARE_BUILD_DIR:-build}/gpushare-extender" --cluster-file deploy/samples/cluster.yaml "$@"
+export GPUSHARE_BUILD_DIR="${GPUSHARE_BUILD_DIR:-build-standalone}"
+scripts/build.sh -DGPUSHARE_BUILD_TESTS=OFF -DGPUSHARE_BUILD_BENCH=OFF --target gpushare-extender
+exec "$GPUSHARE_BUILD_DIR/gpushare-extender" --cluster-file deploy/samples/cluster.yaml \
+  --listen "${GPUSHARE_LISTEN:-127.0.0.1:39999}" "$@"

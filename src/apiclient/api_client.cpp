@@ -10,6 +10,7 @@
 
 #include "api_client_impl.h"
 #include "gpushare/version.h"
+#include "stall_warning.h"
 
 namespace gpushare::apiclient {
 namespace {
@@ -259,6 +260,17 @@ void ApiClient::Impl::configure(CURL* easy, const AttemptSpec& spec, TransferCon
   }
 }
 
+detail::TransferOutcome ApiClient::Impl::run_watched(detail::TransferSlot& slot,
+                                                     std::stop_token stop, std::string what) {
+  StallWarning stall(options.stall_warning, config.server, std::move(what), options.clock);
+  detail::TransferTicker ticker{stall.check_interval(),
+                                [&stall](CURL* easy) { stall.check(easy); }};
+  const auto outcome =
+      detail::run_transfer(slot, stop, options.stall_warning.count() > 0 ? &ticker : nullptr);
+  stall.finish(slot.easy.get());
+  return outcome;
+}
+
 Result<Response> ApiClient::Impl::attempt(const Request& request, const std::string& token,
                                           ListDecoder* decoder) {
   auto lease = pool.acquire();
@@ -313,7 +325,9 @@ Result<Response> ApiClient::Impl::attempt(const Request& request, const std::str
   }
 
   ++requests;
-  const auto outcome = detail::run_transfer(*lease, request.options.stop);
+  const auto outcome =
+      run_watched(*lease, request.options.stop,
+                  describe_request(request.method, request.path, request.options.query));
   if (outcome.stopped) return stopped_error();
   if (!callback_error.empty()) {
     return decode_error(fmt::format("list item rejected by the handler: {}", callback_error));

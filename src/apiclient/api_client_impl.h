@@ -54,9 +54,12 @@ struct ApiClient::Impl {
 
   WatchResult watch(std::string_view path, const Query& query, const WatchCallback& on_event,
                     std::stop_token stop, const WatchOptions& options);
-  WatchResult watch_attempt(const std::string& url, const std::string& token,
+  WatchResult watch_attempt(const std::string& url, std::string_view what, const std::string& token,
                             const WatchCallback& on_event, std::stop_token stop,
                             const WatchOptions& options, long timeout_ms);
+  // Runs a configured transfer, warning while the server does not answer it (stall_warning.h).
+  detail::TransferOutcome run_watched(detail::TransferSlot& slot, std::stop_token stop,
+                                      std::string what);
 
   const ClusterConfig config;
   const ClientOptions options;

@@ -1,5 +1,7 @@
 #include "curl_handles.h"
 
+#include <algorithm>
+#include <cstdint>
 #include <stdexcept>
 
 namespace gpushare::apiclient::detail {
@@ -39,7 +41,8 @@ void SlotPool::give_back(std::unique_ptr<TransferSlot> slot) {
   if (idle_.size() < max_idle_) idle_.push_back(std::move(slot));
 }
 
-TransferOutcome run_transfer(TransferSlot& slot, std::stop_token stop) {
+TransferOutcome run_transfer(TransferSlot& slot, std::stop_token stop,
+                             const TransferTicker* ticker) {
   TransferOutcome outcome;
   if (stop.stop_requested()) {
     outcome.stopped = true;
@@ -71,12 +74,17 @@ TransferOutcome run_transfer(TransferSlot& slot, std::stop_token stop) {
       }
       if (stop.stop_requested()) break;
       // The timeout only bounds how long curl may wait between its own timer checks.
-      status = curl_multi_poll(multi, nullptr, 0, 1000, nullptr);
+      const int poll_ms =
+          ticker != nullptr
+              ? static_cast<int>(std::min<std::int64_t>(1000, ticker->interval.count()))
+              : 1000;
+      status = curl_multi_poll(multi, nullptr, 0, poll_ms, nullptr);
       if (status != CURLM_OK) {
         outcome.code = CURLE_FAILED_INIT;
         outcome.multi_error = curl_multi_strerror(status);
         break;
       }
+      if (ticker != nullptr) ticker->tick(easy);
       if (stop.stop_requested()) break;
     }
     if (finished) {

@@ -3,6 +3,8 @@
 
 #include <curl/curl.h>
 
+#include <chrono>
+#include <functional>
 #include <memory>
 #include <mutex>
 #include <stop_token>
@@ -88,8 +90,15 @@ struct TransferOutcome {
   std::string multi_error;
 };
 
+// Called between polls while a transfer runs, at least every `interval`.
+struct TransferTicker {
+  std::chrono::milliseconds interval{1000};
+  std::function<void(CURL* easy)> tick;
+};
+
 // Runs the configured easy handle of `slot` to completion. Returns as soon as `stop` is
 // requested, even while the connection is idle (curl_multi_wakeup interrupts the poll).
-TransferOutcome run_transfer(TransferSlot& slot, std::stop_token stop);
+TransferOutcome run_transfer(TransferSlot& slot, std::stop_token stop,
+                             const TransferTicker* ticker = nullptr);
 
 }  // namespace gpushare::apiclient::detail

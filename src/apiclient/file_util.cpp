@@ -1,16 +1,26 @@
 #include "file_util.h"
 
+#include <cerrno>
+#include <cstring>
 #include <fstream>
 #include <sstream>
 
 namespace gpushare::apiclient::detail {
 
-std::optional<std::string> read_file(const std::filesystem::path& path) {
+std::optional<std::string> read_file(const std::filesystem::path& path, std::string* reason) {
+  auto failed = [reason](int error) -> std::optional<std::string> {
+    if (reason != nullptr) *reason = std::strerror(error);
+    return std::nullopt;
+  };
+  errno = 0;
   std::ifstream in(path, std::ios::binary);
-  if (!in) return std::nullopt;
+  if (!in) return failed(errno != 0 ? errno : EIO);  // the stream's open(2) set errno
+  std::error_code ignored;
+  if (std::filesystem::is_directory(path, ignored))
+    return failed(EISDIR);  // a stream "opens" those
   std::ostringstream content;
   content << in.rdbuf();
-  if (in.bad()) return std::nullopt;
+  if (in.bad()) return failed(EIO);
   return std::move(content).str();
 }
 

@@ -8,8 +8,10 @@
 
 namespace gpushare::apiclient::detail {
 
-// The whole file, or nullopt if it cannot be opened or read.
-std::optional<std::string> read_file(const std::filesystem::path& path);
+// The whole file, or nullopt if it cannot be opened or read; then `reason`, if given, gets the
+// operating system's reason ("No such file or directory", "Is a directory", ...).
+std::optional<std::string> read_file(const std::filesystem::path& path,
+                                     std::string* reason = nullptr);
 
 // `text` without leading and trailing ASCII whitespace.
 std::string_view trim(std::string_view text);

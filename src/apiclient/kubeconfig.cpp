@@ -102,8 +102,9 @@ class KubeconfigReader {
   std::string file_field(const YAML::Node& map, std::string_view key,
                          std::string_view where) const {
     const std::string path = detail::resolve_path(string_field(map, key, where), base_dir_);
-    if (!path.empty() && !detail::read_file(path)) {
-      fail(fmt::format("{}: cannot read {} {}", where, key, path));
+    std::string reason;
+    if (!path.empty() && !detail::read_file(path, &reason)) {
+      fail(fmt::format("{}: cannot read {} {}: {}", where, key, path, reason));
     }
     return path;
   }
@@ -188,8 +189,9 @@ ClusterConfig parse_kubeconfig(std::string_view yaml_text, const std::filesystem
 
 ClusterConfig load_kubeconfig(const std::filesystem::path& path,
                               std::string_view context_override) {
-  const auto text = detail::read_file(path);
-  if (!text) throw ConfigError(fmt::format("cannot read kubeconfig {}", path.string()));
+  std::string reason;
+  const auto text = detail::read_file(path, &reason);
+  if (!text) throw ConfigError(fmt::format("cannot read kubeconfig {}: {}", path.string(), reason));
   const auto absolute = std::filesystem::absolute(path);
   return parse_kubeconfig(*text, absolute.parent_path(), path.string(), context_override);
 }

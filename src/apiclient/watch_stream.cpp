@@ -7,6 +7,7 @@
 
 #include "api_client_impl.h"
 #include "gpushare/apiclient/watch_framer.h"
+#include "stall_warning.h"
 
 namespace gpushare::apiclient {
 namespace {
@@ -50,21 +51,23 @@ WatchResult ApiClient::Impl::watch(std::string_view path, const Query& query,
   const std::string url = url_for(path, full_query);
 
   const std::string token = tokens.current();
-  WatchResult result = watch_attempt(url, token, on_event, stop, watch_options, timeout_ms);
+  const std::string what = describe_request(HttpMethod::kGet, path, full_query);
+  WatchResult result = watch_attempt(url, what, token, on_event, stop, watch_options, timeout_ms);
   if (result.end == WatchEnd::kHttpError && result.error && result.error->is_unauthorized() &&
       tokens.file_backed()) {
     if (const std::string reloaded = tokens.reload_now(); reloaded != token) {
       ++token_reloads;
-      result = watch_attempt(url, reloaded, on_event, stop, watch_options, timeout_ms);
+      result = watch_attempt(url, what, reloaded, on_event, stop, watch_options, timeout_ms);
     }
   }
   if (result.end != WatchEnd::kClosed && result.end != WatchEnd::kStopped) ++failures;
   return result;
 }
 
-WatchResult ApiClient::Impl::watch_attempt(const std::string& url, const std::string& token,
-                                           const WatchCallback& on_event, std::stop_token stop,
-                                           const WatchOptions& watch_options, long timeout_ms) {
+WatchResult ApiClient::Impl::watch_attempt(const std::string& url, std::string_view what,
+                                           const std::string& token, const WatchCallback& on_event,
+                                           std::stop_token stop, const WatchOptions& watch_options,
+                                           long timeout_ms) {
   auto lease = pool.acquire();
   CURL* easy = lease->easy.get();
   TransferContext context;
@@ -140,7 +143,7 @@ WatchResult ApiClient::Impl::watch_attempt(const std::string& url, const std::st
   }
 
   ++requests;
-  const auto outcome = detail::run_transfer(*lease, stop);
+  const auto outcome = run_watched(*lease, stop, std::string(what));
   if (decided) return result;
   if (outcome.stopped || stop.stop_requested()) return ended(WatchEnd::kStopped, {}, result);
 

@@ -3,6 +3,7 @@
 #include <sys/socket.h>
 
 #include <algorithm>
+#include <cerrno>
 #include <chrono>
 #include <optional>
 #include <ranges>
@@ -15,6 +16,7 @@
 
 #include "gpushare/extender/connection_thread_pool.h"
 #include "gpushare/extender/inspect.h"
+#include "gpushare/extender/listen_error.h"
 #include "gpushare/extender/options.h"
 #include "gpushare/extender/web_ui.h"
 #include "http_connection.h"
@@ -93,8 +95,9 @@ int HttpServer::bind(const std::string& host, int port) {
     spdlog::error("cannot serve: {}", access_error_);
     return -1;
   }
+  errno = 0;  // httplib keeps the failing socket call's errno; a resolver failure leaves it 0
   const int bound = port == 0 ? server_->bind_to_any_port(host) : (server_->bind_to_port(host, port) ? port : -1);
-  if (bound < 0) spdlog::error("cannot listen on {}:{}", host, port);
+  if (bound < 0) spdlog::error("{}", listen_failure_message(host, port, errno));
   return bound;
 }
 

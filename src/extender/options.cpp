@@ -3,13 +3,12 @@
 #include <cctype>
 #include <charconv>
 #include <tuple>
-#include <fstream>
-#include <sstream>
 
 #include <CLI/CLI.hpp>
 #include <fmt/format.h>
 
 #include "gpushare/core/placement_policy.h"
+#include "gpushare/extender/text_file.h"
 #include "gpushare/extender/yaml_json.h"
 #include "gpushare/version.h"
 
@@ -19,11 +18,13 @@ namespace {
 // Turns the YAML config file into "--key=value" arguments placed before the real ones, so the
 // command line (parsed later, last value wins) overrides the file.
 std::vector<std::string> config_file_args(const std::string& path) {
-  std::ifstream in(path);
-  if (!in) throw std::runtime_error(fmt::format("--config: cannot read {}", path));
-  std::stringstream text;
-  text << in.rdbuf();
-  const nlohmann::json config = yaml_to_json(text.str());
+  const std::string text = read_text_file(path, "--config file");
+  nlohmann::json config;
+  try {
+    config = yaml_to_json(text);
+  } catch (const std::exception& e) {
+    throw std::runtime_error(fmt::format("--config {}: {}", path, e.what()));
+  }
   if (config.is_null()) return {};
   if (!config.is_object()) throw std::runtime_error(fmt::format("--config {}: must be a mapping", path));
   std::vector<std::string> args;
@@ -177,7 +178,8 @@ ParsedOptions parse_options(const std::vector<std::string>& raw_args,
 
   app.add_flag("--leader-elect", o.leader_elect,
                "live mode: run several replicas; only the one holding the Lease binds (and is ready)");
-  std::string lease_duration = "15s", renew_deadline = "10s", retry_period = "2s", shutdown_grace = "20s";
+  std::string lease_duration = "15s", renew_deadline = "10s", retry_period = "2s",
+              shutdown_grace = "20s", api_stall_warning = "30s";
   app.add_option("--leader-elect-lease-duration", lease_duration,
                  "how long followers wait after the last renewal before taking over")
       ->capture_default_str();
@@ -193,6 +195,11 @@ ParsedOptions parse_options(const std::vector<std::string>& raw_args,
       ->capture_default_str();
   app.add_option("--shutdown-grace-period", shutdown_grace,
                  "on SIGTERM, how long to wait for binds in flight before exiting")
+      ->capture_default_str();
+  app.add_option(
+         "--api-stall-warning", api_stall_warning,
+         "live mode: log a warning when the API server has not answered a request for this long "
+         "(then with back-off); 0 = never")
       ->capture_default_str();
 
   std::vector<std::string> args;
@@ -244,10 +251,14 @@ ParsedOptions parse_options(const std::vector<std::string>& raw_args,
   if (o.names.memory.empty() || o.names.count.empty()) {
     return usage_error("--resource-name and --count-name must not be empty");
   }
-  for (auto [flag, text, out] : {std::tuple{"--leader-elect-lease-duration", &lease_duration, &o.leader_elect_lease_duration},
-                                 std::tuple{"--leader-elect-renew-deadline", &renew_deadline, &o.leader_elect_renew_deadline},
-                                 std::tuple{"--leader-elect-retry-period", &retry_period, &o.leader_elect_retry_period},
-                                 std::tuple{"--shutdown-grace-period", &shutdown_grace, &o.shutdown_grace_period}}) {
+  for (auto [flag, text, out] :
+       {std::tuple{"--leader-elect-lease-duration", &lease_duration,
+                   &o.leader_elect_lease_duration},
+        std::tuple{"--leader-elect-renew-deadline", &renew_deadline,
+                   &o.leader_elect_renew_deadline},
+        std::tuple{"--leader-elect-retry-period", &retry_period, &o.leader_elect_retry_period},
+        std::tuple{"--shutdown-grace-period", &shutdown_grace, &o.shutdown_grace_period},
+        std::tuple{"--api-stall-warning", &api_stall_warning, &o.api_stall_warning}}) {
     const auto duration = parse_go_duration(*text);
     if (!duration) return usage_error(fmt::format("{}: bad duration \"{}\" (e.g. 15s, 500ms, 1m)", flag, *text));
     *out = *duration;

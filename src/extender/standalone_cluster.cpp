@@ -1,13 +1,11 @@
 #include "gpushare/extender/standalone_cluster.h"
 
-#include <fstream>
-#include <sstream>
-
 #include <fmt/format.h>
 #include <spdlog/spdlog.h>
 
 #include "gpushare/extender/cluster_file_check.h"
 #include "gpushare/extender/config_warnings.h"
+#include "gpushare/extender/text_file.h"
 #include "gpushare/extender/yaml_json.h"
 #include "gpushare/kube/claim_check.h"
 #include "gpushare/kube/node_info.h"
@@ -16,13 +14,7 @@ namespace gpushare::extender {
 
 namespace {
 
-std::string read_text(const std::filesystem::path& path) {
-  std::ifstream in(path, std::ios::binary);
-  if (!in) throw std::runtime_error(fmt::format("cannot read cluster file {}", path.string()));
-  std::stringstream buffer;
-  buffer << in.rdbuf();
-  return buffer.str();
-}
+std::string read_text(const std::filesystem::path& path) { return read_text_file(path, "cluster file"); }
 
 kube::Json parse_text(const std::string& text, const std::filesystem::path& path) {
   kube::Json parsed = kube::Json::parse(text, nullptr, false);

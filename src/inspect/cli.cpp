@@ -66,6 +66,8 @@ kube::Json fetch(const CliOptions& o, const std::optional<std::string>& node, co
   options.request_timeout = std::chrono::seconds(o.timeout_seconds);
   options.connect_timeout = std::chrono::seconds(std::min(o.timeout_seconds, 10));
   options.retry.max_attempts = 3;  // a command line should fail fast
+  options.stall_warning =
+      std::chrono::milliseconds(0);  // its own time-out reports; stdout is the table
   apiclient::ApiClient client(std::move(config), options);
   return fetch_from_api(client, o.names, node, warnings);
 }

@@ -4,7 +4,11 @@
 
 #include <gtest/gtest.h>
 
+#include <cerrno>
+
 #include "contract/extender_fixture.h"
+#include "gpushare/extender/listen_error.h"
+#include "support/log_capture.h"
 
 namespace gpushare::testing {
 namespace {
@@ -40,6 +44,35 @@ TEST(Listen, ASecondServerOnABusyPortFailsToBind) {
   auto health = first.client().Get("/healthz");
   ASSERT_TRUE(health);
   EXPECT_EQ(health->status, 200);
+}
+
+TEST(Listen, ABusyPortIsReportedWithTheReasonAndWhatToDo) {
+  ExtenderUnderTest first(one_node());
+  UnboundExtender second;
+  LogCapture log;
+  EXPECT_EQ(second.bind(first.port()), -1);
+  const std::string text = log.text();
+  EXPECT_NE(
+      text.find(fmt::format("cannot listen on 127.0.0.1:{}: Address already in use", first.port())),
+      std::string::npos)
+      << text;
+  EXPECT_NE(text.find("is another gpushare-extender"), std::string::npos) << text;
+  EXPECT_NE(text.find("--listen 127.0.0.1:PORT"), std::string::npos) << text;
+}
+
+TEST(Listen, EveryFailureNamesTheAddressAndTheReason) {
+  EXPECT_EQ(extender::listen_failure_message("127.0.0.1", 80, EACCES),
+            "cannot listen on 127.0.0.1:80: Permission denied; ports below 1024 need root or "
+            "CAP_NET_BIND_SERVICE: choose another port with --listen 127.0.0.1:PORT");
+  EXPECT_NE(extender::listen_failure_message("10.9.9.9", 39999, EADDRNOTAVAIL)
+                .find("Cannot assign requested address; no network interface of this machine has "
+                      "that address"),
+            std::string::npos);
+  EXPECT_NE(extender::listen_failure_message("no-such-host.invalid", 39999, 0)
+                .find("cannot resolve host"),
+            std::string::npos);
+  EXPECT_EQ(extender::listen_failure_message("::1", 1, EMFILE),
+            "cannot listen on ::1:1: Too many open files");
 }
 
 TEST(Listen, APortIsReusableRightAfterAServerStops) {

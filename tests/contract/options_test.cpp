@@ -6,6 +6,8 @@
 #include <fstream>
 #include <map>
 
+#include "gpushare/extender/standalone_cluster.h"
+
 namespace gpushare::extender {
 namespace {
 
@@ -109,6 +111,43 @@ TEST(Options, ConfigFileWithFlagsWinning) {
   EXPECT_EQ(parse({"--config", path.string()}).action, Action::kExitUsage);
   std::filesystem::remove(path);
   EXPECT_EQ(parse({"--config", "/nonexistent.yaml"}).action, Action::kExitUsage);
+}
+
+TEST(Options, AnUnreadableConfigFileIsNamedWithTheReason) {
+  auto parsed = parse({"--config", "/nonexistent/gpushare.yaml"});
+  EXPECT_EQ(parsed.action, Action::kExitUsage);
+  EXPECT_EQ(parsed.message,
+            "cannot read --config file /nonexistent/gpushare.yaml: No such file or directory");
+  parsed = parse({"--config", "/"});
+  EXPECT_EQ(parsed.message, "cannot read --config file /: Is a directory");
+  const auto path = std::filesystem::temp_directory_path() / "gpushare-options-bad-yaml.yaml";
+  std::ofstream(path) << "policy: [unclosed\n";
+  parsed = parse({"--config", path.string()});
+  std::filesystem::remove(path);
+  EXPECT_EQ(parsed.action, Action::kExitUsage);
+  EXPECT_EQ(parsed.message.rfind("--config " + path.string() + ": YAML error at line", 0), 0u)
+      << parsed.message;
+}
+
+TEST(Options, ApiStallWarningTakesAGoDuration) {
+  EXPECT_EQ(parse({"--kubeconfig", "k"}).options.api_stall_warning, std::chrono::seconds(30));
+  EXPECT_EQ(parse({"--kubeconfig", "k", "--api-stall-warning", "250ms"}).options.api_stall_warning,
+            std::chrono::milliseconds(250));
+  EXPECT_EQ(parse({"--kubeconfig", "k", "--api-stall-warning", "0"}).options.api_stall_warning,
+            std::chrono::milliseconds(0));
+  const auto bad = parse({"--kubeconfig", "k", "--api-stall-warning", "soon"});
+  EXPECT_EQ(bad.action, Action::kExitUsage);
+  EXPECT_NE(bad.message.find("--api-stall-warning"), std::string::npos) << bad.message;
+}
+
+TEST(Options, AMissingClusterFileIsNamedWithTheReason) {
+  try {
+    read_cluster_file("/nonexistent/cluster.yaml");
+    FAIL() << "no error";
+  } catch (const std::runtime_error& e) {
+    EXPECT_STREQ(e.what(),
+                 "cannot read cluster file /nonexistent/cluster.yaml: No such file or directory");
+  }
 }
 
 }  // namespace

@@ -3,7 +3,6 @@
 
 #include <gtest/gtest.h>
 #include <httplib.h>
-#include <spdlog/sinks/ringbuffer_sink.h>
 #include <spdlog/spdlog.h>
 #include <unistd.h>
 
@@ -16,6 +15,7 @@
 #include <fmt/format.h>
 
 #include "contract/extender_fixture.h"
+#include "support/log_capture.h"
 
 namespace gpushare::testing {
 namespace {
@@ -163,24 +163,6 @@ TEST(Tls, RequestLimitsHoldOverHttps) {
   ASSERT_TRUE(fine);
   EXPECT_EQ(fine->status, 200);
 }
-
-// Captures what the server logs, to check the error names the culprit.
-class LogCapture {
- public:
-  LogCapture() : sink_(std::make_shared<spdlog::sinks::ringbuffer_sink_mt>(64)), previous_(spdlog::default_logger()) {
-    spdlog::set_default_logger(std::make_shared<spdlog::logger>("capture", sink_));
-  }
-  ~LogCapture() { spdlog::set_default_logger(previous_); }
-  std::string text() const {
-    std::string all;
-    for (const auto& line : sink_->last_formatted()) all += line;
-    return all;
-  }
-
- private:
-  std::shared_ptr<spdlog::sinks::ringbuffer_sink_mt> sink_;
-  std::shared_ptr<spdlog::logger> previous_;
-};
 
 TEST(Tls, AnUnreadableOrMismatchedCertificateIsAClearErrorAtStartup) {
   {

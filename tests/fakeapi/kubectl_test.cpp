@@ -1,5 +1,6 @@
 // The real kubectl against the fake: discovery, list, annotate, patch (merge, strategic,
-// json), watch, create and graceful delete. Skipped when kubectl is not on PATH.
+// json), watch, create (protobuf included), apply with server-side validation, server-side
+// tables and graceful delete. Skipped when kubectl is not on PATH.
 //
 // kubectl only sends a bearer token over TLS (clientcmd ignores credentials for http://), so
 // these tests run the fake with TLS and token auth, the way a real cluster is reached.
@@ -7,6 +8,8 @@
 #include <gtest/gtest.h>
 
 #include <fstream>
+#include <iterator>
+#include <sstream>
 
 #include "support/fake_apiserver.h"
 #include "test_helpers.h"
@@ -158,26 +161,172 @@ TEST_F(KubectlTest, JsonPatch) {
 }
 
 TEST_F(KubectlTest, CreateFromAFileSendsJson) {
-  // `kubectl create -f` goes through the dynamic client, which sends JSON. The fake serves no
-  // OpenAPI documents, so client-side validation is off.
+  // `kubectl create -f` goes through the dynamic client, which sends JSON.
   const auto manifest = dir_.path() / "cm.json";
   std::ofstream(manifest) << make_configmap("kube-system", "unhealthy-gpu-n1", {{"gpus", "0,2"}}).dump();
-  const RunResult result = kubectl({"create", "--validate=false", "-f", manifest.string()});
+  const RunResult result = kubectl({"create", "-f", manifest.string()});
   ASSERT_EQ(result.exit_code, 0) << result.err;
   const auto cm = server().get(Resource::ConfigMaps, "kube-system", "unhealthy-gpu-n1");
   ASSERT_TRUE(cm);
   EXPECT_EQ((*cm)["data"]["gpus"], "0,2");
+  EXPECT_EQ(server().requests().back().content_type, "application/json");
 }
 
-TEST_F(KubectlTest, ProtobufBodiesAreRefusedWith415) {
-  // The typed `kubectl create configmap` sends protobuf, which the fake does not decode; it
-  // answers like a server without that serializer instead of misreading the body.
-  const RunResult result =
-      kubectl({"create", "configmap", "unhealthy-gpu-n1", "-n", "kube-system", "--from-literal=gpus=0,2"});
+TEST_F(KubectlTest, CreateConfigmapSendsProtobufWhichIsRead) {
+  // The typed `kubectl create configmap` sends protobuf, and client-go does not fall back to JSON
+  // for it: the fake reads it, as a real server does.
+  const RunResult result = kubectl({"create", "configmap", "unhealthy-gpu-n1", "-n", "kube-system",
+                                    "--from-literal=gpus=0,2", "--from-literal=note=a b"});
+  ASSERT_EQ(result.exit_code, 0) << result.err;
+  EXPECT_NE(result.out.find("configmap/unhealthy-gpu-n1 created"), std::string::npos) << result.out;
+  const auto cm = server().get(Resource::ConfigMaps, "kube-system", "unhealthy-gpu-n1");
+  ASSERT_TRUE(cm);
+  EXPECT_EQ((*cm)["data"], Json({{"gpus", "0,2"}, {"note", "a b"}}));
+  // Nothing but what kubectl set: no empty strings or zeros for the fields it left unset.
+  EXPECT_FALSE((*cm)["metadata"].contains("generateName")) << cm->dump();
+  EXPECT_FALSE((*cm)["metadata"].contains("generation")) << cm->dump();
+  bool protobuf = false;
+  for (const RequestRecord& record : server().requests()) {
+    if (record.verb == Verb::Create)
+      protobuf = record.content_type == "application/vnd.kubernetes.protobuf";
+  }
+  EXPECT_TRUE(protobuf);
+  // And it reads back as kubectl wrote it.
+  const RunResult get = kubectl(
+      {"get", "configmap", "unhealthy-gpu-n1", "-n", "kube-system", "-o", "jsonpath={.data.gpus}"});
+  ASSERT_EQ(get.exit_code, 0) << get.err;
+  EXPECT_EQ(get.out, "0,2");
+}
+
+TEST_F(KubectlTest, ApplyIsValidatedByTheServer) {
+  // kubectl's default --validate=strict: the fake's OpenAPI v3 says it takes fieldValidation, so
+  // kubectl leaves the check to it; a misspelt field is refused with the real server's message.
+  const auto good = dir_.path() / "pod.yaml";
+  std::ofstream(good)
+      << "apiVersion: v1\nkind: Pod\nmetadata:\n  name: gpu-pod\n  namespace: ns1\nspec:\n"
+         "  containers:\n  - name: app\n    image: busybox\n    resources:\n      limits:\n"
+         "        aliyun.com/gpu-mem: 4\n";
+  RunResult result = kubectl({"apply", "-f", good.string()});
+  ASSERT_EQ(result.exit_code, 0) << result.err;
+  EXPECT_NE(result.out.find("pod/gpu-pod created"), std::string::npos) << result.out;
+  ASSERT_TRUE(server().get(Resource::Pods, "ns1", "gpu-pod"));
+  std::string validation;
+  for (const RequestRecord& record : server().requests()) {
+    if (record.verb == Verb::Create && record.params.count("fieldValidation"))
+      validation = record.params.at("fieldValidation");
+  }
+  EXPECT_EQ(validation, "Strict");
+
+  const auto typo = dir_.path() / "typo.yaml";
+  std::ofstream(typo)
+      << "apiVersion: v1\nkind: Pod\nmetadata:\n  name: typo\n  namespace: ns1\nspec:\n"
+         "  containers:\n  - name: app\n    image: busybox\n    resourcs:\n      limits:\n"
+         "        aliyun.com/gpu-mem: 4\n";
+  result = kubectl({"apply", "-f", typo.string()});
   ASSERT_TRUE(result.exit_code);
   EXPECT_NE(*result.exit_code, 0);
-  EXPECT_NE(result.err.find("unknown format"), std::string::npos) << result.err;
-  EXPECT_FALSE(server().get(Resource::ConfigMaps, "kube-system", "unhealthy-gpu-n1"));
+  EXPECT_NE(result.err.find("strict decoding error: unknown field \"spec.containers[0].resourcs\""),
+            std::string::npos)
+      << result.err;
+  EXPECT_FALSE(server().get(Resource::Pods, "ns1", "typo"));
+
+  // --validate=warn: created, with the server's warning.
+  result = kubectl({"apply", "--validate=warn", "-f", typo.string()});
+  ASSERT_EQ(result.exit_code, 0) << result.err;
+  EXPECT_NE(result.err.find("Warning: unknown field \"spec.containers[0].resourcs\""),
+            std::string::npos)
+      << result.err;
+
+  // A second apply computes a patch (a pod's spec is immutable: a label); validated too.
+  std::string text;
+  {
+    std::ifstream in(good);
+    text.assign(std::istreambuf_iterator<char>(in), {});
+  }
+  const std::string ns_line = "  namespace: ns1\n";
+  const auto with_label =
+      text.replace(text.find(ns_line), ns_line.size(), ns_line + "  labels:\n    team: ml\n");
+  std::ofstream(good, std::ios::trunc) << with_label;
+  result = kubectl({"apply", "-f", good.string()});
+  ASSERT_EQ(result.exit_code, 0) << result.err;
+  EXPECT_EQ(pod("ns1", "gpu-pod")["metadata"]["labels"]["team"], "ml");
+  EXPECT_EQ(server().requests().back().params.at("fieldValidation"), "Strict");
+}
+
+TEST_F(KubectlTest, GetPrintsTheServersTable) {
+  server().mutate(Resource::Pods, "ns1", "p1", [](Json& pod) {
+    pod["status"]["podIP"] = "10.1.2.3";
+    pod["status"]["containerStatuses"] =
+        Json::array({{{"name", "main"},
+                      {"ready", true},
+                      {"restartCount", 2},
+                      {"state", {{"running", Json::object()}}}},
+                     {{"name", "sidecar"},
+                      {"ready", false},
+                      {"restartCount", 1},
+                      {"state", {{"waiting", {{"reason", "CrashLoopBackOff"}}}}}}});
+  });
+  RunResult result = kubectl({"get", "pods", "-A"});
+  ASSERT_EQ(result.exit_code, 0) << result.err;
+  std::istringstream lines(result.out);
+  std::string header, first, second;
+  std::getline(lines, header);
+  std::getline(lines, first);
+  std::getline(lines, second);
+  auto words = [](const std::string& line) {
+    std::istringstream in(line);
+    std::vector<std::string> out;
+    for (std::string word; in >> word;) out.push_back(word);
+    return out;
+  };
+  EXPECT_EQ(words(header),
+            (std::vector<std::string>{"NAMESPACE", "NAME", "READY", "STATUS", "RESTARTS", "AGE"}));
+  const auto p1 = words(first);
+  ASSERT_EQ(p1.size(), 6u) << result.out;
+  EXPECT_EQ((std::vector<std::string>(p1.begin(), p1.end() - 1)),
+            (std::vector<std::string>{"ns1", "p1", "1/2", "CrashLoopBackOff", "3"}));
+  EXPECT_EQ(words(second).at(3), "Pending") << result.out;
+
+  result = kubectl({"get", "pods", "-n", "ns1", "-o", "wide"});
+  ASSERT_EQ(result.exit_code, 0) << result.err;
+  EXPECT_NE(result.out.find("IP"), std::string::npos);
+  EXPECT_NE(result.out.find("NOMINATED NODE"), std::string::npos) << result.out;
+  EXPECT_NE(result.out.find("10.1.2.3"), std::string::npos) << result.out;
+
+  server().mutate(Resource::Nodes, "", "n1", [](Json& node) {
+    node["metadata"]["labels"]["node-role.kubernetes.io/gpu"] = "";
+    node["spec"]["unschedulable"] = true;
+    node["status"]["conditions"] = Json::array({{{"type", "Ready"}, {"status", "True"}}});
+    node["status"]["nodeInfo"] = {{"kubeletVersion", "v1.32.4"}};
+  });
+  result = kubectl({"get", "nodes"});
+  ASSERT_EQ(result.exit_code, 0) << result.err;
+  std::istringstream node_lines(result.out);
+  std::getline(node_lines, header);
+  std::getline(node_lines, first);
+  EXPECT_EQ(words(header), (std::vector<std::string>{"NAME", "STATUS", "ROLES", "AGE", "VERSION"}));
+  const auto n1 = words(first);
+  ASSERT_EQ(n1.size(), 5u) << result.out;
+  EXPECT_EQ(n1[1], "Ready,SchedulingDisabled");
+  EXPECT_EQ(n1[2], "gpu");
+  EXPECT_EQ(n1[4], "v1.32.4");
+}
+
+TEST_F(KubectlTest, WatchWithoutAnOutputFormatPrintsTableRows) {
+  Subprocess watch(command({"get", "pods", "-n", "ns1", "-w"}));
+  ASSERT_TRUE(watch.wait_for_stdout(
+      [](std::string_view out) { return out.find("READY") != std::string_view::npos; }, 30s))
+      << watch.stderr_text();
+  ASSERT_TRUE(server().wait_for_request_count(Verb::Watch, Resource::Pods, 1, 30s));
+  server().mutate(Resource::Pods, "ns1", "p1",
+                  [](Json& pod) { pod["metadata"]["deletionTimestamp"] = "2026-01-01T00:00:00Z"; });
+  ASSERT_TRUE(watch.wait_for_stdout(
+      [](std::string_view out) { return out.find("Terminating") != std::string_view::npos; }, 30s))
+      << watch.stdout_text() << watch.stderr_text();
+  watch.kill();
+  watch.wait_exit(10s);
+  watch.join_readers();
+  EXPECT_EQ(watch.stdout_text().find("READY"), watch.stdout_text().rfind("READY")) << "one header";
 }
 
 TEST_F(KubectlTest, WatchPrintsChangesAsTheyHappen) {

@@ -300,5 +300,83 @@ TEST(GracefulDeletion, PreconditionsAreChecked) {
   EXPECT_TRUE(server.get(Resource::Pods, "ns", "p"));
 }
 
+TEST(Seeding, CreateKeepsTheUidTheObjectNamesButAnHttpCreateDoesNot) {
+  FakeApiServer server;
+  Json seeded = make_pod("ns", "seeded");
+  seeded["metadata"]["uid"] = "3f1c2a9e-0000-4000-8000-000000000010";
+  EXPECT_EQ(server.create(Resource::Pods, seeded)["metadata"]["uid"],
+            "3f1c2a9e-0000-4000-8000-000000000010");
+  const Json unnamed = server.create(Resource::Pods, make_pod("ns", "unnamed"));
+  EXPECT_EQ(unnamed["metadata"]["uid"].get<std::string>().size(), 36u);
+
+  // Over HTTP the server assigns the UID, as a real one does.
+  ApiClient client{server};
+  Json posted = make_pod("ns", "posted");
+  posted["metadata"]["uid"] = "3f1c2a9e-0000-4000-8000-000000000011";
+  const Reply reply = client.post("/api/v1/namespaces/ns/pods", posted);
+  ASSERT_EQ(reply.status, 201) << reply.body;
+  EXPECT_NE(Json::parse(reply.body)["metadata"]["uid"], "3f1c2a9e-0000-4000-8000-000000000011");
+}
+
+TEST(FieldValidation, StrictRefusesUnknownFieldsWarnAndIgnoreStoreThem) {
+  FakeApiServer server;
+  ApiClient client{server};
+  Json pod = make_pod("ns", "p");
+  pod["spec"]["containers"][0]["resourcs"] = {{"limits", {{"aliyun.com/gpu-mem", "4"}}}};
+  pod["spec"]["nodeSelectr"] = Json::object();
+  pod["metadata"]["labels"] = {{"any-key", "is fine"}};
+  pod["status"] = {{"anything", "goes"}};  // not checked below the levels the fake knows
+  Reply reply = client.post("/api/v1/namespaces/ns/pods?fieldValidation=Strict", pod);
+  EXPECT_EQ(reply.status, 400);
+  EXPECT_NE(reply.json.value("message", "")
+                .find("Pod in version \"v1\" cannot be handled as a Pod: strict decoding error: "
+                      "unknown field "
+                      "\"spec.containers[0].resourcs\", unknown field \"spec.nodeSelectr\""),
+            std::string::npos)
+      << reply.body;
+  EXPECT_FALSE(server.get(Resource::Pods, "ns", "p"));
+  EXPECT_EQ(client.post("/api/v1/namespaces/ns/pods?fieldValidation=Sometimes", pod).status, 400);
+  EXPECT_EQ(client.post("/api/v1/namespaces/ns/pods?fieldValidation=Warn", pod).status, 201);
+
+  // A patch is checked too; strategic-merge directives are not fields.
+  const char* path = "/api/v1/namespaces/ns/pods/p?fieldValidation=Strict";
+  EXPECT_EQ(client.patch(path, R"({"metadata":{"labelz":{"a":"b"}}})", kMerge).status, 400);
+  EXPECT_EQ(
+      client
+          .patch(
+              path,
+              R"({"spec":{"$setElementOrder/containers":[{"name":"main"}],"containers":[{"name":"main","image":"x"}]}})",
+              kStrategic)
+          .status,
+      200);
+  EXPECT_EQ(client.patch(path, R"([{"op":"add","path":"/metadata/labelz","value":{}}])", kJsonPatch)
+                .status,
+            200);
+}
+
+TEST(OpenApi, TheV3DocumentsListFieldValidationOnEachPatch) {
+  FakeApiServer server;
+  ApiClient client{server};
+  const Reply index = client.get("/openapi/v3");
+  ASSERT_EQ(index.status, 200);
+  const Json paths = Json::parse(index.body)["paths"];
+  ASSERT_TRUE(paths.contains("api/v1"));
+  const std::string url = paths["api/v1"]["serverRelativeURL"];
+  const Reply core = client.get(url);
+  ASSERT_EQ(core.status, 200) << url;
+  const Json patch =
+      Json::parse(core.body)["paths"]["/api/v1/namespaces/{namespace}/pods/{name}"]["patch"];
+  EXPECT_EQ(patch["x-kubernetes-group-version-kind"],
+            Json({{"group", ""}, {"version", "v1"}, {"kind", "Pod"}}));
+  EXPECT_EQ(patch["parameters"][0]["name"], "fieldValidation");
+  EXPECT_EQ(patch["parameters"][0]["in"], "query");
+  EXPECT_EQ(
+      client
+          .get(Json::parse(index.body)["paths"]["apis/coordination.k8s.io/v1"]["serverRelativeURL"])
+          .status,
+      200);
+  EXPECT_EQ(client.get("/openapi/v2").status, 404);
+}
+
 }  // namespace
 }  // namespace gpushare::testing

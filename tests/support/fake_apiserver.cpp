@@ -82,7 +82,7 @@ void FakeApiServer::Impl::stop() {
   plain_http = nullptr;
 }
 
-json FakeApiServer::Impl::stamp_new_object(Resource resource, json object) const {
+json FakeApiServer::Impl::stamp_new_object(Resource resource, json object, bool keep_uid) const {
   const ResourceInfo& ri = info(resource);
   if (!object.is_object()) throw bad_request("the object must be a JSON object");
   object["kind"] = ri.kind;
@@ -94,7 +94,12 @@ json FakeApiServer::Impl::stamp_new_object(Resource resource, json object) const
   } else {
     metadata.erase("namespace");
   }
-  metadata["uid"] = new_uid();
+  // Over HTTP the server always assigns the UID; a seeded object keeps the one it names, so
+  // that what a test or a sample file says about it (a bind's PodUID) stays true.
+  if (!keep_uid || !metadata.contains("uid") || !metadata["uid"].is_string() ||
+      metadata["uid"] == "") {
+    metadata["uid"] = new_uid();
+  }
   metadata["creationTimestamp"] = rfc3339_now();
   metadata.erase("resourceVersion");
   metadata.erase("deletionTimestamp");
@@ -187,7 +192,7 @@ json FakeApiServer::create(Resource resource, json object) {
   json created;
   {
     std::lock_guard lock(impl_->mutex);
-    object = impl_->stamp_new_object(resource, std::move(object));
+    object = impl_->stamp_new_object(resource, std::move(object), /*keep_uid=*/true);
     const std::string name = name_of(object);
     if (name.empty()) throw bad_request("metadata.name is required");
     if (impl_->store.find(resource, key_of(resource, object)) != nullptr) {

@@ -8,7 +8,9 @@
 // global counter, paged lists with continue tokens, exact-RV reads and 410s after
 // compaction, watches with synthetic ADDEDs, bookmarks, selector enter/leave events,
 // in-stream 410s and arbitrary chunk framing, Binding semantics, patches, graceful pod
-// deletion, bearer-token auth and Status bodies. kubectl works against it.
+// deletion, bearer-token auth and Status bodies. kubectl works against it: server-side
+// Tables (fake_apiserver_table.cpp), OpenAPI v3 with strict field validation
+// (fake_apiserver_openapi.cpp) and protobuf ConfigMap bodies (fake_apiserver_protobuf.cpp).
 //
 // Tests seed and change the truth directly (create/replace/mutate/remove), which produces
 // the same watch events as writes over HTTP, and use the hooks below to inject faults.
@@ -132,6 +134,8 @@ class FakeApiServer {
   // --- The truth, bypassing HTTP (no auth, no faults, no update validation) ----------------
   // Each write takes the next resourceVersion and produces the watch event a real write
   // would. Failures throw ApiError (e.g. 409 AlreadyExists, 404 NotFound).
+  // create() keeps a metadata.uid the object names (an HTTP create never does) and makes one
+  // up otherwise.
   Json create(Resource resource, Json object);
   Json replace(Resource resource, Json object);  // unconditional; may change anything
   // Reads the object, lets `edit` change it, writes it back (always a MODIFIED, even if

@@ -5,6 +5,7 @@
 #include <fmt/format.h>
 
 #include "support/fake_apiserver_impl.h"
+#include "support/fake_apiserver_openapi.h"
 
 namespace gpushare::testing::fakeapi {
 namespace {
@@ -36,6 +37,7 @@ json coordination_group() {
 
 std::optional<json> discovery_document(std::string_view path, const FakeApiServerOptions& options,
                                        std::uint16_t port) {
+  if (path.starts_with("/openapi/")) return openapi_document(path, options.server_git_version);
   if (path == "/version") {
     // "v1.34.0" -> major 1, minor 34.
     const std::string& version = options.server_git_version;

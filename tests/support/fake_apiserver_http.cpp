@@ -1,13 +1,16 @@
 // HTTP side of the fake API server: routing, auth, fault injection, and the list, get,
 // create, update, patch, delete and binding handlers (watches are in fake_apiserver_watch.cpp).
 
+#include <fmt/format.h>
+
 #include <algorithm>
 #include <charconv>
 
-#include <fmt/format.h>
-
 #include "support/fake_apiserver_impl.h"
+#include "support/fake_apiserver_openapi.h"
 #include "support/fake_apiserver_patch.h"
+#include "support/fake_apiserver_protobuf.h"
+#include "support/fake_apiserver_table.h"
 #include "support/fake_apiserver_tls.h"
 
 namespace gpushare::testing {
@@ -254,15 +257,18 @@ void drop_current_connection(httplib::Response& response) {
                                         [](std::size_t, httplib::DataSink&) { return false; });
 }
 
-// The fake reads JSON bodies only; protobuf (what typed clients such as `kubectl create
-// configmap` send) and YAML get the 415 of a server without those serializers.
-void require_json_body(const httplib::Request& request) {
+// The body of a write as JSON text. The fake reads JSON, and protobuf for the ConfigMaps that
+// typed clients such as `kubectl create configmap` send that way (fake_apiserver_protobuf.h);
+// YAML and other protobuf get the 415 of a server without those serializers.
+std::string json_body_of(const httplib::Request& request) {
   const std::string content_type = request.get_header_value("Content-Type");
   std::string media_type = content_type.substr(0, content_type.find(';'));
   media_type.erase(std::remove(media_type.begin(), media_type.end(), ' '), media_type.end());
+  if (media_type == kProtobufMediaType) return decode_protobuf_object(request.body).dump();
   if (!media_type.empty() && media_type != "application/json") {
     throw unsupported_media_type("application/json");
   }
+  return request.body;
 }
 
 void set_pod_scheduled(json& pod) {
@@ -595,7 +601,19 @@ void FakeApiServer::Impl::serve(const Route& route, const httplib::Request& requ
   if (!route.method_allowed) throw method_not_allowed();
   const bool sends_object = route.verb == Verb::Create || route.verb == Verb::Update ||
                             route.verb == Verb::Bind || (route.verb == Verb::Delete && !request.body.empty());
-  if (sends_object) require_json_body(request);
+  const std::string body = sends_object ? json_body_of(request) : std::string();
+  if (route.resource && route.kind != Route::Kind::LegacyBindings &&
+      (route.verb == Verb::Create || route.verb == Verb::Update || route.verb == Verb::Patch)) {
+    const bool is_patch = route.verb == Verb::Patch;
+    const auto patch_type = patch_type_from_content_type(request.get_header_value("Content-Type"));
+    if (!is_patch || (patch_type && *patch_type != PatchType::Json)) {
+      const json object = parse_json_body(is_patch ? request.body : body);
+      for (const std::string& warning : validate_fields(
+               *route.resource, object, is_patch, request.get_param_value("fieldValidation"))) {
+        response.headers.emplace("Warning", "299 - " + json(warning).dump());
+      }
+    }
+  }
   switch (route.kind) {
     case Route::Kind::Health:
       response.set_content("ok", "text/plain");
@@ -608,24 +626,35 @@ void FakeApiServer::Impl::serve(const Route& route, const httplib::Request& requ
       return;
     }
     case Route::Kind::LegacyBindings:
-      http_bind(route, request.body);
+      http_bind(route, body);
       write_json(response, 201, success_status(201));
       return;
     case Route::Kind::Collection:
       if (route.verb == Verb::Watch) return serve_watch(route, request, response);
       if (route.verb == Verb::List) return serve_list(route, request, response);
-      return write_json(response, 201, http_create(route, request.body));
+      return write_json(response, 201, http_create(route, body));
     case Route::Kind::Object:
     case Route::Kind::Subresource:
       switch (route.verb) {
         case Verb::Bind:
-          http_bind(route, request.body);
+          http_bind(route, body);
           return write_json(response, 201, success_status(201));
         case Verb::Get: {
           std::lock_guard lock(mutex);
-          return write_json(response, 200, find_or_throw(*route.resource, route.ns, route.name));
+          const json& object = find_or_throw(*route.resource, route.ns, route.name);
+          const auto table = table_request(request.get_header_value("Accept"),
+                                           request.get_param_value("includeObject"));
+          if (!table || route.kind != Route::Kind::Object) return write_json(response, 200, object);
+          response.status = 200;
+          response.set_content(
+              make_table(*route.resource, {&object}, *table,
+                         {{"resourceVersion", string_at(object, "metadata", "resourceVersion")}})
+                  .dump(),
+              table_content_type(*table));
+          return;
         }
-        case Verb::Update: return write_json(response, 200, http_update(route, request.body));
+        case Verb::Update:
+          return write_json(response, 200, http_update(route, body));
         case Verb::Patch: return write_json(response, 200, http_patch(route, request));
         case Verb::Delete: return http_delete(route, request, response);
         default: throw method_not_allowed();
@@ -645,6 +674,8 @@ void FakeApiServer::Impl::serve_list(const Route& route, const httplib::Request&
   validate_list_options(params, /*watch=*/false);
   const FieldSelector fields = FieldSelector::parse(resource, params.field_selector);
   const LabelSelector labels = LabelSelector::parse(params.label_selector);
+  const auto table =
+      table_request(request.get_header_value("Accept"), request.get_param_value("includeObject"));
 
   std::unique_lock lock(mutex);
   const std::uint64_t current = store.current_rv();
@@ -695,6 +726,7 @@ void FakeApiServer::Impl::serve_list(const Route& route, const httplib::Request&
   std::int64_t count = 0;
   std::string last_key;
   bool more = false;
+  std::vector<const json*> table_objects;  // for a Table: rows are made under the lock
   for (; it != snapshot.end() && in_scope(*it); ++it) {
     if (use_limit && count == params.limit) {
       more = true;
@@ -703,6 +735,10 @@ void FakeApiServer::Impl::serve_list(const Route& route, const httplib::Request&
     last_key = it->first;
     if (!fields.matches(it->second) || !labels.matches(it->second)) continue;
     ++count;
+    if (table) {
+      table_objects.push_back(&it->second);
+      continue;
+    }
     if (cache == nullptr) {
       list->items.push_back(serialize_list_item(it->second));
       continue;
@@ -723,6 +759,13 @@ void FakeApiServer::Impl::serve_list(const Route& route, const httplib::Request&
     if (fields.empty() && labels.empty()) {
       metadata["remainingItemCount"] = std::count_if(it, snapshot.end(), in_scope);
     }
+  }
+  if (table) {
+    const json body = make_table(resource, table_objects, *table, std::move(metadata));
+    lock.unlock();
+    response.status = 200;
+    response.set_content(body.dump(), table_content_type(*table));
+    return;
   }
   lock.unlock();
 

@@ -3,17 +3,18 @@
 // fake_apiserver.cpp, HTTP handlers in fake_apiserver_http.cpp, watches in
 // fake_apiserver_watch.cpp). Not for use by tests.
 
+#include <httplib.h>
+
 #include <condition_variable>
 #include <deque>
 #include <memory>
 #include <mutex>
 #include <thread>
 
-#include <httplib.h>
-
 #include "support/fake_apiserver.h"
 #include "support/fake_apiserver_selectors.h"
 #include "support/fake_apiserver_store.h"
+#include "support/fake_apiserver_table.h"
 #include "support/fake_apiserver_transport.h"
 
 namespace gpushare::testing {
@@ -28,6 +29,7 @@ struct WatchSession {
   FieldSelector fields;
   LabelSelector labels;
   bool allow_bookmarks = false;
+  std::optional<TableRequest> table;  // events carry one-row Tables (Accept: as=Table)
   std::uint64_t cursor = 0;  // every event with rv <= cursor has been considered
   std::vector<std::string> pending;  // frames made at start (initial ADDEDs, an ERROR)
   bool finish_after_pending = false;
@@ -165,7 +167,8 @@ struct FakeApiServer::Impl {
   void unregister_watch(const std::shared_ptr<fakeapi::WatchSession>& session);
 
   // Store helpers (mutex held).
-  nlohmann::json stamp_new_object(Resource resource, nlohmann::json object) const;
+  nlohmann::json stamp_new_object(Resource resource, nlohmann::json object,
+                                  bool keep_uid = false) const;
   const nlohmann::json& find_or_throw(Resource resource, std::string_view ns, std::string_view name) const;
 };
 

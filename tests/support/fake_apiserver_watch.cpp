@@ -1,12 +1,13 @@
 // Watches: a chunked response per watch, fed from the store's event history under the
 // server mutex and written outside it.
 
+#include <fmt/format.h>
+
 #include <algorithm>
 #include <random>
 
-#include <fmt/format.h>
-
 #include "support/fake_apiserver_impl.h"
+#include "support/fake_apiserver_table.h"
 
 namespace gpushare::testing {
 
@@ -21,6 +22,14 @@ constexpr std::size_t kCoalescedPieceBytes = 16;
 std::string frame(std::string_view type, const json& object) {
   // One JSON value per event, newline-terminated like Go's json.Encoder.
   return json{{"type", type}, {"object", object}}.dump() + "\n";
+}
+
+// An object's event; as a one-row Table for watches that asked for Tables (kubectl get -w).
+std::string object_frame(const WatchSession& session, std::string_view type, const json& object) {
+  if (!session.table) return frame(type, object);
+  return frame(type,
+               make_table(session.resource, {&object}, *session.table,
+                          {{"resourceVersion", string_at(object, "metadata", "resourceVersion")}}));
 }
 
 std::string bookmark_frame(Resource resource, std::uint64_t rv, bool initial_events_end) {
@@ -49,20 +58,20 @@ std::optional<std::string> view_of(const WatchSession& session, const HistoryEve
   if (event.resource != session.resource) return std::nullopt;
   switch (event.type) {
     case EventType::Added:
-      if (in_scope(session, event.object)) return frame("ADDED", event.object);
+      if (in_scope(session, event.object)) return object_frame(session, "ADDED", event.object);
       return std::nullopt;
     case EventType::Deleted:
-      if (in_scope(session, event.previous)) return frame("DELETED", event.object);
+      if (in_scope(session, event.previous)) return object_frame(session, "DELETED", event.object);
       return std::nullopt;
     case EventType::Modified: {
       const bool was_in = in_scope(session, event.previous);
       const bool is_in = in_scope(session, event.object);
-      if (was_in && is_in) return frame("MODIFIED", event.object);
-      if (is_in) return frame("ADDED", event.object);
+      if (was_in && is_in) return object_frame(session, "MODIFIED", event.object);
+      if (is_in) return object_frame(session, "ADDED", event.object);
       if (was_in) {
         json last = event.previous;
         last["metadata"]["resourceVersion"] = std::to_string(event.rv);
-        return frame("DELETED", last);
+        return object_frame(session, "DELETED", last);
       }
       return std::nullopt;
     }
@@ -114,6 +123,8 @@ void FakeApiServer::Impl::serve_watch(const Route& route, const httplib::Request
   session->fields = FieldSelector::parse(resource, params.field_selector);
   session->labels = LabelSelector::parse(params.label_selector);
   session->allow_bookmarks = params.allow_bookmarks;
+  session->table =
+      table_request(request.get_header_value("Accept"), request.get_param_value("includeObject"));
   session->connection = FakeHttpServer::current_connection();
   if (params.timeout_seconds && *params.timeout_seconds > 0) {
     session->deadline = Clock::now() + std::chrono::seconds(*params.timeout_seconds);
@@ -138,7 +149,8 @@ void FakeApiServer::Impl::serve_watch(const Route& route, const httplib::Request
       // Synthetic ADDEDs for the current state (sendInitialEvents=true reads "not older
       // than" the RV, so the current state serves it too).
       for (const auto& [key, object] : store.objects(resource)) {
-        if (in_scope(*session, object)) session->pending.push_back(frame("ADDED", object));
+        if (in_scope(*session, object))
+          session->pending.push_back(object_frame(*session, "ADDED", object));
       }
       session->cursor = store.current_rv();
       const bool annotate = params.send_initial_events.value_or(false) || options.initial_events_end_bookmark;

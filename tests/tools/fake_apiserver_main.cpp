@@ -5,16 +5,16 @@
 //       [--seed cluster.yaml] [--nodes N --pods M [--gpus-per-node 8 --gpu-mem-per-gpu 16]
 //        [--cpu-only-percent 20]]
 
+#include <fmt/format.h>
 #include <pthread.h>
 
+#include <CLI/CLI.hpp>
 #include <csignal>
 #include <fstream>
 #include <iostream>
+#include <optional>
 #include <random>
 #include <sstream>
-
-#include <CLI/CLI.hpp>
-#include <fmt/format.h>
 
 #include "gpushare/extender/standalone_cluster.h"
 #include "support/fake_apiserver.h"
@@ -163,6 +163,36 @@ Json realistic_cpu_pod(int index, const std::string& node) {
                                                 {"state", {{"running", {{"startedAt", "2026-11-21T09:00:05Z"}}}}}}})}}}};
 }
 
+// Creates every object of a v1 List file; throws naming the item that cannot be created.
+void load_seed(FakeApiServer& fake, const std::string& path) {
+  const Json list = gpushare::extender::read_cluster_file(path);
+  const Json* items = list.is_object() && list.contains("items") ? &list["items"] : nullptr;
+  if (items == nullptr || !items->is_array())
+    throw std::runtime_error("not a v1 List: no items array");
+  for (std::size_t i = 0; i < items->size(); ++i) {
+    const Json& item = (*items)[i];
+    const std::string kind = item.is_object() && item.contains("kind") && item["kind"].is_string()
+                                 ? item["kind"].get<std::string>()
+                                 : "";
+    std::optional<Resource> resource;
+    if (kind == "Node") resource = Resource::Nodes;
+    if (kind == "Pod") resource = Resource::Pods;
+    if (kind == "ConfigMap") resource = Resource::ConfigMaps;
+    if (kind == "Lease") resource = Resource::Leases;
+    if (!resource) {
+      throw std::runtime_error(fmt::format(
+          "items[{}]: kind \"{}\" is not served (Node, Pod, ConfigMap, Lease)", i, kind));
+    }
+    try {
+      fake.create(*resource, item);
+    } catch (const std::exception& e) {
+      throw std::runtime_error(fmt::format(
+          "items[{}] ({} {}): {}", i, kind,
+          item.contains("metadata") ? item["metadata"].value("name", "") : "", e.what()));
+    }
+  }
+}
+
 }  // namespace
 
 int main(int argc, char** argv) {
@@ -203,12 +233,11 @@ int main(int argc, char** argv) {
     std::cerr << "note: --port is not supported by this build of the fake; listening on " << fake.port() << "\n";
   }
   if (!seed.empty()) {
-    const Json list = gpushare::extender::read_cluster_file(seed);
-    for (const Json& item : list.at("items")) {
-      const std::string kind = item.value("kind", "");
-      if (kind == "Node") fake.create(Resource::Nodes, item);
-      if (kind == "Pod") fake.create(Resource::Pods, item);
-      if (kind == "ConfigMap") fake.create(Resource::ConfigMaps, item);
+    try {
+      load_seed(fake, seed);
+    } catch (const std::exception& e) {
+      std::cerr << "gpushare-fake-apiserver: --seed " << seed << ": " << e.what() << "\n";
+      return 1;
     }
   }
   std::mt19937 random(42);

@@ -44,6 +44,10 @@ std::string default_user_agent();
 struct ClientOptions {
   std::chrono::milliseconds connect_timeout{10000};
   std::chrono::milliseconds request_timeout{60000};  // whole exchange, for non-watch requests
+  // A request (a watch included) that has had no response for this long is logged as a warning
+  // naming the server and the request, then again with back-off (2x, 4x, ... at most every
+  // 5 minutes) until it ends. 0: never.
+  std::chrono::milliseconds stall_warning{30000};
   std::string user_agent = default_user_agent();
   RetryPolicy retry;
   std::size_t max_idle_connections = 8;        // pooled handles kept for keep-alive reuse

@@ -48,6 +48,9 @@ struct Options {
   std::string leader_elect_resource_name = "gpushare-extender";
   // On SIGTERM: how long to wait for binds in flight before giving up on them.
   std::chrono::milliseconds shutdown_grace_period{20000};
+  // Live mode: warn when the API server has not answered a request (list, watch, bind, ...) for
+  // this long, then with back-off; 0 = never.
+  std::chrono::milliseconds api_stall_warning{30000};
 
   ClusterSource source = ClusterSource::kClusterFile;
   std::string listen_host() const;

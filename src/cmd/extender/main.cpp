@@ -151,7 +151,9 @@ int run_live(const ext::Options& options, ShutdownSignals& signals) {
     return 1;
   }
   spdlog::info("API server {} ({})", cluster.server, cluster.source);
-  api::ApiClient client(cluster);
+  api::ClientOptions client_options;
+  client_options.stall_warning = options.api_stall_warning;
+  api::ApiClient client(cluster, client_options);
   ext::ModelStore store(gpushare::core::make_policy(options.policy));
   ext::Metrics metrics;
   ext::RejectionLog rejections;

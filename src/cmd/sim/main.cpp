@@ -138,7 +138,8 @@ int main(int argc, char** argv) {
           name.remove_suffix(gpushare::sim::kGpuOnlySuffix.size());
         }
         if (std::find(names.begin(), names.end(), name) != names.end()) return {};
-        return "unknown policy '" + value + "'";
+        return fmt::format("unknown policy '{}' (valid: {}; each also as NAME{})", value,
+                           fmt::join(names, ", "), gpushare::sim::kGpuOnlySuffix);
       });
   app.add_option("--seeds", seeds, "number of seeds per policy, the first being --first-seed")
       ->capture_default_str()
