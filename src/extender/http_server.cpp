@@ -34,17 +34,6 @@ bool is_scheduling_verb(std::string_view path) {
   return verb == "filter" || verb == "prioritize" || verb == "bind" || verb == "preempt";
 }
 
-// httplib runs each accepted connection as one task on this queue.
-class PooledTaskQueue final : public httplib::TaskQueue {
- public:
-  explicit PooledTaskQueue(std::shared_ptr<ConnectionThreadPool> pool) : pool_(std::move(pool)) {}
-  void enqueue(std::function<void()> task) override { pool_->enqueue(std::move(task)); }
-  void shutdown() override { pool_->shutdown(); }
-
- private:
-  std::shared_ptr<ConnectionThreadPool> pool_;
-};
-
 // The Error text of a refused request body (and of httplib's other refusals).
 std::string body_refusal(int status, std::size_t max_request_bytes) {
   switch (status) {
@@ -53,6 +42,12 @@ std::string body_refusal(int status, std::size_t max_request_bytes) {
     case 400: return "malformed request body (framing or Content-Encoding)";
     default: return fmt::format("HTTP {}", status);
   }
+}
+
+// set_content without its copy of the body.
+void set_json(httplib::Response& res, std::string body) {
+  res.body = std::move(body);
+  res.set_header("Content-Type", kJson);
 }
 
 std::size_t connection_thread_limit(int requested) {
@@ -72,8 +67,17 @@ HttpServer::HttpServer(SchedulingService& service, ModelStore& store, Metrics& m
           std::min<std::size_t>(4, connection_thread_limit(options_.threads)),
           connection_thread_limit(options_.threads))) {
   // httplib's connection loop, with the request limits it lacks (http_connection.h).
-  server_ = http_connection::make_server({options_.max_request_bytes, options_.max_header_bytes},
-                                         options_.tls_cert_file, options_.tls_private_key_file);
+  http_connection::Limits limits;
+  limits.max_body_bytes = options_.max_request_bytes;
+  limits.max_header_bytes = options_.max_header_bytes;
+  limits.header_timeout = options_.header_timeout;
+  limits.body_timeout = options_.body_timeout;
+  limits.keep_alive_timeout = options_.keep_alive_timeout;
+  limits.max_connections = options_.max_connections;
+  limits.max_connections_per_client = options_.max_connections_per_client;
+  limits.body_budget_bytes = options_.body_budget_bytes;
+  server_ = http_connection::make_server(limits, connections_, options_.tls_cert_file,
+                                         options_.tls_private_key_file);
   install_routes();
 }
 
@@ -88,7 +92,11 @@ int HttpServer::bind(const std::string& host, int port) {
     return -1;
   }
   const int bound = port == 0 ? server_->bind_to_any_port(host) : (server_->bind_to_port(host, port) ? port : -1);
-  if (bound < 0) spdlog::error("cannot listen on {}:{}", host, port);
+  if (bound < 0) {
+    spdlog::error("cannot listen on {}:{}", host, port);
+    return -1;
+  }
+  http_connection::raise_listen_backlog(*server_);
   return bound;
 }
 
@@ -126,13 +134,9 @@ void HttpServer::end_bind() {
 }
 
 void HttpServer::install_routes() {
-  // httplib takes ownership of the raw pointer it asks for here; the pool itself is shared with
-  // /metrics.
-  server_->new_task_queue = [pool = connections_] { return new PooledTaskQueue(pool); };
   server_->set_payload_max_length(options_.max_request_bytes);
   // kube-scheduler keeps connections alive; httplib's default of 5 requests each would churn.
-  server_->set_keep_alive_max_count(100000);
-  server_->set_keep_alive_timeout(90);
+  server_->set_keep_alive_max_count(100000);  // the idle time-out is the reactor's
   // httplib writes a reply's headers and body separately; with Nagle's algorithm the body then
   // waits for the client's delayed ACK (40 ms on Linux) whenever the reply is small, as it is
   // for the ~500 nodes kube-scheduler offers by default (bench/http/run.sh: 44 ms -> sub-ms).
@@ -196,17 +200,19 @@ void HttpServer::install_routes() {
     server_->Get(path, [handler](const httplib::Request& req, httplib::Response& res) { handler(req, res, nullptr); });
   };
   post(route("filter"),
-       handle("filter", [this](const httplib::Request&, const std::string& body, httplib::Response& res) {
-         ExtenderArgs args = decode_extender_args_body(body, service_.config().names);
-         res.set_content(encode_filter_result(service_.filter(std::move(args))), kJson);
+       handle("filter", [this](const httplib::Request&, std::string& body, httplib::Response& res) {
+         // The body becomes the source of the survivors' texts, the reply is moved in: with
+         // full Node objects each is as large as the request.
+         ExtenderArgs args = decode_extender_args_body(std::move(body), service_.config().names);
+         set_json(res, encode_filter_result(service_.filter(std::move(args))));
        }, filter_error));
   post(route("prioritize"),
-       handle("prioritize", [this](const httplib::Request&, const std::string& body, httplib::Response& res) {
-         ExtenderArgs args = decode_extender_args_body(body, service_.config().names);
-         res.set_content(encode_priorities(service_.prioritize(std::move(args))), kJson);
+       handle("prioritize", [this](const httplib::Request&, std::string& body, httplib::Response& res) {
+         ExtenderArgs args = decode_extender_args_body(std::move(body), service_.config().names);
+         set_json(res, encode_priorities(service_.prioritize(std::move(args))));
        }, plain_error));
   post(route("bind"),
-       handle("bind", [this](const httplib::Request&, const std::string& body, httplib::Response& res) {
+       handle("bind", [this](const httplib::Request&, std::string& body, httplib::Response& res) {
          const BindingArgs args = decode_binding_args(parse_json_body(body));
          if (!begin_bind()) {
            res.status = 503;  // kube-scheduler retries; the next leader binds it
@@ -224,7 +230,7 @@ void HttpServer::install_routes() {
          res.set_content(encode_binding_result(reply.error), kJson);
        }, plain_error));
   post(route("preempt"),
-       handle("preempt", [this](const httplib::Request&, const std::string& body, httplib::Response& res) {
+       handle("preempt", [this](const httplib::Request&, std::string& body, httplib::Response& res) {
          const PreemptionArgs args =
              decode_preemption_args(parse_json_body(body), service_.config().names);
          res.set_content(encode_preemption_result(service_.preempt(args)), kJson);
@@ -241,7 +247,7 @@ void HttpServer::install_routes() {
   server_->Delete(".*", unknown_with_body);
 
   get(route("inspect"),
-      handle("inspect", [this](const httplib::Request&, const std::string&, httplib::Response& res) {
+      handle("inspect", [this](const httplib::Request&, std::string&, httplib::Response& res) {
         Json body = store_.read([&](const core::ClusterModel& model, const core::PlacementPolicy& policy) {
           Json cluster = inspect_cluster(model, policy.name(), policy.describe_state());
           add_fragmentation(cluster, model, policy);
@@ -251,7 +257,7 @@ void HttpServer::install_routes() {
         res.set_content(body.dump(-1, ' ', false, Json::error_handler_t::replace), kJson);
       }, plain_error));
   get(route("inspect/([^/]+)"),
-      handle("inspect", [this](const httplib::Request& req, const std::string&, httplib::Response& res) {
+      handle("inspect", [this](const httplib::Request& req, std::string&, httplib::Response& res) {
         const std::string node = req.matches[1];
         auto body = store_.read([&](const core::ClusterModel& model, const core::PlacementPolicy&) {
           return inspect_node(model, node);
@@ -282,8 +288,8 @@ void HttpServer::install_routes() {
   });
   server_->Get("/metrics", [this](const httplib::Request&, httplib::Response& res) {
     metrics_.set_ready(options_.not_ready_reason().empty());
-    const ConnectionPoolStats pool = connections_->stats();
-    metrics_.set_http_connections({pool.busy, pool.waiting, pool.max_threads});
+    const http_connection::ConnectionStats connections = http_connection::connection_stats(*server_);
+    metrics_.set_http_connections({connections.open, connections.waiting_for_thread, connections.limit});
     if (options_.before_scrape) options_.before_scrape(metrics_);
     // Copy the model's gauges under the shared lock; format after releasing it.
     const ModelGauges gauges = store_.read(

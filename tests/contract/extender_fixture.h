@@ -3,6 +3,7 @@
 
 #include <httplib.h>
 
+#include <functional>
 #include <memory>
 #include <string>
 #include <thread>
@@ -56,7 +57,8 @@ inline Json cluster_list(const std::vector<Json>& items) {
 class ExtenderUnderTest {
  public:
   explicit ExtenderUnderTest(const Json& cluster, std::string policy = "binpack",
-                             std::size_t max_request_bytes = 1 << 20, int http_threads = 0)
+                             std::size_t max_request_bytes = 1 << 20, int http_threads = 0,
+                             const std::function<void(extender::HttpServerOptions&)>& tweak = nullptr)
       : standalone_(cluster, kube::ResourceNames{}), store_(core::make_policy(policy)) {
     store_.write([&](core::ClusterModel& model, core::PlacementPolicy&) { standalone_.populate(model); });
     extender::ServiceConfig config;
@@ -67,6 +69,7 @@ class ExtenderUnderTest {
     options.max_request_bytes = max_request_bytes;
     options.threads = http_threads;
     options.policy_name = policy;
+    if (tweak) tweak(options);
     server_ = std::make_unique<extender::HttpServer>(*service_, store_, metrics_, rejections_, options);
     port_ = server_->bind("127.0.0.1", 0);
     thread_ = std::jthread([this] { server_->serve(); });

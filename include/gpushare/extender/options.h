@@ -31,6 +31,11 @@ struct Options {
   std::string config_file;
   std::size_t max_request_bytes = 64 * 1024 * 1024;
   int http_threads = 0;  // 0 = automatic
+  std::size_t max_connections = 4096;
+  std::size_t max_connections_per_client = 512;
+  std::chrono::milliseconds http_header_timeout{10000};
+  std::chrono::milliseconds http_body_timeout{60000};
+  std::size_t max_buffered_body_bytes = 64 * 1024 * 1024;
   // How long a bind may stay unconfirmed by the watch before its reservation is dropped.
   int assume_ttl_seconds = 300;
   // High availability (live mode only), with kube-scheduler's flag names and defaults.
