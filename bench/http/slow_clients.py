@@ -5,8 +5,8 @@ times /healthz and a filter on fresh connections. Prints one machine-readable RE
 
   slow_clients.py PORT FILTER_BODY_FILE [--slow 2000] [--probes 50] [--source 127.0.0.2]
 
-The slow connections come from --source (another loopback address), so --max-connections-per-client
-applies to them and not to the probes from 127.0.0.1.
+The slow connections come from --sources other loopback addresses (127.0.0.2, ...), so that each
+stays under --max-connections-per-client, which does not apply to the probes from 127.0.0.1.
 """
 import argparse
 import socket
@@ -40,19 +40,25 @@ def main():
     parser.add_argument("--slow", type=int, default=2000)
     parser.add_argument("--probes", type=int, default=50)
     parser.add_argument("--interval", type=float, default=1.0)
-    parser.add_argument("--source", default="127.0.0.2")
+    parser.add_argument("--sources", type=int, default=4,
+                        help="spread over 127.0.0.2.. (each under --max-connections-per-client)")
+    # Paced, so that a server with a short listen backlog accepts them all rather than the
+    # kernel resetting the overflow.
+    parser.add_argument("--server-pid", type=int, default=0, help="report its threads and open files")
+    parser.add_argument("--connect-pause", type=float, default=0.002)
     args = parser.parse_args()
     body = open(args.body, "rb").read()
 
     slow = []
     refused = 0
-    for _ in range(args.slow):
+    for i in range(args.slow):
         s = socket.socket()
-        s.bind((args.source, 0))
+        s.bind(("127.0.0.%d" % (2 + i % args.sources), 0))
         try:
             s.connect(("127.0.0.1", args.port))
             s.sendall(b"GET /healthz HTTP/1.1\r\nHost: 127.0.0.1\r\nX-Slow: ")
             slow.append(s)
+            time.sleep(args.connect_pause)
         except OSError:
             refused += 1
             s.close()
@@ -70,6 +76,11 @@ def main():
     trickler = threading.Thread(target=trickle)
     trickler.start()
     time.sleep(1.0)  # let the server see them all
+    server = ""
+    if args.server_pid:
+        import os
+        server = " server_threads=%d server_fds=%d" % (len(os.listdir("/proc/%d/task" % args.server_pid)),
+                                                      len(os.listdir("/proc/%d/fd" % args.server_pid)))
 
     results = {"healthz": [], "filter": []}
     failures = 0
@@ -85,12 +96,12 @@ def main():
             else:
                 results[name].append(ms)
 
-    # How many slow connections are still open (the server closes one only at its header deadline).
+    # How many slow connections are still open: nothing to read (a refusal, 408 or EOF means closed).
     still_open = 0
     for s in slow:
         s.setblocking(False)
         try:
-            still_open += 0 if s.recv(1) == b"" else 1
+            s.recv(1)
         except BlockingIOError:
             still_open += 1
         except OSError:
@@ -108,10 +119,10 @@ def main():
 
     print("RESULT slow_opened=%d slow_refused=%d slow_open_at_end=%d failures=%d "
           "healthz_p50_ms=%.2f healthz_p99_ms=%.2f healthz_max_ms=%.2f "
-          "filter_p50_ms=%.2f filter_p99_ms=%.2f filter_max_ms=%.2f" % (
+          "filter_p50_ms=%.2f filter_p99_ms=%.2f filter_max_ms=%.2f%s" % (
               len(slow), refused, still_open, failures,
               pct(results["healthz"], 50), pct(results["healthz"], 99), max(results["healthz"] or [float("nan")]),
-              pct(results["filter"], 50), pct(results["filter"], 99), max(results["filter"] or [float("nan")])))
+              pct(results["filter"], 50), pct(results["filter"], 99), max(results["filter"] or [float("nan")]), server))
 
 
 if __name__ == "__main__":

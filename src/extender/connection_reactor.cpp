@@ -253,6 +253,10 @@ void Reactor::run() {
   for (;;) {
     const int ready = ::epoll_wait(epoll_fd_, events.data(), static_cast<int>(events.size()),
                                    static_cast<int>(kSweepInterval.count()));
+    // Reset the wake-up before looking at what it announces: a hand-over after this point
+    // wakes the next epoll_wait (resetting it later lost such wake-ups for 200 ms).
+    std::uint64_t count = 0;
+    (void)::read(wake_fd_, &count, sizeof count);
     bool stop = false;
     bool admit = false;
     {
@@ -264,12 +268,7 @@ void Reactor::run() {
     take_incoming();
     for (int i = 0; i < ready; ++i) {
       const int fd = events[static_cast<std::size_t>(i)].data.fd;
-      if (fd == wake_fd_) {
-        std::uint64_t count = 0;
-        (void)::read(wake_fd_, &count, sizeof count);
-        continue;
-      }
-      on_readable(fd);
+      if (fd != wake_fd_) on_readable(fd);
     }
     if (admit) admit_waiting_bodies();
     const auto now = Clock::now();
@@ -384,9 +383,8 @@ void Reactor::advance(int fd) {
   }
   if (*header > limits_.max_header_bytes) return hand_over(fd);
   const Framing framing = parse_framing(std::string_view(buffer).substr(0, *header));
-  // A chunked body is read by the worker, within the body deadline, and so is one whose client
-  // waits for httplib's "100 Continue" before sending it; an oversized one is refused.
-  if (framing.kind != Framing::Kind::kLength || framing.length == 0 || framing.expect_continue ||
+  // A chunked body is read by the worker, within the body deadline; an oversized one is refused.
+  if (framing.kind != Framing::Kind::kLength || framing.length == 0 ||
       framing.length > limits_.max_body_bytes) {
     return hand_over(fd);
   }
@@ -409,8 +407,11 @@ void Reactor::advance(int fd) {
     }
     connection.wait = Connection::Wait::kBody;
     connection.deadline = now + limits_.body_timeout;
-    buffer.reserve(*header + length);
   }
+  // A client waiting for httplib's "100 Continue" sends its body only then: the worker reads it,
+  // within the body deadline, once the body is admitted.
+  if (framing.expect_continue) return hand_over(fd);
+  buffer.reserve(*header + length);
   if (buffer.size() >= *header + length) hand_over(fd);
 }
 
