@@ -16,18 +16,6 @@
 # ACCEPT_ENCODING (unset; "gzip" asks for compressed replies, as kube-scheduler's Go client does).
 set -euo pipefail
 
-here=$(cd "$(dirname "$0")" && pwd)
-repo=$(cd "$here/../.." && pwd)
-build=${1:-}
-if [[ -z "$build" ]]; then
-  for candidate in "$repo/build-bench" "$repo/build"; do
-    if [[ -x "$candidate/gpushare-extender" ]]; then build=$candidate; break; fi
-  done
-fi
-[[ -n "$build" && -x "$build/gpushare-extender" && -x "$build/bench/bench_inputs" ]] || {
-  echo "usage: $0 BUILD_DIR (with gpushare-extender and bench/bench_inputs built)" >&2; exit 2; }
-command -v wrk >/dev/null || { echo "wrk is not installed (apt-get install wrk)" >&2; exit 2; }
-
 NODES=${NODES:-5000}
 ALLOCATED=${ALLOCATED:-0.5}
 OFFERED=${OFFERED:-$NODES}
@@ -38,34 +26,13 @@ BODY=${BODY:-names}
 POLICY=${POLICY:-binpack}
 HTTP_THREADS=${HTTP_THREADS:-0}
 WRK_THREADS=${WRK_THREADS:-2}
-
-work=$(mktemp -d /tmp/gpushare-http-bench.XXXXXX)
-server_pid=""
-cleanup() {
-  if [[ -n "$server_pid" ]] && kill -0 "$server_pid" 2>/dev/null; then
-    kill "$server_pid" 2>/dev/null || true
-    wait "$server_pid" 2>/dev/null || true
-  fi
-  if [[ "${KEEP:-0}" != 1 ]]; then rm -rf "$work"; else echo "kept $work" >&2; fi
-}
-trap cleanup EXIT INT TERM
-
-echo "generating $NODES nodes at $ALLOCATED allocated in $work" >&2
-"$build/bench/bench_inputs" --nodes "$NODES" --allocated "$ALLOCATED" --offered "$OFFERED" --out "$work"
+EXTRA_FLAGS="--policy $POLICY --http-threads $HTTP_THREADS --max-request-bytes $((256 * 1024 * 1024)) ${EXTRA_FLAGS:-}"
+source "$(dirname "$0")/common.sh"
+command -v wrk >/dev/null || { echo "wrk is not installed (apt-get install wrk)" >&2; exit 2; }
 body_file="$work/filter-$BODY.json"
-
-port=$(python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1", 0)); print(s.getsockname()[1])')
+generate_inputs
 start_ns=$(date +%s%N)
-"$build/gpushare-extender" --cluster-file "$work/cluster.json" --listen "127.0.0.1:$port" \
-  --policy "$POLICY" --log-level warn --http-threads "$HTTP_THREADS" \
-  --max-request-bytes $((256 * 1024 * 1024)) >"$work/server.log" 2>&1 &
-server_pid=$!
-for _ in $(seq 1 1200); do
-  if curl -fsS "http://127.0.0.1:$port/healthz" >/dev/null 2>&1; then break; fi
-  kill -0 "$server_pid" 2>/dev/null || { echo "extender exited:" >&2; cat "$work/server.log" >&2; exit 1; }
-  sleep 0.1
-done
-curl -fsS "http://127.0.0.1:$port/healthz" >/dev/null
+start_extender
 ready_ms=$(( ($(date +%s%N) - start_ns) / 1000000 ))
 rss_kb=$(awk '/VmRSS/ {print $2}' "/proc/$server_pid/status")
 

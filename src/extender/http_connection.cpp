@@ -21,12 +21,14 @@
 #include <string_view>
 #include <type_traits>
 
+#include "connection_reactor.h"
+#include "gpushare/extender/connection_thread_pool.h"
+#include "gpushare/extender/process_resources.h"
 #include "gpushare/extender/wire_types.h"
 
 namespace gpushare::extender::http_connection {
 namespace {
 
-using Clock = std::chrono::steady_clock;
 using std::chrono::milliseconds;
 
 // What the handlers of the request being served may learn or ask about its connection.
@@ -53,6 +55,11 @@ int poll_for(int fd, short events, milliseconds timeout) {
   }
 }
 
+milliseconds remaining(Clock::time_point deadline) {
+  return std::max(milliseconds(0),
+                  std::chrono::duration_cast<milliseconds>(deadline - Clock::now()));
+}
+
 milliseconds to_milliseconds(time_t seconds, time_t microseconds) {
   return milliseconds(seconds * 1000 + microseconds / 1000);
 }
@@ -75,18 +82,23 @@ class Transport {
 class PlainTransport final : public Transport {
  public:
   explicit PlainTransport(int fd) : fd_(fd) {}
+  // The socket is non-blocking (the reactor's): wait, then retry what would block.
   ssize_t read_some(char* data, std::size_t size, milliseconds timeout) override {
-    if (poll_for(fd_, POLLIN, timeout) <= 0) return -1;
+    const auto deadline = Clock::now() + timeout;
     for (;;) {
+      if (poll_for(fd_, POLLIN, remaining(deadline)) <= 0) return -1;
       const ssize_t n = ::recv(fd_, data, size, 0);
-      if (n >= 0 || errno != EINTR) return n < 0 ? -1 : n;
+      if (n >= 0) return n;
+      if (errno != EINTR && errno != EAGAIN && errno != EWOULDBLOCK) return -1;
     }
   }
   ssize_t write_some(const char* data, std::size_t size, milliseconds timeout) override {
-    if (poll_for(fd_, POLLOUT, timeout) <= 0) return -1;
+    const auto deadline = Clock::now() + timeout;
     for (;;) {
+      if (poll_for(fd_, POLLOUT, remaining(deadline)) <= 0) return -1;
       const ssize_t n = ::send(fd_, data, size, MSG_NOSIGNAL);
-      if (n >= 0 || errno != EINTR) return n < 0 ? -1 : n;
+      if (n >= 0) return n;
+      if (errno != EINTR && errno != EAGAIN && errno != EWOULDBLOCK) return -1;
     }
   }
   bool wait_readable(milliseconds timeout) override { return poll_for(fd_, POLLIN, timeout) > 0; }
@@ -96,11 +108,6 @@ class PlainTransport final : public Transport {
  private:
   int fd_;
 };
-
-struct SslFree {
-  void operator()(SSL* ssl) const { SSL_free(ssl); }
-};
-using SslHandle = std::unique_ptr<SSL, SslFree>;
 
 // OpenSSL writes to the socket itself, without MSG_NOSIGNAL: a peer that reset the connection
 // would raise SIGPIPE and end the process. Blocks it around a write and swallows one raised.
@@ -144,11 +151,23 @@ class TlsTransport final : public Transport {
       if (error != SSL_ERROR_WANT_READ || Clock::now() >= deadline) return -1;
     }
   }
+  // Partial writes are enabled (the reactor's SSL mode); a write that would block is retried.
   ssize_t write_some(const char* data, std::size_t size, milliseconds timeout) override {
-    if (poll_for(fd_, POLLOUT, timeout) <= 0) return -1;
-    SigpipeSuppressed no_sigpipe;
-    const int n = SSL_write(ssl_, data, static_cast<int>(std::min<std::size_t>(size, 1 << 30)));
-    return n > 0 ? n : -1;
+    const auto deadline = Clock::now() + timeout;
+    const int chunk = static_cast<int>(std::min<std::size_t>(size, 1 << 30));
+    for (;;) {
+      int n = 0;
+      {
+        SigpipeSuppressed no_sigpipe;
+        n = SSL_write(ssl_, data, chunk);
+      }
+      if (n > 0) return n;
+      const int error = SSL_get_error(ssl_, n);
+      const short wanted = error == SSL_ERROR_WANT_WRITE  ? POLLOUT
+                           : error == SSL_ERROR_WANT_READ ? POLLIN
+                                                          : 0;
+      if (wanted == 0 || poll_for(fd_, wanted, remaining(deadline)) <= 0) return -1;
+    }
   }
   bool wait_readable(milliseconds timeout) override {
     return SSL_pending(ssl_) > 0 || poll_for(fd_, POLLIN, timeout) > 0;
@@ -165,40 +184,10 @@ class TlsTransport final : public Transport {
   int socket() const override { return fd_; }
 
  private:
-  static milliseconds remaining(Clock::time_point deadline) {
-    return std::max(milliseconds(0),
-                    std::chrono::duration_cast<milliseconds>(deadline - Clock::now()));
-  }
   int fd_;
   SSL* ssl_;
   bool shut_down_ = false;
 };
-
-// TLS handshake within `timeout` (non-blocking, like httplib), then back to a blocking socket.
-SslHandle accept_tls(int fd, SSL_CTX* context, milliseconds timeout) {
-  SslHandle ssl(SSL_new(context));
-  if (!ssl || SSL_set_fd(ssl.get(), fd) != 1) return nullptr;
-  const int flags = ::fcntl(fd, F_GETFL);
-  ::fcntl(fd, F_SETFL, flags | O_NONBLOCK);
-  const auto deadline = Clock::now() + timeout;
-  bool accepted = false;
-  for (;;) {
-    const int result = SSL_accept(ssl.get());
-    if (result == 1) {
-      accepted = true;
-      break;
-    }
-    const int error = SSL_get_error(ssl.get(), result);
-    const auto left = std::chrono::duration_cast<milliseconds>(deadline - Clock::now());
-    if (left.count() <= 0) break;
-    if (error == SSL_ERROR_WANT_READ && poll_for(fd, POLLIN, left) > 0) continue;
-    if (error == SSL_ERROR_WANT_WRITE && poll_for(fd, POLLOUT, left) > 0) continue;
-    break;
-  }
-  ::fcntl(fd, F_SETFL, flags);
-  ERR_clear_error();  // a failed handshake leaves errors on this thread's queue
-  return accepted ? std::move(ssl) : nullptr;
-}
 
 void address_of(int fd, bool peer, std::string& ip, int& port) {
   sockaddr_storage address{};
@@ -219,60 +208,37 @@ void address_of(int fd, bool peer, std::string& ip, int& port) {
   ip = text;
 }
 
-bool iequals(std::string_view a, std::string_view b) {
-  return a.size() == b.size() && std::equal(a.begin(), a.end(), b.begin(), [](char x, char y) {
-           return std::tolower(static_cast<unsigned char>(x)) ==
-                  std::tolower(static_cast<unsigned char>(y));
-         });
-}
-
-std::string_view trim(std::string_view text) {
-  while (!text.empty() && (text.front() == ' ' || text.front() == '\t')) text.remove_prefix(1);
-  while (!text.empty() && (text.back() == ' ' || text.back() == '\t' || text.back() == '\r'))
-    text.remove_suffix(1);
-  return text;
-}
-
-// The stream httplib reads one connection's requests from. Between requests it holds bytes that
-// already arrived (the next pipelined request); during a request it hands httplib the header
-// block, then at most what the request's framing allows of its body.
+// The stream httplib reads one request at a time from. The reactor hands a connection over with
+// a whole request in its buffer (the body too, when a Content-Length announced it); further
+// requests that arrived with it (pipelining) are served from the buffer as well. Only a chunked
+// body is read from the socket here, within the body deadline.
 class RequestStream final : public httplib::Stream {
  public:
-  enum class Start { kRequest, kClosed, kHeaderTooLarge, kBodyTooLarge };
+  enum class Start { kRequest, kIncomplete, kHeaderTooLarge, kBodyTooLarge };
 
-  RequestStream(Transport& transport, const Limits& limits, ConnectionState& state,
-                milliseconds read_timeout, milliseconds write_timeout)
+  RequestStream(Transport& transport, Connection& connection, const Limits& limits,
+                ConnectionState& state, milliseconds read_timeout, milliseconds write_timeout)
       : transport_(transport),
+        connection_(connection),
+        buffer_(connection.buffer),
         limits_(limits),
         state_(state),
         read_timeout_(read_timeout),
         write_timeout_(write_timeout) {}
+  ~RequestStream() override { consume(); }
 
-  // Waits up to `keep_alive` for the next request and reads its header block.
-  Start begin_request(milliseconds keep_alive) {
-    buffer_.erase(0, offset_);
-    offset_ = 0;
+  // The next request's header block, if the buffer holds all of it.
+  Start begin_request() {
+    consume();
     header_left_ = 0;
     body_left_ = 0;
-    framing_ = Framing::kNone;
-    std::size_t searched = 0;
-    for (bool first = true;; first = false) {
-      // The header block ends at the first line that is just CRLF (httplib's read_headers).
-      if (const auto end = buffer_.find("\n\r\n", searched > 2 ? searched - 2 : 0);
-          end != std::string::npos && end + 3 <= limits_.max_header_bytes) {
-        header_left_ = end + 3;
-        break;
-      }
-      searched = buffer_.size();
-      if (buffer_.size() >= limits_.max_header_bytes) return Start::kHeaderTooLarge;
-      char chunk[16 * 1024];
-      const std::size_t want =
-          std::min(sizeof chunk, limits_.max_header_bytes + 4 - buffer_.size());
-      const ssize_t n =
-          transport_.read_some(chunk, want, first && buffer_.empty() ? keep_alive : read_timeout_);
-      if (n <= 0) return Start::kClosed;  // closed, broken or silent: nothing to answer
-      buffer_.append(chunk, static_cast<std::size_t>(n));
-    }
+    framing_ = Framing::Kind::kNone;
+    const auto header = header_block_length(buffer_);
+    if (!header)
+      return buffer_.size() >= limits_.max_header_bytes ? Start::kHeaderTooLarge
+                                                        : Start::kIncomplete;
+    if (*header > limits_.max_header_bytes) return Start::kHeaderTooLarge;
+    header_left_ = *header;
     return frame_body();
   }
 
@@ -280,16 +246,19 @@ class RequestStream final : public httplib::Stream {
   // when the connection must close (a chunked body's end is not known here; a failed read).
   bool finish_request() {
     if (broken_) return false;
-    if (framing_ == Framing::kChunked) return false;
+    if (framing_ == Framing::Kind::kChunked) return false;
     while (body_left_ > 0) {
       char sink[16 * 1024];
       if (read(sink, std::min(sizeof sink, body_left_)) <= 0) return false;
     }
+    consume();
+    // A 40 MB body leaves a 40 MB buffer behind: give it back before the connection idles.
+    if (buffer_.capacity() > 1024 * 1024) buffer_.shrink_to_fit();
     return true;
   }
 
   bool is_readable() const override {
-    return offset_ < buffer_.size() || transport_.wait_readable(read_timeout_);
+    return offset_ < buffer_.size() || transport_.wait_readable(body_timeout());
   }
   bool is_writable() const override {
     return poll_for(transport_.socket(), POLLOUT, write_timeout_) > 0;
@@ -299,7 +268,8 @@ class RequestStream final : public httplib::Stream {
     if (size == 0) return 0;
     if (header_left_ > 0) return take_buffered(data, std::min(size, header_left_), header_left_);
     if (body_left_ == 0) {
-      if (framing_ != Framing::kChunked) return 0;  // this request's body is complete (or absent)
+      if (framing_ != Framing::Kind::kChunked)
+        return 0;  // this request's body is complete (or absent)
       // A chunked body that keeps coming past the limit (or framing that never ends).
       state_.body_over_limit = true;
       state_.close_after_response = true;
@@ -307,7 +277,7 @@ class RequestStream final : public httplib::Stream {
     }
     const std::size_t want = std::min(size, body_left_);
     if (offset_ < buffer_.size()) return take_buffered(data, want, body_left_);
-    const ssize_t n = transport_.read_some(data, want, read_timeout_);
+    const ssize_t n = transport_.read_some(data, want, body_timeout());
     if (n <= 0) {
       broken_ = true;
       state_.close_after_response = true;
@@ -330,13 +300,22 @@ class RequestStream final : public httplib::Stream {
 
   // The header block of the request being served (for refusals' log lines).
   std::string_view request_line() const {
-    const std::string_view block(buffer_.data(),
-                                 std::min(buffer_.size(), limits_.max_header_bytes));
+    const std::string_view block =
+        std::string_view(buffer_).substr(offset_, limits_.max_header_bytes);
     return block.substr(0, std::min(block.find('\r'), std::size_t{200}));
   }
 
  private:
-  enum class Framing { kNone, kLength, kChunked };
+  // What is left of the body's time, within the read time-out.
+  milliseconds body_timeout() const {
+    return std::min(read_timeout_, remaining(connection_.body_deadline));
+  }
+
+  // Drops what httplib has read from the buffer.
+  void consume() {
+    buffer_.erase(0, offset_);
+    offset_ = 0;
+  }
 
   ssize_t take_buffered(char* data, std::size_t size, std::size_t& budget) {
     const std::size_t n = std::min(size, buffer_.size() - offset_);
@@ -346,26 +325,11 @@ class RequestStream final : public httplib::Stream {
     return static_cast<ssize_t>(n);
   }
 
-  // Reads the framing headers the way httplib will (first Transfer-Encoding "chunked" wins over
-  // Content-Length; no length means no body) and sets the body's budget.
+  // Sets the body's budget from its framing, as httplib will read it.
   Start frame_body() {
-    std::string_view block(buffer_.data(), header_left_);
-    block.remove_prefix(std::min(block.find('\n') + 1, block.size()));  // the request line
-    std::optional<std::string_view> content_length;
-    std::optional<std::string_view> transfer_encoding;
-    while (!block.empty()) {
-      const std::size_t eol = block.find('\n');
-      std::string_view line = block.substr(0, eol);
-      block.remove_prefix(eol == std::string_view::npos ? block.size() : eol + 1);
-      const std::size_t colon = line.find(':');
-      if (colon == std::string_view::npos) continue;
-      const std::string_view name = trim(line.substr(0, colon));
-      const std::string_view value = trim(line.substr(colon + 1));
-      if (iequals(name, "Content-Length") && !content_length) content_length = value;
-      if (iequals(name, "Transfer-Encoding") && !transfer_encoding) transfer_encoding = value;
-    }
-    if (transfer_encoding && iequals(*transfer_encoding, "chunked")) {
-      framing_ = Framing::kChunked;
+    const Framing framing = parse_framing(std::string_view(buffer_).substr(offset_, header_left_));
+    framing_ = framing.kind;
+    if (framing.kind == Framing::Kind::kChunked) {
       // Where a chunked body ends is httplib's business; not knowing whether it read to the end,
       // the connection carries no further request (the reply says so).
       state_.close_after_response = true;
@@ -375,27 +339,24 @@ class RequestStream final : public httplib::Stream {
           limits_.max_body_bytes + std::max<std::size_t>(64 * 1024, limits_.max_body_bytes / 16);
       return Start::kRequest;
     }
-    if (content_length) {
-      // As httplib reads it (strtoull): "-1" wraps to a huge value and is refused like one.
-      const std::string text(*content_length);
-      const unsigned long long length = std::strtoull(text.c_str(), nullptr, 10);
-      if (length > limits_.max_body_bytes) return Start::kBodyTooLarge;
-      framing_ = Framing::kLength;
-      body_left_ = static_cast<std::size_t>(length);
+    if (framing.kind == Framing::Kind::kLength) {
+      if (framing.length > limits_.max_body_bytes) return Start::kBodyTooLarge;
+      body_left_ = static_cast<std::size_t>(framing.length);
     }
     return Start::kRequest;
   }
 
   Transport& transport_;
+  Connection& connection_;
+  std::string& buffer_;  // the connection's: received, from offset_ on not yet handed to httplib
   const Limits& limits_;
   ConnectionState& state_;
   milliseconds read_timeout_;
   milliseconds write_timeout_;
-  std::string buffer_;  // received, from offset_ on not yet handed to httplib
   std::size_t offset_ = 0;
   std::size_t header_left_ = 0;  // header-block bytes httplib has yet to read
   std::size_t body_left_ = 0;    // body bytes httplib may still read for this request
-  Framing framing_ = Framing::kNone;
+  Framing::Kind framing_ = Framing::Kind::kNone;
   bool broken_ = false;
 };
 
@@ -433,46 +394,110 @@ void linger(Transport& transport) {
   }
 }
 
-// httplib's Server (or SSLServer) with its per-connection loop replaced by ours.
+constexpr std::size_t kLargeBody = 1024 * 1024;
+
+// What every LimitedServer has, whatever its httplib base.
+class ReactorOwner {
+ public:
+  virtual ~ReactorOwner() = default;
+  virtual ConnectionStats connection_stats() const = 0;
+  virtual void raise_listen_backlog() = 0;
+};
+
+// httplib's Server (or SSLServer) with its per-connection loop replaced by ours: httplib's
+// accept thread hands each socket to the reactor (its task queue runs that hand-over inline), and
+// a worker of `pool` serves a connection once the reactor has a request of it buffered.
 template <typename Base>
-class LimitedServer final : public Base {
+class LimitedServer final : public Base, public ReactorOwner {
  public:
   template <typename... Args>
-  explicit LimitedServer(Limits limits, Args&&... args)
-      : Base(std::forward<Args>(args)...), limits_(limits) {}
+  explicit LimitedServer(Limits limits, std::shared_ptr<ConnectionThreadPool> pool, Args&&... args)
+      : Base(std::forward<Args>(args)...), limits_(limits), pool_(std::move(pool)) {
+    SSL_CTX* tls = nullptr;
+    if constexpr (std::is_base_of_v<httplib::SSLServer, Base>) tls = this->ssl_context();
+    reactor_ =
+        std::make_unique<Reactor>(limits_, tls, [this](std::shared_ptr<Connection> connection) {
+          pool_->enqueue([this, connection] { serve(connection); });
+        });
+    this->new_task_queue = [this] { return new InlineQueue(*this); };
+  }
+  ~LimitedServer() override { reactor_.reset(); }
 
- private:
-  bool process_and_close_socket(socket_t sock) override {
-    bool served = false;
-    if constexpr (std::is_base_of_v<httplib::SSLServer, Base>) {
-      if (SslHandle ssl = accept_tls(sock, this->ssl_context(), read_timeout())) {
-        TlsTransport transport(sock, ssl.get());
-        served = serve(transport, [ssl = ssl.get()](httplib::Request& req) { req.ssl = ssl; });
-        if (served) transport.shutdown_write();  // close_notify, as httplib does after success
-      }
-    } else {
-      PlainTransport transport(sock);
-      served = serve(transport, nullptr);
-    }
-    ::shutdown(sock, SHUT_RDWR);
-    ::close(sock);
-    return served;
+  ConnectionStats connection_stats() const override {
+    const ReactorStats reactor = reactor_->stats();
+    const ConnectionPoolStats pool = pool_->stats();
+    return {reactor.open, pool.waiting, limits_.max_connections, reactor.body_bytes};
   }
 
-  // httplib's keep-alive loop (process_server_socket_core), on one RequestStream for the whole
-  // connection, with the refusals above.
-  bool serve(Transport& transport, const std::function<void(httplib::Request&)>& setup) {
+  // httplib 0.11 listens with a backlog of 5 (CPPHTTPLIB_LISTEN_BACKLOG, compiled into the
+  // library): 64 clients connecting at once overflowed it. listen() again on the bound socket
+  // only changes the backlog.
+  void raise_listen_backlog() override {
+    const socket_t sock = this->svr_sock_;
+    if (sock != INVALID_SOCKET) ::listen(sock, SOMAXCONN);
+  }
+
+ private:
+  // httplib's accept loop enqueues every accepted socket here: the reactor takes it at once.
+  class InlineQueue final : public httplib::TaskQueue {
+   public:
+    explicit InlineQueue(LimitedServer& server) : server_(server) {}
+    void enqueue(std::function<void()> task) override { task(); }
+    void shutdown() override {
+      server_.reactor_->shutdown();
+      server_.pool_->shutdown();
+    }
+
+   private:
+    LimitedServer& server_;
+  };
+
+  bool process_and_close_socket(socket_t sock) override {
+    // The reactor owns the socket from here; it waits while --max-connections are open.
+    reactor_->add(sock, [this] { return this->svr_sock_ == INVALID_SOCKET; });
+    return true;
+  }
+
+  // On a worker: answers the requests the connection has buffered, then hands it back to the
+  // reactor to wait for more, or closes it.
+  void serve(const std::shared_ptr<Connection>& connection) {
+    bool keep = false;
+    if (connection->ssl) {
+      TlsTransport transport(connection->fd, connection->ssl.get());
+      keep = serve(*connection, transport,
+                   [ssl = connection->ssl.get()](httplib::Request& req) { req.ssl = ssl; });
+      if (!keep) transport.shutdown_write();  // close_notify, as httplib does
+    } else {
+      PlainTransport transport(connection->fd);
+      keep = serve(*connection, transport, nullptr);
+    }
+    const std::size_t charge = connection->body_charge;
+    reactor_->release_body(*connection);
+    // The body and its reply are freed by now; the heap they grew is returned once no other
+    // large body is in flight.
+    if (charge >= kLargeBody && reactor_->stats().body_bytes == 0) release_free_memory();
+    if (keep) {
+      reactor_->resume(connection);
+    } else {
+      ::shutdown(connection->fd, SHUT_RDWR);
+      reactor_->close(connection);
+    }
+  }
+
+  // httplib's keep-alive loop (process_server_socket_core) over the buffered requests, with the
+  // refusals above. True when the connection waits for its next request.
+  bool serve(Connection& connection, Transport& transport,
+             const std::function<void(httplib::Request&)>& setup) {
     ConnectionState state;
     CurrentConnection current(state);
-    RequestStream stream(transport, limits_, state, read_timeout(),
+    RequestStream stream(transport, connection, limits_, state, read_timeout(),
                          to_milliseconds(this->write_timeout_sec_, this->write_timeout_usec_));
-    const milliseconds keep_alive(this->keep_alive_timeout_sec_ * 1000);
-    bool served = false;
-    for (std::size_t left = this->keep_alive_max_count_;
-         left > 0 && this->svr_sock_ != INVALID_SOCKET; --left) {
+    for (bool first = true;; first = false) {
+      // A request handed over is answered even when stopping; the ones behind it are not.
+      if (!first && (this->svr_sock_ == INVALID_SOCKET || reactor_->stopping())) return false;
       state = ConnectionState{};
-      const auto start = stream.begin_request(keep_alive);
-      if (start == RequestStream::Start::kClosed) break;
+      const auto start = stream.begin_request();
+      if (start == RequestStream::Start::kIncomplete) return true;  // wait for the rest
       if (start != RequestStream::Start::kRequest) {
         const bool headers = start == RequestStream::Start::kHeaderTooLarge;
         std::string remote;
@@ -492,17 +517,18 @@ class LimitedServer final : public Base {
                              limits_.max_body_bytes));
         }
         linger(transport);
-        return true;
+        return false;
       }
+      ++connection.requests_served;
       bool connection_closed = false;
-      served = this->process_request(stream, left == 1, connection_closed, setup);
+      const bool last = connection.requests_served >= this->keep_alive_max_count_;
+      const bool served = this->process_request(stream, last, connection_closed, setup);
       if (state.close_after_response) {
         if (served) linger(transport);
-        break;
+        return false;
       }
-      if (!served || connection_closed || !stream.finish_request()) break;
+      if (!served || connection_closed || !stream.finish_request()) return false;
     }
-    return served;
   }
 
   milliseconds read_timeout() const {
@@ -510,17 +536,30 @@ class LimitedServer final : public Base {
   }
 
   Limits limits_;
+  std::shared_ptr<ConnectionThreadPool> pool_;
+  std::unique_ptr<Reactor> reactor_;
 };
 
 }  // namespace
 
-std::unique_ptr<httplib::Server> make_server(const Limits& limits, const std::string& cert_file,
+std::unique_ptr<httplib::Server> make_server(const Limits& limits,
+                                             std::shared_ptr<ConnectionThreadPool> pool,
+                                             const std::string& cert_file,
                                              const std::string& key_file) {
   if (!cert_file.empty()) {
-    return std::make_unique<LimitedServer<httplib::SSLServer>>(limits, cert_file.c_str(),
-                                                               key_file.c_str());
+    return std::make_unique<LimitedServer<httplib::SSLServer>>(limits, std::move(pool),
+                                                               cert_file.c_str(), key_file.c_str());
   }
-  return std::make_unique<LimitedServer<httplib::Server>>(limits);
+  return std::make_unique<LimitedServer<httplib::Server>>(limits, std::move(pool));
+}
+
+ConnectionStats connection_stats(const httplib::Server& server) {
+  const auto* owner = dynamic_cast<const ReactorOwner*>(&server);
+  return owner != nullptr ? owner->connection_stats() : ConnectionStats{};
+}
+
+void raise_listen_backlog(httplib::Server& server) {
+  if (auto* owner = dynamic_cast<ReactorOwner*>(&server)) owner->raise_listen_backlog();
 }
 
 void close_after_response() {

@@ -1,6 +1,8 @@
 #pragma once
 // The connection layer under the HTTP server (private to src/extender): how a connection's bytes
-// reach httplib, with the limits httplib 0.11 does not enforce itself.
+// reach httplib, with the limits httplib 0.11 does not enforce itself. Connections wait for
+// their requests in a reactor (connection_reactor.h) and hold a worker thread only while a
+// request of theirs is answered.
 //
 // httplib 0.11.4 (Debian 12), checked in its source: set_payload_max_length applies only to a
 // Content-Length body, and even then the whole announced body is read (skip_content_with_length)
@@ -21,10 +23,15 @@
 // The stream also keeps bytes that arrived after one request for the next (pipelining), which
 // httplib's per-request socket stream dropped.
 
+#include <openssl/ssl.h>
+
+#include <chrono>
 #include <cstddef>
+#include <functional>
 #include <memory>
 #include <optional>
 #include <string>
+#include <string_view>
 
 namespace httplib {
 class Server;
@@ -33,6 +40,10 @@ struct Request;
 struct Response;
 }  // namespace httplib
 
+namespace gpushare::extender {
+class ConnectionThreadPool;
+}
+
 namespace gpushare::extender::http_connection {
 
 inline constexpr std::size_t kDefaultMaxHeaderBytes = 64 * 1024;
@@ -40,11 +51,37 @@ inline constexpr std::size_t kDefaultMaxHeaderBytes = 64 * 1024;
 struct Limits {
   std::size_t max_body_bytes = 64 * 1024 * 1024;
   std::size_t max_header_bytes = kDefaultMaxHeaderBytes;
+  std::chrono::milliseconds header_timeout{10000};
+  std::chrono::milliseconds body_timeout{60000};
+  std::chrono::milliseconds keep_alive_timeout{90000};
+  std::size_t max_connections = 4096;
+  std::size_t max_connections_per_client = 512;
+  std::size_t body_budget_bytes = 64 * 1024 * 1024;
+  // Asked once a request's header block is buffered (its path, the peer's IP, its TLS
+  // session): true hands the request to a worker at once, without waiting for its body, so a
+  // client the server will refuse (--allowed-clients, --tls-client-ca) costs no more than its
+  // headers. Called on the reactor thread.
+  std::function<bool(std::string_view path, std::string_view peer_ip, const SSL* ssl)>
+      refused_early;
 };
 
-// An httplib server (TLS when cert_file is not empty) whose connections are served as above.
-std::unique_ptr<httplib::Server> make_server(const Limits& limits, const std::string& cert_file,
+// An httplib server (TLS when cert_file is not empty) whose connections are served as above,
+// their requests answered on `pool`'s threads. The server's listen loop ends by shutting down
+// the reactor and then `pool`.
+std::unique_ptr<httplib::Server> make_server(const Limits& limits,
+                                             std::shared_ptr<ConnectionThreadPool> pool,
+                                             const std::string& cert_file,
                                              const std::string& key_file);
+
+struct ConnectionStats {
+  std::size_t open = 0;                // accepted, not yet closed
+  std::size_t waiting_for_thread = 0;  // a request buffered, every worker busy
+  std::size_t limit = 0;               // max_connections
+  std::size_t body_bytes = 0;          // request bodies buffered or being answered
+};
+ConnectionStats connection_stats(const httplib::Server& server);
+// After bind: a listen backlog of SOMAXCONN instead of httplib's 5.
+void raise_listen_backlog(httplib::Server& server);
 
 // For handlers, on the thread serving the request. Reads the request body through `reader`,
 // decoded, up to max_body_bytes. On failure sets res.status (413 too large, else what httplib

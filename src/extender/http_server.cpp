@@ -1,5 +1,8 @@
 #include "gpushare/extender/http_server.h"
 
+#include <fmt/format.h>
+#include <httplib.h>
+#include <spdlog/spdlog.h>
 #include <sys/socket.h>
 
 #include <algorithm>
@@ -9,10 +12,6 @@
 #include <ranges>
 #include <thread>
 #include <utility>
-
-#include <fmt/format.h>
-#include <httplib.h>
-#include <spdlog/spdlog.h>
 
 #include "gpushare/extender/connection_thread_pool.h"
 #include "gpushare/extender/inspect.h"
@@ -27,34 +26,37 @@ namespace {
 constexpr const char* kJson = "application/json";
 constexpr std::string_view kPrefix = "/gpushare-scheduler";
 
-std::string route(std::string_view verb) { return fmt::format("{}/{}", kPrefix, verb); }
+std::string route(std::string_view verb) {
+  return fmt::format("{}/{}", kPrefix, verb);
+}
 
 // What kube-scheduler calls (not /inspect, which people and the web view read).
 bool is_scheduling_verb(std::string_view path) {
-  if (!path.starts_with(kPrefix) || path.size() <= kPrefix.size() || path[kPrefix.size()] != '/') return false;
+  if (!path.starts_with(kPrefix) || path.size() <= kPrefix.size() || path[kPrefix.size()] != '/')
+    return false;
   const std::string_view verb = path.substr(kPrefix.size() + 1);
   return verb == "filter" || verb == "prioritize" || verb == "bind" || verb == "preempt";
 }
 
-// httplib runs each accepted connection as one task on this queue.
-class PooledTaskQueue final : public httplib::TaskQueue {
- public:
-  explicit PooledTaskQueue(std::shared_ptr<ConnectionThreadPool> pool) : pool_(std::move(pool)) {}
-  void enqueue(std::function<void()> task) override { pool_->enqueue(std::move(task)); }
-  void shutdown() override { pool_->shutdown(); }
-
- private:
-  std::shared_ptr<ConnectionThreadPool> pool_;
-};
-
 // The Error text of a refused request body (and of httplib's other refusals).
 std::string body_refusal(int status, std::size_t max_request_bytes) {
   switch (status) {
-    case 413: return fmt::format("request body too large: larger than {} bytes (--max-request-bytes)", max_request_bytes);
-    case 415: return "unsupported Content-Type or Content-Encoding of the request body";
-    case 400: return "malformed request body (framing or Content-Encoding)";
-    default: return fmt::format("HTTP {}", status);
+    case 413:
+      return fmt::format("request body too large: larger than {} bytes (--max-request-bytes)",
+                         max_request_bytes);
+    case 415:
+      return "unsupported Content-Type or Content-Encoding of the request body";
+    case 400:
+      return "malformed request body (framing or Content-Encoding)";
+    default:
+      return fmt::format("HTTP {}", status);
   }
+}
+
+// set_content without its copy of the body.
+void set_json(httplib::Response& res, std::string body) {
+  res.body = std::move(body);
+  res.set_header("Content-Type", kJson);
 }
 
 std::size_t connection_thread_limit(int requested) {
@@ -75,15 +77,33 @@ HttpServer::HttpServer(SchedulingService& service, ModelStore& store, Metrics& m
           connection_thread_limit(options_.threads))),
       access_(options_.access) {
   // httplib's connection loop, with the request limits it lacks (http_connection.h).
-  server_ = http_connection::make_server({options_.max_request_bytes, options_.max_header_bytes},
-                                         options_.tls_cert_file, options_.tls_private_key_file);
+  http_connection::Limits limits;
+  limits.max_body_bytes = options_.max_request_bytes;
+  limits.max_header_bytes = options_.max_header_bytes;
+  limits.header_timeout = options_.header_timeout;
+  limits.body_timeout = options_.body_timeout;
+  limits.keep_alive_timeout = options_.keep_alive_timeout;
+  limits.max_connections = options_.max_connections;
+  limits.max_connections_per_client = options_.max_connections_per_client;
+  limits.body_budget_bytes = options_.body_budget_bytes;
+  if (access_.restricts()) {
+    limits.refused_early = [this](std::string_view path, std::string_view peer_ip, const SSL* ssl) {
+      return is_scheduling_verb(path) && access_.refusal(peer_ip, ssl).has_value();
+    };
+  }
+  server_ = http_connection::make_server(limits, connections_, options_.tls_cert_file,
+                                         options_.tls_private_key_file);
   if (server_->is_valid()) access_error_ = access_.configure(*server_);
   install_routes();
 }
 
-HttpServer::~HttpServer() { stop(); }
+HttpServer::~HttpServer() {
+  stop();
+}
 
-bool HttpServer::is_running() const { return server_->is_running(); }
+bool HttpServer::is_running() const {
+  return server_->is_running();
+}
 
 int HttpServer::bind(const std::string& host, int port) {
   if (!server_->is_valid()) {
@@ -96,12 +116,19 @@ int HttpServer::bind(const std::string& host, int port) {
     return -1;
   }
   errno = 0;  // httplib keeps the failing socket call's errno; a resolver failure leaves it 0
-  const int bound = port == 0 ? server_->bind_to_any_port(host) : (server_->bind_to_port(host, port) ? port : -1);
-  if (bound < 0) spdlog::error("{}", listen_failure_message(host, port, errno));
+  const int bound =
+      port == 0 ? server_->bind_to_any_port(host) : (server_->bind_to_port(host, port) ? port : -1);
+  if (bound < 0) {
+    spdlog::error("{}", listen_failure_message(host, port, errno));
+    return -1;
+  }
+  http_connection::raise_listen_backlog(*server_);
   return bound;
 }
 
-void HttpServer::serve() { server_->listen_after_bind(); }
+void HttpServer::serve() {
+  server_->listen_after_bind();
+}
 
 bool HttpServer::stop() {
   {
@@ -111,9 +138,12 @@ bool HttpServer::stop() {
   if (server_) server_->stop();
   std::unique_lock lock(binds_mutex_);
   if (binds_in_flight_ == 0) return true;
-  spdlog::info("waiting up to {} ms for {} binds in flight", options_.shutdown_grace.count(), binds_in_flight_);
-  if (binds_done_.wait_for(lock, options_.shutdown_grace, [this] { return binds_in_flight_ == 0; })) return true;
-  spdlog::warn("{} binds still in flight after {} ms", binds_in_flight_, options_.shutdown_grace.count());
+  spdlog::info("waiting up to {} ms for {} binds in flight", options_.shutdown_grace.count(),
+               binds_in_flight_);
+  if (binds_done_.wait_for(lock, options_.shutdown_grace, [this] { return binds_in_flight_ == 0; }))
+    return true;
+  spdlog::warn("{} binds still in flight after {} ms", binds_in_flight_,
+               options_.shutdown_grace.count());
   return false;
 }
 
@@ -148,13 +178,9 @@ bool HttpServer::refuse_client(const httplib::Request& req, httplib::Response& r
 }
 
 void HttpServer::install_routes() {
-  // httplib takes ownership of the raw pointer it asks for here; the pool itself is shared with
-  // /metrics.
-  server_->new_task_queue = [pool = connections_] { return new PooledTaskQueue(pool); };
   server_->set_payload_max_length(options_.max_request_bytes);
   // kube-scheduler keeps connections alive; httplib's default of 5 requests each would churn.
-  server_->set_keep_alive_max_count(100000);
-  server_->set_keep_alive_timeout(90);
+  server_->set_keep_alive_max_count(100000);  // the idle time-out is the reactor's
   // httplib writes a reply's headers and body separately; with Nagle's algorithm the body then
   // waits for the client's delayed ACK (40 ms on Linux) whenever the reply is small, as it is
   // for the ~500 nodes kube-scheduler offers by default (bench/http/run.sh: 44 ms -> sub-ms).
@@ -179,11 +205,13 @@ void HttpServer::install_routes() {
       const auto start = std::chrono::steady_clock::now();
       try {
         std::optional<std::string> body = std::string();
-        if (reader != nullptr) body = http_connection::read_limited_body(req, res, *reader, options_.max_request_bytes);
+        if (reader != nullptr)
+          body = http_connection::read_limited_body(req, res, *reader, options_.max_request_bytes);
         if (body) {
           body_fn(req, *body, res);
         } else {
-          spdlog::warn("{}: refused the body of a request from {} (HTTP {})", verb, req.remote_addr, res.status);
+          spdlog::warn("{}: refused the body of a request from {} (HTTP {})", verb, req.remote_addr,
+                       res.status);
           res.set_content(error_body(body_refusal(res.status, options_.max_request_bytes)), kJson);
         }
       } catch (const kube::BadInput& e) {
@@ -211,50 +239,70 @@ void HttpServer::install_routes() {
   // Every body is read by a content-reader handler (the verbs, and the catch-alls below), so none
   // is buffered without the decoded-size limit.
   auto post = [this](const std::string& path, auto handler) {
-    server_->Post(path, [handler](const httplib::Request& req, httplib::Response& res,
-                                  const httplib::ContentReader& reader) { handler(req, res, &reader); });
+    server_->Post(path,
+                  [handler](const httplib::Request& req, httplib::Response& res,
+                            const httplib::ContentReader& reader) { handler(req, res, &reader); });
   };
   auto get = [this](const std::string& path, auto handler) {
-    server_->Get(path, [handler](const httplib::Request& req, httplib::Response& res) { handler(req, res, nullptr); });
+    server_->Get(path, [handler](const httplib::Request& req, httplib::Response& res) {
+      handler(req, res, nullptr);
+    });
   };
   post(route("filter"),
-       handle("filter", [this](const httplib::Request&, const std::string& body, httplib::Response& res) {
-         ExtenderArgs args = decode_extender_args_body(body, service_.config().names);
-         res.set_content(encode_filter_result(service_.filter(std::move(args))), kJson);
-       }, filter_error));
+       handle(
+           "filter",
+           [this](const httplib::Request&, std::string& body, httplib::Response& res) {
+             // The body becomes the source of the survivors' texts, the reply is moved in: with
+             // full Node objects each is as large as the request.
+             ExtenderArgs args =
+                 decode_extender_args_body(std::move(body), service_.config().names);
+             set_json(res, encode_filter_result(service_.filter(std::move(args))));
+           },
+           filter_error));
   post(route("prioritize"),
-       handle("prioritize", [this](const httplib::Request&, const std::string& body, httplib::Response& res) {
-         ExtenderArgs args = decode_extender_args_body(body, service_.config().names);
-         res.set_content(encode_priorities(service_.prioritize(std::move(args))), kJson);
-       }, plain_error));
+       handle(
+           "prioritize",
+           [this](const httplib::Request&, std::string& body, httplib::Response& res) {
+             ExtenderArgs args =
+                 decode_extender_args_body(std::move(body), service_.config().names);
+             set_json(res, encode_priorities(service_.prioritize(std::move(args))));
+           },
+           plain_error));
   post(route("bind"),
-       handle("bind", [this](const httplib::Request&, const std::string& body, httplib::Response& res) {
-         const BindingArgs args = decode_binding_args(parse_json_body(body));
-         if (!begin_bind()) {
-           res.status = 503;  // kube-scheduler retries; the next leader binds it
-           res.set_content(encode_binding_result("gpushare-extender is shutting down"), kJson);
-           return;
-         }
-         struct Done {
-           HttpServer* server;
-           ~Done() { server->end_bind(); }
-         } done{this};
-         const BindReply reply = service_.bind(args);
-         // The Go original answers a failed bind with 500; kube-scheduler treats any
-         // non-200 as failure and requeues the pod.
-         if (!reply.error.empty()) res.status = 500;
-         res.set_content(encode_binding_result(reply.error), kJson);
-       }, plain_error));
+       handle(
+           "bind",
+           [this](const httplib::Request&, std::string& body, httplib::Response& res) {
+             const BindingArgs args = decode_binding_args(parse_json_body(body));
+             if (!begin_bind()) {
+               res.status = 503;  // kube-scheduler retries; the next leader binds it
+               res.set_content(encode_binding_result("gpushare-extender is shutting down"), kJson);
+               return;
+             }
+             struct Done {
+               HttpServer* server;
+               ~Done() { server->end_bind(); }
+             } done{this};
+             const BindReply reply = service_.bind(args);
+             // The Go original answers a failed bind with 500; kube-scheduler treats any
+             // non-200 as failure and requeues the pod.
+             if (!reply.error.empty()) res.status = 500;
+             res.set_content(encode_binding_result(reply.error), kJson);
+           },
+           plain_error));
   post(route("preempt"),
-       handle("preempt", [this](const httplib::Request&, const std::string& body, httplib::Response& res) {
-         const PreemptionArgs args =
-             decode_preemption_args(parse_json_body(body), service_.config().names);
-         res.set_content(encode_preemption_result(service_.preempt(args)), kJson);
-       }, plain_error));
+       handle(
+           "preempt",
+           [this](const httplib::Request&, std::string& body, httplib::Response& res) {
+             const PreemptionArgs args =
+                 decode_preemption_args(parse_json_body(body), service_.config().names);
+             res.set_content(encode_preemption_result(service_.preempt(args)), kJson);
+           },
+           plain_error));
   // Any other request with a body: read it within the limit (or refuse it), then 404. Without
   // these, httplib would buffer such a body itself, decompressed and without a limit.
-  auto unknown_with_body = [max = options_.max_request_bytes](const httplib::Request& req, httplib::Response& res,
-                                                               const httplib::ContentReader& reader) {
+  auto unknown_with_body = [max = options_.max_request_bytes](
+                               const httplib::Request& req, httplib::Response& res,
+                               const httplib::ContentReader& reader) {
     if (http_connection::read_limited_body(req, res, reader, max)) res.status = 404;
   };
   server_->Post(".*", unknown_with_body);
@@ -263,33 +311,42 @@ void HttpServer::install_routes() {
   server_->Delete(".*", unknown_with_body);
 
   get(route("inspect"),
-      handle("inspect", [this](const httplib::Request&, const std::string&, httplib::Response& res) {
-        Json body = store_.read([&](const core::ClusterModel& model, const core::PlacementPolicy& policy) {
-          Json cluster = inspect_cluster(model, policy.name(), policy.describe_state());
-          add_fragmentation(cluster, model, policy);
-          return cluster;
-        });
-        body["recentRejections"] = rejections_json(rejections_.recent());
-        add_pod_phases(body, options_.pod_phase);
-        body["configWarnings"] = config_warnings_json(options_.config_warnings ? options_.config_warnings()
-                                                                               : std::vector<ConfigWarning>{});
-        res.set_content(body.dump(-1, ' ', false, Json::error_handler_t::replace), kJson);
-      }, plain_error));
+      handle(
+          "inspect",
+          [this](const httplib::Request&, std::string&, httplib::Response& res) {
+            Json body = store_.read(
+                [&](const core::ClusterModel& model, const core::PlacementPolicy& policy) {
+                  Json cluster = inspect_cluster(model, policy.name(), policy.describe_state());
+                  add_fragmentation(cluster, model, policy);
+                  return cluster;
+                });
+            body["recentRejections"] = rejections_json(rejections_.recent());
+            add_pod_phases(body, options_.pod_phase);
+            body["configWarnings"] =
+                config_warnings_json(options_.config_warnings ? options_.config_warnings()
+                                                              : std::vector<ConfigWarning>{});
+            res.set_content(body.dump(-1, ' ', false, Json::error_handler_t::replace), kJson);
+          },
+          plain_error));
   get(route("inspect/([^/]+)"),
-      handle("inspect", [this](const httplib::Request& req, const std::string&, httplib::Response& res) {
-        const std::string node = req.matches[1];
-        auto body = store_.read([&](const core::ClusterModel& model, const core::PlacementPolicy&) {
-          return inspect_node(model, node);
-        });
-        if (!body) {
-          res.status = 404;
-          res.set_content(encode_error(fmt::format("node {} is not known", node)), kJson);
-          return;
-        }
-        Json wrapped = {{"nodes", Json::array({std::move(*body)})}};
-        add_pod_phases(wrapped, options_.pod_phase);
-        res.set_content(wrapped.dump(-1, ' ', false, Json::error_handler_t::replace), kJson);
-      }, plain_error));
+      handle(
+          "inspect",
+          [this](const httplib::Request& req, std::string&, httplib::Response& res) {
+            const std::string node = req.matches[1];
+            auto body =
+                store_.read([&](const core::ClusterModel& model, const core::PlacementPolicy&) {
+                  return inspect_node(model, node);
+                });
+            if (!body) {
+              res.status = 404;
+              res.set_content(encode_error(fmt::format("node {} is not known", node)), kJson);
+              return;
+            }
+            Json wrapped = {{"nodes", Json::array({std::move(*body)})}};
+            add_pod_phases(wrapped, options_.pod_phase);
+            res.set_content(wrapped.dump(-1, ' ', false, Json::error_handler_t::replace), kJson);
+          },
+          plain_error));
 
   server_->Get("/version", [](const httplib::Request&, httplib::Response& res) {
     res.set_content(version_string() + "\n", "text/plain");
@@ -308,14 +365,15 @@ void HttpServer::install_routes() {
   });
   server_->Get("/metrics", [this](const httplib::Request&, httplib::Response& res) {
     metrics_.set_ready(options_.not_ready_reason().empty());
-    const ConnectionPoolStats pool = connections_->stats();
-    metrics_.set_http_connections({pool.busy, pool.waiting, pool.max_threads});
+    const http_connection::ConnectionStats connections =
+        http_connection::connection_stats(*server_);
+    metrics_.set_http_connections(
+        {connections.open, connections.waiting_for_thread, connections.limit});
     if (options_.before_scrape) options_.before_scrape(metrics_);
     // Copy the model's gauges under the shared lock; format after releasing it.
     const ModelGauges gauges = store_.read(
-        [](const core::ClusterModel& model, const core::PlacementPolicy&, const core::ReservationLedger& ledger) {
-          return model_gauges(model, ledger);
-        });
+        [](const core::ClusterModel& model, const core::PlacementPolicy&,
+           const core::ReservationLedger& ledger) { return model_gauges(model, ledger); });
     res.set_content(metrics_.render(&gauges), "text/plain; version=0.0.4");
   });
 
@@ -354,13 +412,15 @@ void HttpServer::install_routes() {
 
   // Whatever httplib itself rejects (unknown path, oversized body, bad request line) still
   // gets a JSON Error body so kube-scheduler's logs and curl users see why.
-  server_->set_error_handler([max = options_.max_request_bytes](const httplib::Request& req, httplib::Response& res) {
+  server_->set_error_handler([max = options_.max_request_bytes](const httplib::Request& req,
+                                                                httplib::Response& res) {
     // httplib answers 400 when its read of a body fails; when the stream stopped it at the
     // limit, say so.
     if (http_connection::body_over_limit()) res.status = 413;
     if (!res.body.empty()) return;
-    const std::string message = res.status == 404 ? fmt::format("no such endpoint: {} {}", req.method, req.path)
-                                                   : body_refusal(res.status, max);
+    const std::string message = res.status == 404
+                                    ? fmt::format("no such endpoint: {} {}", req.method, req.path)
+                                    : body_refusal(res.status, max);
     res.set_content(encode_error(message), kJson);
   });
   // A connection whose request body was not read to its end cannot carry another request:

@@ -270,12 +270,12 @@ std::string Metrics::render(const ModelGauges* model) const {
     out += fmt::format("gpushare_leader_failed_attempts_total {}\n", election->failed_attempts);
   }
   family(out, "gpushare_http_connections", "gauge",
-         "Open HTTP connections being served; each holds a thread while kept alive.");
+         "Open HTTP connections, idle ones included.");
   out += fmt::format("gpushare_http_connections {}\n", http_served_.load());
   family(out, "gpushare_http_connections_waiting", "gauge",
-         "Accepted HTTP connections waiting for a thread because --http-threads are all in use.");
+         "HTTP connections with a whole request buffered, waiting for a thread because --http-threads are all answering.");
   out += fmt::format("gpushare_http_connections_waiting {}\n", http_waiting_.load());
-  family(out, "gpushare_http_connection_limit", "gauge", "--http-threads: most connections served at once.");
+  family(out, "gpushare_http_connection_limit", "gauge", "--max-connections: most open HTTP connections.");
   out += fmt::format("gpushare_http_connection_limit {}\n", http_limit_.load());
   if (model != nullptr) render_model(out, *model);
   return out;

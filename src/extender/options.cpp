@@ -161,8 +161,28 @@ ParsedOptions parse_options(const std::vector<std::string>& raw_args,
   app.add_option("--max-request-bytes", o.max_request_bytes, "largest request body accepted")
       ->check(CLI::Range(std::size_t{1024}, std::size_t{1} << 32))
       ->capture_default_str();
-  app.add_option("--http-threads", o.http_threads, "Most HTTP connections served at once; each open (kept-alive) connection holds a thread (0 = 512)")
+  app.add_option("--http-threads", o.http_threads,
+                 "Most HTTP requests answered at once (0 = 512); connections waiting for a request hold no thread")
       ->check(CLI::Range(0, 4096));
+  app.add_option("--max-connections", o.max_connections,
+                 "most open HTTP connections; beyond, new ones wait in the listen backlog (bounded by the open-file limit)")
+      ->check(CLI::Range(std::size_t{1}, std::size_t{1} << 20))
+      ->capture_default_str();
+  app.add_option("--max-connections-per-client", o.max_connections_per_client,
+                 "most open HTTP connections from one client IP; beyond, 503 and close")
+      ->check(CLI::Range(std::size_t{1}, std::size_t{1} << 20))
+      ->capture_default_str();
+  std::string header_timeout = "10s", body_timeout = "60s";
+  app.add_option("--http-header-timeout", header_timeout,
+                 "a request's line and headers must arrive within this of its first byte (or of the connection); else 408 and close")
+      ->capture_default_str();
+  app.add_option("--http-body-timeout", body_timeout,
+                 "a request's body must arrive within this of its headers; else 408 and close")
+      ->capture_default_str();
+  app.add_option("--max-buffered-body-bytes", o.max_buffered_body_bytes,
+                 "request bodies buffered at once; a body beyond waits unread until others are answered (one is always admitted)")
+      ->check(CLI::Range(std::size_t{1024}, std::size_t{1} << 40))
+      ->capture_default_str();
   app.add_option("--reservation-check-seconds", o.reservation_check_seconds,
                  "live mode: read a bound pod back if the watch has not shown it bound after this long "
                  "(a reservation ends only when the API server shows the pod bound, pending or gone)")
@@ -258,10 +278,15 @@ ParsedOptions parse_options(const std::vector<std::string>& raw_args,
                    &o.leader_elect_renew_deadline},
         std::tuple{"--leader-elect-retry-period", &retry_period, &o.leader_elect_retry_period},
         std::tuple{"--shutdown-grace-period", &shutdown_grace, &o.shutdown_grace_period},
-        std::tuple{"--api-stall-warning", &api_stall_warning, &o.api_stall_warning}}) {
+        std::tuple{"--api-stall-warning", &api_stall_warning, &o.api_stall_warning},
+        std::tuple{"--http-header-timeout", &header_timeout, &o.http_header_timeout},
+        std::tuple{"--http-body-timeout", &body_timeout, &o.http_body_timeout}}) {
     const auto duration = parse_go_duration(*text);
     if (!duration) return usage_error(fmt::format("{}: bad duration \"{}\" (e.g. 15s, 500ms, 1m)", flag, *text));
     *out = *duration;
+  }
+  if (o.http_header_timeout.count() <= 0 || o.http_body_timeout.count() <= 0) {
+    return usage_error("--http-header-timeout and --http-body-timeout must be positive");
   }
   if (o.leader_elect) {
     // client-go's rules (leaderelection.NewLeaderElector).

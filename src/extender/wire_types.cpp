@@ -388,7 +388,10 @@ Json pod_subset(std::string_view text) {
 
 }  // namespace
 
-ExtenderArgs decode_extender_args_body(std::string_view body, const kube::ResourceNames& names) {
+namespace {
+
+// decode_extender_args_body, with node_texts viewing `body` itself.
+ExtenderArgs decode_extender_args_viewing(std::string_view body, const kube::ResourceNames& names) {
   if (body.empty()) throw BadInput("empty request body");
   std::vector<Occurrence<Span>> pods;
   std::vector<Occurrence<NamesValue>> node_names;
@@ -469,9 +472,15 @@ ExtenderArgs decode_extender_args_body(std::string_view body, const kube::Resour
     }
   }
   if (!args.node_names && !args.node_texts) throw BadInput("neither NodeNames nor Nodes is set");
-  if (args.node_names) {
-    args.node_texts.reset();  // nodeCacheCapable: names are authoritative
-  } else if (!args.node_texts->empty()) {
+  if (args.node_names) args.node_texts.reset();  // nodeCacheCapable: names are authoritative
+  return args;
+}
+
+}  // namespace
+
+ExtenderArgs decode_extender_args_body(std::string_view body, const kube::ResourceNames& names) {
+  ExtenderArgs args = decode_extender_args_viewing(body, names);
+  if (args.node_texts && !args.node_texts->empty()) {
     // The texts view the caller's buffer: re-point them into a copy the arguments own.
     const std::string_view first = args.node_texts->front().json;
     const std::string_view last = args.node_texts->back().json;
@@ -483,6 +492,13 @@ ExtenderArgs decode_extender_args_body(std::string_view body, const kube::Resour
     }
     args.node_source = std::move(source);
   }
+  return args;
+}
+
+ExtenderArgs decode_extender_args_body(std::string&& body, const kube::ResourceNames& names) {
+  auto source = std::make_shared<const std::string>(std::move(body));
+  ExtenderArgs args = decode_extender_args_viewing(*source, names);
+  if (args.node_texts && !args.node_texts->empty()) args.node_source = std::move(source);
   return args;
 }
 

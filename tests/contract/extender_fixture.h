@@ -3,6 +3,7 @@
 
 #include <httplib.h>
 
+#include <functional>
 #include <memory>
 #include <string>
 #include <thread>
@@ -56,9 +57,9 @@ inline Json cluster_list(const std::vector<Json>& items) {
 class ExtenderUnderTest {
  public:
   explicit ExtenderUnderTest(const Json& cluster, std::string policy = "binpack",
-                             std::size_t max_request_bytes = 1 << 20, int http_threads = 0)
-      : ExtenderUnderTest(cluster,
-                          server_options(std::move(policy), max_request_bytes, http_threads)) {}
+                             std::size_t max_request_bytes = 1 << 20, int http_threads = 0,
+                             const std::function<void(extender::HttpServerOptions&)>& tweak = nullptr)
+      : ExtenderUnderTest(cluster, server_options(std::move(policy), max_request_bytes, http_threads, tweak)) {}
   // Any server options (TLS, client access...), on `host` and a free port; port() is -1 if the
   // server could not bind (no such address here, a bad certificate).
   ExtenderUnderTest(const Json& cluster, extender::HttpServerOptions options,
@@ -82,13 +83,14 @@ class ExtenderUnderTest {
     if (thread_.joinable()) thread_.join();
   }
 
-  static extender::HttpServerOptions server_options(std::string policy = "binpack",
-                                                    std::size_t max_request_bytes = 1 << 20,
-                                                    int http_threads = 0) {
+  static extender::HttpServerOptions server_options(
+      std::string policy = "binpack", std::size_t max_request_bytes = 1 << 20, int http_threads = 0,
+      const std::function<void(extender::HttpServerOptions&)>& tweak = nullptr) {
     extender::HttpServerOptions options;
     options.max_request_bytes = max_request_bytes;
     options.threads = http_threads;
     options.policy_name = std::move(policy);
+    if (tweak) tweak(options);
     return options;
   }
 

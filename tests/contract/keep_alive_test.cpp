@@ -66,29 +66,31 @@ TEST(KeepAlive, ManyIdleConnectionsDoNotStarveANewOne) {
   EXPECT_EQ(get(*idle.back(), "/healthz", 10s), 200);
 }
 
-// Above --http-threads, a connection waits for a thread (and /metrics says so) until another
-// connection closes.
+// Above --max-connections, a connection waits (in the listen backlog) until another closes.
 TEST(KeepAlive, AboveTheLimitAConnectionWaitsUntilAnotherCloses) {
-  ExtenderUnderTest extender(small_cluster(), "binpack", 1 << 20, /*http_threads=*/3);
+  ExtenderUnderTest extender(
+      small_cluster(), "binpack", 1 << 20, 0,
+      [](extender::HttpServerOptions& options) { options.max_connections = 3; });
   auto first = std::make_unique<RawHttpConnection>(port_of(extender));
   RawHttpConnection second(port_of(extender));
+  RawHttpConnection third(port_of(extender));
   ASSERT_EQ(get(*first, "/healthz", 10s), 200);
   ASSERT_EQ(get(second, "/healthz", 10s), 200);
-  // The third thread serves this scrape, so the counts below are exact.
-  RawHttpConnection scraper(port_of(extender));
-  ASSERT_EQ(get(scraper, "/healthz", 10s), 200);
+  ASSERT_EQ(get(third, "/healthz", 10s), 200);
 
   RawHttpConnection waiting(port_of(extender));
   EXPECT_EQ(get(waiting, "/healthz", 300ms), std::nullopt)
-      << "served although all 3 threads hold a connection";
+      << "served although 3 connections are open";
 
-  // Closing one connection frees its thread for the waiting one.
+  // Closing one connection lets the waiting one in.
   first.reset();
   EXPECT_EQ(read_reply(waiting, 20s), 200);
 }
 
 TEST(KeepAlive, MetricsCountConnectionsAndTheLimit) {
-  ExtenderUnderTest extender(small_cluster(), "binpack", 1 << 20, /*http_threads=*/16);
+  ExtenderUnderTest extender(
+      small_cluster(), "binpack", 1 << 20, 0,
+      [](extender::HttpServerOptions& options) { options.max_connections = 16; });
   std::vector<std::unique_ptr<RawHttpConnection>> idle;
   for (int i = 0; i < 5; ++i) {
     idle.push_back(std::make_unique<RawHttpConnection>(port_of(extender)));

@@ -304,7 +304,7 @@ TEST(Metrics, ExpositionParsesAndFollowsNamingConventions) {
   EXPECT_EQ(e.value("gpushare_binds_total", {{"outcome", "success"}}), 1);
   EXPECT_EQ(e.value("gpushare_ready", Labels{}), 1);  // standalone: ready at once
   EXPECT_EQ(e.family("gpushare_leader"), nullptr) << "leader series only with --leader-elect";
-  EXPECT_EQ(e.value("gpushare_http_connection_limit", Labels{}), 512);
+  EXPECT_EQ(e.value("gpushare_http_connection_limit", Labels{}), 4096);  // --max-connections
   EXPECT_GE(e.value("gpushare_http_connections", Labels{}), 1);  // this scrape's own
   // cpu-node-a has no GPU memory; gpu-node-b cannot fit 6 more on either GPU? It can (32-24=8
   // on GPU0), so the only rejection is the CPU node.

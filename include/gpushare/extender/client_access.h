@@ -62,6 +62,9 @@ class ClientAccess {
   // (no CA file, unreadable, not TLS), or empty.
   std::string configure(httplib::Server& server) const;
 
+  // True when some callers are refused (an allow-list or a client CA is set).
+  bool restricts() const { return !options_.allowed_clients.empty() || !options_.client_ca_file.empty(); }
+
   // Why a request to a scheduling verb from `remote_addr` on this connection (`ssl`: nullptr
   // for plain HTTP) is refused, or nullopt if it may go on.
   std::optional<std::string> refusal(std::string_view remote_addr, const SSL* ssl) const;

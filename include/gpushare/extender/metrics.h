@@ -87,11 +87,11 @@ class Metrics {
   void set_last_sync(std::int64_t unix_seconds) { last_sync_seconds_ = unix_seconds; }
   // What /readyz says (synced and, with --leader-elect, the caught-up leader); set per scrape.
   void set_ready(bool ready) { ready_ = ready; }
-  // The HTTP server's connection threads; set per scrape.
+  // The HTTP server's connections; set per scrape.
   struct HttpConnections {
-    std::size_t served = 0;   // open connections, each holding a thread
-    std::size_t waiting = 0;  // accepted, waiting for a thread (all --http-threads busy)
-    std::size_t limit = 0;
+    std::size_t served = 0;   // open connections
+    std::size_t waiting = 0;  // a request buffered, waiting for a thread (all --http-threads busy)
+    std::size_t limit = 0;    // --max-connections
   };
   void set_http_connections(HttpConnections connections) {
     http_served_ = connections.served;

@@ -35,6 +35,11 @@ struct Options {
   std::string config_file;
   std::size_t max_request_bytes = 64 * 1024 * 1024;
   int http_threads = 0;  // 0 = automatic
+  std::size_t max_connections = 4096;
+  std::size_t max_connections_per_client = 512;
+  std::chrono::milliseconds http_header_timeout{10000};
+  std::chrono::milliseconds http_body_timeout{60000};
+  std::size_t max_buffered_body_bytes = 64 * 1024 * 1024;
   // How long a bind may stay unconfirmed by the watch before its reservation is dropped.
   int assume_ttl_seconds = 0;  // deprecated and ignored (warned about when set)
   int reservation_check_seconds = 30;

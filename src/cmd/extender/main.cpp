@@ -2,6 +2,7 @@
 
 #include <pthread.h>
 
+#include <algorithm>
 #include <atomic>
 #include <chrono>
 #include <csignal>
@@ -19,6 +20,7 @@
 #include "gpushare/extender/http_server.h"
 #include "gpushare/extender/logging.h"
 #include "gpushare/extender/options.h"
+#include "gpushare/extender/process_resources.h"
 #include "gpushare/extender/scheduling_service.h"
 #include "gpushare/extender/standalone_cluster.h"
 #ifdef GPUSHARE_HAVE_SYNC
@@ -69,6 +71,20 @@ int serve(const ext::Options& options, ext::SchedulingService& service, ext::Mod
   http.shutdown_grace = options.shutdown_grace_period;
   http.max_request_bytes = options.max_request_bytes;
   http.threads = options.http_threads;
+  http.max_connections_per_client = options.max_connections_per_client;
+  http.header_timeout = options.http_header_timeout;
+  http.body_timeout = options.http_body_timeout;
+  http.body_budget_bytes = options.max_buffered_body_bytes;
+  // Each connection is a file descriptor; keep room for the API-server connections, logs and
+  // the listening socket.
+  const std::size_t open_files = ext::raise_open_file_limit();
+  constexpr std::size_t kReservedFiles = 128;
+  const std::size_t most = open_files > 2 * kReservedFiles ? open_files - kReservedFiles : open_files / 2;
+  http.max_connections = std::min(options.max_connections, most);
+  if (http.max_connections < options.max_connections) {
+    spdlog::warn("--max-connections {} lowered to {}: the open-file limit is {}", options.max_connections,
+                 http.max_connections, open_files);
+  }
   http.tls_cert_file = options.tls_cert_file;
   http.tls_private_key_file = options.tls_private_key_file;
   http.access = {options.allowed_clients, options.tls_client_ca_file};
@@ -82,6 +98,8 @@ int serve(const ext::Options& options, ext::SchedulingService& service, ext::Mod
                options.tls_cert_file.empty() ? "HTTP" : "HTTPS", options.listen_host(), port,
                options.policy, options.bind_mode);
   spdlog::info("scheduling verbs accepted from {}", ext::ClientAccess(http.access).describe());
+  // Loading the cluster (a sync, or a cluster file) leaves freed memory in the heap.
+  ext::release_free_memory();
   std::atomic<bool> served{false};
   auto waiter = signals.on_signal([&] {
     const bool drained = server.stop();  // stop accepting; wait for binds in flight
@@ -243,6 +261,7 @@ int main(int argc, char** argv) {
   }
   const ext::Options& options = parsed.options;
   ext::configure_logging(options.log_level, options.log_format);
+  ext::tune_allocator();
   switch (options.source) {
     case ext::ClusterSource::kClusterFile:
       return run_standalone(options, signals);

@@ -1,0 +1,495 @@
+#include "connection_reactor.h"
+
+#include <arpa/inet.h>
+#include <fcntl.h>
+#include <fmt/format.h>
+#include <netinet/in.h>
+#include <openssl/err.h>
+#include <spdlog/spdlog.h>
+#include <sys/epoll.h>
+#include <sys/eventfd.h>
+#include <sys/socket.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <cerrno>
+#include <cstdlib>
+#include <system_error>
+
+#include "gpushare/extender/wire_types.h"
+
+namespace gpushare::extender::http_connection {
+namespace {
+
+using std::chrono::milliseconds;
+
+constexpr std::size_t kReadChunk = 64 * 1024;
+constexpr std::size_t kReadTurn = 1024 * 1024;
+constexpr milliseconds kSweepInterval{200};
+
+bool iequals(std::string_view a, std::string_view b) {
+  return a.size() == b.size() && std::equal(a.begin(), a.end(), b.begin(), [](char x, char y) {
+           return std::tolower(static_cast<unsigned char>(x)) ==
+                  std::tolower(static_cast<unsigned char>(y));
+         });
+}
+
+std::string_view trim(std::string_view text) {
+  while (!text.empty() && (text.front() == ' ' || text.front() == '\t')) text.remove_prefix(1);
+  while (!text.empty() && (text.back() == ' ' || text.back() == '\t' || text.back() == '\r'))
+    text.remove_suffix(1);
+  return text;
+}
+
+std::string peer_ip_of(int fd) {
+  sockaddr_storage address{};
+  socklen_t length = sizeof address;
+  if (::getpeername(fd, reinterpret_cast<sockaddr*>(&address), &length) != 0) return {};
+  char text[INET6_ADDRSTRLEN] = {};
+  if (address.ss_family == AF_INET) {
+    ::inet_ntop(AF_INET, &reinterpret_cast<const sockaddr_in*>(&address)->sin_addr, text,
+                sizeof text);
+  } else if (address.ss_family == AF_INET6) {
+    ::inet_ntop(AF_INET6, &reinterpret_cast<const sockaddr_in6*>(&address)->sin6_addr, text,
+                sizeof text);
+  }
+  return text;
+}
+
+std::string plain_reply(int status, std::string_view reason, std::string_view message) {
+  const std::string body = encode_error(message);
+  return fmt::format(
+      "HTTP/1.1 {} {}\r\nContent-Type: application/json\r\nContent-Length: {}\r\nConnection: "
+      "close\r\n\r\n{}",
+      status, reason, body.size(), body);
+}
+
+// Best effort, never blocking: the reply to a client we are about to close on. What the client
+// already sent is read first, so that the close is a FIN rather than a reset that could destroy
+// the reply before the client reads it.
+void send_and_close_write(int fd, std::string_view reply) {
+  char sink[4096];
+  while (::recv(fd, sink, sizeof sink, MSG_DONTWAIT) > 0) {
+  }
+  if (!reply.empty()) (void)::send(fd, reply.data(), reply.size(), MSG_DONTWAIT | MSG_NOSIGNAL);
+  ::shutdown(fd, SHUT_WR);
+}
+
+}  // namespace
+
+Framing parse_framing(std::string_view block) {
+  block.remove_prefix(std::min(block.find('\n') + 1, block.size()));  // the request line
+  std::optional<std::string_view> content_length;
+  std::optional<std::string_view> transfer_encoding;
+  bool expect_continue = false;
+  while (!block.empty()) {
+    const std::size_t eol = block.find('\n');
+    const std::string_view line = block.substr(0, eol);
+    block.remove_prefix(eol == std::string_view::npos ? block.size() : eol + 1);
+    const std::size_t colon = line.find(':');
+    if (colon == std::string_view::npos) continue;
+    const std::string_view name = trim(line.substr(0, colon));
+    const std::string_view value = trim(line.substr(colon + 1));
+    if (iequals(name, "Content-Length") && !content_length) content_length = value;
+    if (iequals(name, "Transfer-Encoding") && !transfer_encoding) transfer_encoding = value;
+    if (iequals(name, "Expect") && iequals(value, "100-continue")) expect_continue = true;
+  }
+  if (transfer_encoding && iequals(*transfer_encoding, "chunked")) {
+    return {Framing::Kind::kChunked, 0, expect_continue};
+  }
+  if (!content_length) return {};
+  const std::string text(*content_length);
+  return {Framing::Kind::kLength, std::strtoull(text.c_str(), nullptr, 10), expect_continue};
+}
+
+std::string_view request_path(std::string_view block) {
+  // "POST /gpushare-scheduler/bind?x HTTP/1.1": the target, without its query.
+  const std::string_view line = block.substr(0, block.find('\r'));
+  const std::size_t start = line.find(' ');
+  if (start == std::string_view::npos) return {};
+  std::string_view target = line.substr(start + 1);
+  target = target.substr(0, target.find(' '));
+  return target.substr(0, target.find('?'));
+}
+
+std::optional<std::size_t> header_block_length(std::string_view buffer) {
+  // The header block ends at the first line that is just CRLF (httplib's read_headers).
+  const std::size_t end = buffer.find("\n\r\n");
+  if (end == std::string_view::npos) return std::nullopt;
+  return end + 3;
+}
+
+Connection::~Connection() {
+  ::close(fd);
+}
+
+Reactor::Reactor(Limits limits, SSL_CTX* tls, Dispatch dispatch)
+    : limits_(limits), tls_(tls), dispatch_(std::move(dispatch)) {
+  epoll_fd_ = ::epoll_create1(EPOLL_CLOEXEC);
+  wake_fd_ = ::eventfd(0, EFD_NONBLOCK | EFD_CLOEXEC);
+  if (epoll_fd_ < 0 || wake_fd_ < 0)
+    throw std::system_error(errno, std::generic_category(), "epoll");
+  epoll_event event{};
+  event.events = EPOLLIN;
+  event.data.fd = wake_fd_;
+  ::epoll_ctl(epoll_fd_, EPOLL_CTL_ADD, wake_fd_, &event);
+  thread_ = std::thread([this] { run(); });
+}
+
+Reactor::~Reactor() {
+  shutdown();
+  ::close(wake_fd_);
+  ::close(epoll_fd_);
+}
+
+void Reactor::wake() {
+  const std::uint64_t one = 1;
+  (void)::write(wake_fd_, &one, sizeof one);
+}
+
+void Reactor::add(int fd, const std::function<bool()>& stopped) {
+  auto connection = std::make_shared<Connection>(fd, peer_ip_of(fd));
+  ::fcntl(fd, F_SETFL, ::fcntl(fd, F_GETFL) | O_NONBLOCK);
+  {
+    std::unique_lock lock(mutex_);
+    for (;;) {
+      if (stopping_ || stopped()) return;  // closes fd
+      if (per_client_[connection->peer_ip] >= limits_.max_connections_per_client) {
+        lock.unlock();
+        spdlog::warn(
+            "http: refused a connection from {}: {} connections open from it "
+            "(--max-connections-per-client)",
+            connection->peer_ip, limits_.max_connections_per_client);
+        if (tls_ == nullptr) {
+          send_and_close_write(
+              fd, plain_reply(503, "Service Unavailable", "too many connections from this client"));
+        }
+        return;
+      }
+      if (open_ < limits_.max_connections) break;
+      // New connections wait in the listen backlog until one closes.
+      capacity_.wait_for(lock, milliseconds(100));
+    }
+    ++open_;
+    ++per_client_[connection->peer_ip];
+    if (tls_ != nullptr) {
+      connection->ssl.reset(SSL_new(tls_));
+      if (connection->ssl) {
+        SSL_set_fd(connection->ssl.get(), fd);
+        // Workers write through the non-blocking socket in pieces, retrying on WANT_WRITE.
+        SSL_set_mode(connection->ssl.get(),
+                     SSL_MODE_ENABLE_PARTIAL_WRITE | SSL_MODE_ACCEPT_MOVING_WRITE_BUFFER);
+      }
+    }
+    connection->wait = Connection::Wait::kHeader;
+    connection->deadline = Clock::now() + limits_.header_timeout;
+    incoming_.push_back(std::move(connection));
+  }
+  wake();
+}
+
+void Reactor::resume(std::shared_ptr<Connection> connection) {
+  {
+    std::lock_guard lock(mutex_);
+    --answering_;
+    if (stopping_) {
+      forget_locked(*connection);
+      return;
+    }
+    incoming_.push_back(std::move(connection));
+  }
+  wake();
+}
+
+void Reactor::close(std::shared_ptr<Connection> connection) {
+  std::lock_guard lock(mutex_);
+  --answering_;
+  forget_locked(*connection);
+}
+
+void Reactor::forget_locked(const Connection& connection) {
+  --open_;
+  if (auto it = per_client_.find(connection.peer_ip);
+      it != per_client_.end() && --it->second == 0) {
+    per_client_.erase(it);
+  }
+  body_bytes_ -= std::min(body_bytes_, connection.body_charge);
+  capacity_.notify_all();
+}
+
+void Reactor::release_body(Connection& connection) {
+  if (connection.body_charge == 0) return;
+  {
+    std::lock_guard lock(mutex_);
+    body_bytes_ -= std::min(body_bytes_, connection.body_charge);
+    connection.body_charge = 0;
+    budget_freed_ = true;
+  }
+  wake();
+}
+
+bool Reactor::stopping() const {
+  std::lock_guard lock(mutex_);
+  return stopping_;
+}
+
+void Reactor::shutdown() {
+  {
+    std::lock_guard lock(mutex_);
+    if (stopping_ && !thread_.joinable()) return;
+    stopping_ = true;
+    capacity_.notify_all();
+  }
+  wake();
+  if (thread_.joinable()) thread_.join();
+  // The connections being answered close when their worker is done with them.
+  std::unique_lock lock(mutex_);
+  capacity_.wait(lock, [this] { return open_ == 0; });
+}
+
+ReactorStats Reactor::stats() const {
+  std::lock_guard lock(mutex_);
+  return {open_, answering_, body_bytes_};
+}
+
+void Reactor::set_interest(int fd, bool readable) {
+  epoll_event event{};
+  event.events = readable ? static_cast<std::uint32_t>(EPOLLIN) : 0U;
+  event.data.fd = fd;
+  ::epoll_ctl(epoll_fd_, EPOLL_CTL_MOD, fd, &event);
+}
+
+void Reactor::run() {
+  std::vector<epoll_event> events(256);
+  for (;;) {
+    const int ready = ::epoll_wait(epoll_fd_, events.data(), static_cast<int>(events.size()),
+                                   static_cast<int>(kSweepInterval.count()));
+    // Reset the wake-up before looking at what it announces: a hand-over after this point
+    // wakes the next epoll_wait (resetting it later lost such wake-ups for 200 ms).
+    std::uint64_t count = 0;
+    (void)::read(wake_fd_, &count, sizeof count);
+    bool stop = false;
+    bool admit = false;
+    {
+      std::lock_guard lock(mutex_);
+      stop = stopping_;
+      admit = std::exchange(budget_freed_, false);
+    }
+    if (stop) break;
+    take_incoming();
+    for (int i = 0; i < ready; ++i) {
+      const int fd = events[static_cast<std::size_t>(i)].data.fd;
+      if (fd != wake_fd_) on_readable(fd);
+    }
+    if (admit) admit_waiting_bodies();
+    const auto now = Clock::now();
+    if (now >= next_sweep_) {
+      expire(now);
+      next_sweep_ = now + kSweepInterval;
+    }
+  }
+  // Stopping: nobody waiting for a request is owed an answer.
+  std::vector<std::shared_ptr<Connection>> incoming;
+  {
+    std::lock_guard lock(mutex_);
+    incoming.swap(incoming_);
+    for (const auto& connection : incoming) forget_locked(*connection);
+    for (const auto& [fd, connection] : waiting_) forget_locked(*connection);
+  }
+  waiting_.clear();
+  budget_queue_.clear();
+}
+
+void Reactor::take_incoming() {
+  std::vector<std::shared_ptr<Connection>> incoming;
+  {
+    std::lock_guard lock(mutex_);
+    incoming.swap(incoming_);
+  }
+  for (auto& connection : incoming) watch(std::move(connection));
+}
+
+void Reactor::watch(std::shared_ptr<Connection> connection) {
+  const int fd = connection->fd;
+  if (connection->requests_served > 0) {
+    // Back from a worker: the idle time-out runs until the next request's first byte.
+    connection->wait = Connection::Wait::kRequest;
+    connection->deadline = Clock::now() + limits_.keep_alive_timeout;
+  }
+  waiting_[fd] = std::move(connection);
+  epoll_event event{};
+  event.events = EPOLLIN;
+  event.data.fd = fd;
+  ::epoll_ctl(epoll_fd_, EPOLL_CTL_ADD, fd, &event);
+  // Bytes may already be buffered (here, or inside TLS) with no further event to come.
+  advance(fd);
+  if (waiting_.contains(fd)) on_readable(fd);
+}
+
+bool Reactor::receive(Connection& connection) {
+  if (connection.ssl && !connection.handshake_done) {
+    const int result = SSL_accept(connection.ssl.get());
+    if (result != 1) {
+      const int error = SSL_get_error(connection.ssl.get(), result);
+      ERR_clear_error();
+      return error == SSL_ERROR_WANT_READ;
+    }
+    connection.handshake_done = true;
+  }
+  // Read no further than the request needs (the rest waits in the socket).
+  std::size_t limit = limits_.max_header_bytes + 4;
+  if (const auto header = header_block_length(connection.buffer);
+      header && *header <= limits_.max_header_bytes) {
+    const Framing framing = parse_framing(std::string_view(connection.buffer).substr(0, *header));
+    limit = *header + static_cast<std::size_t>(
+                          std::min<unsigned long long>(framing.length, limits_.max_body_bytes));
+  }
+  // At most kReadTurn per event, so that one fast 40 MB body does not hold up the others; the
+  // rest is read on the next turn (epoll is level-triggered). Not over TLS: bytes OpenSSL has
+  // decrypted but not handed out would raise no further event.
+  if (!connection.ssl) limit = std::min(limit, connection.buffer.size() + kReadTurn);
+  char chunk[kReadChunk];
+  while (connection.buffer.size() < limit) {
+    const std::size_t want = std::min(sizeof chunk, limit - connection.buffer.size());
+    ssize_t n = 0;
+    if (connection.ssl) {
+      n = SSL_read(connection.ssl.get(), chunk, static_cast<int>(want));
+      if (n <= 0) {
+        const int error = SSL_get_error(connection.ssl.get(), static_cast<int>(n));
+        ERR_clear_error();
+        return error == SSL_ERROR_WANT_READ;
+      }
+    } else {
+      n = ::recv(connection.fd, chunk, want, 0);
+      if (n == 0) return false;
+      if (n < 0) {
+        if (errno == EINTR) continue;
+        return errno == EAGAIN || errno == EWOULDBLOCK;
+      }
+    }
+    connection.buffer.append(chunk, static_cast<std::size_t>(n));
+  }
+  return true;
+}
+
+void Reactor::on_readable(int fd) {
+  const auto it = waiting_.find(fd);
+  if (it == waiting_.end() || it->second->wait == Connection::Wait::kBudget) return;
+  if (!receive(*it->second)) {
+    // Closed, reset or broken. Silence: a client that went away is owed nothing.
+    drop(fd, {});
+    return;
+  }
+  advance(fd);
+}
+
+void Reactor::advance(int fd) {
+  Connection& connection = *waiting_.at(fd);
+  const auto now = Clock::now();
+  std::string& buffer = connection.buffer;
+  if (buffer.empty()) return;  // kRequest (idle) or a fresh connection: deadline as set
+  const auto header = header_block_length(buffer);
+  if (!header) {
+    if (buffer.size() >= limits_.max_header_bytes) return hand_over(fd);  // the worker answers 431
+    if (connection.wait != Connection::Wait::kHeader) {
+      connection.wait = Connection::Wait::kHeader;
+      connection.deadline = now + limits_.header_timeout;
+    }
+    return;
+  }
+  if (*header > limits_.max_header_bytes) return hand_over(fd);
+  if (limits_.refused_early &&
+      limits_.refused_early(request_path(buffer), connection.peer_ip, connection.ssl.get())) {
+    return hand_over(fd);  // the worker answers the refusal; the body is never read
+  }
+  const Framing framing = parse_framing(std::string_view(buffer).substr(0, *header));
+  // A chunked body is read by the worker, within the body deadline; an oversized one is refused.
+  if (framing.kind != Framing::Kind::kLength || framing.length == 0 ||
+      framing.length > limits_.max_body_bytes) {
+    return hand_over(fd);
+  }
+  const std::size_t length = static_cast<std::size_t>(framing.length);
+  if (connection.body_charge == 0) {
+    {
+      std::lock_guard lock(mutex_);
+      // One body is always admitted, however large (within --max-request-bytes).
+      if (body_bytes_ > 0 && body_bytes_ + length > limits_.body_budget_bytes) {
+        connection.wait = Connection::Wait::kBudget;
+      } else {
+        body_bytes_ += length;
+        connection.body_charge = length;
+      }
+    }
+    if (connection.wait == Connection::Wait::kBudget) {
+      set_interest(fd, false);
+      budget_queue_.push_back(fd);
+      return;
+    }
+    connection.wait = Connection::Wait::kBody;
+    connection.deadline = now + limits_.body_timeout;
+  }
+  // A client waiting for httplib's "100 Continue" sends its body only then: the worker reads it,
+  // within the body deadline, once the body is admitted.
+  if (framing.expect_continue) return hand_over(fd);
+  buffer.reserve(*header + length);
+  if (buffer.size() >= *header + length) hand_over(fd);
+}
+
+void Reactor::admit_waiting_bodies() {
+  std::vector<int> queue;
+  queue.swap(budget_queue_);
+  for (const int fd : queue) {
+    const auto it = waiting_.find(fd);
+    if (it == waiting_.end()) continue;
+    it->second->wait = Connection::Wait::kHeader;  // re-assessed: the header block is complete
+    advance(fd);
+    const auto still = waiting_.find(fd);
+    if (still == waiting_.end() || still->second->wait == Connection::Wait::kBudget) continue;
+    set_interest(fd, true);
+    on_readable(fd);  // the body may be waiting in the socket (or inside TLS) already
+  }
+}
+
+void Reactor::expire(Clock::time_point now) {
+  std::vector<std::pair<int, bool>> late;  // fd, owed a 408
+  for (const auto& [fd, connection] : waiting_) {
+    if (connection->wait == Connection::Wait::kBudget || connection->deadline > now) continue;
+    late.emplace_back(fd, connection->wait != Connection::Wait::kRequest);
+  }
+  for (const auto& [fd, owed] : late) {
+    if (owed) {
+      const Connection& connection = *waiting_.at(fd);
+      spdlog::warn("http: closed a connection from {}: request {} not received within {} ms",
+                   connection.peer_ip,
+                   connection.wait == Connection::Wait::kBody ? "body" : "header block",
+                   (connection.wait == Connection::Wait::kBody ? limits_.body_timeout
+                                                               : limits_.header_timeout)
+                       .count());
+    }
+    drop(fd, owed ? plain_reply(408, "Request Timeout", "request not received in time")
+                  : std::string());
+  }
+}
+
+void Reactor::hand_over(int fd) {
+  auto node = waiting_.extract(fd);
+  ::epoll_ctl(epoll_fd_, EPOLL_CTL_DEL, fd, nullptr);
+  std::shared_ptr<Connection> connection = std::move(node.mapped());
+  connection->body_deadline = Clock::now() + limits_.body_timeout;
+  {
+    std::lock_guard lock(mutex_);
+    ++answering_;
+  }
+  dispatch_(std::move(connection));
+}
+
+void Reactor::drop(int fd, std::string_view reply) {
+  auto node = waiting_.extract(fd);
+  ::epoll_ctl(epoll_fd_, EPOLL_CTL_DEL, fd, nullptr);
+  // No TLS alert or record for the reply: a plain close is what a late TLS client gets.
+  if (!node.mapped()->ssl) send_and_close_write(fd, reply);
+  std::lock_guard lock(mutex_);
+  forget_locked(*node.mapped());
+}
+
+}  // namespace gpushare::extender::http_connection
