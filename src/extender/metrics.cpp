@@ -267,6 +267,18 @@ struct Metrics::State {
   std::optional<LeaderElection> leader_election;
 
   State() {
+    // Known label values start at 0, so that increase() and alerts see the first event and a
+    // family is present before anything happened (the hand-written exposition printed the
+    // HELP/TYPE of empty families; prometheus-cpp leaves them out).
+    for (std::string_view resource : {"nodes", "pods", "configmaps"}) {
+      watch_restarts.at({resource});
+      relists.at({resource});
+    }
+    for (std::string_view outcome : {"confirmed", "released"}) {
+      for (std::string_view evidence : {"bind_call", "watch", "list", "read_back"}) {
+        reservations_ended.at({outcome, evidence});
+      }
+    }
     build(prometheus::BuildGauge(), *registry, "gpushare_build_info",
           "Always 1; the labels name the running build.")
         .Add({{"version", std::string(version())}, {"commit", std::string(git_commit())}})
