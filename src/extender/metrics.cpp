@@ -12,6 +12,7 @@
 #include <algorithm>
 #include <mutex>
 #include <optional>
+#include <set>
 #include <sstream>
 #include <type_traits>
 #include <utility>
@@ -57,6 +58,11 @@ class Series {
     }
     cache_.emplace(std::move(key), series);
     return *series;
+  }
+
+  // Labels of more than one name are written in the order given here.
+  void declare_order(std::map<std::string, std::vector<std::string>, std::less<>>& orders) const {
+    if (label_names_.size() > 1) orders.emplace(family_.GetName(), label_names_);
   }
 
  private:
@@ -191,85 +197,96 @@ void collect_leader_election(std::vector<MetricFamily>& out,
       .sample(static_cast<double>(election.failed_attempts));
 }
 
-template <typename Builder>
-auto& build(Builder builder, prometheus::Registry& registry, const std::string& name,
-            const std::string& help) {
-  return builder.Name(name).Help(help).Register(registry);
-}
-
 }  // namespace
 
 struct Metrics::State {
   // The registry first: the families below live in it.
   std::shared_ptr<prometheus::Registry> registry = std::make_shared<prometheus::Registry>();
+  // Every family added below, for the scrape to write those without series yet (prometheus-cpp
+  // leaves them out; the hand-written exposition had them, and probes and tests look for them).
+  std::vector<MetricFamily> declared;
+  // Label names in the order they were always written (prometheus-cpp sorts them), for families
+  // with more than one: text matching by people and tests keeps working.
+  std::map<std::string, std::vector<std::string>, std::less<>> label_order;
 
-  Series<prometheus::Counter> requests{
-      build(prometheus::BuildCounter(), *registry, "gpushare_requests_total",
-            "Extender HTTP requests by verb and status code."),
-      {"verb", "code"}};
+  template <typename T>
+  prometheus::Family<T>& add(prometheus::detail::Builder<T> builder, const std::string& name,
+                             const std::string& help, bool written_when_empty = true) {
+    auto& family = builder.Name(name).Help(help).Register(*registry);
+    if (written_when_empty) remember(family, help);
+    return family;
+  }
+  template <typename T>
+  void remember(const prometheus::Family<T>& family, const std::string& help) {
+    MetricFamily& entry = declared.emplace_back();
+    entry.name = family.GetName();
+    entry.help = help;
+    entry.type = T::metric_type;
+  }
+
+  Series<prometheus::Counter> requests{add(prometheus::BuildCounter(), "gpushare_requests_total",
+                                           "Extender HTTP requests by verb and status code."),
+                                       {"verb", "code"}};
   Series<prometheus::Histogram> latency{
-      build(prometheus::BuildHistogram(), *registry, "gpushare_request_duration_seconds",
-            "Extender HTTP request latency by verb."),
+      add(prometheus::BuildHistogram(), "gpushare_request_duration_seconds",
+          "Extender HTTP request latency by verb."),
       {"verb"}};
   Series<prometheus::Counter> filter_rejections{
-      build(prometheus::BuildCounter(), *registry, "gpushare_filter_rejections_total",
-            "Nodes rejected by filter, by reason."),
+      add(prometheus::BuildCounter(), "gpushare_filter_rejections_total",
+          "Nodes rejected by filter, by reason."),
       {"reason"}};
-  Series<prometheus::Counter> binds{build(prometheus::BuildCounter(), *registry,
-                                          "gpushare_binds_total", "Bind calls by outcome."),
-                                    {"outcome"}};
+  Series<prometheus::Counter> binds{
+      add(prometheus::BuildCounter(), "gpushare_binds_total", "Bind calls by outcome."),
+      {"outcome"}};
   Series<prometheus::Counter> watch_restarts{
-      build(prometheus::BuildCounter(), *registry, "gpushare_watch_restarts_total",
-            "API-server watches restarted."),
+      add(prometheus::BuildCounter(), "gpushare_watch_restarts_total",
+          "API-server watches restarted."),
       {"resource"}};
-  Series<prometheus::Counter> relists{
-      build(prometheus::BuildCounter(), *registry, "gpushare_relists_total",
-            "Full relists from the API server."),
-      {"resource"}};
+  Series<prometheus::Counter> relists{add(prometheus::BuildCounter(), "gpushare_relists_total",
+                                          "Full relists from the API server."),
+                                      {"resource"}};
   Series<prometheus::Counter> reservations_ended{
-      build(prometheus::BuildCounter(), *registry, "gpushare_reservations_ended_total",
-            "Bind reservations ended, by outcome (confirmed, released) and the evidence that ended "
-            "them."),
+      add(prometheus::BuildCounter(), "gpushare_reservations_ended_total",
+          "Bind reservations ended, by outcome (confirmed, released) and the evidence that ended "
+          "them."),
       {"outcome", "evidence"}};
+  // Live mode only: absent until the sync sets it, as before.
   Series<prometheus::Gauge> sync_failing{
-      build(
-          prometheus::BuildGauge(), *registry, "gpushare_sync_failing_seconds",
-          "Seconds the list/watch of a resource has been failing without a success (0: in step)."),
+      add(prometheus::BuildGauge(), "gpushare_sync_failing_seconds",
+          "Seconds the list/watch of a resource has been failing without a success (0: in step).",
+          /*written_when_empty=*/false),
       {"resource"}};
 
   prometheus::Family<prometheus::Gauge>& config_warnings =
-      build(prometheus::BuildGauge(), *registry, "gpushare_config_warnings",
-            "Mistakes standing in objects the extender reads (unhealthy-gpu ConfigMaps), by kind; "
-            "/inspect's configWarnings names them.");
+      add(prometheus::BuildGauge(), "gpushare_config_warnings",
+          "Mistakes standing in objects the extender reads (unhealthy-gpu ConfigMaps), by kind; "
+          "/inspect's configWarnings names them.");
   prometheus::Gauge& last_sync =
-      build(prometheus::BuildGauge(), *registry, "gpushare_last_sync_timestamp_seconds",
-            "Unix time of the last complete sync with the API server (0: none yet, or standalone).")
+      add(prometheus::BuildGauge(), "gpushare_last_sync_timestamp_seconds",
+          "Unix time of the last complete sync with the API server (0: none yet, or standalone).")
           .Add({});
-  prometheus::Gauge& ready = build(prometheus::BuildGauge(), *registry, "gpushare_ready",
-                                   "1 if this replica answers /readyz with 200: synced and, with "
-                                   "--leader-elect, the leader.")
+  prometheus::Gauge& ready = add(prometheus::BuildGauge(), "gpushare_ready",
+                                 "1 if this replica answers /readyz with 200: synced and, with "
+                                 "--leader-elect, the leader.")
                                  .Add({});
   prometheus::Gauge& http_served =
-      build(prometheus::BuildGauge(), *registry, "gpushare_http_connections",
-            "Open HTTP connections being served; each holds a thread while kept alive.")
+      add(prometheus::BuildGauge(), "gpushare_http_connections",
+          "Open HTTP connections being served; each holds a thread while kept alive.")
           .Add({});
   prometheus::Gauge& http_waiting =
-      build(prometheus::BuildGauge(), *registry, "gpushare_http_connections_waiting",
-            "Accepted HTTP connections waiting for a thread because --http-threads are all in use.")
+      add(prometheus::BuildGauge(), "gpushare_http_connections_waiting",
+          "Accepted HTTP connections waiting for a thread because --http-threads are all in use.")
           .Add({});
-  prometheus::Gauge& http_limit =
-      build(prometheus::BuildGauge(), *registry, "gpushare_http_connection_limit",
-            "--http-threads: most connections served at once.")
-          .Add({});
+  prometheus::Gauge& http_limit = add(prometheus::BuildGauge(), "gpushare_http_connection_limit",
+                                      "--http-threads: most connections served at once.")
+                                      .Add({});
 
   std::mutex mutex;  // guards the two below
   std::map<std::string, prometheus::Gauge*> config_warning_series;
   std::optional<LeaderElection> leader_election;
 
   State() {
-    // Known label values start at 0, so that increase() and alerts see the first event and a
-    // family is present before anything happened (the hand-written exposition printed the
-    // HELP/TYPE of empty families; prometheus-cpp leaves them out).
+    // Known label values start at 0, so that increase() and the alerts on it see the first event.
     for (std::string_view resource : {"nodes", "pods", "configmaps"}) {
       watch_restarts.at({resource});
       relists.at({resource});
@@ -279,10 +296,35 @@ struct Metrics::State {
         reservations_ended.at({outcome, evidence});
       }
     }
-    build(prometheus::BuildGauge(), *registry, "gpushare_build_info",
-          "Always 1; the labels name the running build.")
+    add(prometheus::BuildGauge(), "gpushare_build_info",
+        "Always 1; the labels name the running build.")
         .Add({{"version", std::string(version())}, {"commit", std::string(git_commit())}})
         .Set(1);
+    label_order.emplace("gpushare_build_info", std::vector<std::string>{"version", "commit"});
+    for (const auto* series : {&requests, &reservations_ended}) series->declare_order(label_order);
+  }
+
+  // The registry's families, the declared ones without series included, labels in their order.
+  std::vector<MetricFamily> collect() const {
+    std::vector<MetricFamily> families = registry->Collect();
+    std::set<std::string, std::less<>> present;
+    for (MetricFamily& family : families) {
+      present.insert(family.name);
+      const auto order = label_order.find(family.name);
+      if (order == label_order.end()) continue;
+      auto rank = [&](const ClientMetric::Label& label) {
+        return std::find(order->second.begin(), order->second.end(), label.name) -
+               order->second.begin();
+      };
+      for (ClientMetric& metric : family.metric) {
+        std::stable_sort(metric.label.begin(), metric.label.end(),
+                         [&](const auto& a, const auto& b) { return rank(a) < rank(b); });
+      }
+    }
+    for (const MetricFamily& family : declared) {
+      if (!present.contains(family.name)) families.push_back(family);
+    }
+    return families;
   }
 };
 
@@ -357,7 +399,7 @@ void Metrics::set_leader_election(LeaderElection state) {
 }
 
 std::string Metrics::render(const ModelGauges* model) const {
-  std::vector<MetricFamily> families = state_->registry->Collect();
+  std::vector<MetricFamily> families = state_->collect();
   std::optional<LeaderElection> election;
   {
     std::lock_guard lock(state_->mutex);

@@ -635,6 +635,25 @@ TEST(Metrics, CountersAreSafeFromManyThreads) {
   EXPECT_EQ(requests, 2000);
 }
 
+TEST(Metrics, TextKeepsTheLabelOrderAndTheEmptyFamiliesOfBefore) {
+  // prometheus-cpp sorts label names and leaves out families without series; people and tests
+  // grep for the series as they were always written, and for the families of a fresh replica.
+  extender::Metrics metrics;
+  const std::string fresh = metrics.render();
+  EXPECT_NE(fresh.find("# TYPE gpushare_requests_total counter\n"), std::string::npos);
+  EXPECT_NE(fresh.find("# TYPE gpushare_request_duration_seconds histogram\n"), std::string::npos);
+  EXPECT_EQ(fresh.find("gpushare_sync_failing_seconds"), std::string::npos) << "live mode only";
+  metrics.observe_request("filter", 200, 0.001);
+  metrics.count_reservation_end(core::ReservationOutcome::kReleased, "watch");
+  const std::string text = metrics.render();
+  EXPECT_NE(text.find("gpushare_requests_total{verb=\"filter\",code=\"200\"} 1\n"),
+            std::string::npos);
+  EXPECT_NE(
+      text.find("gpushare_reservations_ended_total{outcome=\"released\",evidence=\"watch\"} 1\n"),
+      std::string::npos);
+  EXPECT_NE(text.find("gpushare_build_info{version=\""), std::string::npos);
+}
+
 TEST(Metrics, ParserRejectsMalformedText) {
   // The checks above are only as good as this parser: make sure it can fail.
   EXPECT_FALSE(parse_exposition("gpushare_x 1\n").errors.empty());  // no TYPE
