@@ -41,7 +41,7 @@ class Series {
     std::string key;
     for (std::string_view value : values) {
       key += value;
-      key += '\0';  // a label value cannot hold NUL in the text format
+      key += '\0';  // our label values never hold NUL, so the joined key is unambiguous
     }
     std::lock_guard lock(mutex_);
     if (auto it = cache_.find(key); it != cache_.end()) return *it->second;
