@@ -1,66 +1,415 @@
 #include "gpushare/extender/metrics.h"
 
-#include <algorithm>
-
 #include <fmt/format.h>
+#include <prometheus/counter.h>
+#include <prometheus/family.h>
+#include <prometheus/gauge.h>
+#include <prometheus/histogram.h>
+#include <prometheus/metric_family.h>
+#include <prometheus/registry.h>
+#include <prometheus/text_serializer.h>
+
+#include <algorithm>
+#include <mutex>
+#include <optional>
+#include <set>
+#include <sstream>
+#include <type_traits>
+#include <utility>
 
 #include "gpushare/version.h"
 
 namespace gpushare::extender {
 
-void Histogram::observe(double seconds) {
-  for (std::size_t i = 0; i < kBuckets.size(); ++i) {
-    if (seconds <= kBuckets[i]) buckets_[i].fetch_add(1, std::memory_order_relaxed);
+namespace {
+
+using prometheus::ClientMetric;
+using prometheus::MetricFamily;
+using prometheus::MetricType;
+
+// The series of one family by label values, so that the request path finds its counter with one
+// map lookup (no allocation for short values) instead of prometheus::Family::Add, which hashes a
+// std::map of labels and constructs a metric each call. Series are never removed, so the cached
+// pointers stay valid for the family's lifetime.
+template <typename T>
+class Series {
+ public:
+  Series(prometheus::Family<T>& family, std::vector<std::string> label_names)
+      : family_(family), label_names_(std::move(label_names)) {}
+
+  T& at(std::initializer_list<std::string_view> values) {
+    std::string key;
+    for (std::string_view value : values) {
+      key += value;
+      key += '\0';  // our label values never hold NUL, so the joined key is unambiguous
+    }
+    std::lock_guard lock(mutex_);
+    if (auto it = cache_.find(key); it != cache_.end()) return *it->second;
+    prometheus::Labels labels;
+    auto name = label_names_.begin();
+    for (std::string_view value : values) labels.emplace(*name++, std::string(value));
+    T* series = nullptr;
+    if constexpr (std::is_same_v<T, prometheus::Histogram>) {
+      series =
+          &family_.Add(labels, prometheus::Histogram::BucketBoundaries(
+                                   kRequestDurationBuckets.begin(), kRequestDurationBuckets.end()));
+    } else {
+      series = &family_.Add(labels);
+    }
+    cache_.emplace(std::move(key), series);
+    return *series;
   }
-  count_.fetch_add(1, std::memory_order_relaxed);
-  sum_micros_.fetch_add(static_cast<std::uint64_t>(seconds * 1e6), std::memory_order_relaxed);
+
+  // Labels of more than one name are written in the order given here.
+  void declare_order(std::map<std::string, std::vector<std::string>, std::less<>>& orders) const {
+    if (label_names_.size() > 1) orders.emplace(family_.GetName(), label_names_);
+  }
+
+ private:
+  prometheus::Family<T>& family_;
+  const std::vector<std::string> label_names_;
+  std::mutex mutex_;
+  std::map<std::string, T*, std::less<>> cache_;  // guarded by mutex_
+};
+
+constexpr std::string_view kUnitNote =
+    "in units of the shared resource (aliyun.com/gpu-mem: GiB with the device plugin's default "
+    "--memory-unit)";
+
+// Families built at scrape time from values held elsewhere (the model snapshot, the elector's
+// counts): they exist for one scrape only, so series of a node that went are gone.
+class ScrapeFamilies {
+ public:
+  explicit ScrapeFamilies(std::vector<MetricFamily>& out) : out_(out) {}
+
+  ScrapeFamilies& family(std::string name, MetricType type, std::string help) {
+    MetricFamily& family = out_.emplace_back();
+    family.name = std::move(name);
+    family.help = std::move(help);
+    family.type = type;
+    return *this;
+  }
+  ScrapeFamilies& sample(double value, std::vector<ClientMetric::Label> labels = {}) {
+    MetricFamily& family = out_.back();
+    ClientMetric& metric = family.metric.emplace_back();
+    metric.label = std::move(labels);
+    (family.type == MetricType::Counter ? metric.counter.value : metric.gauge.value) = value;
+    return *this;
+  }
+  ScrapeFamilies& reserve(std::size_t samples) {
+    out_.back().metric.reserve(samples);
+    return *this;
+  }
+
+ private:
+  std::vector<MetricFamily>& out_;
+};
+
+void collect_model(std::vector<MetricFamily>& out, const ModelGauges& model) {
+  ScrapeFamilies f(out);
+  std::size_t misconfigured = 0;
+  std::size_t healthy = 0;
+  std::size_t unhealthy = 0;
+  std::size_t gpus = 0;
+  for (const auto& node : model.nodes) {
+    misconfigured += node.misconfigured ? 1 : 0;
+    for (const auto& gpu : node.gpus) (gpu.healthy ? healthy : unhealthy) += 1;
+    gpus += node.gpus.size();
+  }
+  const auto gauge = MetricType::Gauge;
+  f.family("gpushare_nodes", gauge, "GPU nodes in the model.")
+      .sample(static_cast<double>(model.nodes.size()));
+  f.family("gpushare_misconfigured_nodes", gauge,
+           "GPU nodes whose GPU resources are inconsistent (they take no pods; see /inspect).")
+      .sample(static_cast<double>(misconfigured));
+  f.family("gpushare_gpus", gauge, "GPUs in the model, by health.")
+      .sample(static_cast<double>(healthy), {{"healthy", "true"}})
+      .sample(static_cast<double>(unhealthy), {{"healthy", "false"}});
+  f.family("gpushare_pods", gauge, "Pods holding GPU memory, assumed ones included.")
+      .sample(static_cast<double>(model.pods));
+  f.family("gpushare_assumed_pods", gauge,
+           "Pods bound by the extender that the API server has not yet shown bound.")
+      .sample(static_cast<double>(model.assumed_pods));
+  f.family("gpushare_reservations", gauge,
+           "Bind reservations by state: binding (call in flight), accepted (waiting to see the pod "
+           "bound), "
+           "unresolved (the call had no answer; the pod is being read back).")
+      .sample(static_cast<double>(model.reservations_binding), {{"state", "binding"}})
+      .sample(static_cast<double>(model.reservations_accepted), {{"state", "accepted"}})
+      .sample(static_cast<double>(model.reservations_unresolved), {{"state", "unresolved"}});
+  f.family("gpushare_cluster_gpu_memory_capacity", gauge,
+           fmt::format("GPU memory of all GPU nodes, {}.", kUnitNote))
+      .sample(static_cast<double>(model.capacity));
+  f.family("gpushare_cluster_gpu_memory_allocated", gauge,
+           fmt::format("GPU memory allocated to pods on all GPU nodes, {}.", kUnitNote))
+      .sample(static_cast<double>(model.allocated));
+
+  auto per_node = [&](std::string name, std::string help, auto value) {
+    f.family(std::move(name), gauge, std::move(help)).reserve(model.nodes.size());
+    for (const auto& node : model.nodes)
+      f.sample(static_cast<double>(value(node)), {{"node", node.name}});
+  };
+  per_node("gpushare_node_gpu_memory_capacity", fmt::format("GPU memory of a node, {}.", kUnitNote),
+           [](const NodeGauge& node) { return node.capacity; });
+  per_node("gpushare_node_gpu_memory_allocated",
+           fmt::format("GPU memory allocated on a node, pods without a GPU index included, {}.",
+                       kUnitNote),
+           [](const NodeGauge& node) { return node.allocated; });
+  per_node("gpushare_node_unschedulable", "1 if the node is cordoned.",
+           [](const NodeGauge& node) { return node.unschedulable ? 1 : 0; });
+
+  auto per_gpu = [&](std::string name, std::string help, auto value) {
+    f.family(std::move(name), gauge, std::move(help)).reserve(gpus);
+    for (const auto& node : model.nodes) {
+      for (const auto& gpu : node.gpus) {
+        f.sample(static_cast<double>(value(gpu)),
+                 {{"node", node.name}, {"gpu", std::to_string(gpu.index)}});
+      }
+    }
+  };
+  per_gpu("gpushare_gpu_memory_capacity", fmt::format("Memory of one GPU, {}.", kUnitNote),
+          [](const GpuGauge& gpu) { return gpu.capacity; });
+  per_gpu("gpushare_gpu_memory_allocated",
+          fmt::format("Memory of one GPU allocated to pods, {}.", kUnitNote),
+          [](const GpuGauge& gpu) { return gpu.allocated; });
+  per_gpu("gpushare_gpu_healthy",
+          "1 if the GPU takes new pods, 0 if listed in its node's unhealthy-gpu ConfigMap.",
+          [](const GpuGauge& gpu) { return gpu.healthy ? 1 : 0; });
 }
 
-void Histogram::render(std::string& out, std::string_view name, std::string_view labels) const {
-  const std::string sep = labels.empty() ? "" : ",";
-  for (std::size_t i = 0; i < kBuckets.size(); ++i) {
-    out += fmt::format("{}_bucket{{{}{}le=\"{}\"}} {}\n", name, labels, sep, kBuckets[i],
-                       buckets_[i].load(std::memory_order_relaxed));
-  }
-  const auto count = count_.load(std::memory_order_relaxed);
-  out += fmt::format("{}_bucket{{{}{}le=\"+Inf\"}} {}\n", name, labels, sep, count);
-  out += fmt::format("{}_sum{{{}}} {}\n", name, labels,
-                     static_cast<double>(sum_micros_.load(std::memory_order_relaxed)) / 1e6);
-  out += fmt::format("{}_count{{{}}} {}\n", name, labels, count);
+void collect_leader_election(std::vector<MetricFamily>& out,
+                             const Metrics::LeaderElection& election) {
+  ScrapeFamilies f(out);
+  // Counters the elector keeps; prometheus::Counter cannot be set, so they are copied per scrape.
+  f.family("gpushare_leader", MetricType::Gauge,
+           "1 while this replica holds the leader-election Lease.")
+      .sample(election.leader ? 1 : 0);
+  f.family("gpushare_leader_acquisitions_total", MetricType::Counter,
+           "Times this replica became the leader.")
+      .sample(static_cast<double>(election.acquisitions));
+  f.family(
+       "gpushare_leader_lost_total", MetricType::Counter,
+       "Times this replica stopped leading because no renewal succeeded within the renew deadline.")
+      .sample(static_cast<double>(election.lost));
+  f.family("gpushare_leader_failed_attempts_total", MetricType::Counter,
+           "Lease acquire or renew attempts that did not succeed (held by another replica, "
+           "conflicts, API errors).")
+      .sample(static_cast<double>(election.failed_attempts));
 }
 
-void Metrics::increment(Counter& counter, LabelKey labels) {
-  std::lock_guard lock(mutex_);
-  ++counter.values[std::move(labels)];
+}  // namespace
+
+struct Metrics::State {
+  // The registry first: the families below live in it.
+  std::shared_ptr<prometheus::Registry> registry = std::make_shared<prometheus::Registry>();
+  // Every family added below, for the scrape to write those without series yet (prometheus-cpp
+  // leaves them out; the hand-written exposition had them, and probes and tests look for them).
+  std::vector<MetricFamily> declared;
+  // Label names in the order they were always written (prometheus-cpp sorts them), for families
+  // with more than one: text matching by people and tests keeps working.
+  std::map<std::string, std::vector<std::string>, std::less<>> label_order;
+
+  template <typename T>
+  prometheus::Family<T>& add(prometheus::detail::Builder<T> builder, const std::string& name,
+                             const std::string& help, bool written_when_empty = true) {
+    auto& family = builder.Name(name).Help(help).Register(*registry);
+    if (written_when_empty) remember(family, help);
+    return family;
+  }
+  template <typename T>
+  void remember(const prometheus::Family<T>& family, const std::string& help) {
+    MetricFamily& entry = declared.emplace_back();
+    entry.name = family.GetName();
+    entry.help = help;
+    entry.type = T::metric_type;
+  }
+
+  Series<prometheus::Counter> requests{add(prometheus::BuildCounter(), "gpushare_requests_total",
+                                           "Extender HTTP requests by verb and status code."),
+                                       {"verb", "code"}};
+  Series<prometheus::Histogram> latency{
+      add(prometheus::BuildHistogram(), "gpushare_request_duration_seconds",
+          "Extender HTTP request latency by verb."),
+      {"verb"}};
+  Series<prometheus::Counter> filter_rejections{
+      add(prometheus::BuildCounter(), "gpushare_filter_rejections_total",
+          "Nodes rejected by filter, by reason."),
+      {"reason"}};
+  Series<prometheus::Counter> binds{
+      add(prometheus::BuildCounter(), "gpushare_binds_total", "Bind calls by outcome."),
+      {"outcome"}};
+  Series<prometheus::Counter> watch_restarts{
+      add(prometheus::BuildCounter(), "gpushare_watch_restarts_total",
+          "API-server watches restarted."),
+      {"resource"}};
+  Series<prometheus::Counter> relists{add(prometheus::BuildCounter(), "gpushare_relists_total",
+                                          "Full relists from the API server."),
+                                      {"resource"}};
+  Series<prometheus::Counter> reservations_ended{
+      add(prometheus::BuildCounter(), "gpushare_reservations_ended_total",
+          "Bind reservations ended, by outcome (confirmed, released) and the evidence that ended "
+          "them."),
+      {"outcome", "evidence"}};
+  // Live mode only: absent until the sync sets it, as before.
+  Series<prometheus::Gauge> sync_failing{
+      add(prometheus::BuildGauge(), "gpushare_sync_failing_seconds",
+          "Seconds the list/watch of a resource has been failing without a success (0: in step).",
+          /*written_when_empty=*/false),
+      {"resource"}};
+
+  prometheus::Family<prometheus::Gauge>& config_warnings =
+      add(prometheus::BuildGauge(), "gpushare_config_warnings",
+          "Mistakes standing in objects the extender reads (unhealthy-gpu ConfigMaps), by kind; "
+          "/inspect's configWarnings names them.");
+  prometheus::Gauge& last_sync =
+      add(prometheus::BuildGauge(), "gpushare_last_sync_timestamp_seconds",
+          "Unix time of the last complete sync with the API server (0: none yet, or standalone).")
+          .Add({});
+  prometheus::Gauge& ready = add(prometheus::BuildGauge(), "gpushare_ready",
+                                 "1 if this replica answers /readyz with 200: synced and, with "
+                                 "--leader-elect, the leader.")
+                                 .Add({});
+  prometheus::Gauge& http_served =
+      add(prometheus::BuildGauge(), "gpushare_http_connections",
+          "Open HTTP connections, idle ones included.")
+          .Add({});
+  prometheus::Gauge& http_waiting =
+      add(prometheus::BuildGauge(), "gpushare_http_connections_waiting",
+          "HTTP connections with a whole request buffered, waiting for a thread because --http-threads are all answering.")
+          .Add({});
+  prometheus::Gauge& http_limit = add(prometheus::BuildGauge(), "gpushare_http_connection_limit",
+                                      "--max-connections: most open HTTP connections.")
+                                      .Add({});
+
+  std::mutex mutex;  // guards the two below
+  std::map<std::string, prometheus::Gauge*> config_warning_series;
+  std::optional<LeaderElection> leader_election;
+
+  State() {
+    // Known label values start at 0, so that increase() and the alerts on it see the first event.
+    for (std::string_view resource : {"nodes", "pods", "configmaps"}) {
+      watch_restarts.at({resource});
+      relists.at({resource});
+    }
+    for (std::string_view outcome : {"confirmed", "released"}) {
+      for (std::string_view evidence : {"bind_call", "watch", "list", "read_back"}) {
+        reservations_ended.at({outcome, evidence});
+      }
+    }
+    add(prometheus::BuildGauge(), "gpushare_build_info",
+        "Always 1; the labels name the running build.")
+        .Add({{"version", std::string(version())}, {"commit", std::string(git_commit())}})
+        .Set(1);
+    label_order.emplace("gpushare_build_info", std::vector<std::string>{"version", "commit"});
+    for (const auto* series : {&requests, &reservations_ended}) series->declare_order(label_order);
+  }
+
+  // The registry's families, the declared ones without series included, labels in their order.
+  std::vector<MetricFamily> collect() const {
+    std::vector<MetricFamily> families = registry->Collect();
+    std::set<std::string, std::less<>> present;
+    for (MetricFamily& family : families) {
+      present.insert(family.name);
+      const auto order = label_order.find(family.name);
+      if (order == label_order.end()) continue;
+      auto rank = [&](const ClientMetric::Label& label) {
+        return std::find(order->second.begin(), order->second.end(), label.name) -
+               order->second.begin();
+      };
+      for (ClientMetric& metric : family.metric) {
+        std::stable_sort(metric.label.begin(), metric.label.end(),
+                         [&](const auto& a, const auto& b) { return rank(a) < rank(b); });
+      }
+    }
+    for (const MetricFamily& family : declared) {
+      if (!present.contains(family.name)) families.push_back(family);
+    }
+    return families;
+  }
+};
+
+Metrics::Metrics() : state_(std::make_unique<State>()) {
+  set_config_warnings(ConfigWarnings().count_by_kind());
+}
+Metrics::~Metrics() = default;
+
+prometheus::Registry& Metrics::registry() {
+  return *state_->registry;
 }
 
 void Metrics::observe_request(std::string_view verb, int status, double seconds) {
-  increment(requests_, {std::string(verb), std::to_string(status)});
-  Histogram* histogram = nullptr;
-  {
-    std::lock_guard lock(mutex_);
-    auto it = latency_.find(verb);
-    if (it == latency_.end()) it = latency_.try_emplace(std::string(verb)).first;
-    histogram = &it->second;
-  }
-  histogram->observe(seconds);
+  state_->requests.at({verb, std::to_string(status)}).Increment();
+  state_->latency.at({verb}).Observe(seconds);
 }
 
 void Metrics::count_filter_rejection(std::string_view kind) {
-  increment(filter_rejections_, {std::string(kind)});
+  state_->filter_rejections.at({kind}).Increment();
 }
-void Metrics::count_bind(std::string_view outcome) { increment(binds_, {std::string(outcome)}); }
+void Metrics::count_bind(std::string_view outcome) {
+  state_->binds.at({outcome}).Increment();
+}
 void Metrics::count_watch_restart(std::string_view resource) {
-  increment(watch_restarts_, {std::string(resource)});
+  state_->watch_restarts.at({resource}).Increment();
 }
-void Metrics::count_relist(std::string_view resource) { increment(relists_, {std::string(resource)}); }
+void Metrics::count_relist(std::string_view resource) {
+  state_->relists.at({resource}).Increment();
+}
 void Metrics::count_reservation_end(core::ReservationOutcome outcome, std::string_view evidence) {
-  if (outcome == core::ReservationOutcome::kConfirmed) increment(reservations_ended_, {"confirmed", std::string(evidence)});
-  if (outcome == core::ReservationOutcome::kReleased) increment(reservations_ended_, {"released", std::string(evidence)});
+  if (outcome == core::ReservationOutcome::kConfirmed)
+    state_->reservations_ended.at({"confirmed", evidence}).Increment();
+  if (outcome == core::ReservationOutcome::kReleased)
+    state_->reservations_ended.at({"released", evidence}).Increment();
 }
 void Metrics::set_sync_failing(std::string_view resource, std::int64_t seconds) {
-  std::lock_guard lock(mutex_);
-  sync_failing_.insert_or_assign(std::string(resource), seconds);
+  state_->sync_failing.at({resource}).Set(static_cast<double>(seconds));
+}
+void Metrics::set_last_sync(std::int64_t unix_seconds) {
+  state_->last_sync.Set(static_cast<double>(unix_seconds));
+}
+void Metrics::set_ready(bool ready) {
+  state_->ready.Set(ready ? 1 : 0);
+}
+void Metrics::set_http_connections(HttpConnections connections) {
+  state_->http_served.Set(static_cast<double>(connections.served));
+  state_->http_waiting.Set(static_cast<double>(connections.waiting));
+  state_->http_limit.Set(static_cast<double>(connections.limit));
+}
+
+void Metrics::set_config_warnings(std::map<std::string, std::size_t> by_kind) {
+  std::lock_guard lock(state_->mutex);
+  auto& series = state_->config_warning_series;
+  for (auto it = series.begin(); it != series.end();) {  // a kind no longer reported has no series
+    if (by_kind.contains(it->first)) {
+      ++it;
+    } else {
+      state_->config_warnings.Remove(it->second);
+      it = series.erase(it);
+    }
+  }
+  for (const auto& [kind, count] : by_kind) {
+    auto [it, added] = series.try_emplace(kind, nullptr);
+    if (added) it->second = &state_->config_warnings.Add({{"kind", kind}});
+    it->second->Set(static_cast<double>(count));
+  }
+}
+
+void Metrics::set_leader_election(LeaderElection state) {
+  std::lock_guard lock(state_->mutex);
+  state_->leader_election = state;
+}
+
+std::string Metrics::render(const ModelGauges* model) const {
+  std::vector<MetricFamily> families = state_->collect();
+  std::optional<LeaderElection> election;
+  {
+    std::lock_guard lock(state_->mutex);
+    election = state_->leader_election;
+  }
+  if (election) collect_leader_election(families, *election);
+  if (model != nullptr) collect_model(families, *model);
+  std::ostringstream out;
+  prometheus::TextSerializer().Serialize(out, families);
+  return std::move(out).str();
 }
 
 ModelGauges model_gauges(const core::ClusterModel& model, const core::ReservationLedger& ledger) {
@@ -95,205 +444,6 @@ ModelGauges model_gauges(const core::ClusterModel& model) {
   std::sort(gauges.nodes.begin(), gauges.nodes.end(),
             [](const NodeGauge& a, const NodeGauge& b) { return a.name < b.name; });
   return gauges;
-}
-
-namespace {
-
-// Label values as the text format wants them: backslash, double quote and newline escaped.
-std::string escape_label(std::string_view value) {
-  std::string out;
-  out.reserve(value.size());
-  for (char c : value) {
-    switch (c) {
-      case '\\': out += "\\\\"; break;
-      case '"': out += "\\\""; break;
-      case '\n': out += "\\n"; break;
-      default: out += c;
-    }
-  }
-  return out;
-}
-
-void family(std::string& out, std::string_view name, std::string_view type, std::string_view help) {
-  out += fmt::format("# HELP {} {}\n# TYPE {} {}\n", name, help, name, type);
-}
-
-constexpr std::string_view kUnitNote =
-    "in units of the shared resource (aliyun.com/gpu-mem: GiB with the device plugin's default "
-    "--memory-unit)";
-
-void render_model(std::string& out, const ModelGauges& model) {
-  family(out, "gpushare_nodes", "gauge", "GPU nodes in the model.");
-  out += fmt::format("gpushare_nodes {}\n", model.nodes.size());
-  std::size_t misconfigured = 0;
-  std::size_t healthy = 0;
-  std::size_t unhealthy = 0;
-  for (const auto& node : model.nodes) {
-    misconfigured += node.misconfigured ? 1 : 0;
-    for (const auto& gpu : node.gpus) (gpu.healthy ? healthy : unhealthy) += 1;
-  }
-  family(out, "gpushare_misconfigured_nodes", "gauge",
-         "GPU nodes whose GPU resources are inconsistent (they take no pods; see /inspect).");
-  out += fmt::format("gpushare_misconfigured_nodes {}\n", misconfigured);
-  family(out, "gpushare_gpus", "gauge", "GPUs in the model, by health.");
-  out += fmt::format("gpushare_gpus{{healthy=\"true\"}} {}\ngpushare_gpus{{healthy=\"false\"}} {}\n",
-                     healthy, unhealthy);
-  family(out, "gpushare_pods", "gauge", "Pods holding GPU memory, assumed ones included.");
-  out += fmt::format("gpushare_pods {}\n", model.pods);
-  family(out, "gpushare_assumed_pods", "gauge",
-         "Pods bound by the extender that the API server has not yet shown bound.");
-  out += fmt::format("gpushare_assumed_pods {}\n", model.assumed_pods);
-  family(out, "gpushare_reservations", "gauge",
-         "Bind reservations by state: binding (call in flight), accepted (waiting to see the pod bound), "
-         "unresolved (the call had no answer; the pod is being read back).");
-  out += fmt::format("gpushare_reservations{{state=\"binding\"}} {}\ngpushare_reservations{{state=\"accepted\"}} {}\n"
-                     "gpushare_reservations{{state=\"unresolved\"}} {}\n",
-                     model.reservations_binding, model.reservations_accepted, model.reservations_unresolved);
-
-  family(out, "gpushare_cluster_gpu_memory_capacity", "gauge",
-         fmt::format("GPU memory of all GPU nodes, {}.", kUnitNote));
-  out += fmt::format("gpushare_cluster_gpu_memory_capacity {}\n", model.capacity);
-  family(out, "gpushare_cluster_gpu_memory_allocated", "gauge",
-         fmt::format("GPU memory allocated to pods on all GPU nodes, {}.", kUnitNote));
-  out += fmt::format("gpushare_cluster_gpu_memory_allocated {}\n", model.allocated);
-
-  family(out, "gpushare_node_gpu_memory_capacity", "gauge",
-         fmt::format("GPU memory of a node, {}.", kUnitNote));
-  for (const auto& node : model.nodes) {
-    out += fmt::format("gpushare_node_gpu_memory_capacity{{node=\"{}\"}} {}\n", escape_label(node.name),
-                       node.capacity);
-  }
-  family(out, "gpushare_node_gpu_memory_allocated", "gauge",
-         fmt::format("GPU memory allocated on a node, pods without a GPU index included, {}.", kUnitNote));
-  for (const auto& node : model.nodes) {
-    out += fmt::format("gpushare_node_gpu_memory_allocated{{node=\"{}\"}} {}\n", escape_label(node.name),
-                       node.allocated);
-  }
-  family(out, "gpushare_node_unschedulable", "gauge", "1 if the node is cordoned.");
-  for (const auto& node : model.nodes) {
-    out += fmt::format("gpushare_node_unschedulable{{node=\"{}\"}} {}\n", escape_label(node.name),
-                       node.unschedulable ? 1 : 0);
-  }
-
-  family(out, "gpushare_gpu_memory_capacity", "gauge", fmt::format("Memory of one GPU, {}.", kUnitNote));
-  for (const auto& node : model.nodes) {
-    for (const auto& gpu : node.gpus) {
-      out += fmt::format("gpushare_gpu_memory_capacity{{node=\"{}\",gpu=\"{}\"}} {}\n",
-                         escape_label(node.name), gpu.index, gpu.capacity);
-    }
-  }
-  family(out, "gpushare_gpu_memory_allocated", "gauge",
-         fmt::format("Memory of one GPU allocated to pods, {}.", kUnitNote));
-  for (const auto& node : model.nodes) {
-    for (const auto& gpu : node.gpus) {
-      out += fmt::format("gpushare_gpu_memory_allocated{{node=\"{}\",gpu=\"{}\"}} {}\n",
-                         escape_label(node.name), gpu.index, gpu.allocated);
-    }
-  }
-  family(out, "gpushare_gpu_healthy", "gauge",
-         "1 if the GPU takes new pods, 0 if listed in its node's unhealthy-gpu ConfigMap.");
-  for (const auto& node : model.nodes) {
-    for (const auto& gpu : node.gpus) {
-      out += fmt::format("gpushare_gpu_healthy{{node=\"{}\",gpu=\"{}\"}} {}\n", escape_label(node.name),
-                         gpu.index, gpu.healthy ? 1 : 0);
-    }
-  }
-}
-
-}  // namespace
-
-std::string Metrics::render(const ModelGauges* model) const {
-  std::string out;
-  auto counter = [&](const Counter& c, std::string_view name, std::string_view help,
-                     std::vector<std::string_view> label_names) {
-    family(out, name, "counter", help);
-    for (const auto& [labels, value] : c.values) {
-      std::string rendered;
-      for (std::size_t i = 0; i < labels.size() && i < label_names.size(); ++i) {
-        rendered += fmt::format("{}{}=\"{}\"", i ? "," : "", label_names[i], escape_label(labels[i]));
-      }
-      out += fmt::format("{}{{{}}} {}\n", name, rendered, value);
-    }
-  };
-  family(out, "gpushare_build_info", "gauge", "Always 1; the labels name the running build.");
-  out += fmt::format("gpushare_build_info{{version=\"{}\",commit=\"{}\"}} 1\n",
-                     escape_label(version()), escape_label(git_commit()));
-  {
-    std::lock_guard lock(mutex_);
-    counter(requests_, "gpushare_requests_total", "Extender HTTP requests by verb and status code.",
-            {"verb", "code"});
-    family(out, "gpushare_request_duration_seconds", "histogram",
-           "Extender HTTP request latency by verb.");
-    for (const auto& [verb, histogram] : latency_) {
-      histogram.render(out, "gpushare_request_duration_seconds",
-                       fmt::format("verb=\"{}\"", escape_label(verb)));
-    }
-    counter(filter_rejections_, "gpushare_filter_rejections_total",
-            "Nodes rejected by filter, by reason.", {"reason"});
-    counter(binds_, "gpushare_binds_total", "Bind calls by outcome.", {"outcome"});
-    counter(watch_restarts_, "gpushare_watch_restarts_total", "API-server watches restarted.",
-            {"resource"});
-    counter(relists_, "gpushare_relists_total", "Full relists from the API server.", {"resource"});
-    counter(reservations_ended_, "gpushare_reservations_ended_total",
-            "Bind reservations ended, by outcome (confirmed, released) and the evidence that ended them.",
-            {"outcome", "evidence"});
-    if (!sync_failing_.empty()) {
-      family(out, "gpushare_sync_failing_seconds", "gauge",
-             "Seconds the list/watch of a resource has been failing without a success (0: in step).");
-      for (const auto& [resource, seconds] : sync_failing_) {
-        out += fmt::format("gpushare_sync_failing_seconds{{resource=\"{}\"}} {}\n", escape_label(resource), seconds);
-      }
-    }
-    family(out, "gpushare_config_warnings", "gauge",
-           "Mistakes standing in objects the extender reads (unhealthy-gpu ConfigMaps), by kind; "
-           "/inspect's configWarnings names them.");
-    for (const auto& [kind, count] : config_warnings_) {
-      out += fmt::format("gpushare_config_warnings{{kind=\"{}\"}} {}\n", escape_label(kind), count);
-    }
-  }
-  family(out, "gpushare_last_sync_timestamp_seconds", "gauge",
-         "Unix time of the last complete sync with the API server (0: none yet, or standalone).");
-  out += fmt::format("gpushare_last_sync_timestamp_seconds {}\n", last_sync_seconds_.load());
-  family(out, "gpushare_ready", "gauge",
-         "1 if this replica answers /readyz with 200: synced and, with --leader-elect, the leader.");
-  out += fmt::format("gpushare_ready {}\n", ready_.load() ? 1 : 0);
-  if (const auto election = leader_election()) {
-    family(out, "gpushare_leader", "gauge", "1 while this replica holds the leader-election Lease.");
-    out += fmt::format("gpushare_leader {}\n", election->leader ? 1 : 0);
-    family(out, "gpushare_leader_acquisitions_total", "counter", "Times this replica became the leader.");
-    out += fmt::format("gpushare_leader_acquisitions_total {}\n", election->acquisitions);
-    family(out, "gpushare_leader_lost_total", "counter",
-           "Times this replica stopped leading because no renewal succeeded within the renew deadline.");
-    out += fmt::format("gpushare_leader_lost_total {}\n", election->lost);
-    family(out, "gpushare_leader_failed_attempts_total", "counter",
-           "Lease acquire or renew attempts that did not succeed (held by another replica, conflicts, API errors).");
-    out += fmt::format("gpushare_leader_failed_attempts_total {}\n", election->failed_attempts);
-  }
-  family(out, "gpushare_http_connections", "gauge",
-         "Open HTTP connections, idle ones included.");
-  out += fmt::format("gpushare_http_connections {}\n", http_served_.load());
-  family(out, "gpushare_http_connections_waiting", "gauge",
-         "HTTP connections with a whole request buffered, waiting for a thread because --http-threads are all answering.");
-  out += fmt::format("gpushare_http_connections_waiting {}\n", http_waiting_.load());
-  family(out, "gpushare_http_connection_limit", "gauge", "--max-connections: most open HTTP connections.");
-  out += fmt::format("gpushare_http_connection_limit {}\n", http_limit_.load());
-  if (model != nullptr) render_model(out, *model);
-  return out;
-}
-
-void Metrics::set_config_warnings(std::map<std::string, std::size_t> by_kind) {
-  std::lock_guard lock(mutex_);
-  config_warnings_ = std::move(by_kind);
-}
-
-void Metrics::set_leader_election(LeaderElection state) {
-  std::lock_guard lock(mutex_);
-  leader_election_ = state;
-}
-
-std::optional<Metrics::LeaderElection> Metrics::leader_election() const {
-  std::lock_guard lock(mutex_);
-  return leader_election_;
 }
 
 }  // namespace gpushare::extender

@@ -1,20 +1,25 @@
 // /metrics over real HTTP: the text exposition format parses, names follow Prometheus
 // conventions, and the model's gauges say what the sample cluster holds.
 
+#include "gpushare/extender/metrics.h"
+
+#include <fmt/format.h>
 #include <gtest/gtest.h>
 
 #include <cctype>
 #include <charconv>
 #include <cmath>
+#include <fstream>
 #include <map>
 #include <optional>
 #include <set>
+#include <sstream>
 #include <string>
 #include <string_view>
+#include <thread>
 #include <vector>
 
 #include "contract/extender_fixture.h"
-#include "gpushare/extender/metrics.h"
 
 namespace gpushare::testing {
 namespace {
@@ -59,8 +64,12 @@ struct Exposition {
   }
 };
 
-bool is_name_start(char c) { return std::isalpha(static_cast<unsigned char>(c)) || c == '_' || c == ':'; }
-bool is_name_char(char c) { return is_name_start(c) || std::isdigit(static_cast<unsigned char>(c)); }
+bool is_name_start(char c) {
+  return std::isalpha(static_cast<unsigned char>(c)) || c == '_' || c == ':';
+}
+bool is_name_char(char c) {
+  return is_name_start(c) || std::isdigit(static_cast<unsigned char>(c));
+}
 
 std::optional<double> parse_value(std::string_view text) {
   if (text == "+Inf") return INFINITY;
@@ -76,7 +85,8 @@ Exposition parse_exposition(std::string_view text) {
   Exposition out;
   std::size_t line_no = 0;
   auto fail = [&](std::string_view line, std::string_view why) {
-    out.errors.push_back("line " + std::to_string(line_no) + " (" + std::string(line) + "): " + std::string(why));
+    out.errors.push_back("line " + std::to_string(line_no) + " (" + std::string(line) +
+                         "): " + std::string(why));
   };
   while (!text.empty()) {
     const auto nl = text.find('\n');
@@ -107,7 +117,8 @@ Exposition parse_exposition(std::string_view text) {
       } else {
         if (!f.type.empty()) fail(line, "second TYPE for " + name);
         if (!f.samples.empty()) fail(line, "TYPE after samples of " + name);
-        static const std::set<std::string> types{"counter", "gauge", "histogram", "summary", "untyped"};
+        static const std::set<std::string> types{"counter", "gauge", "histogram", "summary",
+                                                 "untyped"};
         if (!types.contains(value)) fail(line, "unknown type " + value);
         f.type = value;
       }
@@ -129,7 +140,9 @@ Exposition parse_exposition(std::string_view text) {
       while (ok && i < line.size() && line[i] != '}') {
         const std::size_t start = i;
         if (!(std::isalpha(static_cast<unsigned char>(line[i])) || line[i] == '_')) ok = false;
-        while (i < line.size() && (std::isalnum(static_cast<unsigned char>(line[i])) || line[i] == '_')) ++i;
+        while (i < line.size() &&
+               (std::isalnum(static_cast<unsigned char>(line[i])) || line[i] == '_'))
+          ++i;
         const std::string label(line.substr(start, i - start));
         if (!ok || i + 1 >= line.size() || line[i] != '=' || line[i + 1] != '"') {
           ok = false;
@@ -201,8 +214,76 @@ Exposition parse_exposition(std::string_view text) {
   return out;
 }
 
+// One row of docs/operations.md's metrics table: a documented family, its type and label names.
+struct DocumentedMetric {
+  std::string name;
+  std::string type;
+  std::set<std::string> labels;
+  bool conditional = false;  // only with --leader-elect, or only in live mode
+};
+
+std::vector<std::string> backticked(std::string_view text) {
+  std::vector<std::string> out;
+  for (auto open = text.find('`'); open != std::string_view::npos; open = text.find('`')) {
+    const auto close = text.find('`', open + 1);
+    if (close == std::string_view::npos) break;
+    out.emplace_back(text.substr(open + 1, close - open - 1));
+    text.remove_prefix(close + 1);
+  }
+  return out;
+}
+
+// The table under "## Metrics" (| metric | type | labels | meaning |): what dashboards, alerts and
+// operators were told exists, so a renamed or retyped family fails here.
+std::vector<DocumentedMetric> documented_metrics() {
+  std::ifstream file(std::string(GPUSHARE_SOURCE_DIR) + "/docs/operations.md");
+  std::string line;
+  bool in_section = false;
+  std::vector<DocumentedMetric> out;
+  while (std::getline(file, line)) {
+    if (line.starts_with("## ")) in_section = line == "## Metrics";
+    if (!in_section || !line.starts_with("| `gpushare_")) continue;
+    std::vector<std::string> cells;
+    std::stringstream row(line.substr(1));
+    for (std::string cell; std::getline(row, cell, '|');) cells.push_back(cell);
+    if (cells.size() < 4) continue;
+    std::string type = cells[1];
+    std::erase(type, ' ');
+    const auto labels = backticked(cells[2]);
+    const bool conditional = cells[3].find("`--leader-elect` only") != std::string::npos ||
+                             cells[3].starts_with(" live mode");
+    for (const auto& name : backticked(cells[0])) {
+      out.push_back({name, type, {labels.begin(), labels.end()}, conditional});
+    }
+  }
+  return out;
+}
+
+// Checks `e` against the documented table: each family present (unless conditional and
+// `conditional_optional`), with its documented TYPE and exactly its documented label names.
+void expect_documented(const Exposition& e, bool conditional_optional) {
+  const auto documented = documented_metrics();
+  ASSERT_GE(documented.size(), 30u) << "the table in docs/operations.md was not found";
+  for (const auto& metric : documented) {
+    SCOPED_TRACE(metric.name);
+    const Family* f = e.family(metric.name);
+    if (f == nullptr && metric.conditional && conditional_optional) continue;
+    ASSERT_NE(f, nullptr) << "documented but not rendered";
+    EXPECT_EQ(f->type, metric.type);
+    EXPECT_FALSE(f->samples.empty());
+    for (const auto& sample : f->samples) {
+      std::set<std::string> keys;
+      for (const auto& [key, value] : sample.labels) {
+        if (key != "le") keys.insert(key);
+      }
+      EXPECT_EQ(keys, metric.labels) << sample.name;
+    }
+  }
+}
+
 Json sample_cluster() {
-  return extender::read_cluster_file(std::string(GPUSHARE_SOURCE_DIR) + "/deploy/samples/cluster.yaml");
+  return extender::read_cluster_file(std::string(GPUSHARE_SOURCE_DIR) +
+                                     "/deploy/samples/cluster.yaml");
 }
 
 Json pending_pod(const Json& cluster, const std::string& name) {
@@ -232,10 +313,11 @@ void drive_traffic(const ExtenderUnderTest& extender, const Json& cluster) {
                      {"NodeNames", {"gpu-node-a", "gpu-node-b", "gpu-node-c", "cpu-node-a"}}};
   ASSERT_EQ(extender.post("filter", args).first, 200);
   ASSERT_EQ(extender.post("prioritize", args).first, 200);
-  ASSERT_EQ(extender.post("bind", Json{{"PodName", "demo-pending"},
-                                       {"PodNamespace", "default"},
-                                       {"PodUID", "3f1c2a9e-0000-4000-8000-000000000010"},
-                                       {"Node", "gpu-node-a"}})
+  ASSERT_EQ(extender
+                .post("bind", Json{{"PodName", "demo-pending"},
+                                   {"PodNamespace", "default"},
+                                   {"PodUID", "3f1c2a9e-0000-4000-8000-000000000010"},
+                                   {"Node", "gpu-node-a"}})
                 .first,
             200);
   ASSERT_EQ(extender.post("filter", std::string("{not json")).first, 400);
@@ -298,6 +380,7 @@ TEST(Metrics, ExpositionParsesAndFollowsNamingConventions) {
     ASSERT_NE(f, nullptr) << name;
     EXPECT_EQ(f->type, type) << name;
   }
+  expect_documented(e, /*conditional_optional=*/true);
   EXPECT_EQ(e.value("gpushare_requests_total", {{"verb", "filter"}, {"code", "200"}}), 1);
   EXPECT_EQ(e.value("gpushare_requests_total", {{"verb", "filter"}, {"code", "400"}}), 1);
   EXPECT_EQ(e.value("gpushare_requests_total", {{"verb", "bind"}, {"code", "200"}}), 1);
@@ -309,7 +392,8 @@ TEST(Metrics, ExpositionParsesAndFollowsNamingConventions) {
   // cpu-node-a has no GPU memory; gpu-node-b cannot fit 6 more on either GPU? It can (32-24=8
   // on GPU0), so the only rejection is the CPU node.
   double rejections = 0;
-  for (const auto& sample : e.family("gpushare_filter_rejections_total")->samples) rejections += sample.value;
+  for (const auto& sample : e.family("gpushare_filter_rejections_total")->samples)
+    rejections += sample.value;
   EXPECT_EQ(rejections, 1);
 }
 
@@ -331,7 +415,9 @@ TEST(Metrics, HistogramBucketsAreCumulativeAndEndAtCount) {
     SCOPED_TRACE(verb);
     std::vector<std::pair<double, double>> buckets;  // (le, count)
     for (const auto& sample : h->samples) {
-      if (sample.name != "gpushare_request_duration_seconds_bucket" || sample.labels.at("verb") != verb) continue;
+      if (sample.name != "gpushare_request_duration_seconds_bucket" ||
+          sample.labels.at("verb") != verb)
+        continue;
       ASSERT_TRUE(sample.labels.contains("le"));
       ASSERT_EQ(sample.labels.size(), 2u);
       buckets.emplace_back(*parse_value(sample.labels.at("le")), sample.value);
@@ -342,13 +428,13 @@ TEST(Metrics, HistogramBucketsAreCumulativeAndEndAtCount) {
       EXPECT_LE(buckets[i - 1].second, buckets[i].second) << "buckets are cumulative";
     }
     EXPECT_TRUE(std::isinf(buckets.back().first));
-    const auto count = e.value("gpushare_request_duration_seconds", "gpushare_request_duration_seconds_count",
-                               {{"verb", verb}});
+    const auto count = e.value("gpushare_request_duration_seconds",
+                               "gpushare_request_duration_seconds_count", {{"verb", verb}});
     ASSERT_TRUE(count.has_value());
     EXPECT_EQ(buckets.back().second, *count);
     EXPECT_GE(*count, 1);
-    const auto sum = e.value("gpushare_request_duration_seconds", "gpushare_request_duration_seconds_sum",
-                             {{"verb", verb}});
+    const auto sum = e.value("gpushare_request_duration_seconds",
+                             "gpushare_request_duration_seconds_sum", {{"verb", verb}});
     ASSERT_TRUE(sum.has_value());
     EXPECT_GE(*sum, 0);
   }
@@ -406,15 +492,20 @@ TEST(Metrics, GaugesFollowBindsAndCordons) {
   EXPECT_EQ(before.value("gpushare_node_unschedulable", {{"node", "n1"}}), 1);
   EXPECT_EQ(before.value("gpushare_cluster_gpu_memory_allocated"), 0);
 
-  ASSERT_EQ(extender.post("bind", Json{{"PodName", "p"}, {"PodNamespace", "default"}, {"PodUID", "uid-p"}, {"Node", "n1"}})
+  ASSERT_EQ(extender
+                .post("bind", Json{{"PodName", "p"},
+                                   {"PodNamespace", "default"},
+                                   {"PodUID", "uid-p"},
+                                   {"Node", "n1"}})
                 .first,
             200);
   Exposition after = parse_exposition(scrape(extender).body);
   ASSERT_TRUE(after.errors.empty());
   EXPECT_EQ(after.value("gpushare_cluster_gpu_memory_allocated"), 5);
   EXPECT_EQ(after.value("gpushare_node_gpu_memory_allocated", {{"node", "n1"}}), 5);
-  const double on_gpus = *after.value("gpushare_gpu_memory_allocated", {{"node", "n1"}, {"gpu", "0"}}) +
-                         *after.value("gpushare_gpu_memory_allocated", {{"node", "n1"}, {"gpu", "1"}});
+  const double on_gpus =
+      *after.value("gpushare_gpu_memory_allocated", {{"node", "n1"}, {"gpu", "0"}}) +
+      *after.value("gpushare_gpu_memory_allocated", {{"node", "n1"}, {"gpu", "1"}});
   EXPECT_EQ(on_gpus, 5);
   EXPECT_EQ(after.value("gpushare_pods"), 1);
 }
@@ -451,8 +542,116 @@ TEST(Metrics, LeaderElectionSeriesOnceSet) {
     EXPECT_EQ(f->type, type_value.first) << name;
     EXPECT_EQ(e.value(name, Labels{}), type_value.second) << name;
   }
-  metrics.set_leader_election({.leader = false, .acquisitions = 2, .lost = 2, .failed_attempts = 9});
+  metrics.set_leader_election(
+      {.leader = false, .acquisitions = 2, .lost = 2, .failed_attempts = 9});
   EXPECT_EQ(parse_exposition(metrics.render()).value("gpushare_leader", Labels{}), 0);
+}
+
+TEST(Metrics, EveryDocumentedFamilyIsRenderedWithItsTypeAndLabels) {
+  extender::Metrics metrics;
+  metrics.observe_request("filter", 200, 0.0002);
+  metrics.count_filter_rejection("no_gpus");
+  metrics.count_bind("success");
+  metrics.count_watch_restart("pods");
+  metrics.count_relist("nodes");
+  metrics.count_reservation_end(core::ReservationOutcome::kConfirmed, "watch");
+  metrics.set_sync_failing("pods", 3);
+  metrics.set_leader_election({.leader = true, .acquisitions = 1, .lost = 0, .failed_attempts = 0});
+  metrics.set_config_warnings({{"unknown_key", 1}, {"bad_value", 0}});
+  extender::ModelGauges gauges;
+  gauges.nodes.push_back(
+      {.name = "n1", .capacity = 16, .allocated = 4, .gpus = {{0, 16, 4, true}}});
+  const Exposition e = parse_exposition(metrics.render(&gauges));
+  for (const auto& error : e.errors) ADD_FAILURE() << error;
+  expect_documented(e, /*conditional_optional=*/false);
+  // And the other way round: nothing rendered that operators were not told about.
+  std::set<std::string> names;
+  for (const auto& metric : documented_metrics()) names.insert(metric.name);
+  for (const auto& [name, family] : e.families)
+    EXPECT_TRUE(names.contains(name)) << name << " is not documented";
+  EXPECT_EQ(e.value("gpushare_sync_failing_seconds", {{"resource", "pods"}}), 3);
+  EXPECT_EQ(e.value("gpushare_reservations_ended_total",
+                    {{"outcome", "confirmed"}, {"evidence", "watch"}}),
+            1);
+  EXPECT_EQ(
+      e.value("gpushare_reservations_ended_total", {{"outcome", "released"}, {"evidence", "list"}}),
+      0);
+  EXPECT_EQ(e.value("gpushare_config_warnings", {{"kind", "unknown_key"}}), 1);
+  // A kind no longer reported loses its series.
+  metrics.set_config_warnings({{"bad_value", 2}});
+  const Exposition after = parse_exposition(metrics.render());
+  EXPECT_FALSE(after.value("gpushare_config_warnings", {{"kind", "unknown_key"}}).has_value());
+  EXPECT_EQ(after.value("gpushare_config_warnings", {{"kind", "bad_value"}}), 2);
+}
+
+TEST(Metrics, ModelSeriesOfARemovedNodeDisappear) {
+  extender::Metrics metrics;
+  extender::ModelGauges gauges;
+  gauges.nodes.push_back({.name = "a", .capacity = 8, .gpus = {{0, 8, 0, true}}});
+  gauges.nodes.push_back({.name = "b", .capacity = 8, .gpus = {{0, 8, 0, true}}});
+  EXPECT_TRUE(parse_exposition(metrics.render(&gauges))
+                  .value("gpushare_gpu_memory_capacity", {{"node", "b"}, {"gpu", "0"}}));
+  gauges.nodes.pop_back();
+  const Exposition e = parse_exposition(metrics.render(&gauges));
+  EXPECT_FALSE(e.value("gpushare_gpu_memory_capacity", {{"node", "b"}, {"gpu", "0"}}).has_value());
+  EXPECT_FALSE(e.value("gpushare_node_gpu_memory_capacity", {{"node", "b"}}).has_value());
+  EXPECT_EQ(e.value("gpushare_nodes"), 1);
+}
+
+TEST(Metrics, BucketBoundariesAreTheDocumentedOnes) {
+  // Dashboards and alerts select `le` by its text; these are what the exposition writes.
+  extender::Metrics metrics;
+  metrics.observe_request("filter", 200, 0.0003);
+  const std::string text = metrics.render();
+  for (std::string_view le : {"0.0001", "0.00025", "0.0005", "0.001", "0.0025", "0.005", "0.01",
+                              "0.025", "0.05", "0.1", "0.25", "0.5", "1", "5", "+Inf"}) {
+    EXPECT_NE(text.find(fmt::format(
+                  "gpushare_request_duration_seconds_bucket{{verb=\"filter\",le=\"{}\"}}", le)),
+              std::string::npos)
+        << le;
+  }
+}
+
+TEST(Metrics, CountersAreSafeFromManyThreads) {
+  // Run under TSan: counters, lazily created series and scrapes at once.
+  extender::Metrics metrics;
+  std::vector<std::thread> threads;
+  for (int t = 0; t < 4; ++t) {
+    threads.emplace_back([&metrics, t] {
+      for (int i = 0; i < 500; ++i) {
+        metrics.observe_request(i % 2 ? "filter" : "bind", 200 + t, 0.001);
+        metrics.count_filter_rejection(t % 2 ? "no_gpus" : "misconfigured");
+        metrics.set_config_warnings({{"bad_value", static_cast<std::size_t>(i % 3)}});
+        if (i % 100 == 0) {
+          EXPECT_FALSE(metrics.render().empty());
+        }
+      }
+    });
+  }
+  for (auto& thread : threads) thread.join();
+  const Exposition e = parse_exposition(metrics.render());
+  double requests = 0;
+  for (const auto& sample : e.family("gpushare_requests_total")->samples) requests += sample.value;
+  EXPECT_EQ(requests, 2000);
+}
+
+TEST(Metrics, TextKeepsTheLabelOrderAndTheEmptyFamiliesOfBefore) {
+  // prometheus-cpp sorts label names and leaves out families without series; people and tests
+  // grep for the series as they were always written, and for the families of a fresh replica.
+  extender::Metrics metrics;
+  const std::string fresh = metrics.render();
+  EXPECT_NE(fresh.find("# TYPE gpushare_requests_total counter\n"), std::string::npos);
+  EXPECT_NE(fresh.find("# TYPE gpushare_request_duration_seconds histogram\n"), std::string::npos);
+  EXPECT_EQ(fresh.find("gpushare_sync_failing_seconds"), std::string::npos) << "live mode only";
+  metrics.observe_request("filter", 200, 0.001);
+  metrics.count_reservation_end(core::ReservationOutcome::kReleased, "watch");
+  const std::string text = metrics.render();
+  EXPECT_NE(text.find("gpushare_requests_total{verb=\"filter\",code=\"200\"} 1\n"),
+            std::string::npos);
+  EXPECT_NE(
+      text.find("gpushare_reservations_ended_total{outcome=\"released\",evidence=\"watch\"} 1\n"),
+      std::string::npos);
+  EXPECT_NE(text.find("gpushare_build_info{version=\""), std::string::npos);
 }
 
 TEST(Metrics, ParserRejectsMalformedText) {
