@@ -133,11 +133,13 @@ TEST_F(Bind, RealConflictsFromTheServer) {
 // Issue 13 item 2: a bind call without an answer is settled within the call by reading the pod
 // back, not by holding the memory until the watch (or a TTL) says.
 TEST_F(Bind, ABindWithoutAnAnswerThatLandedIsReadBackAndReportedBound) {
-  LiveExtender extender(fake, live_options([](LiveOptions& o) { o.bind_timeout = 300ms; }));
+  // The time-out leaves the fake server ample time to apply the binding first, even on a loaded
+  // machine: a time-out before the write lands is the other test's case.
+  LiveExtender extender(fake, live_options([](LiveOptions& o) { o.bind_timeout = 1000ms; }));
   ASSERT_TRUE(extender.wait_for_sync());
   const std::string uid = uid_of(fake, "p");
   // The server applies the binding, then hangs past our time-out.
-  fake.inject_fault(binding_fault(0, 1500ms, true));
+  fake.inject_fault(binding_fault(0, 2500ms, true));
   fake.hold_watch_events();
   const auto [code, reply] = extender.post(
       "bind", Json{{"PodName", "p"}, {"PodNamespace", "default"}, {"PodUID", uid}, {"Node", "n1"}});
@@ -154,11 +156,11 @@ TEST_F(Bind, ABindWithoutAnAnswerThatLandedIsReadBackAndReportedBound) {
 }
 
 TEST_F(Bind, ABindWithoutAnAnswerThatDidNotLandIsReleasedAtOnce) {
-  LiveExtender extender(fake, live_options([](LiveOptions& o) { o.bind_timeout = 200ms; }));
+  LiveExtender extender(fake, live_options([](LiveOptions& o) { o.bind_timeout = 500ms; }));
   ASSERT_TRUE(extender.wait_for_sync());
   const std::string uid = uid_of(fake, "p");
   // We time out; the server later answers 500 without binding: the bind never lands.
-  fake.inject_fault(binding_fault(500, 1000ms));
+  fake.inject_fault(binding_fault(500, 1500ms));
   const auto [code, reply] = extender.post(
       "bind", Json{{"PodName", "p"}, {"PodNamespace", "default"}, {"PodUID", uid}, {"Node", "n1"}});
   EXPECT_EQ(code, 500);
@@ -173,11 +175,11 @@ TEST_F(Bind, ABindWithoutAnAnswerThatDidNotLandIsReleasedAtOnce) {
 // When the read-back fails too, the reservation stays (the bind may have landed) and the pod
 // is read back again until the API server answers; a retry of the pod waits for the truth.
 TEST_F(Bind, AnUnresolvedReservationIsHeldUntilThePodCanBeReadBack) {
-  LiveExtender extender(fake, live_options([](LiveOptions& o) { o.bind_timeout = 200ms; }));
+  LiveExtender extender(fake, live_options([](LiveOptions& o) { o.bind_timeout = 1000ms; }));
   ASSERT_TRUE(extender.wait_for_sync());
   const std::string uid = uid_of(fake, "p");
   fake.hold_watch_events();
-  fake.inject_fault(binding_fault(0, 1000ms, true));  // lands, answers too late
+  fake.inject_fault(binding_fault(0, 2500ms, true));  // lands, answers too late
   RequestFault get_fails;
   get_fails.verb = Verb::Get;
   get_fails.resource = Resource::Pods;
