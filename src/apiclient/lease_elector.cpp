@@ -1,23 +1,19 @@
-#include "gpushare/sync/leader_election.h"
+#include "gpushare/apiclient/lease_elector.h"
 
+#include <fmt/format.h>
+#include <spdlog/spdlog.h>
 #include <unistd.h>
 
 #include <algorithm>
-#include <charconv>
 #include <ctime>
 #include <random>
 #include <stdexcept>
 
-#include <fmt/format.h>
-#include <spdlog/spdlog.h>
-
 #include "gpushare/apiclient/query.h"
-#include "gpushare/kube/pod_info.h"
 
-namespace gpushare::sync {
+namespace gpushare::apiclient {
 
 using Clock = std::chrono::steady_clock;
-using apiclient::Json;
 using namespace std::chrono_literals;
 
 namespace {
@@ -25,21 +21,25 @@ namespace {
 // metav1.MicroTime: RFC 3339 with microseconds, UTC.
 std::string micro_time_now() {
   const auto now = std::chrono::system_clock::now();
-  const auto micros = std::chrono::duration_cast<std::chrono::microseconds>(now.time_since_epoch()).count();
+  const auto micros =
+      std::chrono::duration_cast<std::chrono::microseconds>(now.time_since_epoch()).count();
   const std::time_t seconds = static_cast<std::time_t>(micros / 1'000'000);
   std::tm utc{};
   gmtime_r(&seconds, &utc);
-  return fmt::format("{:04}-{:02}-{:02}T{:02}:{:02}:{:02}.{:06}Z", utc.tm_year + 1900, utc.tm_mon + 1,
-                     utc.tm_mday, utc.tm_hour, utc.tm_min, utc.tm_sec, micros % 1'000'000);
+  return fmt::format("{:04}-{:02}-{:02}T{:02}:{:02}:{:02}.{:06}Z", utc.tm_year + 1900,
+                     utc.tm_mon + 1, utc.tm_mday, utc.tm_hour, utc.tm_min, utc.tm_sec,
+                     micros % 1'000'000);
 }
 
 std::string string_field(const Json& object, const char* key) {
-  if (auto it = object.find(key); it != object.end() && it->is_string()) return it->get<std::string>();
+  if (auto it = object.find(key); it != object.end() && it->is_string())
+    return it->get<std::string>();
   return {};
 }
 
 int int_field(const Json& object, const char* key) {
-  if (auto it = object.find(key); it != object.end() && it->is_number_integer()) return it->get<int>();
+  if (auto it = object.find(key); it != object.end() && it->is_number_integer())
+    return it->get<int>();
   return 0;
 }
 
@@ -47,57 +47,50 @@ std::chrono::milliseconds ms(Clock::duration duration) {
   return std::chrono::duration_cast<std::chrono::milliseconds>(duration);
 }
 
-// Compares two resourceVersions as numbers (what etcd-backed servers and the fake issue); false
-// if either is not a number.
-bool rv_at_least(const std::string& have, const std::string& want) {
-  std::uint64_t a = 0, b = 0;
-  auto [pa, ea] = std::from_chars(have.data(), have.data() + have.size(), a);
-  auto [pb, eb] = std::from_chars(want.data(), want.data() + want.size(), b);
-  if (ea != std::errc() || eb != std::errc() || pa != have.data() + have.size() ||
-      pb != want.data() + want.size() || have.empty() || want.empty()) {
-    return false;
-  }
-  return a >= b;
-}
-
 }  // namespace
 
 std::string validate(const LeaderElectionConfig& config) {
-  if (config.lease_namespace.empty() || config.lease_name.empty()) return "the lease namespace and name must not be empty";
-  if (config.lease_duration < 1s) return "the lease duration must be at least 1s (the Lease holds whole seconds)";
-  if (config.lease_duration <= config.renew_deadline) return "the lease duration must be greater than the renew deadline";
+  if (config.lease_namespace.empty() || config.lease_name.empty())
+    return "the lease namespace and name must not be empty";
+  if (config.lease_duration < 1s)
+    return "the lease duration must be at least 1s (the Lease holds whole seconds)";
+  if (config.lease_duration <= config.renew_deadline)
+    return "the lease duration must be greater than the renew deadline";
   if (config.retry_period <= 0ms) return "the retry period must be positive";
   // client-go: renewDeadline > JitterFactor (1.2) * retryPeriod.
-  if (config.renew_deadline * 10 <= config.retry_period * 12) return "the renew deadline must be greater than 1.2 x the retry period";
+  if (config.renew_deadline * 10 <= config.retry_period * 12)
+    return "the renew deadline must be greater than 1.2 x the retry period";
   return {};
 }
 
 std::string default_leader_identity() {
   char host[256] = {};
-  if (gethostname(host, sizeof(host) - 1) != 0 || host[0] == '\0') std::snprintf(host, sizeof(host), "gpushare");
+  if (gethostname(host, sizeof(host) - 1) != 0 || host[0] == '\0')
+    std::snprintf(host, sizeof(host), "gpushare");
   std::random_device device;
   std::uniform_int_distribution<std::uint64_t> digits;
   return fmt::format("{}_{:012x}", host, digits(device) & 0xffffffffffffULL);
 }
 
-// --- LeaderElector ---------------------------------------------------------------------------
-
-LeaderElector::LeaderElector(apiclient::ApiClient& client, LeaderElectionConfig config, Callbacks callbacks)
+LeaderElector::LeaderElector(ApiClient& client, LeaderElectionConfig config, Callbacks callbacks)
     : client_(client), config_(std::move(config)), callbacks_(std::move(callbacks)) {
   if (const std::string problem = validate(config_); !problem.empty()) {
     throw std::invalid_argument("leader election: " + problem);
   }
   if (config_.identity.empty()) config_.identity = default_leader_identity();
-  lease_seconds_ = static_cast<int>(std::chrono::duration_cast<std::chrono::seconds>(config_.lease_duration).count());
+  lease_seconds_ = static_cast<int>(
+      std::chrono::duration_cast<std::chrono::seconds>(config_.lease_duration).count());
 }
 
-LeaderElector::~LeaderElector() { stop(true); }
+LeaderElector::~LeaderElector() {
+  stop(true);
+}
 
 void LeaderElector::start() {
   std::lock_guard stop_lock(stop_mutex_);
   if (thread_.joinable()) return;
-  spdlog::info("leader election: campaigning for lease {}/{} as {}", config_.lease_namespace, config_.lease_name,
-               config_.identity);
+  spdlog::info("leader election: campaigning for lease {}/{} as {}", config_.lease_namespace,
+               config_.lease_name, config_.identity);
   thread_ = std::jthread([this](std::stop_token stop) { run(stop); });
 }
 
@@ -141,8 +134,8 @@ LeaderElector::Counters LeaderElector::counters() const {
 }
 
 std::string LeaderElector::lease_path(bool collection) const {
-  return apiclient::namespaced_path("/apis/coordination.k8s.io/v1", config_.lease_namespace, "leases",
-                                    collection ? std::string_view() : std::string_view(config_.lease_name));
+  return namespaced_path("/apis/coordination.k8s.io/v1", config_.lease_namespace, "leases",
+                         collection ? std::string_view() : std::string_view(config_.lease_name));
 }
 
 bool LeaderElector::wait(std::chrono::milliseconds duration, std::stop_token stop) {
@@ -161,8 +154,8 @@ void LeaderElector::set_observed(const Record& record, Time when) {
     observed_holder_ = record.holder;
   }
   if (changed) {
-    spdlog::info("leader election: lease {}/{} is held by {}", config_.lease_namespace, config_.lease_name,
-                 record.holder.empty() ? "nobody" : record.holder);
+    spdlog::info("leader election: lease {}/{} is held by {}", config_.lease_namespace,
+                 config_.lease_name, record.holder.empty() ? "nobody" : record.holder);
     if (callbacks_.on_new_leader) callbacks_.on_new_leader(record.holder);
   }
 }
@@ -174,16 +167,17 @@ bool LeaderElector::write(const Record& record, bool create, std::chrono::millis
                {"acquireTime", record.acquire_time},
                {"renewTime", record.renew_time},
                {"leaseTransitions", record.transitions}};
-  apiclient::RequestOptions options;
+  RequestOptions options;
   options.retry = false;  // our own loop retries, within the renew deadline
   options.timeout = std::max(timeout, 1ms);
   options.stop = stop;
-  apiclient::Result<Json> result = [&]() -> apiclient::Result<Json> {
+  Result<Json> result = [&]() -> Result<Json> {
     if (create) {
-      Json lease = {{"apiVersion", "coordination.k8s.io/v1"},
-                    {"kind", "Lease"},
-                    {"metadata", {{"name", config_.lease_name}, {"namespace", config_.lease_namespace}}},
-                    {"spec", spec}};
+      Json lease = {
+          {"apiVersion", "coordination.k8s.io/v1"},
+          {"kind", "Lease"},
+          {"metadata", {{"name", config_.lease_name}, {"namespace", config_.lease_namespace}}},
+          {"spec", spec}};
       return client_.post(lease_path(true), lease, options);
     }
     Json lease = lease_;  // carries metadata.resourceVersion: a stale one gets 409
@@ -191,13 +185,14 @@ bool LeaderElector::write(const Record& record, bool create, std::chrono::millis
     return client_.put(lease_path(), lease, options);
   }();
   if (!result) {
-    SPDLOG_DEBUG("leader election: {} of lease failed: {}", create ? "create" : "update", result.error().describe());
+    SPDLOG_DEBUG("leader election: {} of lease failed: {}", create ? "create" : "update",
+                 result.error().describe());
     if (result.error().is_conflict() || result.error().is_already_exists()) {
-      spdlog::info("leader election: lost a race for lease {}/{}: {}", config_.lease_namespace, config_.lease_name,
-                   result.error().message);
+      spdlog::info("leader election: lost a race for lease {}/{}: {}", config_.lease_namespace,
+                   config_.lease_name, result.error().message);
     } else if (!result.error().is_stopped()) {
-      spdlog::warn("leader election: writing lease {}/{}: {}", config_.lease_namespace, config_.lease_name,
-                   result.error().describe());
+      spdlog::warn("leader election: writing lease {}/{}: {}", config_.lease_namespace,
+                   config_.lease_name, result.error().describe());
     }
     return false;
   }
@@ -205,8 +200,8 @@ bool LeaderElector::write(const Record& record, bool create, std::chrono::millis
   return true;
 }
 
-std::optional<LeaderElector::Time> LeaderElector::try_acquire_or_renew(std::chrono::milliseconds timeout,
-                                                                         std::stop_token stop) {
+std::optional<LeaderElector::Time> LeaderElector::try_acquire_or_renew(
+    std::chrono::milliseconds timeout, std::stop_token stop) {
   const Time now = Clock::now();
   const std::string stamp = micro_time_now();
   Record desired{config_.identity, lease_seconds_, stamp, stamp, 0};
@@ -227,7 +222,7 @@ std::optional<LeaderElector::Time> LeaderElector::try_acquire_or_renew(std::chro
   }
 
   // 2. Read the lease, or create it.
-  apiclient::RequestOptions options;
+  RequestOptions options;
   options.retry = false;
   options.timeout = std::max(ms(timeout - (Clock::now() - now)), 1ms);
   options.stop = stop;
@@ -235,8 +230,8 @@ std::optional<LeaderElector::Time> LeaderElector::try_acquire_or_renew(std::chro
   if (!got) {
     if (!got.error().is_not_found()) {
       if (!got.error().is_stopped()) {
-        spdlog::warn("leader election: reading lease {}/{}: {}", config_.lease_namespace, config_.lease_name,
-                     got.error().describe());
+        spdlog::warn("leader election: reading lease {}/{}: {}", config_.lease_namespace,
+                     config_.lease_name, got.error().describe());
       }
       return std::nullopt;
     }
@@ -249,9 +244,11 @@ std::optional<LeaderElector::Time> LeaderElector::try_acquire_or_renew(std::chro
   const Json empty = Json::object();
   const Json& spec = lease_.contains("spec") && lease_["spec"].is_object() ? lease_["spec"] : empty;
   Record current{string_field(spec, "holderIdentity"), int_field(spec, "leaseDurationSeconds"),
-                 string_field(spec, "acquireTime"), string_field(spec, "renewTime"), int_field(spec, "leaseTransitions")};
+                 string_field(spec, "acquireTime"), string_field(spec, "renewTime"),
+                 int_field(spec, "leaseTransitions")};
   // 3. Expiry is measured from when *we* saw the record change, never from its timestamps.
-  const bool changed = current.holder != observed_.holder || current.renew_time != observed_.renew_time ||
+  const bool changed = current.holder != observed_.holder ||
+                       current.renew_time != observed_.renew_time ||
                        current.acquire_time != observed_.acquire_time ||
                        current.transitions != observed_.transitions ||
                        current.lease_duration_seconds != observed_.lease_duration_seconds;
@@ -279,8 +276,8 @@ void LeaderElector::become_leader(Time sent) {
     valid_until_ = sent + std::chrono::seconds(lease_seconds_);
     ++counters_.acquisitions;
   }
-  spdlog::info("leader election: {} became the leader of {}/{}", config_.identity, config_.lease_namespace,
-               config_.lease_name);
+  spdlog::info("leader election: {} became the leader of {}/{}", config_.identity,
+               config_.lease_namespace, config_.lease_name);
   if (callbacks_.on_started_leading) callbacks_.on_started_leading();
 }
 
@@ -308,7 +305,8 @@ void LeaderElector::release() {
     set_observed(released, Clock::now());
     std::lock_guard lock(mutex_);
     ++counters_.releases;
-    spdlog::info("leader election: released lease {}/{}", config_.lease_namespace, config_.lease_name);
+    spdlog::info("leader election: released lease {}/{}", config_.lease_namespace,
+                 config_.lease_name);
   } else {
     spdlog::warn("leader election: could not release lease {}/{}; followers wait for it to expire",
                  config_.lease_namespace, config_.lease_name);
@@ -335,13 +333,15 @@ void LeaderElector::run(std::stop_token stop) {
       }
       count_failure();
       const double jitter = std::uniform_real_distribution<double>(0.0, 1.2)(random);
-      auto pause = ms(config_.retry_period + std::chrono::duration_cast<Clock::duration>(config_.retry_period * jitter));
+      auto pause = ms(config_.retry_period +
+                      std::chrono::duration_cast<Clock::duration>(config_.retry_period * jitter));
       // If the holder's lease (as we observed it) runs out before the next jittered attempt, try
       // right then instead: the same acquisition rule as client-go, without waiting up to 2.2
       // retry periods past the expiry. No extra calls while the holder keeps renewing, since each
       // attempt then sees a new renewTime and pushes the expiry a lease duration ahead.
       if (!observed_.holder.empty() && observed_.holder != config_.identity) {
-        const Time expiry = observed_time_ + std::chrono::seconds(observed_.lease_duration_seconds) + 5ms;
+        const Time expiry =
+            observed_time_ + std::chrono::seconds(observed_.lease_duration_seconds) + 5ms;
         const auto until_expiry = ms(expiry - Clock::now());
         if (until_expiry > 0ms && until_expiry < pause) pause = until_expiry;
       }
@@ -362,7 +362,8 @@ void LeaderElector::run(std::stop_token stop) {
       }
       count_failure();
       if (!observed_.holder.empty() && observed_.holder != config_.identity) break;  // taken over
-      if (!wait(std::min(config_.retry_period, std::max(ms(deadline - Clock::now()), 0ms)), stop)) break;
+      if (!wait(std::min(config_.retry_period, std::max(ms(deadline - Clock::now()), 0ms)), stop))
+        break;
     }
     if (stop.stop_requested()) break;
     if (!renewed_in_time) {
@@ -383,187 +384,8 @@ void LeaderElector::run(std::stop_token stop) {
     release_now = release_on_stop_ && leader_ && Clock::now() < valid_until_;
   }
   if (release_now) release();
-  if (leading) step_down(release_now ? "stopping (lease released)" : "stopping (lease left to expire)");
+  if (leading)
+    step_down(release_now ? "stopping (lease released)" : "stopping (lease left to expire)");
 }
 
-// --- LeaderGate ------------------------------------------------------------------------------
-
-LeaderGate::LeaderGate(apiclient::ApiClient& client, const ClusterSync& sync, const extender::ModelStore& store,
-                       LeaderElectionConfig config, LeaderGateOptions options)
-    : client_(client),
-      sync_(sync),
-      store_(store),
-      options_(options),
-      bind_margin_(options.bind_margin.value_or(std::min<std::chrono::milliseconds>(500ms, config.lease_duration / 10))),
-      elector_(client, std::move(config),
-               LeaderElector::Callbacks{[this] { wake(); }, [this] { wake(); }, nullptr}) {}
-
-LeaderGate::~LeaderGate() { stop(true); }
-
-void LeaderGate::wake() {
-  {
-    std::lock_guard lock(mutex_);
-    ++wakeups_;
-  }
-  wake_.notify_all();
-}
-
-void LeaderGate::start() {
-  std::lock_guard stop_lock(stop_mutex_);
-  if (catch_up_thread_.joinable()) return;
-  catch_up_thread_ = std::jthread([this](std::stop_token stop) { run_catch_up(stop); });
-  elector_.start();
-}
-
-void LeaderGate::stop(bool release) {
-  std::lock_guard stop_lock(stop_mutex_);
-  // The elector first: it must stop leading before anything else lets go.
-  elector_.stop(release);
-  if (catch_up_thread_.joinable()) {
-    catch_up_thread_.request_stop();
-    wake_.notify_all();
-    catch_up_thread_.join();
-  }
-}
-
-std::string LeaderGate::not_ready_reason() const {
-  const auto term = elector_.leadership_term();
-  if (!term) {
-    const std::string holder = elector_.observed_leader();
-    return holder.empty() || holder == elector_.identity()
-               ? std::string("not the leader (no leader yet)")
-               : fmt::format("not the leader (the leader is {})", holder);
-  }
-  std::lock_guard lock(mutex_);
-  if (caught_up_term_ != *term) return "new leader, catching up with the binds of the previous one";
-  return {};
-}
-
-std::optional<std::chrono::milliseconds> LeaderGate::bind_budget() const {
-  const auto until = elector_.leadership_valid_until();
-  if (!until) return std::nullopt;
-  const auto left = ms(*until - Clock::now()) - bind_margin_;
-  if (left < bind_margin_) return std::nullopt;
-  return left;
-}
-
-void LeaderGate::run_catch_up(std::stop_token stop) {
-  while (!stop.stop_requested()) {
-    std::optional<std::uint64_t> term;
-    {
-      std::unique_lock lock(mutex_);
-      term = elector_.leadership_term();
-      if (!term || caught_up_term_ == *term) {
-        // Woken by leadership changes; also polls, since a term can end without a callback.
-        const std::uint64_t seen = wakeups_;
-        wake_.wait_for(lock, stop, 200ms, [&] { return wakeups_ != seen; });
-        continue;
-      }
-    }
-    const auto started = Clock::now();
-    if (catch_up(*term, stop)) {
-      std::lock_guard lock(mutex_);
-      if (current(*term)) {
-        caught_up_term_ = *term;
-        ++catch_ups_;
-        spdlog::info("leader election: caught up in {} ms; answering binds", ms(Clock::now() - started).count());
-      }
-    }
-  }
-}
-
-bool LeaderGate::catch_up(std::uint64_t term, std::stop_token stop) {
-  // 1. The model must have had its first full lists.
-  while (!sync_.synced()) {
-    if (stop.stop_requested() || !current(term)) return false;
-    std::this_thread::sleep_for(20ms);
-  }
-  // 2. Every pod bound right now that holds GPU memory, by a consistent (quorum) read, paged.
-  // Pods holding only CPU and memory are in the model too, but a bind cannot double-book them
-  // (filter and bind judge GPUs only), so the new leader does not wait for them.
-  std::vector<std::pair<std::string, std::string>> bound;  // uid, node
-  std::string list_rv;
-  std::string token;
-  do {
-    apiclient::RequestOptions options;
-    options.query = {{"fieldSelector", "spec.nodeName!="}, {"limit", "500"}};
-    if (!token.empty()) options.query.emplace_back("continue", token);
-    options.timeout = elector_.config().renew_deadline;
-    options.stop = stop;
-    auto page = client_.get("/api/v1/pods", options);
-    if (!page) {
-      if (!page.error().is_stopped()) spdlog::warn("leader election: listing bound pods: {}", page.error().describe());
-      std::this_thread::sleep_for(std::min<std::chrono::milliseconds>(elector_.config().retry_period, 500ms));
-      return false;
-    }
-    const Json& body = page.value();
-    if (list_rv.empty()) list_rv = body.value(Json::json_pointer("/metadata/resourceVersion"), std::string());
-    token = body.value(Json::json_pointer("/metadata/continue"), std::string());
-    if (auto items = body.find("items"); items != body.end() && items->is_array()) {
-      for (const Json& item : *items) {
-        try {
-          const kube::PodInfo pod = kube::parse_pod(item, sync_.names());
-          if (auto allocation = kube::allocation_of(pod); allocation && allocation->holds_gpu()) {
-            bound.emplace_back(pod.uid, allocation->node);
-          }
-        } catch (const std::exception&) {
-          // The sync ignores it too (and counts it); it holds nothing in either model.
-        }
-      }
-    }
-  } while (!token.empty());
-
-  // 3. Wait until the model holds them all, or has seen the pod stream past the list.
-  const auto deadline = Clock::now() + options_.catch_up_poll_limit;
-  std::size_t missing = bound.size();
-  while (!stop.stop_requested() && current(term)) {
-    missing = store_.read([&](const core::ClusterModel& model, const core::PlacementPolicy&) {
-      std::size_t count = 0;
-      for (const auto& [uid, node] : bound) {
-        const core::PodAllocation* held = model.find_pod(uid);
-        if (held == nullptr || held->node != node) ++count;
-      }
-      return count;
-    });
-    if (missing == 0 || rv_at_least(sync_.pods_resource_version(), list_rv)) {
-      spdlog::info("leader election: the model holds all {} bound GPU pods (list at resourceVersion {})",
-                   bound.size(), list_rv);
-      return true;
-    }
-    if (Clock::now() >= deadline) break;
-    std::this_thread::sleep_for(10ms);
-  }
-  if (!stop.stop_requested() && current(term)) {
-    spdlog::warn("leader election: the model still lacks {} of {} bound GPU pods; listing again", missing,
-                 bound.size());
-  }
-  return false;
-}
-
-// --- LeaderBinder ----------------------------------------------------------------------------
-
-LeaderBinder::LeaderBinder(ApiPodBinder& inner, const LeaderGate& gate, std::chrono::milliseconds bind_timeout)
-    : inner_(inner), gate_(gate), bind_timeout_(bind_timeout) {}
-
-extender::BindOutcome LeaderBinder::bind(const kube::PodInfo& pod, std::string_view node,
-                                         const std::map<std::string, std::string>& annotations) {
-  std::string reason = gate_.not_ready_reason();
-  std::optional<std::chrono::milliseconds> budget;
-  if (reason.empty()) {
-    budget = gate_.bind_budget();
-    if (!budget) reason = "the leader's lease is about to expire";
-  }
-  if (!reason.empty()) {
-    ++refused_;
-    return {false, fmt::format("this gpushare-extender replica does not bind: {}; kube-scheduler will retry", reason),
-            false};
-  }
-  return inner_.bind_within(pod, node, annotations, std::min(bind_timeout_, *budget));
-}
-
-extender::Metrics::LeaderElection leader_election_metrics(const LeaderElector& elector) {
-  const LeaderElector::Counters counters = elector.counters();
-  return {elector.is_leader(), counters.acquisitions, counters.lost, counters.failed_attempts};
-}
-
-}  // namespace gpushare::sync
+}  // namespace gpushare::apiclient

@@ -1,43 +1,27 @@
 #pragma once
 // High availability: leader election on a coordination.k8s.io/v1 Lease, as client-go's
-// leaderelection package does it (kube-scheduler's --leader-elect flags), and the gate that lets
-// only a caught-up leader bind.
+// leaderelection package does it (kube-scheduler's --leader-elect flags). What a scheduler
+// extender adds on top (binding only once caught up) is sync::LeaderGate.
 //
 // LeaderElector campaigns for the Lease: it acquires it when it is free, expired (no renewal
 // observed for leaseDurationSeconds, measured on our own monotonic clock, so clocks need not
 // agree) or already ours, and renews it every retry period with optimistic concurrency (the
 // Lease's resourceVersion). If no renewal succeeds for the renew deadline it steps down. On
 // stop it gives the Lease up (holder "") so a follower takes over at its next retry.
-//
-// LeaderGate adds what a scheduler extender needs on top:
-//  * binds are answered only by the leader, and only once it has caught up: a new leader first
-//    lists the bound pods (a consistent read) and waits until its model holds every one of them,
-//    so it never chooses a GPU without seeing the old leader's binds;
-//  * a bind's API call never outlives the Lease: its time-out is cut to what is left of our
-//    lease (renewal sent + lease duration, minus a margin), so once a follower may take over,
-//    no write of ours can still be in flight from an earlier decision (up to the API server's
-//    own handling of a request whose client gave up, which no Kubernetes client can fence);
-//  * readiness (/readyz) is "the caught-up leader", so the Service routes to it.
 
 #include <atomic>
 #include <chrono>
 #include <condition_variable>
 #include <cstdint>
 #include <functional>
-#include <map>
 #include <mutex>
 #include <optional>
 #include <string>
 #include <thread>
 
 #include "gpushare/apiclient/api_client.h"
-#include "gpushare/extender/metrics.h"
-#include "gpushare/extender/model_store.h"
-#include "gpushare/extender/pod_binder.h"
-#include "gpushare/sync/api_pod_binder.h"
-#include "gpushare/sync/cluster_sync.h"
 
-namespace gpushare::sync {
+namespace gpushare::apiclient {
 
 struct LeaderElectionConfig {
   std::string lease_namespace = "kube-system";
@@ -57,10 +41,6 @@ std::string validate(const LeaderElectionConfig& config);
 // hostname + "_" + a random suffix, as kube-scheduler does.
 std::string default_leader_identity();
 
-class LeaderElector;
-// The elector's state as /metrics reports it.
-extender::Metrics::LeaderElection leader_election_metrics(const LeaderElector& elector);
-
 class LeaderElector {
  public:
   // Called on the elector's thread; must return quickly.
@@ -70,15 +50,15 @@ class LeaderElector {
     std::function<void(const std::string& holder)> on_new_leader;  // any change of holder
   };
   struct Counters {
-    std::uint64_t acquisitions = 0;  // times we became leader
-    std::uint64_t renewals = 0;      // successful renewals while leader
+    std::uint64_t acquisitions = 0;     // times we became leader
+    std::uint64_t renewals = 0;         // successful renewals while leader
     std::uint64_t failed_attempts = 0;  // acquire/renew attempts that did not succeed
-    std::uint64_t lost = 0;          // step-downs because the renew deadline passed
-    std::uint64_t releases = 0;      // leases given up on stop
+    std::uint64_t lost = 0;             // step-downs because the renew deadline passed
+    std::uint64_t releases = 0;         // leases given up on stop
   };
 
   // Throws std::invalid_argument if validate(config) fails. `client` must outlive this.
-  LeaderElector(apiclient::ApiClient& client, LeaderElectionConfig config, Callbacks callbacks = {});
+  LeaderElector(ApiClient& client, LeaderElectionConfig config, Callbacks callbacks = {});
   ~LeaderElector();  // stop()
   LeaderElector(const LeaderElector&) = delete;
   LeaderElector& operator=(const LeaderElector&) = delete;
@@ -117,7 +97,8 @@ class LeaderElector {
   // bounds each API call.
   std::optional<Time> try_acquire_or_renew(std::chrono::milliseconds timeout, std::stop_token stop);
   void release();
-  bool write(const Record& record, bool create, std::chrono::milliseconds timeout, std::stop_token stop);
+  bool write(const Record& record, bool create, std::chrono::milliseconds timeout,
+             std::stop_token stop);
   void set_observed(const Record& record, Time when);
   void become_leader(Time sent);
   void renewed(Time sent);
@@ -125,7 +106,7 @@ class LeaderElector {
   bool wait(std::chrono::milliseconds duration, std::stop_token stop);
   std::string lease_path(bool collection = false) const;
 
-  apiclient::ApiClient& client_;
+  ApiClient& client_;
   LeaderElectionConfig config_;
   Callbacks callbacks_;
   int lease_seconds_ = 0;
@@ -146,86 +127,4 @@ class LeaderElector {
   std::jthread thread_;
 };
 
-struct LeaderGateOptions {
-  // Kept between the end of a bind's API call and the lease's expiry (clock-rate differences,
-  // the follower's reaction time). Also the least time a bind is started with.
-  // Default: min(500 ms, lease duration / 10).
-  std::optional<std::chrono::milliseconds> bind_margin;
-  // A new leader waits this long for its model to show the bound pods it listed before it
-  // lists again.
-  std::chrono::milliseconds catch_up_poll_limit{5000};
-};
-
-class LeaderGate {
- public:
-  // `client`, `sync` and `store` must outlive the gate. Pods are parsed with sync.names().
-  LeaderGate(apiclient::ApiClient& client, const ClusterSync& sync, const extender::ModelStore& store,
-             LeaderElectionConfig config, LeaderGateOptions options = {});
-  ~LeaderGate();
-  LeaderGate(const LeaderGate&) = delete;
-  LeaderGate& operator=(const LeaderGate&) = delete;
-
-  void start();
-  // See LeaderElector::stop. Call after the HTTP server has stopped and binds in flight ended.
-  void stop(bool release = true);
-  void abandon() { stop(false); }
-
-  // "" when this instance may bind (leader, caught up); else why not, for /readyz and bind.
-  std::string not_ready_reason() const;
-  bool ready() const { return not_ready_reason().empty(); }
-  // How long a bind started now may take; nullopt if a bind must not start.
-  std::optional<std::chrono::milliseconds> bind_budget() const;
-
-  LeaderElector& elector() { return elector_; }
-  const LeaderElector& elector() const { return elector_; }
-  std::uint64_t catch_ups() const { return catch_ups_.load(); }
-
- private:
-  void run_catch_up(std::stop_token stop);
-  // Lists the bound pods and waits for the model to hold them; true when caught up.
-  bool catch_up(std::uint64_t term, std::stop_token stop);
-  bool current(std::uint64_t term) const { return elector_.leadership_term() == term; }
-  void wake();
-
-  apiclient::ApiClient& client_;
-  const ClusterSync& sync_;
-  const extender::ModelStore& store_;
-  LeaderGateOptions options_;
-  std::chrono::milliseconds bind_margin_;
-
-  mutable std::mutex mutex_;
-  std::condition_variable_any wake_;
-  std::uint64_t caught_up_term_ = 0;  // the leadership term we caught up in (0 = none)
-  std::uint64_t wakeups_ = 0;
-  std::atomic<std::uint64_t> catch_ups_{0};
-  std::mutex stop_mutex_;  // serializes start/stop
-  LeaderElector elector_;
-  std::jthread catch_up_thread_;
-};
-
-// The binder in HA mode: refuses unless the gate says this instance is the caught-up leader,
-// and bounds each bind's API call by what is left of the lease.
-class LeaderBinder final : public extender::PodBinder {
- public:
-  LeaderBinder(ApiPodBinder& inner, const LeaderGate& gate, std::chrono::milliseconds bind_timeout);
-
-  std::optional<kube::PodInfo> find_pod(std::string_view namespace_name, std::string_view name) override {
-    return inner_.find_pod(namespace_name, name);
-  }
-  extender::BindOutcome bind(const kube::PodInfo& pod, std::string_view node,
-                             const std::map<std::string, std::string>& annotations) override;
-  bool confirms_asynchronously() const override { return inner_.confirms_asynchronously(); }
-  // Reading is not binding: followers may read too (a retry is judged on the truth anywhere).
-  ReadBack read_back(std::string_view namespace_name, std::string_view name) override {
-    return inner_.read_back(namespace_name, name);
-  }
-  std::uint64_t refused() const { return refused_.load(); }
-
- private:
-  ApiPodBinder& inner_;
-  const LeaderGate& gate_;
-  std::chrono::milliseconds bind_timeout_;
-  std::atomic<std::uint64_t> refused_{0};
-};
-
-}  // namespace gpushare::sync
+}  // namespace gpushare::apiclient
