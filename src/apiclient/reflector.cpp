@@ -5,6 +5,8 @@
 
 #include <algorithm>
 
+#include "gpushare/apiclient/pager.h"
+
 #if defined(__GLIBC__)
 #include <malloc.h>
 #endif
@@ -122,66 +124,35 @@ void Reflector::run(std::stop_token stop) {
   spdlog::info("reflector {}: stopped", options_.name);
 }
 
-Result<Reflector::ListResult> Reflector::list_pages(const std::string& resource_version,
-                                                    bool paged, std::stop_token stop) {
-  ListResult out;
-  std::string continue_token;
-  handler_.on_list_begin();
-  for (bool first_page = true;; first_page = false) {
-    RequestOptions request;
-    request.stop = stop;
-    request.query = selector_query();
-    if (paged) request.query.emplace_back("limit", std::to_string(options_.page_size));
-    if (first_page) {
-      if (!resource_version.empty()) request.query.emplace_back("resourceVersion", resource_version);
-    } else {
-      // Later pages carry the token only: the server rejects a resourceVersion with continue.
-      request.query.emplace_back("continue", continue_token);
-    }
-
-    // Items go to the handler while the body arrives: a 50 000-pod list served in one piece
-    // (the watch cache ignores limit) is never held as one string or one JSON tree.
-    auto on_item = [&](Json&& item) {
-      if (!handler_.on_list_item(item)) out.items.push_back(std::move(item));
-    };
-    auto page = client_.list(options_.path, on_item, request);
-    if (!page.ok()) {
-      if (!first_page && page.error().is_expired()) {
-        // The continue token expired mid-list; like client-go's pager, list it all in one go.
-        {
-          std::lock_guard lock(state_mutex_);
-          ++counters_.expired;
-        }
-        spdlog::info("reflector {}: continue token expired; listing without paging",
-                     options_.name);
-        return list_pages(resource_version, /*paged=*/false, stop);
-      }
-      return page.error();
-    }
-
-    if (first_page) {
-      out.resource_version = page.value().resource_version;
-      if (out.resource_version.empty()) {
-        return decode_error("list response has no metadata.resourceVersion");
-      }
-    }
-    spdlog::debug("reflector {}: list page of {} items, {} bytes", options_.name,
-                  page.value().items, page.value().body_bytes);
-    const std::string next = page.value().continue_token;
-    if (next.empty() || !paged) break;
-    out.paginated = true;
-    continue_token = next;
-  }
-  return out;
-}
-
 Result<Reflector::ListResult> Reflector::list_all(const std::string& resource_version,
                                                   std::stop_token stop) {
   // client-go pages by 500 when listing from the cache start ("0") or consistently (""), and
   // lists a specific RV in one piece (the watch cache serves it) unless the server paged before.
   const bool paged = options_.page_size > 0 &&
                      (paginated_result_ || resource_version.empty() || resource_version == "0");
-  return list_pages(resource_version, paged, stop);
+  PagerOptions pager;
+  pager.query = selector_query();
+  pager.resource_version = resource_version;
+  pager.page_size = paged ? options_.page_size : 0;
+  pager.require_resource_version = true;
+  pager.stop = stop;
+  ListResult out;
+  auto on_begin = [&] {
+    out.items.clear();
+    handler_.on_list_begin();
+  };
+  auto on_item = [&](Json&& item) {
+    if (!handler_.on_list_item(item)) out.items.push_back(std::move(item));
+  };
+  auto listed = list_paged(client_, options_.path, pager, on_begin, on_item);
+  if (!listed.ok()) return listed.error();
+  if (listed.value().restarted_unpaged) {
+    std::lock_guard lock(state_mutex_);
+    ++counters_.expired;
+  }
+  out.resource_version = std::move(listed.value().resource_version);
+  out.paginated = listed.value().paginated;
+  return out;
 }
 
 bool Reflector::list_and_replace(std::stop_token stop) {

@@ -1,15 +1,16 @@
 #include "gpushare/extender/scheduling_service.h"
 
+#include <fmt/format.h>
+#include <spdlog/spdlog.h>
+
 #include <algorithm>
 #include <array>
 #include <optional>
 #include <string_view>
 #include <tuple>
 
-#include <fmt/format.h>
-#include <spdlog/spdlog.h>
-
 #include "gpushare/core/fit.h"
+#include "gpushare/core/preemption.h"
 #include "gpushare/extender/read_back.h"
 
 namespace gpushare::extender {
@@ -33,13 +34,6 @@ std::string_view status_label(core::FitStatus status) {
 
 constexpr std::string_view kUnknownNodeReason =
     "node is not known to the gpushare extender (not synced yet, or not a node of this cluster)";
-
-// A victim's hold on the node's GPU memory, as far as the model or the victim object tells.
-struct VictimHold {
-  std::string uid;
-  int gpu = -1;  // -1: held on the node without an index
-  core::Units amount = 0;
-};
 
 // The offered node names as views into the request, without copying them.
 std::vector<std::string_view> offered_views(const ExtenderArgs& args, std::vector<std::string>& storage) {
@@ -435,83 +429,21 @@ std::map<std::string, MetaVictims> SchedulingService::preempt(const PreemptionAr
     for (const auto& [node_name, offered] : args.victims) {
       const core::NodeState* node = model.find_node(node_name);
       if (node == nullptr) continue;
-      // A victim listed twice (same UID) is one pod: counted twice, its memory would be freed
-      // twice in the trials below and a node that cannot fit would be offered. First wins.
-      MetaVictims victims;
-      victims.num_pdb_violations = offered.num_pdb_violations;
-      std::set<std::string_view> seen;
+      // What each victim holds: the model knows best; else what its object says.
+      std::vector<core::PreemptionVictim> victims;
+      victims.reserve(offered.pod_uids.size());
       for (const auto& uid : offered.pod_uids) {
-        if (seen.insert(uid).second) victims.pod_uids.push_back(uid);
-      }
-      if (!demand.wants_gpu()) {
-        result[node_name] = std::move(victims);
-        continue;
-      }
-      // Split the victims into those holding GPU memory on this node and the rest, which
-      // kube-scheduler chose for other resources and which therefore stay victims.
-      MetaVictims chosen;
-      chosen.num_pdb_violations = victims.num_pdb_violations;
-      std::vector<VictimHold> holds;
-      for (const auto& uid : victims.pod_uids) {
-        std::optional<core::PodAllocation> allocation;
+        core::PreemptionVictim& victim =
+            victims.emplace_back(core::PreemptionVictim{uid, std::nullopt});
         if (const core::PodAllocation* known = model.find_pod(uid)) {
-          allocation = *known;
+          victim.allocation = *known;
         } else if (auto it = args.victim_pods.find(uid); it != args.victim_pods.end()) {
-          allocation = kube::allocation_of(it->second);
+          victim.allocation = kube::allocation_of(it->second);
         }
-        if (!allocation || allocation->node != node_name || allocation->total() == 0) {
-          chosen.pod_uids.push_back(uid);
-          continue;
-        }
-        holds.push_back({uid, allocation->gpus.empty() ? -1 : allocation->gpus.front(),
-                         allocation->per_gpu});
       }
-      // Fewest GPU victims that make one GPU fit: try each GPU, evicting its largest first.
-      std::optional<std::vector<std::string>> best;
-      core::Units best_evicted = 0;
-      auto consider = [&](int gpu) {
-        core::NodeState trial = *node;
-        std::vector<std::string> evicted;
-        core::Units evicted_amount = 0;
-        std::vector<const VictimHold*> on_gpu;
-        std::vector<const VictimHold*> unindexed;
-        for (const auto& hold : holds) {
-          if (hold.gpu == gpu && gpu >= 0) on_gpu.push_back(&hold);
-          if (hold.gpu < 0) unindexed.push_back(&hold);
-        }
-        auto by_amount = [](const VictimHold* a, const VictimHold* b) { return a->amount > b->amount; };
-        std::sort(on_gpu.begin(), on_gpu.end(), by_amount);
-        std::sort(unindexed.begin(), unindexed.end(), by_amount);
-        auto fits = [&] {
-          if (gpu < 0) return core::check_fit(trial, demand).fits();
-          const auto& state = trial.gpus()[static_cast<std::size_t>(gpu)];
-          return state.healthy && state.free() >= demand.per_gpu && trial.total_free() >= demand.per_gpu;
-        };
-        auto evict = [&](const VictimHold* hold) {
-          trial.remove_usage(hold->gpu, hold->amount);
-          evicted.push_back(hold->uid);
-          evicted_amount += hold->amount;
-        };
-        for (const VictimHold* hold : on_gpu) {
-          if (fits()) break;
-          evict(hold);
-        }
-        for (const VictimHold* hold : unindexed) {
-          if (fits()) break;
-          evict(hold);
-        }
-        if (!fits()) return;
-        if (!best || evicted.size() < best->size() ||
-            (evicted.size() == best->size() && evicted_amount < best_evicted)) {
-          best = std::move(evicted);
-          best_evicted = evicted_amount;
-        }
-      };
-      consider(-1);  // maybe no GPU victim is needed at all
-      for (int gpu = 0; gpu < node->gpu_count(); ++gpu) consider(gpu);
-      if (!best) continue;  // evicting every victim still leaves no single GPU that fits
-      chosen.pod_uids.insert(chosen.pod_uids.end(), best->begin(), best->end());
-      result[node_name] = std::move(chosen);
+      auto chosen = core::choose_victims(*node, demand, victims);
+      if (!chosen) continue;
+      result[node_name] = MetaVictims{std::move(*chosen), offered.num_pdb_violations};
     }
   });
   return result;

@@ -6,6 +6,7 @@
 #include <functional>
 #include <memory>
 #include <string>
+#include <string_view>
 #include <thread>
 
 #include "gpushare/core/placement_policy.h"
@@ -59,13 +60,13 @@ class ExtenderUnderTest {
   explicit ExtenderUnderTest(const Json& cluster, std::string policy = "binpack",
                              std::size_t max_request_bytes = 1 << 20, int http_threads = 0,
                              const std::function<void(extender::HttpServerOptions&)>& tweak = nullptr)
-      : ExtenderUnderTest(cluster, server_options(std::move(policy), max_request_bytes, http_threads, tweak)) {}
+      : ExtenderUnderTest(cluster, server_options(max_request_bytes, http_threads, tweak), "127.0.0.1",
+                          std::move(policy)) {}
   // Any server options (TLS, client access...), on `host` and a free port; port() is -1 if the
   // server could not bind (no such address here, a bad certificate).
   ExtenderUnderTest(const Json& cluster, extender::HttpServerOptions options,
-                    const std::string& host = "127.0.0.1")
-      : standalone_(cluster, kube::ResourceNames{}),
-        store_(core::make_policy(options.policy_name)) {
+                    const std::string& host = "127.0.0.1", std::string_view policy = "binpack")
+      : standalone_(cluster, kube::ResourceNames{}), store_(core::make_policy(policy)) {
     store_.write([&](core::ClusterModel& model, core::PlacementPolicy&) { standalone_.populate(model); });
     extender::ServiceConfig config;
     config.now_ns = [this] { return ++fake_clock_ns_; };
@@ -84,12 +85,11 @@ class ExtenderUnderTest {
   }
 
   static extender::HttpServerOptions server_options(
-      std::string policy = "binpack", std::size_t max_request_bytes = 1 << 20, int http_threads = 0,
+      std::size_t max_request_bytes = 1 << 20, int http_threads = 0,
       const std::function<void(extender::HttpServerOptions&)>& tweak = nullptr) {
     extender::HttpServerOptions options;
     options.max_request_bytes = max_request_bytes;
     options.threads = http_threads;
-    options.policy_name = std::move(policy);
     if (tweak) tweak(options);
     return options;
   }

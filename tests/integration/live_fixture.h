@@ -18,7 +18,8 @@
 #include "gpushare/extender/scheduling_service.h"
 #include "gpushare/sync/api_pod_binder.h"
 #include "gpushare/sync/cluster_sync.h"
-#include "gpushare/sync/leader_election.h"
+#include "gpushare/sync/leader_binder.h"
+#include "gpushare/sync/leader_gate.h"
 #include "support/eventually.h"
 #include "support/fake_apiserver.h"
 
@@ -70,7 +71,7 @@ struct LiveOptions {
   std::chrono::seconds sync_stale{30};  // --sync-stale-seconds
   std::filesystem::path kubeconfig;  // use this file instead of the fake's own kubeconfig
   // Set: run as one replica of an HA pair (--leader-elect).
-  std::optional<sync::LeaderElectionConfig> leader_election;
+  std::optional<apiclient::LeaderElectionConfig> leader_election;
   std::chrono::milliseconds shutdown_grace = 10s;
   kube::ResourceNames names;  // --resource-name and friends, as main hands them on
 };
@@ -82,8 +83,8 @@ inline constexpr std::chrono::milliseconds kTestLeaseDuration{3000};
 inline constexpr std::chrono::milliseconds kTestRenewDeadline{2000};
 inline constexpr std::chrono::milliseconds kTestRetryPeriod{250};
 
-inline sync::LeaderElectionConfig test_election(const std::string& identity) {
-  sync::LeaderElectionConfig config;
+inline apiclient::LeaderElectionConfig test_election(const std::string& identity) {
+  apiclient::LeaderElectionConfig config;
   config.identity = identity;
   config.lease_duration = kTestLeaseDuration;
   config.renew_deadline = kTestRenewDeadline;

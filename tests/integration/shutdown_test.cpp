@@ -75,7 +75,7 @@ TEST_F(Shutdown, TheWaitIsBounded) {
 }
 
 TEST_F(Shutdown, TheLeaderReleasesTheLeaseOnlyAfterItsBindsLanded) {
-  const sync::LeaderElectionConfig election = test_election("replica-a");
+  const apiclient::LeaderElectionConfig election = test_election("replica-a");
   LiveExtender extender(fake, live_options([&](LiveOptions& o) { o.leader_election = election; }));
   ASSERT_TRUE(extender.wait_for_sync());
   ASSERT_TRUE(eventually([&] { return extender.readyz() == 200; }));
@@ -93,7 +93,7 @@ TEST_F(Shutdown, TheLeaderReleasesTheLeaseOnlyAfterItsBindsLanded) {
 }
 
 TEST_F(Shutdown, ALeaderWhoseBindsDidNotFinishLeavesTheLeaseToExpire) {
-  const sync::LeaderElectionConfig election = test_election("replica-a");
+  const apiclient::LeaderElectionConfig election = test_election("replica-a");
   LiveExtender extender(fake, live_options([&](LiveOptions& o) {
     o.leader_election = election;
     o.shutdown_grace = 100ms;

@@ -226,8 +226,8 @@ TEST(PaperPolicies, AreRegisteredAndFgdPlusIsTheDefault) {
     ASSERT_TRUE(policy) << name;
     EXPECT_EQ(policy->name(), name);
   }
-  // The product spec keeps binpack "until benchmarks prove a better default": the deployed
-  // path did (docs/placement.md, "As deployed").
+  // binpack was the default until benchmarks proved a better one: the deployed path did
+  // (docs/placement.md, "As deployed").
   EXPECT_EQ(policy_names().front(), "fgd-plus");
   EXPECT_TRUE(make_policy("binpack"));
 }

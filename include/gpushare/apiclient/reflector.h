@@ -104,8 +104,6 @@ class Reflector {
   // Lists everything and calls on_replace; false on failure (already logged and counted).
   bool list_and_replace(std::stop_token stop);
   Result<ListResult> list_all(const std::string& resource_version, std::stop_token stop);
-  Result<ListResult> list_pages(const std::string& resource_version, bool paged,
-                                std::stop_token stop);
   Next watch_once(std::stop_token stop);
   bool back_off(std::stop_token stop);  // false if stopped while waiting
   std::chrono::seconds pick_watch_timeout();

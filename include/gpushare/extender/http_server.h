@@ -1,5 +1,5 @@
 #pragma once
-// The extender's HTTP(S) endpoint: routes of product-spec.md mapped onto SchedulingService.
+// The extender's HTTP(S) endpoint: routes (docs/operations.md, "Endpoints") mapped onto SchedulingService.
 
 #include <atomic>
 #include <chrono>
@@ -56,7 +56,6 @@ struct HttpServerOptions {
   std::string tls_private_key_file;
   // Who may call the scheduling verbs (client_access.h): --allowed-clients, --tls-client-ca.
   ClientAccessOptions access;
-  std::string policy_name;
   // Readiness: empty string = ready, else why not (first sync pending, not the leader...).
   std::function<std::string()> not_ready_reason = [] { return std::string(); };
   // Called on every /metrics scrape before rendering, to copy state kept elsewhere (leader

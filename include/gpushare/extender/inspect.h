@@ -1,42 +1,25 @@
 #pragma once
-// The /inspect JSON: the Go original's names (nodes, totalGPU, usedGPU, devs, pods) plus more.
+// The parts of the /inspect JSON that belong to the service: recent rejections and
+// configuration warnings. The model's part is gpushare/inspect/snapshot.h.
 
-#include <functional>
-#include <optional>
-#include <string>
-#include <string_view>
 #include <vector>
 
-#include "gpushare/core/cluster_model.h"
-#include "gpushare/core/placement_policy.h"
 #include "gpushare/extender/config_warnings.h"
 #include "gpushare/extender/rejection_log.h"
+#include "gpushare/inspect/snapshot.h"
 #include "gpushare/kube/json_access.h"
 
 namespace gpushare::extender {
 
-// Every node, sorted by name. `policy_state` is the policy's describe_state() (JSON or empty).
-kube::Json inspect_cluster(const core::ClusterModel& model, std::string_view policy_name,
-                           std::string_view policy_state);
-// One node in the same shape as an element of "nodes", or nullopt if unknown.
-std::optional<kube::Json> inspect_node(const core::ClusterModel& model, std::string_view node);
-// Adds "fragmentedGPU" to each node of an inspect_cluster() result and to the cluster, plus a
-// "fragmentation" object naming the measure: FGD's F(n) (core/fragmentation.h), the expected
-// idle GPU memory on the node that a pod of the target workload could not use. The workload is
-// the fgd policy's own target when that policy runs, else the built-in prior
-// (core::default_prior_workload). Call under the store's lock; costs one pass over the nodes.
-void add_fragmentation(kube::Json& cluster, const core::ClusterModel& model,
-                       const core::PlacementPolicy& policy);
-kube::Json rejections_json(const std::vector<Rejection>& rejections);
+// Named here too so that the HTTP server's routes read as before (http_server.cpp is being
+// reworked elsewhere; these keep that file untouched).
+using inspect::add_fragmentation;
+using inspect::add_pod_phases;
+using inspect::inspect_cluster;
+using inspect::inspect_node;
+using inspect::PodPhaseLookup;
 
-// A pod's status.phase as last seen (Pending, Running, ...), or nullopt when unknown. Takes the
-// pod's UID, namespace and name.
-using PodPhaseLookup = std::function<std::optional<std::string>(
-    std::string_view uid, std::string_view namespace_name, std::string_view name)>;
-// Adds "phase" to every pod entry of an inspect_cluster() / inspect_node() document (the model
-// keeps only what placement needs), so that viewers can tell bound pods that are not running
-// yet from running ones.
-void add_pod_phases(kube::Json& document, const PodPhaseLookup& phase_of);
+kube::Json rejections_json(const std::vector<Rejection>& rejections);
 // /inspect's "configWarnings": [{object, kind, key, value, message}].
 kube::Json config_warnings_json(const std::vector<ConfigWarning>& warnings);
 

@@ -1,6 +1,6 @@
 #pragma once
-// Command-line flags of gpushare-extender (product-spec.md), optionally from a YAML --config file
-// whose keys are the flag names without dashes; flags given on the command line win.
+// Command-line flags of gpushare-extender (docs/operations.md, "Flags"), optionally from a YAML
+// --config file whose keys are the flag names without dashes; flags given on the command line win.
 
 #include <chrono>
 #include <cstddef>

@@ -32,7 +32,7 @@ std::string inspect_url(std::string_view base, const std::optional<std::string>&
 kube::Json fetch_from_extender(const ExtenderSource& source, const std::optional<std::string>& node);
 
 // Builds the /inspect JSON from API objects with the extender's own model and accounting
-// (kube::parse_node, parse_pod, allocation_of, then extender::inspect_cluster), and adds each
+// (kube::parse_node, parse_pod, allocation_of, then inspect_cluster of snapshot.h), and adds each
 // pod's phase. Objects that do not parse are skipped with a line in `warnings`.
 kube::Json snapshot_from_objects(const std::vector<kube::Json>& nodes, const std::vector<kube::Json>& pods,
                                  const std::vector<kube::Json>& configmaps, const kube::ResourceNames& names,

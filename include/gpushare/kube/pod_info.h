@@ -62,7 +62,7 @@ struct PodInfo {
 PodInfo parse_pod(const Json& pod, const ResourceNames& names);
 
 // What a pod holds on its node, or nullopt if it holds nothing: not bound, or finished. GPU
-// memory as the product spec says ("What counts as used"): none (per_gpu 0, no GPU) for a pod
+// memory as docs/user-guide.md says ("What the annotations mean"): none (per_gpu 0, no GPU) for a pod
 // that requests none. CPU and memory for every pod, GPU or not, as kube-scheduler counts them.
 std::optional<core::PodAllocation> allocation_of(const PodInfo& pod);
 

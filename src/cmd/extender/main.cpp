@@ -27,7 +27,8 @@
 #include "gpushare/apiclient/config_resolution.h"
 #include "gpushare/sync/api_pod_binder.h"
 #include "gpushare/sync/cluster_sync.h"
-#include "gpushare/sync/leader_election.h"
+#include "gpushare/sync/leader_binder.h"
+#include "gpushare/sync/leader_gate.h"
 #endif
 
 namespace ext = gpushare::extender;
@@ -88,7 +89,6 @@ int serve(const ext::Options& options, ext::SchedulingService& service, ext::Mod
   http.tls_cert_file = options.tls_cert_file;
   http.tls_private_key_file = options.tls_private_key_file;
   http.access = {options.allowed_clients, options.tls_client_ca_file};
-  http.policy_name = options.policy;
   http.not_ready_reason = std::move(not_ready_reason);
   http.before_scrape = std::move(before_scrape);
   ext::HttpServer server(service, store, metrics, rejections, http);
@@ -195,7 +195,7 @@ int run_live(const ext::Options& options, ShutdownSignals& signals) {
   std::unique_ptr<gpushare::sync::LeaderGate> gate;
   std::unique_ptr<gpushare::sync::LeaderBinder> leader_binder;
   if (options.leader_elect) {
-    gpushare::sync::LeaderElectionConfig election;
+    gpushare::apiclient::LeaderElectionConfig election;
     election.lease_namespace = options.leader_elect_resource_namespace;
     election.lease_name = options.leader_elect_resource_name;
     election.lease_duration = options.leader_elect_lease_duration;

@@ -7,8 +7,9 @@
 #include <httplib.h>
 
 #include "gpushare/apiclient/api_client.h"
+#include "gpushare/apiclient/pager.h"
 #include "gpushare/core/cluster_model.h"
-#include "gpushare/extender/inspect.h"
+#include "gpushare/inspect/snapshot.h"
 #include "gpushare/inspect/view.h"
 #include "gpushare/kube/node_info.h"
 #include "gpushare/kube/pod_info.h"
@@ -59,39 +60,15 @@ struct ListFailure {
   apiclient::ApiError error;
 };
 
-// Every item of a collection, following continue tokens. A token that expires mid-way (410)
-// restarts the list once from the beginning, as client-go's pager falls back to a full list.
+// Every item of a collection, through the one pager (apiclient/pager.h).
 std::vector<Json> list_all(apiclient::ApiClient& client, const std::string& path, const apiclient::Query& query) {
-  for (int attempt = 0;; ++attempt) {
-    std::vector<Json> items;
-    std::string next;
-    bool expired = false;
-    do {
-      apiclient::RequestOptions options;
-      options.query = query;
-      options.query.emplace_back("limit", "500");
-      if (!next.empty()) options.query.emplace_back("continue", next);
-      auto result = client.get(path, options);
-      if (!result) {
-        if (!next.empty() && result.error().is_expired() && attempt == 0) {
-          expired = true;
-          break;
-        }
-        throw ListFailure{result.error()};
-      }
-      const Json& list = result.value();
-      if (const Json* array = list.is_object() ? kube::find_key(list, "items") : nullptr;
-          array != nullptr && array->is_array()) {
-        for (const Json& item : *array) items.push_back(item);
-      }
-      next.clear();
-      if (const Json* metadata = list.is_object() ? kube::find_key(list, "metadata") : nullptr;
-          metadata != nullptr && metadata->is_object()) {
-        next = metadata->value("continue", "");
-      }
-    } while (!next.empty());
-    if (!expired) return items;
-  }
+  std::vector<Json> items;
+  apiclient::PagerOptions pager;
+  pager.query = query;
+  auto listed = apiclient::list_paged(
+      client, path, pager, [&] { items.clear(); }, [&](Json&& item) { items.push_back(std::move(item)); });
+  if (!listed) throw ListFailure{listed.error()};
+  return items;
 }
 
 }  // namespace
@@ -165,9 +142,9 @@ Json snapshot_from_objects(const std::vector<Json>& nodes, const std::vector<Jso
       warnings.push_back(fmt::format("skipping a pod: {}", e.what()));
     }
   }
-  Json snapshot = extender::inspect_cluster(model, "", "");
+  Json snapshot = inspect_cluster(model, "", "");
   snapshot.erase("policy");  // the extender's, not known here
-  extender::add_pod_phases(snapshot, [&](std::string_view uid, std::string_view, std::string_view) {
+  add_pod_phases(snapshot, [&](std::string_view uid, std::string_view, std::string_view) {
     const auto it = phases.find(uid);
     return it == phases.end() ? std::nullopt : std::optional<std::string>(it->second);
   });

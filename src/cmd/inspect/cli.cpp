@@ -8,10 +8,10 @@
 
 #include "gpushare/apiclient/api_client.h"
 #include "gpushare/apiclient/config_resolution.h"
-#include "gpushare/extender/options.h"
 #include "gpushare/inspect/render.h"
 #include "gpushare/inspect/sources.h"
 #include "gpushare/inspect/view.h"
+#include "gpushare/version.h"
 
 namespace gpushare::inspect {
 namespace {
@@ -92,7 +92,7 @@ int run_cli(const std::vector<std::string>& args, std::ostream& out, std::ostrea
       "Reads nodes and pods from the API server (kubeconfig), or the extender's /inspect with --extender.",
       "kubectl-inspect-gpushare"};
   app.option_defaults()->multi_option_policy(CLI::MultiOptionPolicy::TakeLast);
-  app.set_version_flag("--version", extender::version_string());
+  app.set_version_flag("--version", gpushare::version_string());
   app.add_option("node", o.node, "only this node");
   app.add_flag("-d,--details", o.details, "per node: every pod and its memory on each GPU");
   app.add_option("-o,--output", o.output, "table or json")->check(CLI::IsMember({"table", "json"}))->capture_default_str();
@@ -117,7 +117,7 @@ int run_cli(const std::vector<std::string>& args, std::ostream& out, std::ostrea
     out << app.help();
     return 0;
   } catch (const CLI::CallForVersion&) {
-    out << extender::version_string() << "\n";
+    out << gpushare::version_string() << "\n";
     return 0;
   } catch (const CLI::ParseError& e) {
     std::string message = e.what();
