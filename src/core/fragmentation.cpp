@@ -182,7 +182,9 @@ CompiledWorkload::CompiledWorkload(const TargetWorkload& workload) {
   std::vector<std::int64_t> cpu(n);
   std::vector<std::int64_t> memory(n);
   for (std::size_t j = 0; j < n; ++j) {
-    const auto& [shape, weight] = workload[j];
+    // Not a structured binding: clang (the fuzz build) cannot capture one in the lambdas below.
+    const auto& shape = workload[j].shape;
+    const auto& weight = workload[j].weight;
     weight_.push_back(weight);
     cpu[j] = shape.cpu_milli;
     memory[j] = shape.memory;
