@@ -365,14 +365,30 @@ BindReply SchedulingService::bind(const BindingArgs& args) {
     store_.write([&](core::ClusterModel& model, core::PlacementPolicy&, core::ReservationLedger& ledger) {
       ledger.bind_unknown(model, pod.uid, assume_time, config_.now_ns());
     });
-    const core::ReservationOutcome settled = settle_by_read_back(pod.namespace_name, pod.name, pod.uid, assume_time);
+    core::ReservationOutcome settled = settle_by_read_back(pod.namespace_name, pod.name, pod.uid, assume_time);
+    // kNone: the sync's reservation check settled it first (bind_unknown makes it due at once).
+    // The model then tells which way: held and no longer assumed is confirmed, absent is released.
+    struct Held {
+      bool present = false;
+      bool assumed = false;
+      std::optional<int> gpu_on_node;
+    };
+    const Held held_now =
+        store_.read([&](const core::ClusterModel& model, const core::PlacementPolicy&) {
+          Held result;
+          const core::PodAllocation* held = model.find_pod(pod.uid);
+          if (held == nullptr) return result;
+          result.present = true;
+          result.assumed = held->assumed;
+          if (held->node == args.node) result.gpu_on_node = held->gpus.empty() ? -1 : held->gpus.front();
+          return result;
+        });
+    if (settled == core::ReservationOutcome::kNone) {
+      if (!held_now.present) settled = core::ReservationOutcome::kReleased;
+      else if (!held_now.assumed) settled = core::ReservationOutcome::kConfirmed;
+    }
     if (settled == core::ReservationOutcome::kConfirmed) {
-      const std::optional<int> bound_gpu =
-          store_.read([&](const core::ClusterModel& model, const core::PlacementPolicy&) -> std::optional<int> {
-            const core::PodAllocation* held = model.find_pod(pod.uid);
-            if (held == nullptr || held->node != args.node) return std::nullopt;
-            return held->gpus.empty() ? -1 : held->gpus.front();
-          });
+      const std::optional<int> bound_gpu = held_now.gpu_on_node;
       if (bound_gpu) {
         spdlog::info("bound pod {} to node {} gpu {}: the bind call had no answer ({}), the pod read back is bound",
                      key, args.node, *bound_gpu, outcome.error);
