@@ -342,7 +342,7 @@ bool Reactor::receive(Connection& connection) {
       header && *header <= limits_.max_header_bytes) {
     const Framing framing = parse_framing(std::string_view(connection.buffer).substr(0, *header));
     limit = *header + static_cast<std::size_t>(
-                          std::min<unsigned long long>(framing.length, limits_.max_body_bytes));
+                          std::min<unsigned long long>(framing.length, limits_.max_request_bytes));
   }
   // At most kReadTurn per event, so that one fast 40 MB body does not hold up the others; the
   // rest is read on the next turn (epoll is level-triggered). Not over TLS: bytes OpenSSL has
@@ -405,7 +405,7 @@ void Reactor::advance(int fd) {
   const Framing framing = parse_framing(std::string_view(buffer).substr(0, *header));
   // A chunked body is read by the worker, within the body deadline; an oversized one is refused.
   if (framing.kind != Framing::Kind::kLength || framing.length == 0 ||
-      framing.length > limits_.max_body_bytes) {
+      framing.length > limits_.max_request_bytes) {
     return hand_over(fd);
   }
   const std::size_t length = static_cast<std::size_t>(framing.length);

@@ -333,14 +333,14 @@ class RequestStream final : public httplib::Stream {
       // Where a chunked body ends is httplib's business; not knowing whether it read to the end,
       // the connection carries no further request (the reply says so).
       state_.close_after_response = true;
-      // Room for chunk-size lines and the trailer around max_body_bytes of data; the decoded
-      // size is held to max_body_bytes exactly by read_limited_body.
+      // Room for chunk-size lines and the trailer around max_request_bytes of data; the decoded
+      // size is held to max_request_bytes exactly by read_limited_body.
       body_left_ =
-          limits_.max_body_bytes + std::max<std::size_t>(64 * 1024, limits_.max_body_bytes / 16);
+          limits_.max_request_bytes + std::max<std::size_t>(64 * 1024, limits_.max_request_bytes / 16);
       return Start::kRequest;
     }
     if (framing.kind == Framing::Kind::kLength) {
-      if (framing.length > limits_.max_body_bytes) return Start::kBodyTooLarge;
+      if (framing.length > limits_.max_request_bytes) return Start::kBodyTooLarge;
       body_left_ = static_cast<std::size_t>(framing.length);
     }
     return Start::kRequest;
@@ -505,7 +505,7 @@ class LimitedServer final : public Base, public ReactorOwner {
         stream.get_remote_ip_and_port(remote, port);
         spdlog::warn("refused a request from {}: {} (\"{}\")", remote,
                      headers ? fmt::format("header block over {} bytes", limits_.max_header_bytes)
-                             : fmt::format("Content-Length over {} bytes", limits_.max_body_bytes),
+                             : fmt::format("Content-Length over {} bytes", limits_.max_request_bytes),
                      stream.request_line());
         if (headers) {
           refuse(transport, 431, "Request Header Fields Too Large",
@@ -514,7 +514,7 @@ class LimitedServer final : public Base, public ReactorOwner {
         } else {
           refuse(transport, 413, "Payload Too Large",
                  fmt::format("request body too large: larger than {} bytes (--max-request-bytes)",
-                             limits_.max_body_bytes));
+                             limits_.max_request_bytes));
         }
         linger(transport);
         return false;
@@ -576,7 +576,7 @@ bool body_over_limit() {
 
 std::optional<std::string> read_limited_body(const httplib::Request& req, httplib::Response& res,
                                              const httplib::ContentReader& reader,
-                                             std::size_t max_body_bytes) {
+                                             std::size_t max_request_bytes) {
   if (req.is_multipart_form_data()) {
     // httplib would call a multipart receiver we do not give it; no verb takes forms anyway.
     res.status = 415;
@@ -587,13 +587,13 @@ std::optional<std::string> read_limited_body(const httplib::Request& req, httpli
   if (req.has_header("Content-Length")) {
     // Checked against the limit before the request reached us; one allocation for big filters.
     body.reserve(std::min<std::size_t>(
-        max_body_bytes,
+        max_request_bytes,
         std::strtoull(req.get_header_value("Content-Length").c_str(), nullptr, 10)));
   }
   bool too_large = false;
   // The receiver sees the body decoded (chunked framing removed, gzip/deflate/br inflated).
   const bool complete = reader([&](const char* data, std::size_t size) {
-    if (size > max_body_bytes - body.size()) {
+    if (size > max_request_bytes - body.size()) {
       too_large = true;
       return false;
     }

@@ -13,11 +13,11 @@
 // httplib a stream that enforces:
 //
 //   * the header block (request line and headers) is at most max_header_bytes: 431 and close;
-//   * a Content-Length above max_body_bytes gets 413 at once, without reading the body, and the
+//   * a Content-Length above max_request_bytes gets 413 at once, without reading the body, and the
 //     connection closes;
-//   * a chunked body may not bring more than max_body_bytes plus a framing allowance off the
+//   * a chunked body may not bring more than max_request_bytes plus a framing allowance off the
 //     wire: httplib's read fails, the reply is 413, the connection closes;
-//   * handlers read bodies through read_limited_body, which stops at max_body_bytes of
+//   * handlers read bodies through read_limited_body, which stops at max_request_bytes of
 //     *decoded* body (after Content-Encoding): 413, close.
 //
 // The stream also keeps bytes that arrived after one request for the next (pipelining), which
@@ -33,6 +33,8 @@
 #include <string>
 #include <string_view>
 
+#include "gpushare/extender/connection_limits.h"
+
 namespace httplib {
 class Server;
 class ContentReader;
@@ -46,17 +48,7 @@ class ConnectionThreadPool;
 
 namespace gpushare::extender::http_connection {
 
-inline constexpr std::size_t kDefaultMaxHeaderBytes = 64 * 1024;
-
-struct Limits {
-  std::size_t max_body_bytes = 64 * 1024 * 1024;
-  std::size_t max_header_bytes = kDefaultMaxHeaderBytes;
-  std::chrono::milliseconds header_timeout{10000};
-  std::chrono::milliseconds body_timeout{60000};
-  std::chrono::milliseconds keep_alive_timeout{90000};
-  std::size_t max_connections = 4096;
-  std::size_t max_connections_per_client = 512;
-  std::size_t body_budget_bytes = 64 * 1024 * 1024;
+struct Limits : ConnectionLimits {
   // Asked once a request's header block is buffered (its path, the peer's IP, its TLS
   // session): true hands the request to a worker at once, without waiting for its body, so a
   // client the server will refuse (--allowed-clients, --tls-client-ca) costs no more than its
@@ -84,11 +76,11 @@ ConnectionStats connection_stats(const httplib::Server& server);
 void raise_listen_backlog(httplib::Server& server);
 
 // For handlers, on the thread serving the request. Reads the request body through `reader`,
-// decoded, up to max_body_bytes. On failure sets res.status (413 too large, else what httplib
+// decoded, up to max_request_bytes. On failure sets res.status (413 too large, else what httplib
 // said or 400), asks for the connection to close, and returns nullopt.
 std::optional<std::string> read_limited_body(const httplib::Request& req, httplib::Response& res,
                                              const httplib::ContentReader& reader,
-                                             std::size_t max_body_bytes);
+                                             std::size_t max_request_bytes);
 
 // The connection will close after this response (the rest of its body was not read).
 void close_after_response();

@@ -78,14 +78,7 @@ HttpServer::HttpServer(SchedulingService& service, ModelStore& store, Metrics& m
       access_(options_.access) {
   // httplib's connection loop, with the request limits it lacks (http_connection.h).
   http_connection::Limits limits;
-  limits.max_body_bytes = options_.max_request_bytes;
-  limits.max_header_bytes = options_.max_header_bytes;
-  limits.header_timeout = options_.header_timeout;
-  limits.body_timeout = options_.body_timeout;
-  limits.keep_alive_timeout = options_.keep_alive_timeout;
-  limits.max_connections = options_.max_connections;
-  limits.max_connections_per_client = options_.max_connections_per_client;
-  limits.body_budget_bytes = options_.body_budget_bytes;
+  static_cast<ConnectionLimits&>(limits) = options_.connections;
   if (access_.restricts()) {
     limits.refused_early = [this](std::string_view path, std::string_view peer_ip, const SSL* ssl) {
       return is_scheduling_verb(path) && access_.refusal(peer_ip, ssl).has_value();
@@ -178,7 +171,7 @@ bool HttpServer::refuse_client(const httplib::Request& req, httplib::Response& r
 }
 
 void HttpServer::install_routes() {
-  server_->set_payload_max_length(options_.max_request_bytes);
+  server_->set_payload_max_length(options_.connections.max_request_bytes);
   // kube-scheduler keeps connections alive; httplib's default of 5 requests each would churn.
   server_->set_keep_alive_max_count(100000);  // the idle time-out is the reactor's
   // httplib writes a reply's headers and body separately; with Nagle's algorithm the body then
@@ -206,13 +199,13 @@ void HttpServer::install_routes() {
       try {
         std::optional<std::string> body = std::string();
         if (reader != nullptr)
-          body = http_connection::read_limited_body(req, res, *reader, options_.max_request_bytes);
+          body = http_connection::read_limited_body(req, res, *reader, options_.connections.max_request_bytes);
         if (body) {
           body_fn(req, *body, res);
         } else {
           spdlog::warn("{}: refused the body of a request from {} (HTTP {})", verb, req.remote_addr,
                        res.status);
-          res.set_content(error_body(body_refusal(res.status, options_.max_request_bytes)), kJson);
+          res.set_content(error_body(body_refusal(res.status, options_.connections.max_request_bytes)), kJson);
         }
       } catch (const kube::BadInput& e) {
         spdlog::warn("{}: bad request from {}: {}", verb, req.remote_addr, e.what());
@@ -300,7 +293,7 @@ void HttpServer::install_routes() {
            plain_error));
   // Any other request with a body: read it within the limit (or refuse it), then 404. Without
   // these, httplib would buffer such a body itself, decompressed and without a limit.
-  auto unknown_with_body = [max = options_.max_request_bytes](
+  auto unknown_with_body = [max = options_.connections.max_request_bytes](
                                const httplib::Request& req, httplib::Response& res,
                                const httplib::ContentReader& reader) {
     if (http_connection::read_limited_body(req, res, reader, max)) res.status = 404;
@@ -412,7 +405,7 @@ void HttpServer::install_routes() {
 
   // Whatever httplib itself rejects (unknown path, oversized body, bad request line) still
   // gets a JSON Error body so kube-scheduler's logs and curl users see why.
-  server_->set_error_handler([max = options_.max_request_bytes](const httplib::Request& req,
+  server_->set_error_handler([max = options_.connections.max_request_bytes](const httplib::Request& req,
                                                                 httplib::Response& res) {
     // httplib answers 400 when its read of a body fails; when the stream stopped it at the
     // limit, say so.

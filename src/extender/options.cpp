@@ -158,17 +158,17 @@ ParsedOptions parse_options(const std::vector<std::string>& raw_args,
   app.add_option("--cluster-file", o.cluster_file,
                  "standalone mode: a v1 List (YAML or JSON) of Nodes, Pods and ConfigMaps");
   app.add_option("--config", o.config_file, "YAML file with any of these flags as keys");
-  app.add_option("--max-request-bytes", o.max_request_bytes, "largest request body accepted")
+  app.add_option("--max-request-bytes", o.connections.max_request_bytes, "largest request body accepted")
       ->check(CLI::Range(std::size_t{1024}, std::size_t{1} << 32))
       ->capture_default_str();
   app.add_option("--http-threads", o.http_threads,
                  "Most HTTP requests answered at once (0 = 512); connections waiting for a request hold no thread")
       ->check(CLI::Range(0, 4096));
-  app.add_option("--max-connections", o.max_connections,
+  app.add_option("--max-connections", o.connections.max_connections,
                  "most open HTTP connections; beyond, new ones wait in the listen backlog (bounded by the open-file limit)")
       ->check(CLI::Range(std::size_t{1}, std::size_t{1} << 20))
       ->capture_default_str();
-  app.add_option("--max-connections-per-client", o.max_connections_per_client,
+  app.add_option("--max-connections-per-client", o.connections.max_connections_per_client,
                  "most open HTTP connections from one client IP; beyond, 503 and close")
       ->check(CLI::Range(std::size_t{1}, std::size_t{1} << 20))
       ->capture_default_str();
@@ -179,7 +179,7 @@ ParsedOptions parse_options(const std::vector<std::string>& raw_args,
   app.add_option("--http-body-timeout", body_timeout,
                  "a request's body must arrive within this of its headers; else 408 and close")
       ->capture_default_str();
-  app.add_option("--max-buffered-body-bytes", o.max_buffered_body_bytes,
+  app.add_option("--max-buffered-body-bytes", o.connections.body_budget_bytes,
                  "request bodies buffered at once; a body beyond waits unread until others are answered (one is always admitted)")
       ->check(CLI::Range(std::size_t{1024}, std::size_t{1} << 40))
       ->capture_default_str();
@@ -279,13 +279,13 @@ ParsedOptions parse_options(const std::vector<std::string>& raw_args,
         std::tuple{"--leader-elect-retry-period", &retry_period, &o.leader_elect_retry_period},
         std::tuple{"--shutdown-grace-period", &shutdown_grace, &o.shutdown_grace_period},
         std::tuple{"--api-stall-warning", &api_stall_warning, &o.api_stall_warning},
-        std::tuple{"--http-header-timeout", &header_timeout, &o.http_header_timeout},
-        std::tuple{"--http-body-timeout", &body_timeout, &o.http_body_timeout}}) {
+        std::tuple{"--http-header-timeout", &header_timeout, &o.connections.header_timeout},
+        std::tuple{"--http-body-timeout", &body_timeout, &o.connections.body_timeout}}) {
     const auto duration = parse_go_duration(*text);
     if (!duration) return usage_error(fmt::format("{}: bad duration \"{}\" (e.g. 15s, 500ms, 1m)", flag, *text));
     *out = *duration;
   }
-  if (o.http_header_timeout.count() <= 0 || o.http_body_timeout.count() <= 0) {
+  if (o.connections.header_timeout.count() <= 0 || o.connections.body_timeout.count() <= 0) {
     return usage_error("--http-header-timeout and --http-body-timeout must be positive");
   }
   if (o.leader_elect) {

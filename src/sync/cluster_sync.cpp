@@ -257,7 +257,6 @@ class ClusterSync::ConfigMapHandler final : public apiclient::ReflectorHandler {
   void on_event(WatchEventType type, const Json& object) override {
     auto parsed = parse(object);
     if (!parsed) return;
-    note(*parsed, type == WatchEventType::kDeleted);
     owner_.store_.write([&](core::ClusterModel& model, core::PlacementPolicy&) {
       if (type == WatchEventType::kDeleted) {
         model.set_unhealthy(parsed->node, {});
@@ -267,6 +266,8 @@ class ClusterSync::ConfigMapHandler final : public apiclient::ReflectorHandler {
         marked_.insert(parsed->node);
       }
     });
+    // After the model: whoever sees the warning also sees the GPUs it leaves marked.
+    note(*parsed, type == WatchEventType::kDeleted);
     spdlog::info("unhealthy GPUs of node {}: [{}]", parsed->node,
                  type == WatchEventType::kDeleted ? "" : fmt::format("{}", fmt::join(parsed->indices, ",")));
   }

@@ -88,7 +88,7 @@ class ExtenderUnderTest {
       std::size_t max_request_bytes = 1 << 20, int http_threads = 0,
       const std::function<void(extender::HttpServerOptions&)>& tweak = nullptr) {
     extender::HttpServerOptions options;
-    options.max_request_bytes = max_request_bytes;
+    options.connections.max_request_bytes = max_request_bytes;
     options.threads = http_threads;
     if (tweak) tweak(options);
     return options;

@@ -70,7 +70,7 @@ TEST(KeepAlive, ManyIdleConnectionsDoNotStarveANewOne) {
 TEST(KeepAlive, AboveTheLimitAConnectionWaitsUntilAnotherCloses) {
   ExtenderUnderTest extender(
       small_cluster(), "binpack", 1 << 20, 0,
-      [](extender::HttpServerOptions& options) { options.max_connections = 3; });
+      [](extender::HttpServerOptions& options) { options.connections.max_connections = 3; });
   auto first = std::make_unique<RawHttpConnection>(port_of(extender));
   RawHttpConnection second(port_of(extender));
   RawHttpConnection third(port_of(extender));
@@ -90,7 +90,7 @@ TEST(KeepAlive, AboveTheLimitAConnectionWaitsUntilAnotherCloses) {
 TEST(KeepAlive, MetricsCountConnectionsAndTheLimit) {
   ExtenderUnderTest extender(
       small_cluster(), "binpack", 1 << 20, 0,
-      [](extender::HttpServerOptions& options) { options.max_connections = 16; });
+      [](extender::HttpServerOptions& options) { options.connections.max_connections = 16; });
   std::vector<std::unique_ptr<RawHttpConnection>> idle;
   for (int i = 0; i < 5; ++i) {
     idle.push_back(std::make_unique<RawHttpConnection>(port_of(extender)));

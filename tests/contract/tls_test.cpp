@@ -71,7 +71,7 @@ class HttpsExtender {
                                                               extender::ServiceConfig{});
     extender::HttpServerOptions options;
     options.threads = 4;
-    options.max_request_bytes = max_request_bytes;
+    options.connections.max_request_bytes = max_request_bytes;
     options.tls_cert_file = std::move(cert);
     options.tls_private_key_file = std::move(key);
     server_ = std::make_unique<extender::HttpServer>(*service_, store_, metrics_, rejections_, options);

@@ -12,6 +12,7 @@
 #include "gpushare/extender/config_warnings.h"
 #include "gpushare/extender/inspect.h"
 #include "gpushare/extender/client_access.h"
+#include "gpushare/extender/connection_limits.h"
 #include "gpushare/extender/metrics.h"
 #include "gpushare/extender/model_store.h"
 #include "gpushare/extender/rejection_log.h"
@@ -30,28 +31,10 @@ class ConnectionThreadPool;
 // Requests answered at once. Connections waiting for a request hold no thread (they wait in the
 // reactor, src/extender/connection_reactor.h); --max-connections bounds those.
 inline constexpr std::size_t kDefaultHttpThreads = 512;
-inline constexpr std::size_t kDefaultMaxConnections = 4096;
-inline constexpr std::size_t kDefaultMaxConnectionsPerClient = 512;
 
 struct HttpServerOptions {
-  // A request body larger than this (as announced, as received, or as decompressed) gets 413
-  // and its connection closes.
-  std::size_t max_request_bytes = 64 * 1024 * 1024;
-  // The request line and headers together; larger gets 431 and the connection closes.
-  std::size_t max_header_bytes = 64 * 1024;
+  ConnectionLimits connections;
   int threads = 0;  // most requests answered at once; 0 = kDefaultHttpThreads
-  // Open connections in total (beyond: new ones wait in the listen backlog) and per client IP
-  // (beyond: 503 and close).
-  std::size_t max_connections = kDefaultMaxConnections;
-  std::size_t max_connections_per_client = kDefaultMaxConnectionsPerClient;
-  // A request's header block must arrive within header_timeout of its first byte (or of the
-  // connection's acceptance), its body within body_timeout of the header block; else 408 and
-  // close. An idle keep-alive connection closes after keep_alive_timeout.
-  std::chrono::milliseconds header_timeout{10000};
-  std::chrono::milliseconds body_timeout{60000};
-  std::chrono::milliseconds keep_alive_timeout{90000};
-  // Request bodies buffered at once; a body beyond it waits unread (one is always admitted).
-  std::size_t body_budget_bytes = 64 * 1024 * 1024;
   std::string tls_cert_file;
   std::string tls_private_key_file;
   // Who may call the scheduling verbs (client_access.h): --allowed-clients, --tls-client-ca.

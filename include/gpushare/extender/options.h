@@ -11,6 +11,7 @@
 #include <vector>
 
 #include "gpushare/extender/client_access.h"
+#include "gpushare/extender/connection_limits.h"
 #include "gpushare/kube/resource_names.h"
 
 namespace gpushare::extender {
@@ -33,13 +34,10 @@ struct Options {
   std::string kubeconfig;
   std::string cluster_file;
   std::string config_file;
-  std::size_t max_request_bytes = 64 * 1024 * 1024;
+  // --max-request-bytes, --max-connections(-per-client), --http-*-timeout,
+  // --max-buffered-body-bytes.
+  ConnectionLimits connections;
   int http_threads = 0;  // 0 = automatic
-  std::size_t max_connections = 4096;
-  std::size_t max_connections_per_client = 512;
-  std::chrono::milliseconds http_header_timeout{10000};
-  std::chrono::milliseconds http_body_timeout{60000};
-  std::size_t max_buffered_body_bytes = 64 * 1024 * 1024;
   // How long a bind may stay unconfirmed by the watch before its reservation is dropped.
   int assume_ttl_seconds = 0;  // deprecated and ignored (warned about when set)
   int reservation_check_seconds = 30;

@@ -70,21 +70,17 @@ int serve(const ext::Options& options, ext::SchedulingService& service, ext::Mod
   ext::HttpServerOptions http;
   if (add_inspect_sources) add_inspect_sources(http);
   http.shutdown_grace = options.shutdown_grace_period;
-  http.max_request_bytes = options.max_request_bytes;
+  http.connections = options.connections;
   http.threads = options.http_threads;
-  http.max_connections_per_client = options.max_connections_per_client;
-  http.header_timeout = options.http_header_timeout;
-  http.body_timeout = options.http_body_timeout;
-  http.body_budget_bytes = options.max_buffered_body_bytes;
   // Each connection is a file descriptor; keep room for the API-server connections, logs and
   // the listening socket.
   const std::size_t open_files = ext::raise_open_file_limit();
   constexpr std::size_t kReservedFiles = 128;
   const std::size_t most = open_files > 2 * kReservedFiles ? open_files - kReservedFiles : open_files / 2;
-  http.max_connections = std::min(options.max_connections, most);
-  if (http.max_connections < options.max_connections) {
-    spdlog::warn("--max-connections {} lowered to {}: the open-file limit is {}", options.max_connections,
-                 http.max_connections, open_files);
+  http.connections.max_connections = std::min(options.connections.max_connections, most);
+  if (http.connections.max_connections < options.connections.max_connections) {
+    spdlog::warn("--max-connections {} lowered to {}: the open-file limit is {}",
+                 options.connections.max_connections, http.connections.max_connections, open_files);
   }
   http.tls_cert_file = options.tls_cert_file;
   http.tls_private_key_file = options.tls_private_key_file;
