@@ -156,10 +156,12 @@ void Reactor::add(int fd, const std::function<bool()>& stopped) {
       if (stopping_ || stopped()) return;  // closes fd
       if (per_client_[connection->peer_ip] >= limits_.max_connections_per_client) {
         lock.unlock();
-        spdlog::warn(
-            "http: refused a connection from {}: {} connections open from it "
-            "(--max-connections-per-client)",
-            connection->peer_ip, limits_.max_connections_per_client);
+        if (const auto admitted = refusal_log_.admit(); admitted.log) {
+          spdlog::warn(
+              "http: refused a connection from {}: {} connections open from it "
+              "(--max-connections-per-client){}",
+              connection->peer_ip, limits_.max_connections_per_client, held_back_note(admitted));
+        }
         if (tls_ == nullptr) {
           send_and_close_write(
               fd, plain_reply(503, "Service Unavailable", "too many connections from this client"));
@@ -459,12 +461,15 @@ void Reactor::expire(Clock::time_point now) {
   for (const auto& [fd, owed] : late) {
     if (owed) {
       const Connection& connection = *waiting_.at(fd);
-      spdlog::warn("http: closed a connection from {}: request {} not received within {} ms",
-                   connection.peer_ip,
-                   connection.wait == Connection::Wait::kBody ? "body" : "header block",
-                   (connection.wait == Connection::Wait::kBody ? limits_.body_timeout
-                                                               : limits_.header_timeout)
-                       .count());
+      if (const auto admitted = late_request_log_.admit(now); admitted.log) {
+        spdlog::warn("http: closed a connection from {}: request {} not received within {} ms{}",
+                     connection.peer_ip,
+                     connection.wait == Connection::Wait::kBody ? "body" : "header block",
+                     (connection.wait == Connection::Wait::kBody ? limits_.body_timeout
+                                                                 : limits_.header_timeout)
+                         .count(),
+                     held_back_note(admitted));
+      }
     }
     drop(fd, owed ? plain_reply(408, "Request Timeout", "request not received in time")
                   : std::string());

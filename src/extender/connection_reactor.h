@@ -32,6 +32,7 @@
 #include <thread>
 #include <vector>
 
+#include "gpushare/extender/log_throttle.h"
 #include "http_connection.h"
 
 namespace gpushare::extender::http_connection {
@@ -130,6 +131,9 @@ class Reactor {
   void set_interest(int fd, bool readable);
 
   const Limits limits_;
+  // Lines any client can cause at will (log_throttle.h).
+  LogThrottle refusal_log_;
+  LogThrottle late_request_log_;
   SSL_CTX* const tls_;
   const Dispatch dispatch_;
   int epoll_fd_ = -1;
