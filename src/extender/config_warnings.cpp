@@ -15,14 +15,16 @@ std::vector<ConfigWarning> unhealthy_configmap_warnings(const kube::UnhealthyGpu
         {parsed.object, std::string(ConfigWarning::kUnknownKey), key, value,
          fmt::format("ConfigMap {}: data key \"{}\" (value \"{}\") is not read, only \"gpus\" "
                      "is; GPUs of node {} marked unhealthy: {}",
-                     parsed.object, key, value, parsed.node, marked)});
+                     parsed.object, key, value, parsed.node, marked),
+         parsed.node});
   }
   for (const auto& entry : parsed.rejected) {
     warnings.push_back(
         {parsed.object, std::string(ConfigWarning::kBadValue), "gpus", entry,
          fmt::format("ConfigMap {}: data.gpus entry \"{}\" is not a GPU index and is ignored; "
                      "GPUs of node {} marked unhealthy: {}",
-                     parsed.object, entry, parsed.node, marked)});
+                     parsed.object, entry, parsed.node, marked),
+         parsed.node});
   }
   return warnings;
 }

@@ -337,6 +337,13 @@ void HttpServer::install_routes() {
             }
             Json wrapped = {{"nodes", Json::array({std::move(*body)})}};
             add_pod_phases(wrapped, options_.pod_phase);
+            std::vector<ConfigWarning> about_node;
+            if (options_.config_warnings) {
+              for (ConfigWarning& warning : options_.config_warnings()) {
+                if (warning.node == node) about_node.push_back(std::move(warning));
+              }
+            }
+            wrapped["configWarnings"] = config_warnings_json(about_node);
             res.set_content(wrapped.dump(-1, ' ', false, Json::error_handler_t::replace), kJson);
           },
           plain_error));

@@ -20,7 +20,8 @@ Json config_warnings_json(const std::vector<ConfigWarning>& warnings) {
                     {"kind", w.kind},
                     {"key", w.key},
                     {"value", w.value},
-                    {"message", w.message}});
+                    {"message", w.message},
+                    {"node", w.node}});
   }
   return list;
 }

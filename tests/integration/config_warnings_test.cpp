@@ -8,8 +8,9 @@
 namespace gpushare::testing {
 namespace {
 
-Json inspect(const LiveExtender& extender) {
-  auto result = extender.http().Get("/gpushare-scheduler/inspect");
+Json inspect(const LiveExtender& extender, const std::string& node = "") {
+  auto result =
+      extender.http().Get("/gpushare-scheduler/inspect" + (node.empty() ? "" : "/" + node));
   if (!result || result->status != 200) return nullptr;
   return Json::parse(result->body);
 }
@@ -87,6 +88,12 @@ TEST_F(ConfigWarnings, ANonNumericIndexIsABadValueAndDeletionClearsIt) {
   EXPECT_TRUE(extender.read(
       [](const core::ClusterModel& m) { return !m.find_node("n2")->gpus()[1].healthy; }));
   EXPECT_TRUE(has_line(metrics(extender), "gpushare_config_warnings{kind=\"bad_value\"} 1"));
+  // A node's own page shows the warnings about that node only.
+  const Json n2 = inspect(extender, "n2");
+  ASSERT_EQ(n2["configWarnings"].size(), 1u) << n2;
+  EXPECT_EQ(n2["configWarnings"][0]["node"], "n2");
+  EXPECT_EQ(n2["configWarnings"][0]["value"], "first");
+  EXPECT_EQ(inspect(extender, "n1")["configWarnings"], Json::array());
 
   fake.remove(Resource::ConfigMaps, "kube-system", "unhealthy-gpu-n2");
   EXPECT_TRUE(eventually([&] { return extender.sync().config_warnings().all().empty(); }));

@@ -23,6 +23,7 @@ struct ConfigWarning {
   std::string key;
   std::string value;
   std::string message;  // a sentence naming the object, key and value, and what was done
+  std::string node;     // the node the object is about ("" if none): /inspect/{node} shows it
 
   friend bool operator==(const ConfigWarning&, const ConfigWarning&) = default;
 };
