@@ -22,7 +22,7 @@
 
 #include "gpushare/core/cluster_model.h"
 #include "gpushare/core/placement_policy.h"
-#include "gpushare/extender/metrics.h"
+#include "gpushare/extender/metric_registry.h"
 #include "gpushare/extender/model_store.h"
 #include "gpushare/extender/pod_binder.h"
 #include "gpushare/extender/rejection_log.h"
@@ -535,7 +535,7 @@ struct Harness {
   }
   extender::ModelStore store;
   MemoryBinder binder;
-  extender::Metrics metrics;
+  extender::MetricRegistry metrics;
   extender::RejectionLog rejections;
   std::unique_ptr<extender::SchedulingService> service;
 };

@@ -1,4 +1,4 @@
-// The cost of a /metrics scrape (Metrics::render with the model's gauges) and of the counters on
+// The cost of a /metrics scrape (MetricRegistry::render with the model's gauges) and of the counters on
 // the request path. The model snapshot is synthetic: `nodes` GPU nodes of 8 GPUs with ~40-character
 // names, as cloud providers name them; taking the snapshot (model_gauges) is not included.
 //
@@ -9,7 +9,10 @@
 #include <string>
 
 #include "cluster_generator.h"
-#include "gpushare/extender/metrics.h"
+#include "gpushare/extender/metric_registry.h"
+#include "gpushare/extender/model_metrics.h"
+#include "gpushare/extender/request_metrics.h"
+#include "gpushare/extender/scheduling_metrics.h"
 
 namespace gpushare::bench {
 namespace {
@@ -32,27 +35,32 @@ extender::ModelGauges synthetic_gauges(int nodes, int gpus_per_node) {
   return gauges;
 }
 
-// Counters and histograms with the series a running extender has.
-void drive(extender::Metrics& metrics) {
-  for (const char* verb : {"filter", "prioritize", "bind", "preempt", "inspect"}) {
-    metrics.observe_request(verb, 200, 0.0003);
-    metrics.observe_request(verb, 400, 0.0001);
+// The registry with the components' families, as a running extender has them.
+struct Exported {
+  extender::MetricRegistry registry;
+  extender::RequestMetrics requests{registry};
+  extender::SchedulingMetrics scheduling{registry};
+
+  Exported() {
+    for (const char* verb : {"filter", "prioritize", "bind", "preempt", "inspect"}) {
+      requests.observe_request(verb, 200, 0.0003);
+      requests.observe_request(verb, 400, 0.0001);
+    }
+    for (const char* kind :
+         {"insufficient_gpu_memory", "exceeds_gpu_capacity", "no_gpus", "misconfigured"}) {
+      scheduling.count_filter_rejection(kind);
+    }
+    scheduling.count_bind("success");
   }
-  for (const char* kind :
-       {"insufficient_gpu_memory", "exceeds_gpu_capacity", "no_gpus", "misconfigured"}) {
-    metrics.count_filter_rejection(kind);
-  }
-  metrics.count_bind("success");
-  metrics.set_sync_failing("pods", 0);
-}
+};
 
 void BM_Render(benchmark::State& state) {
   const auto gauges = synthetic_gauges(static_cast<int>(state.range(0)), 8);
-  extender::Metrics metrics;
-  drive(metrics);
+  Exported metrics;
   std::size_t bytes = 0;
   for (auto _ : state) {
-    const std::string text = metrics.render(&gauges);
+    const std::string text = metrics.registry.render(
+        [&gauges](std::vector<prometheus::MetricFamily>& out) { extender::collect_model(out, gauges); });
     bytes = text.size();
     benchmark::DoNotOptimize(text.data());
   }
@@ -61,16 +69,14 @@ void BM_Render(benchmark::State& state) {
 BENCHMARK(BM_Render)->Arg(100)->Arg(5000)->Unit(benchmark::kMillisecond);
 
 void BM_ObserveRequest(benchmark::State& state) {
-  extender::Metrics metrics;
-  drive(metrics);
-  for (auto _ : state) metrics.observe_request("filter", 200, 0.0003);
+  Exported metrics;
+  for (auto _ : state) metrics.requests.observe_request("filter", 200, 0.0003);
 }
 BENCHMARK(BM_ObserveRequest)->Threads(1)->Threads(2);
 
 void BM_CountFilterRejection(benchmark::State& state) {
-  extender::Metrics metrics;
-  drive(metrics);
-  for (auto _ : state) metrics.count_filter_rejection("insufficient_gpu_memory");
+  Exported metrics;
+  for (auto _ : state) metrics.scheduling.count_filter_rejection("insufficient_gpu_memory");
 }
 BENCHMARK(BM_CountFilterRejection);
 

@@ -16,6 +16,7 @@
 #include "gpushare/extender/connection_thread_pool.h"
 #include "gpushare/extender/inspect.h"
 #include "gpushare/extender/listen_error.h"
+#include "gpushare/extender/model_metrics.h"
 #include "gpushare/extender/options.h"
 #include "gpushare/extender/web_ui.h"
 #include "http_connection.h"
@@ -65,10 +66,11 @@ std::size_t connection_thread_limit(int requested) {
 
 }  // namespace
 
-HttpServer::HttpServer(SchedulingService& service, ModelStore& store, Metrics& metrics,
+HttpServer::HttpServer(SchedulingService& service, ModelStore& store, MetricRegistry& metrics,
                        RejectionLog& rejections, HttpServerOptions options)
     : service_(service),
       store_(store),
+      registry_(metrics),
       metrics_(metrics),
       rejections_(rejections),
       options_(std::move(options)),
@@ -369,12 +371,14 @@ void HttpServer::install_routes() {
         http_connection::connection_stats(*server_);
     metrics_.set_http_connections(
         {connections.open, connections.waiting_for_thread, connections.limit});
-    if (options_.before_scrape) options_.before_scrape(metrics_);
     // Copy the model's gauges under the shared lock; format after releasing it.
     const ModelGauges gauges = store_.read(
         [](const core::ClusterModel& model, const core::PlacementPolicy&,
            const core::ReservationLedger& ledger) { return model_gauges(model, ledger); });
-    res.set_content(metrics_.render(&gauges), "text/plain; version=0.0.4");
+    res.set_content(registry_.render([&gauges](std::vector<prometheus::MetricFamily>& out) {
+                      collect_model(out, gauges);
+                    }),
+                    "text/plain; version=0.0.4");
   });
 
   install_web_ui(*server_);

@@ -126,7 +126,7 @@ void fill_sorted(std::map<std::string, std::string>& target, Failures& failures,
 
 }  // namespace
 
-SchedulingService::SchedulingService(ModelStore& store, PodBinder& binder, Metrics& metrics,
+SchedulingService::SchedulingService(ModelStore& store, PodBinder& binder, MetricRegistry& metrics,
                                      RejectionLog& rejections, ServiceConfig config)
     : store_(store),
       binder_(binder),

@@ -12,7 +12,7 @@
 
 #include "gpushare/core/fragmentation.h"
 #include "gpushare/core/placement_policy.h"
-#include "gpushare/extender/metrics.h"
+#include "gpushare/extender/metric_registry.h"
 #include "gpushare/extender/model_store.h"
 #include "gpushare/extender/pod_binder.h"
 #include "gpushare/extender/rejection_log.h"
@@ -156,7 +156,7 @@ DeployedResult run_deployed(const std::vector<core::NodeSpec>& node_specs, const
   if (!policy) throw std::invalid_argument(fmt::format("unknown policy '{}'", options.extender_policy));
   extender::ModelStore store(std::move(policy));
   SimPodBinder binder;
-  extender::Metrics metrics;
+  extender::MetricRegistry metrics;
   extender::RejectionLog rejections(16);
   extender::ServiceConfig service_config;
   std::int64_t clock_ns = 1'700'000'000'000'000'000;

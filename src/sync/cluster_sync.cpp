@@ -151,7 +151,7 @@ class ClusterSync::PodHandler final : public apiclient::ReflectorHandler {
       for (const auto& uid : vanished) model.remove_pod(uid);
     });
     for (std::size_t i = 0; i < confirmed; ++i) {
-      owner_.metrics_.count_reservation_end(core::ReservationOutcome::kConfirmed, "list");
+      owner_.reservation_metrics_.count_reservation_end(core::ReservationOutcome::kConfirmed, "list");
     }
     for (const auto& warning : warnings) spdlog::warn("{}", warning);
     for (auto& pod : pods) {
@@ -184,7 +184,7 @@ class ClusterSync::PodHandler final : public apiclient::ReflectorHandler {
           if (new_to_the_model && model.find_pod(pod->uid) != nullptr) policy.observe(pod->demand());
           return applied;
         });
-    owner_.metrics_.count_reservation_end(outcome, evidence_label(core::EvidenceSource::kWatch));
+    owner_.reservation_metrics_.count_reservation_end(outcome, evidence_label(core::EvidenceSource::kWatch));
     if (outcome == core::ReservationOutcome::kReleased) {
       spdlog::info("reservation of pod {} (uid {}) released: the pod was deleted or finished while being bound",
                    pod->key(), pod->uid);
@@ -305,8 +305,8 @@ class ClusterSync::ConfigMapHandler final : public apiclient::ReflectorHandler {
 };
 
 ClusterSync::ClusterSync(apiclient::ApiClient& client, extender::ModelStore& store,
-                         extender::Metrics& metrics, SyncOptions options)
-    : client_(client), store_(store), metrics_(metrics), options_(std::move(options)) {
+                         extender::MetricRegistry& metrics, SyncOptions options)
+    : client_(client), store_(store), metrics_(metrics), reservation_metrics_(metrics), options_(std::move(options)) {
   node_handler_ = std::make_unique<NodeHandler>(*this);
   pod_handler_ = std::make_unique<PodHandler>(*this);
   configmap_handler_ = std::make_unique<ConfigMapHandler>(*this);
@@ -439,7 +439,7 @@ std::size_t ClusterSync::resolve_reservations() {
           return extender::apply_read_back(model, ledger, read, reservation.uid, reservation.reserved_ns,
                                            options_.now_ns());
         });
-    metrics_.count_reservation_end(result.outcome, "read_back");
+    reservation_metrics_.count_reservation_end(result.outcome, "read_back");
     if (result.outcome == core::ReservationOutcome::kConfirmed || result.outcome == core::ReservationOutcome::kReleased) {
       ++settled;
       ++read_back_settlements_;

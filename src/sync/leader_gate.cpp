@@ -191,9 +191,4 @@ bool LeaderGate::catch_up(std::uint64_t term, std::stop_token stop) {
   return false;
 }
 
-extender::Metrics::LeaderElection leader_election_metrics(const apiclient::LeaderElector& elector) {
-  const LeaderElector::Counters counters = elector.counters();
-  return {elector.is_leader(), counters.acquisitions, counters.lost, counters.failed_attempts};
-}
-
 }  // namespace gpushare::sync

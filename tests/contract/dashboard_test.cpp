@@ -14,6 +14,8 @@
 #include <vector>
 
 #include "contract/extender_fixture.h"
+#include "gpushare/sync/leader_metrics.h"
+#include "gpushare/sync/sync_metrics.h"
 
 namespace gpushare::testing {
 namespace {
@@ -51,11 +53,13 @@ Exported scrape_exported_metrics() {
   extender.post("preempt", std::string("{}"));
   extender.inspect();
   // Sync series come from live mode's ClusterSync; feed them as it does.
-  extender.metrics().count_watch_restart("pods");
-  extender.metrics().count_relist("pods");
-  extender.metrics().set_last_sync(1'700'000'000);
-  // And the leader-election series, as a --leader-elect replica's scrape hook does.
-  extender.metrics().set_leader_election({.leader = true, .acquisitions = 1, .lost = 0, .failed_attempts = 0});
+  sync::SyncMetrics sync_metrics(extender.metrics());
+  sync_metrics.count_watch_restart("pods");
+  sync_metrics.count_relist("pods");
+  sync_metrics.set_last_sync(1'700'000'000);
+  // And the leader-election series, as a --leader-elect replica's collector adds them.
+  extender.metrics().add_collector(sync::leader_election_collector(
+      [] { return sync::LeaderElectionState{.leader = true, .acquisitions = 1, .lost = 0, .failed_attempts = 0}; }));
 
   auto res = extender.client().Get("/metrics");
   EXPECT_TRUE(res && res->status == 200);

@@ -23,7 +23,9 @@
 #include <vector>
 
 #include "contract/extender_fixture.h"
-#include "gpushare/extender/metrics.h"
+#include "gpushare/extender/metric_registry.h"
+#include "gpushare/sync/leader_metrics.h"
+#include "gpushare/sync/sync_metrics.h"
 #include "gpushare/extender/options.h"
 #include "gpushare/extender/standalone_cluster.h"
 #include "gpushare/kube/annotations.h"
@@ -641,10 +643,12 @@ TEST(DeployManifests, MonitoringNamesOnlyServedMetrics) {
     }
   };
   add_served(result->body);
-  // What only a --leader-elect replica serves.
-  extender::Metrics leader_metrics;
-  leader_metrics.set_leader_election({});
-  add_served(leader_metrics.render());
+  // What the extender's main adds to this fixture's families: the sync's (in both modes) and,
+  // on a --leader-elect replica, the leader election's.
+  extender::MetricRegistry more;
+  const sync::SyncMetrics sync_metrics(more);
+  more.add_collector(sync::leader_election_collector([] { return sync::LeaderElectionState{}; }));
+  add_served(more.render());
   ASSERT_TRUE(served.contains("gpushare_requests_total"));
   ASSERT_TRUE(served.contains("gpushare_leader_lost_total"));
   std::size_t checked = 0;

@@ -13,6 +13,7 @@
 #include "gpushare/extender/http_server.h"
 #include "gpushare/extender/scheduling_service.h"
 #include "gpushare/extender/standalone_cluster.h"
+#include "gpushare/sync/sync_metrics.h"
 
 namespace gpushare::testing {
 
@@ -116,12 +117,14 @@ class ExtenderUnderTest {
 
   extender::ModelStore& store() { return store_; }
   extender::StandaloneCluster& cluster() { return standalone_; }
-  extender::Metrics& metrics() { return metrics_; }
+  extender::MetricRegistry& metrics() { return metrics_; }
 
  private:
   extender::StandaloneCluster standalone_;
   extender::ModelStore store_;
-  extender::Metrics metrics_;
+  extender::MetricRegistry metrics_;
+  // As the extender's main has it in standalone mode: the sync's families at 0.
+  sync::SyncMetrics sync_metrics_{metrics_};
   extender::RejectionLog rejections_;
   std::atomic<std::int64_t> fake_clock_ns_{1'700'000'000'000'000'000};
   std::unique_ptr<extender::SchedulingService> service_;

@@ -30,7 +30,7 @@ class UnboundExtender {
  private:
   extender::StandaloneCluster standalone_;
   extender::ModelStore store_;
-  extender::Metrics metrics_;
+  extender::MetricRegistry metrics_;
   extender::RejectionLog rejections_;
   extender::SchedulingService service_;
   extender::HttpServer server_;

@@ -1,7 +1,12 @@
 // /metrics over real HTTP: the text exposition format parses, names follow Prometheus
 // conventions, and the model's gauges say what the sample cluster holds.
 
-#include "gpushare/extender/metrics.h"
+#include "gpushare/extender/metric_registry.h"
+#include "gpushare/extender/model_metrics.h"
+#include "gpushare/extender/request_metrics.h"
+#include "gpushare/extender/scheduling_metrics.h"
+#include "gpushare/sync/leader_metrics.h"
+#include "gpushare/sync/sync_metrics.h"
 
 #include <fmt/format.h>
 #include <gtest/gtest.h>
@@ -23,6 +28,28 @@
 
 namespace gpushare::testing {
 namespace {
+
+// Every component's families on one registry, as the extender's main (live mode) has them.
+struct AllMetrics {
+  extender::MetricRegistry registry;
+  extender::RequestMetrics requests{registry};
+  extender::SchedulingMetrics scheduling{registry};
+  sync::SyncMetrics sync{registry};
+  sync::LeaderElectionState leader;
+  bool leader_elect = false;
+
+  // What a --leader-elect replica's collector reports from now on.
+  void set_leader_election(sync::LeaderElectionState state) {
+    leader = state;
+    if (!leader_elect) registry.add_collector(sync::leader_election_collector([this] { return leader; }));
+    leader_elect = true;
+  }
+  std::string render(const extender::ModelGauges* gauges = nullptr) const {
+    if (gauges == nullptr) return registry.render();
+    return registry.render(
+        [gauges](std::vector<prometheus::MetricFamily>& out) { extender::collect_model(out, *gauges); });
+  }
+};
 
 using Labels = std::map<std::string, std::string>;
 
@@ -511,8 +538,8 @@ TEST(Metrics, GaugesFollowBindsAndCordons) {
 }
 
 TEST(Metrics, LabelValuesAreEscaped) {
-  extender::Metrics metrics;
-  metrics.count_bind("odd\"outcome\\with\nnewline");
+  AllMetrics metrics;
+  metrics.scheduling.count_bind("odd\"outcome\\with\nnewline");
   extender::ModelGauges gauges;
   extender::NodeGauge node;
   node.name = "we\"ird\\node";
@@ -526,7 +553,7 @@ TEST(Metrics, LabelValuesAreEscaped) {
 }
 
 TEST(Metrics, LeaderElectionSeriesOnceSet) {
-  extender::Metrics metrics;
+  AllMetrics metrics;
   metrics.set_leader_election({.leader = true, .acquisitions = 2, .lost = 1, .failed_attempts = 7});
   const Exposition e = parse_exposition(metrics.render());
   ASSERT_TRUE(e.errors.empty()) << e.errors.front();
@@ -548,16 +575,16 @@ TEST(Metrics, LeaderElectionSeriesOnceSet) {
 }
 
 TEST(Metrics, EveryDocumentedFamilyIsRenderedWithItsTypeAndLabels) {
-  extender::Metrics metrics;
-  metrics.observe_request("filter", 200, 0.0002);
-  metrics.count_filter_rejection("no_gpus");
-  metrics.count_bind("success");
-  metrics.count_watch_restart("pods");
-  metrics.count_relist("nodes");
-  metrics.count_reservation_end(core::ReservationOutcome::kConfirmed, "watch");
-  metrics.set_sync_failing("pods", 3);
+  AllMetrics metrics;
+  metrics.requests.observe_request("filter", 200, 0.0002);
+  metrics.scheduling.count_filter_rejection("no_gpus");
+  metrics.scheduling.count_bind("success");
+  metrics.sync.count_watch_restart("pods");
+  metrics.sync.count_relist("nodes");
+  metrics.scheduling.count_reservation_end(core::ReservationOutcome::kConfirmed, "watch");
+  metrics.sync.set_sync_failing("pods", 3);
   metrics.set_leader_election({.leader = true, .acquisitions = 1, .lost = 0, .failed_attempts = 0});
-  metrics.set_config_warnings({{"unknown_key", 1}, {"bad_value", 0}});
+  metrics.sync.set_config_warnings({{"unknown_key", 1}, {"bad_value", 0}});
   extender::ModelGauges gauges;
   gauges.nodes.push_back(
       {.name = "n1", .capacity = 16, .allocated = 4, .gpus = {{0, 16, 4, true}}});
@@ -578,14 +605,14 @@ TEST(Metrics, EveryDocumentedFamilyIsRenderedWithItsTypeAndLabels) {
       0);
   EXPECT_EQ(e.value("gpushare_config_warnings", {{"kind", "unknown_key"}}), 1);
   // A kind no longer reported loses its series.
-  metrics.set_config_warnings({{"bad_value", 2}});
+  metrics.sync.set_config_warnings({{"bad_value", 2}});
   const Exposition after = parse_exposition(metrics.render());
   EXPECT_FALSE(after.value("gpushare_config_warnings", {{"kind", "unknown_key"}}).has_value());
   EXPECT_EQ(after.value("gpushare_config_warnings", {{"kind", "bad_value"}}), 2);
 }
 
 TEST(Metrics, ModelSeriesOfARemovedNodeDisappear) {
-  extender::Metrics metrics;
+  AllMetrics metrics;
   extender::ModelGauges gauges;
   gauges.nodes.push_back({.name = "a", .capacity = 8, .gpus = {{0, 8, 0, true}}});
   gauges.nodes.push_back({.name = "b", .capacity = 8, .gpus = {{0, 8, 0, true}}});
@@ -600,8 +627,8 @@ TEST(Metrics, ModelSeriesOfARemovedNodeDisappear) {
 
 TEST(Metrics, BucketBoundariesAreTheDocumentedOnes) {
   // Dashboards and alerts select `le` by its text; these are what the exposition writes.
-  extender::Metrics metrics;
-  metrics.observe_request("filter", 200, 0.0003);
+  AllMetrics metrics;
+  metrics.requests.observe_request("filter", 200, 0.0003);
   const std::string text = metrics.render();
   for (std::string_view le : {"0.0001", "0.00025", "0.0005", "0.001", "0.0025", "0.005", "0.01",
                               "0.025", "0.05", "0.1", "0.25", "0.5", "1", "5", "+Inf"}) {
@@ -614,14 +641,14 @@ TEST(Metrics, BucketBoundariesAreTheDocumentedOnes) {
 
 TEST(Metrics, CountersAreSafeFromManyThreads) {
   // Run under TSan: counters, lazily created series and scrapes at once.
-  extender::Metrics metrics;
+  AllMetrics metrics;
   std::vector<std::thread> threads;
   for (int t = 0; t < 4; ++t) {
     threads.emplace_back([&metrics, t] {
       for (int i = 0; i < 500; ++i) {
-        metrics.observe_request(i % 2 ? "filter" : "bind", 200 + t, 0.001);
-        metrics.count_filter_rejection(t % 2 ? "no_gpus" : "misconfigured");
-        metrics.set_config_warnings({{"bad_value", static_cast<std::size_t>(i % 3)}});
+        metrics.requests.observe_request(i % 2 ? "filter" : "bind", 200 + t, 0.001);
+        metrics.scheduling.count_filter_rejection(t % 2 ? "no_gpus" : "misconfigured");
+        metrics.sync.set_config_warnings({{"bad_value", static_cast<std::size_t>(i % 3)}});
         if (i % 100 == 0) {
           EXPECT_FALSE(metrics.render().empty());
         }
@@ -638,13 +665,13 @@ TEST(Metrics, CountersAreSafeFromManyThreads) {
 TEST(Metrics, TextKeepsTheLabelOrderAndTheEmptyFamiliesOfBefore) {
   // prometheus-cpp sorts label names and leaves out families without series; people and tests
   // grep for the series as they were always written, and for the families of a fresh replica.
-  extender::Metrics metrics;
+  AllMetrics metrics;
   const std::string fresh = metrics.render();
   EXPECT_NE(fresh.find("# TYPE gpushare_requests_total counter\n"), std::string::npos);
   EXPECT_NE(fresh.find("# TYPE gpushare_request_duration_seconds histogram\n"), std::string::npos);
   EXPECT_EQ(fresh.find("gpushare_sync_failing_seconds"), std::string::npos) << "live mode only";
-  metrics.observe_request("filter", 200, 0.001);
-  metrics.count_reservation_end(core::ReservationOutcome::kReleased, "watch");
+  metrics.requests.observe_request("filter", 200, 0.001);
+  metrics.scheduling.count_reservation_end(core::ReservationOutcome::kReleased, "watch");
   const std::string text = metrics.render();
   EXPECT_NE(text.find("gpushare_requests_total{verb=\"filter\",code=\"200\"} 1\n"),
             std::string::npos);

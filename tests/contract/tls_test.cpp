@@ -90,7 +90,7 @@ class HttpsExtender {
  private:
   extender::StandaloneCluster cluster_;
   extender::ModelStore store_;
-  extender::Metrics metrics_;
+  extender::MetricRegistry metrics_;
   extender::RejectionLog rejections_;
   std::unique_ptr<extender::SchedulingService> service_;
   std::unique_ptr<extender::HttpServer> server_;

@@ -20,6 +20,7 @@
 #include "gpushare/sync/cluster_sync.h"
 #include "gpushare/sync/leader_binder.h"
 #include "gpushare/sync/leader_gate.h"
+#include "gpushare/sync/leader_metrics.h"
 #include "support/eventually.h"
 #include "support/fake_apiserver.h"
 
@@ -162,9 +163,8 @@ class LiveExtender {
       return reason;
     };
     if (gate_) {
-      http.before_scrape = [this](extender::Metrics& m) {
-        m.set_leader_election(sync::leader_election_metrics(gate_->elector()));
-      };
+      metrics_.add_collector(sync::leader_election_collector(
+          [this] { return sync::leader_election_state(gate_->elector()); }));
     }
     sync::attach_inspect_sources(*sync_, http);
     server_ = std::make_unique<extender::HttpServer>(*service_, store_, metrics_, rejections_, http);
@@ -247,13 +247,13 @@ class LiveExtender {
   }
 
   sync::ClusterSync& sync() { return *sync_; }
-  extender::Metrics& metrics() { return metrics_; }
+  extender::MetricRegistry& metrics() { return metrics_; }
 
  private:
   std::filesystem::path kubeconfig_;
   bool owns_kubeconfig_ = false;
   extender::ModelStore store_;
-  extender::Metrics metrics_;
+  extender::MetricRegistry metrics_;
   extender::RejectionLog rejections_;
   std::unique_ptr<apiclient::ApiClient> client_;
   std::unique_ptr<sync::ClusterSync> sync_;

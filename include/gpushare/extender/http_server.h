@@ -13,7 +13,8 @@
 #include "gpushare/extender/inspect.h"
 #include "gpushare/extender/client_access.h"
 #include "gpushare/extender/connection_limits.h"
-#include "gpushare/extender/metrics.h"
+#include "gpushare/extender/metric_registry.h"
+#include "gpushare/extender/request_metrics.h"
 #include "gpushare/extender/model_store.h"
 #include "gpushare/extender/rejection_log.h"
 #include "gpushare/extender/scheduling_service.h"
@@ -41,9 +42,6 @@ struct HttpServerOptions {
   ClientAccessOptions access;
   // Readiness: empty string = ready, else why not (first sync pending, not the leader...).
   std::function<std::string()> not_ready_reason = [] { return std::string(); };
-  // Called on every /metrics scrape before rendering, to copy state kept elsewhere (leader
-  // election) into the metrics.
-  std::function<void(Metrics&)> before_scrape;
   // /inspect: each pod's phase, and the configuration warnings standing (both optional).
   PodPhaseLookup pod_phase;
   std::function<std::vector<ConfigWarning>()> config_warnings;
@@ -53,7 +51,8 @@ struct HttpServerOptions {
 
 class HttpServer {
  public:
-  HttpServer(SchedulingService& service, ModelStore& store, Metrics& metrics,
+  // /metrics serialises `metrics`; the server counts its requests there (request_metrics.h).
+  HttpServer(SchedulingService& service, ModelStore& store, MetricRegistry& metrics,
              RejectionLog& rejections, HttpServerOptions options);
   ~HttpServer();
   HttpServer(const HttpServer&) = delete;
@@ -78,7 +77,8 @@ class HttpServer {
 
   SchedulingService& service_;
   ModelStore& store_;
-  Metrics& metrics_;
+  MetricRegistry& registry_;
+  RequestMetrics metrics_;
   RejectionLog& rejections_;
   HttpServerOptions options_;
   std::shared_ptr<ConnectionThreadPool> connections_;  // outlives httplib's queue adaptor

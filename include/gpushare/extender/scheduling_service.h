@@ -10,7 +10,7 @@
 #include <vector>
 
 #include "gpushare/core/score_mapping.h"
-#include "gpushare/extender/metrics.h"
+#include "gpushare/extender/scheduling_metrics.h"
 #include "gpushare/extender/model_store.h"
 #include "gpushare/extender/pod_binder.h"
 #include "gpushare/extender/rejection_log.h"
@@ -39,7 +39,8 @@ struct BindReply {
 
 class SchedulingService {
  public:
-  SchedulingService(ModelStore& store, PodBinder& binder, Metrics& metrics,
+  // The service counts into `metrics` (scheduling_metrics.h).
+  SchedulingService(ModelStore& store, PodBinder& binder, MetricRegistry& metrics,
                     RejectionLog& rejections, ServiceConfig config);
 
   FilterResult filter(const ExtenderArgs& args);
@@ -64,7 +65,7 @@ class SchedulingService {
 
   ModelStore& store_;
   PodBinder& binder_;
-  Metrics& metrics_;
+  SchedulingMetrics metrics_;
   RejectionLog& rejections_;
   ServiceConfig config_;
 };

@@ -18,7 +18,9 @@
 #include "gpushare/apiclient/reflector.h"
 #include "gpushare/extender/config_warnings.h"
 #include "gpushare/extender/http_server.h"
-#include "gpushare/extender/metrics.h"
+#include "gpushare/extender/metric_registry.h"
+#include "gpushare/extender/scheduling_metrics.h"
+#include "gpushare/sync/sync_metrics.h"
 #include "gpushare/extender/model_store.h"
 #include "gpushare/extender/pod_binder.h"
 #include "gpushare/kube/pod_info.h"
@@ -46,7 +48,7 @@ struct SyncOptions {
 
 class ClusterSync {
  public:
-  ClusterSync(apiclient::ApiClient& client, extender::ModelStore& store, extender::Metrics& metrics,
+  ClusterSync(apiclient::ApiClient& client, extender::ModelStore& store, extender::MetricRegistry& metrics,
               SyncOptions options);
   ~ClusterSync();
   ClusterSync(const ClusterSync&) = delete;
@@ -104,7 +106,8 @@ class ClusterSync {
 
   apiclient::ApiClient& client_;
   extender::ModelStore& store_;
-  extender::Metrics& metrics_;
+  SyncMetrics metrics_;
+  extender::SchedulingMetrics reservation_metrics_;  // reservations ended by what the API server shows
   SyncOptions options_;
 
   mutable std::mutex pods_mutex_;  // guards pods_ (the directory bind reads)

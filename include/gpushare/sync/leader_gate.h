@@ -20,7 +20,6 @@
 
 #include "gpushare/apiclient/api_client.h"
 #include "gpushare/apiclient/lease_elector.h"
-#include "gpushare/extender/metrics.h"
 #include "gpushare/extender/model_store.h"
 #include "gpushare/sync/cluster_sync.h"
 
@@ -85,7 +84,5 @@ class LeaderGate {
   std::jthread catch_up_thread_;
 };
 
-// The elector's state as /metrics reports it.
-extender::Metrics::LeaderElection leader_election_metrics(const apiclient::LeaderElector& elector);
 
 }  // namespace gpushare::sync

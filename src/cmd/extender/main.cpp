@@ -29,6 +29,8 @@
 #include "gpushare/sync/cluster_sync.h"
 #include "gpushare/sync/leader_binder.h"
 #include "gpushare/sync/leader_gate.h"
+#include "gpushare/sync/leader_metrics.h"
+#include "gpushare/sync/sync_metrics.h"
 #endif
 
 namespace ext = gpushare::extender;
@@ -62,10 +64,9 @@ class ShutdownSignals {
 // `on_drained` runs on a signal after the server stopped accepting and the binds in flight
 // finished (argument true) or the grace period ran out (false): e.g. to give up the lease.
 int serve(const ext::Options& options, ext::SchedulingService& service, ext::ModelStore& store,
-          ext::Metrics& metrics, ext::RejectionLog& rejections,
+          ext::MetricRegistry& metrics, ext::RejectionLog& rejections,
           std::function<std::string()> not_ready_reason, ShutdownSignals& signals,
           std::function<void(bool drained)> on_drained = nullptr,
-          std::function<void(ext::Metrics&)> before_scrape = nullptr,
           const std::function<void(ext::HttpServerOptions&)>& add_inspect_sources = nullptr) {
   ext::HttpServerOptions http;
   if (add_inspect_sources) add_inspect_sources(http);
@@ -86,7 +87,6 @@ int serve(const ext::Options& options, ext::SchedulingService& service, ext::Mod
   http.tls_private_key_file = options.tls_private_key_file;
   http.access = {options.allowed_clients, options.tls_client_ca_file};
   http.not_ready_reason = std::move(not_ready_reason);
-  http.before_scrape = std::move(before_scrape);
   ext::HttpServer server(service, store, metrics, rejections, http);
   const int port = server.bind(options.listen_host(), options.listen_port());
   if (port < 0) return 1;
@@ -141,15 +141,18 @@ int run_standalone(const ext::Options& options, ShutdownSignals& signals) {
   spdlog::info("standalone mode: {} nodes, {} pods holding GPU memory, from {}", nodes, pods,
                options.cluster_file);
 
-  ext::Metrics metrics;
+  ext::MetricRegistry metrics;
+#ifdef GPUSHARE_HAVE_SYNC
+  // Live mode's families, at 0: dashboards and alerts find every name in both modes.
+  const gpushare::sync::SyncMetrics sync_metrics(metrics);
+#endif
   ext::RejectionLog rejections;
   ext::ServiceConfig config;
   config.names = options.names;
   config.score_mapping = *gpushare::core::score_mapping_named(options.score_mapping);  // validated by the flag
   ext::SchedulingService service(store, *cluster, metrics, rejections, config);
   auto phases = [&cluster](ext::HttpServerOptions& http) { http.pod_phase = cluster->pod_phases(); };
-  return serve(options, service, store, metrics, rejections, [] { return std::string(); }, signals, nullptr, nullptr,
-               phases);
+  return serve(options, service, store, metrics, rejections, [] { return std::string(); }, signals, nullptr, phases);
 }
 
 #ifdef GPUSHARE_HAVE_SYNC
@@ -169,7 +172,7 @@ int run_live(const ext::Options& options, ShutdownSignals& signals) {
   client_options.stall_warning = options.api_stall_warning;
   api::ApiClient client(cluster, client_options);
   ext::ModelStore store(gpushare::core::make_policy(options.policy));
-  ext::Metrics metrics;
+  ext::MetricRegistry metrics;
   ext::RejectionLog rejections;
   gpushare::sync::SyncOptions sync_options;
   sync_options.names = options.names;
@@ -221,15 +224,12 @@ int run_live(const ext::Options& options, ShutdownSignals& signals) {
   auto on_drained = [&gate](bool drained) {
     if (gate) gate->stop(drained);
   };
-  std::function<void(ext::Metrics&)> before_scrape;
   if (gate) {
-    before_scrape = [&gate](ext::Metrics& m) {
-      m.set_leader_election(gpushare::sync::leader_election_metrics(gate->elector()));
-    };
+    metrics.add_collector(gpushare::sync::leader_election_collector(
+        [&gate] { return gpushare::sync::leader_election_state(gate->elector()); }));
   }
   auto inspect_sources = [&sync](ext::HttpServerOptions& http) { gpushare::sync::attach_inspect_sources(sync, http); };
-  const int code = serve(options, service, store, metrics, rejections, not_ready, signals, on_drained, before_scrape,
-                         inspect_sources);
+  const int code = serve(options, service, store, metrics, rejections, not_ready, signals, on_drained, inspect_sources);
   if (gate) gate->stop(true);  // every request has been answered by now
   sync.stop();
   return code;
