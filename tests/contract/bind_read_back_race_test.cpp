@@ -1,0 +1,122 @@
+// A bind call without an answer is settled by reading the pod back. The sync's reservation check
+// may read it back too, at the same moment (the reservation is due at once) and settle it first:
+// the bind must then judge by the model, not report "may still land" (issue 13 item 2; this race
+// failed Bind.ABindWithoutAnAnswerThatLandedIsReadBackAndReportedBound in CI).
+
+#include <gtest/gtest.h>
+
+#include <functional>
+#include <optional>
+
+#include "gpushare/core/placement_policy.h"
+#include "gpushare/extender/metric_registry.h"
+#include "gpushare/extender/model_store.h"
+#include "gpushare/extender/read_back.h"
+#include "gpushare/extender/rejection_log.h"
+#include "gpushare/extender/scheduling_service.h"
+
+namespace gpushare::testing {
+namespace {
+
+kube::PodInfo pending_pod() {
+  kube::PodInfo pod;
+  pod.uid = "uid-p";
+  pod.namespace_name = "default";
+  pod.name = "p";
+  pod.phase = "Pending";
+  pod.request = 6;
+  return pod;
+}
+
+// Times out every bind; its read-back lets the "sync" settle the reservation first, with what
+// `truth` says, and then answers the same.
+class RacedBinder final : public extender::PodBinder {
+ public:
+  RacedBinder(extender::ModelStore& store, std::function<kube::PodInfo()> truth)
+      : store_(store), truth_(std::move(truth)) {}
+
+  std::optional<kube::PodInfo> find_pod(std::string_view, std::string_view) override {
+    return pending_pod();
+  }
+  extender::BindOutcome bind(const kube::PodInfo&, std::string_view,
+                             const std::map<std::string, std::string>& annotations) override {
+    annotations_ = annotations;
+    return {false, "transport error (timeout)", true};
+  }
+  bool confirms_asynchronously() const override { return true; }
+  ReadBack read_back(std::string_view, std::string_view) override {
+    const ReadBack read{ReadBack::Result::kFound, truth_(), {}};
+    store_.write(
+        [&](core::ClusterModel& model, core::PlacementPolicy&, core::ReservationLedger& ledger) {
+          const core::Reservation* held = ledger.find("uid-p");
+          ASSERT_NE(held, nullptr);
+          settled_by_sync_ =
+              extender::apply_read_back(model, ledger, read, "uid-p", held->reserved_ns, 1).outcome;
+        });
+    return read;
+  }
+
+  std::map<std::string, std::string> annotations_;
+  core::ReservationOutcome settled_by_sync_ = core::ReservationOutcome::kNone;
+
+ private:
+  extender::ModelStore& store_;
+  std::function<kube::PodInfo()> truth_;
+};
+
+class BindReadBackRace : public ::testing::Test {
+ protected:
+  BindReadBackRace() : store_(core::make_policy("binpack")) {
+    store_.write([](core::ClusterModel& model, core::PlacementPolicy&) {
+      core::NodeSpec spec;
+      spec.name = "n1";
+      spec.gpu_count = 2;
+      spec.memory_per_gpu = 16;
+      model.upsert_node(std::move(spec));
+    });
+  }
+  core::Units used() {
+    return store_.read([](const core::ClusterModel& model, const core::PlacementPolicy&) {
+      return model.total_used();
+    });
+  }
+  extender::BindReply bind(extender::PodBinder& binder) {
+    extender::SchedulingService service(store_, binder, metrics_, rejections_,
+                                        extender::ServiceConfig{});
+    return service.bind({"p", "default", "uid-p", "n1"});
+  }
+
+  extender::ModelStore store_;
+  extender::MetricRegistry metrics_;
+  extender::RejectionLog rejections_;
+};
+
+TEST_F(BindReadBackRace, ConfirmedByTheSyncFirstIsReportedBound) {
+  RacedBinder* self = nullptr;
+  RacedBinder binder(store_, [&self] {
+    kube::PodInfo pod = pending_pod();
+    pod.node_name = "n1";
+    pod.phase = "Running";
+    pod.gpu_index = std::stoi(self->annotations_.at("ALIYUN_COM_GPU_MEM_IDX"));
+    pod.annotated_request = 6;
+    return pod;
+  });
+  self = &binder;
+  const extender::BindReply reply = bind(binder);
+  EXPECT_EQ(binder.settled_by_sync_, core::ReservationOutcome::kConfirmed);
+  EXPECT_EQ(reply.error, "");
+  EXPECT_EQ(reply.outcome, "success");
+  EXPECT_EQ(reply.gpu, std::stoi(binder.annotations_.at("ALIYUN_COM_GPU_MEM_IDX")));
+  EXPECT_EQ(used(), 6);  // held once
+}
+
+TEST_F(BindReadBackRace, ReleasedByTheSyncFirstIsReportedNotBound) {
+  RacedBinder binder(store_, [] { return pending_pod(); });
+  const extender::BindReply reply = bind(binder);
+  EXPECT_EQ(binder.settled_by_sync_, core::ReservationOutcome::kReleased);
+  EXPECT_NE(reply.error.find("not bound"), std::string::npos) << reply.error;
+  EXPECT_EQ(used(), 0);
+}
+
+}  // namespace
+}  // namespace gpushare::testing
