@@ -11,10 +11,14 @@
 
 #include <gtest/gtest.h>
 
+#include <atomic>
 #include <bit>
+#include <chrono>
 #include <map>
+#include <memory>
 #include <random>
 #include <string>
+#include <thread>
 #include <vector>
 
 #include "gpushare/core/fit.h"
@@ -192,18 +196,46 @@ struct Case {
 
 // Runs every pod through filter and prioritize of one policy; compares with the reference and
 // adds everything (raw score bits included) to `digest`.
-void check_policy(const Case& c, std::uint32_t seed, Digest& digest) {
-  ModelStore store(core::make_policy(c.policy));
-  store.write([&](core::ClusterModel& model, core::PlacementPolicy& policy) {
-    populate(model, policy, seed);
-  });
+// A service over a populated store of one policy.
+struct ServiceUnderTest {
+  ServiceUnderTest(const std::string& policy, std::uint32_t seed,
+                   core::ScoreMapping mapping = core::ScoreMapping::kMinMax)
+      : store(core::make_policy(policy)) {
+    store.write(
+        [&](core::ClusterModel& model, core::PlacementPolicy& p) { populate(model, p, seed); });
+    ServiceConfig config;
+    config.score_mapping = mapping;
+    config.now_ns = [] { return std::int64_t{0}; };
+    service = std::make_unique<SchedulingService>(store, binder, metrics, rejections, config);
+  }
+  // prioritize's answer computed name by name.
+  std::vector<int> expected_scores(const kube::PodInfo& pod,
+                                   const std::vector<std::string>& names) {
+    const auto raw =
+        store.read([&](const core::ClusterModel& model, const core::PlacementPolicy& policy) {
+          return reference_raw(model, policy, pod, names);
+        });
+    return core::map_scores(raw, service->config().score_mapping);
+  }
+  ModelStore store;
   NoBinder binder;
   Metrics metrics;
   RejectionLog rejections;
-  ServiceConfig config;
-  config.score_mapping = c.mapping;
-  config.now_ns = [] { return std::int64_t{0}; };
-  SchedulingService service(store, binder, metrics, rejections, config);
+  std::unique_ptr<SchedulingService> service;
+};
+
+std::vector<int> scores_of(const std::vector<HostPriority>& priorities) {
+  std::vector<int> scores;
+  for (const HostPriority& priority : priorities)
+    scores.push_back(static_cast<int>(priority.score));
+  return scores;
+}
+
+void check_policy(const Case& c, std::uint32_t seed, Digest& digest) {
+  ServiceUnderTest setup(c.policy, seed, c.mapping);
+  ModelStore& store = setup.store;
+  SchedulingService& service = *setup.service;
+  const ServiceConfig& config = service.config();
   const std::vector<std::string> names = offered_names(seed);
   for (const kube::PodInfo& pod : pending_pods()) {
     const std::string label = c.policy + " pod " + pod.name;
@@ -294,6 +326,136 @@ TEST(ServiceOutputs, OutputsArePinned) {
     }
     EXPECT_EQ(value, it->second) << policy << ": placement decisions or scores changed; digest now "
                                  << std::hex << value;
+  }
+}
+
+}  // namespace
+}  // namespace gpushare::extender
+
+namespace gpushare::extender {
+namespace {
+
+// prioritize reuses the last request's raw scores for nodes whose stamp did not move (same
+// demand, same policy version): after every kind of change, the same pod again must get what
+// the name-by-name computation gives.
+TEST(ServiceOutputs, ReusedScoresFollowEveryChange) {
+  for (const std::string policy : {"binpack", "fgd-plus", "fgd", "spread"}) {
+    ServiceUnderTest setup(policy, 3);
+    const std::vector<std::string> names = offered_names(3);
+    const std::vector<kube::PodInfo> pods = pending_pods();
+    std::mt19937 rng(17);
+    for (int step = 0; step < 60; ++step) {
+      const kube::PodInfo& pod =
+          pods[step % 3 == 0 ? rng() % pods.size() : 10];  // mostly the same pod
+      ExtenderArgs args;
+      args.pod = pod;
+      args.node_names = names;
+      EXPECT_EQ(scores_of(setup.service->prioritize(args)), setup.expected_scores(pod, names))
+          << policy << " step " << step;
+      // One change of some kind, under the store's write lock as the sync and bind make them.
+      setup.store.write([&](core::ClusterModel& model, core::PlacementPolicy& p) {
+        const std::string node = node_name(static_cast<int>(rng() % kNodes));
+        switch (step % 6) {
+          case 0: {
+            core::PodAllocation added;
+            added.uid = "step-" + std::to_string(step);
+            added.node = node;
+            added.gpus = {0};
+            added.per_gpu = 4;
+            added.cpu_milli = 2000;
+            model.add_pod(added);
+            break;
+          }
+          case 1:
+            model.remove_pod("uid-" + std::to_string(rng() % (6 * kNodes)));
+            break;
+          case 2:
+            model.remove_node(node);  // the last node moves into its place
+            break;
+          case 3: {
+            core::NodeSpec spec;
+            if (const core::NodeState* known = model.find_node(node)) spec = known->spec();
+            spec.name = node;
+            spec.memory_per_gpu += 8;
+            spec.gpu_count = std::max(1, spec.gpu_count);
+            model.upsert_node(spec);
+            break;
+          }
+          case 4:
+            model.set_unhealthy(node, {static_cast<int>(rng() % 8)});
+            break;
+          default:
+            for (int n = 0; n < 200; ++n)
+              p.observe(pod.demand());  // moves learning policies' version
+        }
+      });
+    }
+  }
+}
+
+// Readers against the writer: prioritize from several threads while a writer flips one pod on
+// and off a node. Each request reads the model under one shared lock, so its answer must be
+// exactly the answer with the pod or without it; a reused score from the other state would
+// mix them.
+TEST(ServiceOutputs, ConcurrentPrioritizeSeesOneModelState) {
+  for (const std::string policy : {"binpack", "fgd-plus"}) {
+    ServiceUnderTest setup(policy, 5);
+    const std::vector<std::string> names = offered_names(5);
+    const kube::PodInfo pod = pending_pods()[10];
+    const std::vector<int> without = setup.expected_scores(pod, names);
+    // A pod that fills every GPU of a node that can take `pod` now.
+    const auto feasible =
+        std::find_if(without.begin(), without.end(), [](int score) { return score > 0; });
+    ASSERT_NE(feasible, without.end());
+    core::PodAllocation flip;
+    flip.uid = "flipping";
+    flip.node = names[static_cast<std::size_t>(feasible - without.begin())];
+    for (int gpu = 0; gpu < 8; ++gpu) flip.gpus.push_back(gpu);
+    flip.per_gpu = core::kMaxGpuMemoryClaim;
+    setup.store.write(
+        [&](core::ClusterModel& model, core::PlacementPolicy&) { model.add_pod(flip); });
+    const std::vector<int> with = setup.expected_scores(pod, names);
+    ASSERT_NE(with, without);  // the flip changes the answer, so a mix is visible
+    std::atomic<bool> stop{false};
+    std::atomic<int> mixed{0};
+    std::atomic<int> answers{0};
+    std::vector<std::jthread> readers;
+    for (int r = 0; r < 2; ++r) {
+      readers.emplace_back([&] {
+        ExtenderArgs args;
+        args.pod = pod;
+        args.node_names = names;
+        while (!stop) {
+          const std::vector<int> got = scores_of(setup.service->prioritize(args));
+          if (got != with && got != without) ++mixed;
+          ++answers;
+          // Between requests, as kube-scheduler's come: the reader-preferring lock would
+          // otherwise keep the writer out while two readers overlap without pause.
+          std::this_thread::sleep_for(std::chrono::microseconds(50));
+        }
+      });
+    }
+    for (int i = 0; i < 200 || answers < 200; ++i) {
+      setup.store.write([&](core::ClusterModel& model, core::PlacementPolicy&) {
+        if (i % 2 == 0) {
+          model.remove_pod(flip.uid);
+        } else {
+          model.add_pod(flip);
+        }
+      });
+      std::this_thread::yield();
+    }
+    stop = true;
+    readers.clear();
+    EXPECT_EQ(mixed, 0) << policy << ": " << mixed << " of " << answers
+                        << " answers mixed two states";
+    // And once the writer is done, the answer of the state it left (a score reused past a
+    // change would be the other state's).
+    ExtenderArgs args;
+    args.pod = pod;
+    args.node_names = names;
+    EXPECT_EQ(scores_of(setup.service->prioritize(args)), setup.expected_scores(pod, names))
+        << policy;
   }
 }
 
