@@ -10,14 +10,19 @@
 //  BM_FilterRequest/<nodes>/<alloc%>       the whole in-process request: body text -> decode ->
 //                                          filter -> encoded reply (nodeCacheCapable: NodeNames)
 //  BM_PrioritizeRequest/<nodes>/<alloc%>   the same for prioritize (binpack)
-//  BM_PrioritizeLatency/<policy>/<nodes>/<alloc%>/<pod>/<workload>
+//  BM_PrioritizeLatency/<policy>/<nodes>/<alloc%>/<pod>/<workload>/<newpod>
 //                                          SchedulingService::prioritize alone (as BM_Prioritize)
 //                                          as a latency distribution, on a cluster whose nodes
 //                                          track CPU and memory and whose pods hold them (live
 //                                          mode), for binpack, fgd and fgd-plus; pod 0: the GPU
 //                                          pod below, 1: the same pod without GPU (prioritize
 //                                          scores those too); workload 0: the policy's built-in
-//                                          prior, 1: learned from every bound pod
+//                                          prior, 1: learned from every bound pod; newpod 0:
+//                                          every request for the same pod (the replicas of one
+//                                          workload: prioritize reuses the scores of the last
+//                                          request), 1: each request's pod asks for other GPU
+//                                          memory than the last one's (4 and 3 GiB in turn), so
+//                                          no score is reused
 //  BM_FilterLatency/<nodes>/<alloc%>       SchedulingService::filter alone (as BM_Filter) as a
 //                                          latency distribution
 //  *Latency                                the two above as 1-request repetitions, with
@@ -115,9 +120,13 @@ void BM_PrioritizeLatency(benchmark::State& state) {
   shape.learned_workload = state.range(4) != 0;
   const bool cpu_only = state.range(3) != 0;
   auto& harness = gb::cached_harness(shape, policy);
-  ext::ExtenderArgs args = typed_args(nodes, cpu_only ? 0 : 4);  // given up below, see top
-  state.SetLabel(fmt::format("{} {} pod, {}", policy, cpu_only ? "CPU-only" : "GPU",
-                             shape.learned_workload ? "learned workload" : "prior"));
+  // With newpod, the pod changes from one request (repetition) to the next.
+  static int requests = 0;
+  const core::Units request = cpu_only ? 0 : (state.range(5) != 0 && ++requests % 2 == 0 ? 3 : 4);
+  ext::ExtenderArgs args = typed_args(nodes, request);  // given up below, see top
+  state.SetLabel(fmt::format("{} {} pod, {}{}", policy, cpu_only ? "CPU-only" : "GPU",
+                             shape.learned_workload ? "learned workload" : "prior",
+                             state.range(5) != 0 ? ", a new pod each request" : ""));
   for (auto _ : state) {
     auto result = harness.service->prioritize(std::move(args));
     benchmark::DoNotOptimize(result);
@@ -264,14 +273,18 @@ void policy_alloc_grid(benchmark::internal::Benchmark* b) {
 // Cluster-major order, so each generated cluster is built once per policy. At 0 % no pod is
 // bound, so the learned workload is the prior; binpack learns nothing: both are measured once.
 void latency_policy_grid(benchmark::internal::Benchmark* b) {
-  b->ArgNames({"policy", "nodes", "alloc%", "cpuonly", "learned"});
+  b->ArgNames({"policy", "nodes", "alloc%", "cpuonly", "learned", "newpod"});
   for (int alloc : gb::kAllocatedPercents) {
     for (int learned : {1, 0}) {
       if (learned == 0 && alloc == 0) continue;
       for (std::size_t p = 0; p < latency_policies().size(); ++p) {
         if (learned == 0 && latency_policies()[p] == "binpack") continue;
-        for (int cpu_only : {0, 1})
-          b->Args({static_cast<std::int64_t>(p), 5000, alloc, cpu_only, learned});
+        for (int cpu_only : {0, 1}) {
+          b->Args({static_cast<std::int64_t>(p), 5000, alloc, cpu_only, learned, 0});
+          if (learned == 1 && cpu_only == 0) {
+            b->Args({static_cast<std::int64_t>(p), 5000, alloc, cpu_only, learned, 1});
+          }
+        }
       }
     }
   }
