@@ -342,8 +342,8 @@ void Metrics::observe_request(std::string_view verb, int status, double seconds)
   state_->latency.at({verb}).Observe(seconds);
 }
 
-void Metrics::count_filter_rejection(std::string_view kind) {
-  state_->filter_rejections.at({kind}).Increment();
+void Metrics::count_filter_rejection(std::string_view kind, std::uint64_t count) {
+  state_->filter_rejections.at({kind}).Increment(static_cast<double>(count));
 }
 void Metrics::count_bind(std::string_view outcome) {
   state_->binds.at({outcome}).Increment();

@@ -184,10 +184,11 @@ FilterResult SchedulingService::filter_impl(const ExtenderArgs& args, ExtenderAr
   }
 
   // Outside the lock: metrics, the reply's maps, the rejection log.
-  for (std::size_t n = 0; n < unknown_nodes; ++n) metrics_.count_filter_rejection("unknown_node");
+  // One counter update per kind, not per node (each takes the metric's lock).
+  if (unknown_nodes > 0) metrics_.count_filter_rejection("unknown_node", unknown_nodes);
   for (std::size_t status = 0; status < rejected_by_status.size(); ++status) {
     const std::string_view label = status_label(static_cast<core::FitStatus>(status));
-    for (std::size_t n = 0; n < rejected_by_status[status]; ++n) metrics_.count_filter_rejection(label);
+    if (rejected_by_status[status] > 0) metrics_.count_filter_rejection(label, rejected_by_status[status]);
   }
   // From here on each offered name is taken (moved, when movable) exactly once; its view is not
   // used after that.

@@ -17,6 +17,7 @@
 #include <map>
 #include <memory>
 #include <random>
+#include <sstream>
 #include <string>
 #include <thread>
 #include <vector>
@@ -391,6 +392,27 @@ TEST(ServiceOutputs, ReusedScoresFollowEveryChange) {
       });
     }
   }
+}
+
+// filter counts its rejections per reason in one step per reason; the counts still add up to
+// every offered name it rejected (repeated names counted each time they are offered).
+TEST(ServiceOutputs, RejectionCountsAddUp) {
+  ServiceUnderTest setup("binpack", 7);
+  ExtenderArgs args;
+  args.pod = pending_pods()[12];  // 8 GiB: rejected by several reasons here
+  args.node_names = offered_names(7);
+  const std::size_t offered = args.node_names->size();
+  const FilterResult result = setup.service->filter(args);
+  double counted = 0;
+  std::size_t reasons = 0;
+  std::istringstream text(setup.metrics.render());
+  for (std::string line; std::getline(text, line);) {
+    if (!line.starts_with("gpushare_filter_rejections_total{")) continue;
+    counted += std::stod(line.substr(line.rfind(' ') + 1));
+    ++reasons;
+  }
+  EXPECT_GE(reasons, 3u);
+  EXPECT_EQ(counted, static_cast<double>(offered - result.node_names.size()));
 }
 
 // Readers against the writer: prioritize from several threads while a writer flips one pod on

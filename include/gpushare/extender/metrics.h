@@ -69,8 +69,8 @@ class Metrics {
 
   // One finished HTTP request on an extender verb (filter, prioritize, bind, preempt, inspect...).
   void observe_request(std::string_view verb, int status, double seconds);
-  // A node rejected by filter, by FitStatus kind (a small fixed set).
-  void count_filter_rejection(std::string_view kind);
+  // `count` nodes rejected by filter, by FitStatus kind (a small fixed set).
+  void count_filter_rejection(std::string_view kind, std::uint64_t count = 1);
   // A bind's outcome: success, no_fit, unknown_node, pod_not_found, api_error, bad_request...
   void count_bind(std::string_view outcome);
   // Sync events from the API-server reflectors, by resource.
