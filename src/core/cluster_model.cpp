@@ -83,7 +83,10 @@ void ClusterModel::index_erase(std::size_t hole) {
 
 NodeState* ClusterModel::mutable_node(std::string_view name) {
   const std::size_t slot = index_find(name, hash_name(name));
-  return slot == std::string_view::npos ? nullptr : &nodes_[index_[slot].node];
+  if (slot == std::string_view::npos) return nullptr;
+  // Whoever asks for a node may change it: restamp it now (a spare stamp costs nothing).
+  restamp(index_[slot].node);
+  return &nodes_[index_[slot].node];
 }
 
 const NodeState* ClusterModel::find_node(std::string_view name) const {
@@ -102,9 +105,12 @@ void ClusterModel::upsert_node(NodeSpec spec) {
     NodeState& current = nodes_[index_[slot].node];
     fresh.continue_generation_from(current);
     current = std::move(fresh);
+    restamp(index_[slot].node);
   } else {
     index_insert(hash, static_cast<std::uint32_t>(nodes_.size()));
     nodes_.push_back(std::move(fresh));
+    stamps_.push_back(0);
+    restamp(nodes_.size() - 1);
   }
   if (auto it = pods_by_node_.find(name); it != pods_by_node_.end()) {
     for (const auto& uid : it->second) attach(pods_.at(uid));
@@ -124,8 +130,10 @@ bool ClusterModel::remove_node(std::string_view name) {
     while (index_[moved].node != last) moved = (moved + 1) & mask;
     index_[moved].node = index;
     nodes_[index] = std::move(nodes_[last]);
+    restamp(index);
   }
   nodes_.pop_back();
+  stamps_.pop_back();
   return true;
 }
 

@@ -23,8 +23,8 @@ SchedulingMetrics::SchedulingMetrics(MetricRegistry& registry)
   reservations_ended_.keep_label_order(registry);
 }
 
-void SchedulingMetrics::count_filter_rejection(std::string_view kind) {
-  filter_rejections_.at({kind}).Increment();
+void SchedulingMetrics::count_filter_rejection(std::string_view kind, std::uint64_t count) {
+  filter_rejections_.at({kind}).Increment(static_cast<double>(count));
 }
 
 void SchedulingMetrics::count_bind(std::string_view outcome) { binds_.at({outcome}).Increment(); }

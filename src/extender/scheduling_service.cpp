@@ -184,10 +184,11 @@ FilterResult SchedulingService::filter_impl(const ExtenderArgs& args, ExtenderAr
   }
 
   // Outside the lock: metrics, the reply's maps, the rejection log.
-  for (std::size_t n = 0; n < unknown_nodes; ++n) metrics_.count_filter_rejection("unknown_node");
+  // One counter update per kind, not per node (each takes the metric's lock).
+  if (unknown_nodes > 0) metrics_.count_filter_rejection("unknown_node", unknown_nodes);
   for (std::size_t status = 0; status < rejected_by_status.size(); ++status) {
     const std::string_view label = status_label(static_cast<core::FitStatus>(status));
-    for (std::size_t n = 0; n < rejected_by_status[status]; ++n) metrics_.count_filter_rejection(label);
+    if (rejected_by_status[status] > 0) metrics_.count_filter_rejection(label, rejected_by_status[status]);
   }
   // From here on each offered name is taken (moved, when movable) exactly once; its view is not
   // used after that.
@@ -253,15 +254,31 @@ std::vector<HostPriority> SchedulingService::prioritize_impl(const ExtenderArgs&
   // CPU-only pods here so that they can be steered off the CPU and memory GPU pods will need.
   const core::PodDemand gpu_only = gpu_demand_only(demand);
   const bool tracks_cpu_memory = demand.cpu_milli > 0 || demand.memory > 0;
+  // The cache is one request's at a time; a request that finds it busy scores without it.
+  // Taken before the model's lock, and no writer of the model takes it: no lock-order cycle.
+  std::unique_lock cache_lock(score_cache_mutex_, std::try_to_lock);
+  core::ScoreCache* cache = cache_lock.owns_lock() ? &score_cache_ : nullptr;
   store_.read([&](const core::ClusterModel& model, const core::PlacementPolicy& policy) {
+    if (cache != nullptr) cache->begin(demand, policy.state_version(), model.node_count());
     model.visit_nodes(
         offered,
         [&](std::size_t i, const core::NodeState* node) {
           if (node == nullptr) return;
+          std::size_t position = 0;
+          std::uint64_t stamp = 0;
+          if (cache != nullptr) {
+            position = model.position_of(*node);
+            stamp = model.stamp(position);
+            if (const std::optional<double>* known = cache->find(position, stamp)) {
+              raw[i] = *known;
+              return;
+            }
+          }
           raw[i] = policy.score(*node, demand);
           // kube-scheduler found the node feasible; where our view of its CPU or memory
           // disagrees, score it on GPUs alone rather than call it infeasible.
           if (!raw[i] && tracks_cpu_memory) raw[i] = policy.score(*node, gpu_only);
+          if (cache != nullptr) cache->store(position, stamp, raw[i]);
         },
         /*with_gpus=*/demand.wants_gpu());
   });

@@ -2,6 +2,8 @@
 
 #include <gtest/gtest.h>
 
+#include <set>
+
 namespace gpushare::core {
 namespace {
 
@@ -241,6 +243,42 @@ TEST(NodeState, CpuAndMemoryUsedSaturateInsteadOfOverflowing) {
   node.remove_cpu_mem(10, 5);
   EXPECT_EQ(node.cpu_used(), INT64_MAX - 10);
   EXPECT_EQ(node.memory_used(), 0);  // never below zero
+}
+
+// ClusterModel::stamp: a node position's stamp moves with every change of the node there (pods,
+// CPU and memory, health, respec, another node moved in by a removal) and never repeats, so a
+// cache keyed on (position, stamp) cannot return a result computed for another state.
+TEST(NodeStamp, MovesWithEveryChangeAndNeverRepeats) {
+  ClusterModel model;
+  for (const char* name : {"a", "b", "c"}) model.upsert_node(gpu_node(name, 4, 16));
+  std::set<std::uint64_t> seen;
+  const auto stamp_of = [&](std::string_view name) {
+    return model.stamp(model.position_of(*model.find_node(name)));
+  };
+  for (const char* name : {"a", "b", "c"}) EXPECT_TRUE(seen.insert(stamp_of(name)).second);
+  const auto changed = [&](std::string_view name) {
+    const std::uint64_t now = stamp_of(name);
+    return seen.insert(now).second;  // new, never seen before
+  };
+
+  model.add_pod(pod("uid-1", "b", {1}, 4));
+  EXPECT_TRUE(changed("b"));
+  model.remove_pod("uid-1");
+  EXPECT_TRUE(changed("b"));
+  PodAllocation cpu_only = pod("uid-2", "b", {}, 0);
+  cpu_only.cpu_milli = 500;
+  model.add_pod(cpu_only);
+  EXPECT_TRUE(changed("b"));
+  model.set_unhealthy("b", {2});
+  EXPECT_TRUE(changed("b"));
+  model.upsert_node(gpu_node("b", 8, 16));
+  EXPECT_TRUE(changed("b"));
+  const std::uint64_t c_before = stamp_of("c");
+  model.remove_node("a");  // c moves into a's position
+  EXPECT_TRUE(changed("c"));
+  EXPECT_NE(stamp_of("c"), c_before);
+  model.upsert_node(gpu_node("a", 4, 16));  // back, at a new position
+  EXPECT_TRUE(changed("a"));
 }
 
 }  // namespace

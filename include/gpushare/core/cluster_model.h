@@ -40,6 +40,14 @@ class ClusterModel {
   template <typename Fn>
   void visit_nodes(std::span<const std::string_view> names, Fn&& fn, bool with_gpus = false) const;
   std::size_t node_count() const { return nodes_.size(); }
+  // A node's position in nodes() (the node must be this model's), and its stamp: a number that
+  // changes whenever that position's node changes in any way (usage, spec, health, or another
+  // node moved in), never repeating within this model object. Caches of per-node results key on
+  // (position, stamp).
+  std::size_t position_of(const NodeState& node) const {
+    return static_cast<std::size_t>(&node - nodes_.data());
+  }
+  std::uint64_t stamp(std::size_t position) const { return stamps_[position]; }
   // Stable, insertion-ordered storage for fast scans (removal swaps the last node in).
   const std::vector<NodeState>& nodes() const { return nodes_; }
 
@@ -91,7 +99,12 @@ class ClusterModel {
   void index_insert(std::uint64_t hash, std::uint32_t node);
   void index_erase(std::size_t slot);
 
+  // Gives position `node` a fresh stamp: every path that changes or moves a node calls it.
+  void restamp(std::size_t node) { stamps_[node] = ++last_stamp_; }
+
   std::vector<NodeState> nodes_;
+  std::vector<std::uint64_t> stamps_;  // parallel to nodes_
+  std::uint64_t last_stamp_ = 0;
   std::vector<IndexSlot> index_;
   std::unordered_map<std::string, std::vector<int>, StringHash, std::equal_to<>> unhealthy_;
   std::unordered_map<std::string, PodAllocation, StringHash, std::equal_to<>> pods_;

@@ -3,6 +3,7 @@
 // outcomes, reservations ended. The service and the sync (which ends reservations on what the
 // API server shows) each construct one on the same registry: they count into the same series.
 
+#include <cstdint>
 #include <string_view>
 
 #include "gpushare/core/reservation_ledger.h"
@@ -14,8 +15,8 @@ class SchedulingMetrics {
  public:
   explicit SchedulingMetrics(MetricRegistry& registry);
 
-  // A node rejected by filter, by FitStatus kind (a small fixed set).
-  void count_filter_rejection(std::string_view kind);
+  // `count` nodes rejected by filter, by FitStatus kind (a small fixed set).
+  void count_filter_rejection(std::string_view kind, std::uint64_t count = 1);
   // A bind's outcome: success, no_fit, unknown_node, pod_not_found, api_error, bad_request...
   void count_bind(std::string_view outcome);
   // A reservation that ended (kConfirmed or kReleased; others are not counted), by the evidence

@@ -6,9 +6,11 @@
 #include <cstdint>
 #include <functional>
 #include <map>
+#include <mutex>
 #include <string>
 #include <vector>
 
+#include "gpushare/core/score_cache.h"
 #include "gpushare/core/score_mapping.h"
 #include "gpushare/extender/scheduling_metrics.h"
 #include "gpushare/extender/model_store.h"
@@ -68,6 +70,10 @@ class SchedulingService {
   SchedulingMetrics metrics_;
   RejectionLog& rejections_;
   ServiceConfig config_;
+  // Raw scores of the last prioritize, reused for the nodes that did not change when the next
+  // pod asks for the same (core/score_cache.h). The mutex guards score_cache_ only.
+  mutable std::mutex score_cache_mutex_;
+  mutable core::ScoreCache score_cache_;
 };
 
 }  // namespace gpushare::extender
