@@ -19,7 +19,7 @@ using kube::get_string;
 
 namespace {
 
-kube::PodInfo decode_pod(const Json& body, const kube::ResourceNames& names) {
+kube::PodInfo pod_member(const Json& body, const kube::ResourceNames& names) {
   const Json* pod = get_object(body, "Pod", "Pod");
   if (pod == nullptr) throw BadInput("missing Pod");
   return kube::parse_pod(*pod, names);
@@ -79,7 +79,7 @@ Json parse_json_body(std::string_view body) {
 
 ExtenderArgs decode_extender_args(const Json& body, const kube::ResourceNames& names) {
   ExtenderArgs args;
-  args.pod = decode_pod(body, names);
+  args.pod = pod_member(body, names);
   if (const Json* node_names = get_array(body, "NodeNames", "NodeNames")) {
     args.node_names = string_list(*node_names, "NodeNames");
   }
@@ -516,7 +516,7 @@ BindingArgs decode_binding_args(const Json& body) {
 
 PreemptionArgs decode_preemption_args(const Json& body, const kube::ResourceNames& names) {
   PreemptionArgs args;
-  args.pod = decode_pod(body, names);
+  args.pod = pod_member(body, names);
   if (const Json* meta = get_object(body, "NodeNameToMetaVictims", "NodeNameToMetaVictims")) {
     for (auto it = meta->begin(); it != meta->end(); ++it) {
       if (!it.value().is_object()) throw BadInput("NodeNameToMetaVictims values must be objects");

@@ -13,6 +13,10 @@
 #include "gpushare/kube/json_access.h"
 #include "gpushare/kube/resource_names.h"
 
+namespace simdjson::dom {
+class element;
+}
+
 namespace gpushare::kube {
 
 struct PodInfo {
@@ -57,13 +61,18 @@ struct PodInfo {
   }
 };
 
-// Throws BadInput when the object is not a pod or a quantity of the resource, CPU or memory is
-// invalid.
+// The one pod decoder (simdjson): the service's requests, the sync's lists and watch events, the
+// fuzzers and the benchmarks all decode pods here. Throws BadInput when the object is not a pod
+// or a quantity of the resource, CPU or memory is invalid.
+PodInfo decode_pod(const simdjson::dom::element& pod, const ResourceNames& names);
+// The same from JSON text (BadInput also for invalid JSON).
+PodInfo decode_pod_text(std::string_view text, const ResourceNames& names);
+// The same for a tree built by nlohmann (cluster files, traces, tests), through its text.
 PodInfo parse_pod(const Json& pod, const ResourceNames& names);
 
 // What a pod holds on its node, or nullopt if it holds nothing: not bound, or finished. GPU
-// memory as docs/user-guide.md says ("What the annotations mean"): none (per_gpu 0, no GPU) for a pod
-// that requests none. CPU and memory for every pod, GPU or not, as kube-scheduler counts them.
+// memory as docs/user-guide.md says ("What the annotations mean"): none (per_gpu 0, no GPU) for a
+// pod that requests none. CPU and memory for every pod, GPU or not, as kube-scheduler counts them.
 std::optional<core::PodAllocation> allocation_of(const PodInfo& pod);
 
 // What the pod, as read from the API server, says about a reservation for `uid` (the pod's own
