@@ -23,11 +23,17 @@ using Value = simdjson::dom::element;
 using Object = simdjson::dom::object;
 using Array = simdjson::dom::array;
 
+// Nesting deeper than this is invalid JSON: Go's encoding/json limit, far beyond any Kubernetes
+// object (simdjson's own default is 1024).
+inline constexpr std::size_t kMaxDepth = 10000;
+
 // A reusable parser: simdjson's (whose buffers grow to the largest document seen) and a padded
 // copy of the text, since simdjson reads up to SIMDJSON_PADDING bytes past the end. One per
 // thread or per stream: not thread-safe. A Value is valid until the next parse or destruction.
 class Parser {
  public:
+  Parser() { reset(); }
+
   // Parses `text`, copied into the padded buffer. Returns simdjson's error code (SUCCESS = 0).
   simdjson::error_code parse(std::string_view text, Value& out) {
     if (buffer_.size() < text.size() + simdjson::SIMDJSON_PADDING) {
@@ -46,11 +52,19 @@ class Parser {
   // Gives back the buffers when a large document grew them beyond `keep` bytes of text: a
   // 40 MB request must not pin ~200 MB of tape on its worker thread for good.
   void shrink(std::size_t keep = std::size_t{1} << 20) {
-    if (parser_.capacity() > keep) parser_ = simdjson::dom::parser{};
+    if (parser_.capacity() > keep) reset();
     if (buffer_.capacity() > keep + simdjson::SIMDJSON_PADDING) std::string().swap(buffer_);
   }
 
  private:
+  void reset() {
+    parser_ = simdjson::dom::parser{};
+    // Fails only when out of memory; the first parse then reports it.
+    if (parser_.allocate(kInitialCapacity, kMaxDepth) != simdjson::SUCCESS)
+      parser_ = simdjson::dom::parser{};
+  }
+
+  static constexpr std::size_t kInitialCapacity = 4096;
   simdjson::dom::parser parser_;
   std::string buffer_;
 };
@@ -90,23 +104,37 @@ inline std::optional<Value> find_exact(Object object, std::string_view key) {
   return found;
 }
 
+// A member and its position among the object's members.
+struct Member {
+  std::size_t index;
+  Value value;
+};
+
 // The member matching `key` as Go's decoder (and kube::find_key before it) matches it: an exact
 // match wins (the last of duplicates), else the byte-wise smallest key equal to it ignoring
 // ASCII case (the last of its duplicates).
-inline std::optional<Value> find_member(Object object, std::string_view key) {
-  std::optional<Value> exact;
-  std::optional<Value> folded;
+inline std::optional<Member> find_member_at(Object object, std::string_view key) {
+  std::optional<Member> exact;
+  std::optional<Member> folded;
   std::string_view folded_key;
+  std::size_t index = 0;
   for (const auto field : object) {
     if (field.key == key) {
-      exact = field.value;
+      exact = Member{index, field.value};
     } else if (!exact && equal_ignoring_case(field.key, key) &&
                (!folded || field.key <= folded_key)) {
-      folded = field.value;
+      folded = Member{index, field.value};
       folded_key = field.key;
     }
+    ++index;
   }
   return exact ? exact : folded;
+}
+
+inline std::optional<Value> find_member(Object object, std::string_view key) {
+  const std::optional<Member> member = find_member_at(object, key);
+  if (!member) return std::nullopt;
+  return member->value;
 }
 
 }  // namespace gpushare::json
