@@ -114,6 +114,13 @@ TEST(KubeTextDecoding, IntegersBeyondSixtyFourBitsAreInvalidJson) {
   EXPECT_NE(error_of(pod_text(R"(,"generation":123456789012345678901234567890)")), "");
 }
 
+TEST(KubeTextDecoding, NestingUpToGosLimitIsAccepted) {
+  // json::kMaxDepth is 10 000, as Go's encoding/json; simdjson's own default would be 1 024.
+  auto nested = [](std::size_t depth) { return std::string(depth, '[') + std::string(depth, ']'); };
+  EXPECT_EQ(decode_pod_text(pod_text(",\"x\":" + nested(5000)), kNames).name, "p");
+  EXPECT_NE(error_of(pod_text(",\"x\":" + nested(20000))), "");
+}
+
 TEST(KubeTextDecoding, HugeAnnotationsAreClampedWithAWarning) {
   const PodInfo pod = decode_pod_text(
       pod_text(R"(,"annotations":{"ALIYUN_COM_GPU_MEM_POD":"99999999999999999999999999"})"),
