@@ -5,8 +5,8 @@
 // .cpp files: <simdjson.h> is large; public headers forward-declare simdjson::dom::element.
 //
 // simdjson's DOM parser validates the whole text (RFC 8259, UTF-8) as nlohmann's parse did, with
-// one documented difference: an integer beyond 64 bits is an error, where nlohmann read it as a
-// double (docs/design.md, "Decoding JSON").
+// two documented differences: an integer beyond 64 bits is an error (nlohmann read it as a
+// double), and so is nesting deeper than kMaxDepth (docs/design.md, "Decoding JSON").
 
 #include <simdjson.h>
 
