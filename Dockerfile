@@ -19,7 +19,7 @@ FROM debian:bookworm-slim
 RUN apt-get update \
  && apt-get install -y --no-install-recommends \
       ca-certificates libcpp-httplib0.11 libcurl4 libspdlog1.10 libfmt9 libyaml-cpp0.7 \
-      libssl3 zlib1g libbrotli1 libprometheus-cpp-core1.0 \
+      libssl3 zlib1g libbrotli1 libprometheus-cpp-core1.0 libsimdjson14 \
  && rm -rf /var/lib/apt/lists/* \
  && groupadd --system --gid 65532 gpushare \
  && useradd --system --uid 65532 --gid 65532 --no-create-home --home-dir /nonexistent \

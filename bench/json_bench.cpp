@@ -2,9 +2,7 @@
 // objects (nodeCacheCapable: false).
 //
 //  BM_DecodeNodeNames/<nodes>        ExtenderArgs with NodeNames, as the server decodes it
-//  BM_DecodeNodeNamesDom/<nodes>     the same through a full nlohmann DOM (the original path)
 //  BM_DecodeNodes/<nodes>            ExtenderArgs with full Node objects (~6 KB each)
-//  BM_DecodeNodesDom/<nodes>         the same through a full nlohmann DOM
 //  BM_EncodeFilterResult/<nodes>     a filter reply: half the nodes pass, half fail with reasons
 //  BM_EncodePriorities/<nodes>       a prioritize reply
 //  BM_FilterNodesRequest/<nodes>/<alloc%>  body with full Nodes -> decode -> filter -> reply
@@ -28,29 +26,10 @@ void BM_DecodeNodeNames(benchmark::State& state) {
   state.SetBytesProcessed(static_cast<std::int64_t>(state.iterations()) * static_cast<std::int64_t>(body.size()));
 }
 
-void BM_DecodeNodeNamesDom(benchmark::State& state) {
-  const std::string& body = gb::request_body(static_cast<int>(state.range(0)), gb::BodyForm::kNodeNames);
-  for (auto _ : state) {
-    auto args = ext::decode_extender_args(ext::parse_json_body(body), kNames);
-    benchmark::DoNotOptimize(args);
-  }
-  state.SetBytesProcessed(static_cast<std::int64_t>(state.iterations()) * static_cast<std::int64_t>(body.size()));
-}
-
 void BM_DecodeNodes(benchmark::State& state) {
   const std::string& body = gb::request_body(static_cast<int>(state.range(0)), gb::BodyForm::kNodes);
   for (auto _ : state) {
     auto args = gb::decode_request(body, kNames);
-    benchmark::DoNotOptimize(args);
-  }
-  state.SetBytesProcessed(static_cast<std::int64_t>(state.iterations()) * static_cast<std::int64_t>(body.size()));
-  state.counters["body_MB"] = static_cast<double>(body.size()) / 1e6;
-}
-
-void BM_DecodeNodesDom(benchmark::State& state) {
-  const std::string& body = gb::request_body(static_cast<int>(state.range(0)), gb::BodyForm::kNodes);
-  for (auto _ : state) {
-    auto args = ext::decode_extender_args(ext::parse_json_body(body), kNames);
     benchmark::DoNotOptimize(args);
   }
   state.SetBytesProcessed(static_cast<std::int64_t>(state.iterations()) * static_cast<std::int64_t>(body.size()));
@@ -110,9 +89,7 @@ void BM_FilterNodesRequest(benchmark::State& state) {
 }  // namespace
 
 BENCHMARK(BM_DecodeNodeNames)->ArgName("nodes")->Arg(1000)->Arg(5000)->Arg(10000)->Unit(benchmark::kMicrosecond);
-BENCHMARK(BM_DecodeNodeNamesDom)->ArgName("nodes")->Arg(1000)->Arg(5000)->Arg(10000)->Unit(benchmark::kMicrosecond);
 BENCHMARK(BM_DecodeNodes)->ArgName("nodes")->Arg(1000)->Arg(5000)->Arg(10000)->Unit(benchmark::kMillisecond);
-BENCHMARK(BM_DecodeNodesDom)->ArgName("nodes")->Arg(1000)->Arg(5000)->Arg(10000)->Unit(benchmark::kMillisecond);
 BENCHMARK(BM_EncodeFilterResult)->ArgName("nodes")->Arg(1000)->Arg(5000)->Arg(10000)->Unit(benchmark::kMicrosecond);
 BENCHMARK(BM_EncodePriorities)->ArgName("nodes")->Arg(1000)->Arg(5000)->Arg(10000)->Unit(benchmark::kMicrosecond);
 BENCHMARK(BM_FilterNodesRequest)

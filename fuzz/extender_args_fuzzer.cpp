@@ -1,5 +1,6 @@
-// filter/prioritize request bodies (ExtenderArgs): the DOM decoder and the one-pass text
-// decoder the hot path uses, which must agree on every input.
+// filter/prioritize request bodies (ExtenderArgs): the one decoder the service uses, against the
+// reference that decodes an nlohmann tree as the extender did before simdjson
+// (tests/support/reference_extender_args.h); they must agree on every input.
 
 #include <cstddef>
 #include <cstdint>
@@ -8,16 +9,17 @@
 
 #include "fuzz_util.h"
 #include "gpushare/extender/wire_types.h"
+#include "reference_extender_args.h"
 
 using namespace gpushare;
 
 extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size) {
   const std::string_view body(reinterpret_cast<const char*>(data), size);
   const kube::ResourceNames names;
-  extender::ExtenderArgs dom;
+  reference::ReferenceArgs dom;
   extender::ExtenderArgs text;
-  const bool dom_ok = fuzz::accepts("decode_extender_args", [&] {
-    dom = extender::decode_extender_args(extender::parse_json_body(body), names);
+  const bool dom_ok = fuzz::accepts("reference::decode_extender_args", [&] {
+    dom = reference::decode_extender_args(body, names);
   });
   const bool text_ok = fuzz::accepts("decode_extender_args_body", [&] {
     text = extender::decode_extender_args_body(body, names);
@@ -33,7 +35,7 @@ extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size
       dom.pod.memory != text.pod.memory) {
     fuzz::finding("decoders disagree", "pod fields differ");
   }
-  if (dom.has_node_objects() != text.has_node_objects()) fuzz::finding("decoders disagree", "node objects vs names");
+  if (dom.nodes.has_value() != text.has_node_objects()) fuzz::finding("decoders disagree", "node objects vs names");
 
   // The replies are written without a DOM but must be what nlohmann would write, and a filter
   // reply echoes the text decoder's node spans verbatim: they must be the very objects the DOM

@@ -14,7 +14,7 @@ extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size
   const kube::ResourceNames names;
   extender::PreemptionArgs args;
   if (!fuzz::accepts("decode_preemption_args", [&] {
-        args = extender::decode_preemption_args(extender::parse_json_body(body), names);
+        args = extender::decode_preemption_args(body, names);
       })) {
     return 0;
   }

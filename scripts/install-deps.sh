@@ -5,7 +5,7 @@ set -euo pipefail
 
 packages=(
   build-essential cmake pkg-config git ca-certificates
-  libcpp-httplib-dev nlohmann-json3-dev libcurl4-openssl-dev libspdlog-dev libfmt-dev
+  libcpp-httplib-dev nlohmann-json3-dev libsimdjson-dev libcurl4-openssl-dev libspdlog-dev libfmt-dev
   libyaml-cpp-dev libcli11-dev libssl-dev zlib1g-dev libbrotli-dev prometheus-cpp-dev
   libgtest-dev libgmock-dev libbenchmark-dev
   curl python3  # the README's commands and the test that runs them (tests/docs)

@@ -466,7 +466,7 @@ Result<Json> ApiClient::get(std::string_view path, RequestOptions options) {
 Result<ListPage> ApiClient::list(std::string_view path, const ListItemCallback& on_item,
                                  RequestOptions options) {
   try {
-    ListDecoder decoder([&](Json&& item) { on_item(std::move(item)); },
+    ListDecoder decoder([&](const json::Value& item) { on_item(item); },
                         std::min(impl_->options.max_response_bytes,
                                  ListDecoder::kDefaultMaxValueBytes));
     auto response =

@@ -31,6 +31,7 @@ void ListDecoder::reset() {
   metadata_ = Json::object();
   capturing_ = false;
   buffer_.clear();
+  parser_.shrink();
 }
 
 std::string ListDecoder::resource_version() const {
@@ -62,61 +63,16 @@ bool ListDecoder::begin_capture(char first, Target target) {
   if (target == Target::kKey && shape_ != Shape::kString) return false;
   capturing_ = true;
   target_ = target;
-  depth_ = 0;
-  in_string_ = false;
-  escaped_ = false;
+  value_end_.reset();
   return true;
 }
 
 bool ListDecoder::scan_capture(std::string_view bytes, std::size_t& i) {
-  const std::size_t n = bytes.size();
-  const char* data = bytes.data();
   if (shape_ == Shape::kScalar) {
-    while (i < n && !ends_scalar(data[i])) ++i;
-    return i < n;
+    while (i < bytes.size() && !ends_scalar(bytes[i])) ++i;
+    return i < bytes.size();
   }
-  // Strings (the value itself, or inside a container) are where the bytes are: skip through
-  // them quickly, looking only for the closing quote and escapes.
-  while (i < n) {
-    if (in_string_) {
-      while (i < n && !escaped_ && data[i] != '"' && data[i] != '\\') ++i;
-      if (i == n) return false;
-      if (escaped_) {
-        escaped_ = false;
-      } else if (data[i] == '\\') {
-        escaped_ = true;
-      } else {  // the closing quote
-        in_string_ = false;
-        if (depth_ == 0) {
-          ++i;
-          return true;
-        }
-      }
-      ++i;
-      continue;
-    }
-    switch (data[i]) {
-      case '"':
-        in_string_ = true;
-        break;
-      case '{':
-      case '[':
-        ++depth_;
-        break;
-      case '}':
-      case ']':
-        // A stray closer is left for nlohmann to reject: depth never goes below zero here.
-        if (depth_ > 0 && --depth_ == 0) {
-          ++i;
-          return true;
-        }
-        break;
-      default:
-        break;
-    }
-    ++i;
-  }
-  return false;
+  return value_end_.scan(bytes, i);
 }
 
 bool ListDecoder::complete_capture(std::string_view text) {
@@ -146,14 +102,14 @@ bool ListDecoder::complete_capture(std::string_view text) {
       return true;
     }
     case Target::kItem: {
-      Json item = Json::parse(text.begin(), text.end(), nullptr, /*allow_exceptions=*/false);
-      if (item.is_discarded()) {
+      json::Value item;
+      if (parser_.parse(text, item) != simdjson::SUCCESS) {
         return fail(fmt::format("list item {} is not valid JSON", items_));
       }
       ++items_;
       state_ = State::kAfterItem;
       try {
-        on_item_(std::move(item));
+        on_item_(item);
       } catch (...) {
         fail(fmt::format("list item {} was rejected by the item callback", items_ - 1));
         throw;

@@ -27,7 +27,6 @@
 namespace gpushare::apiclient {
 
 struct Reflector::ListResult {
-  std::vector<Json> items;
   std::string resource_version;
   bool paginated = false;  // the server split the list into pages
 };
@@ -137,13 +136,8 @@ Result<Reflector::ListResult> Reflector::list_all(const std::string& resource_ve
   pager.require_resource_version = true;
   pager.stop = stop;
   ListResult out;
-  auto on_begin = [&] {
-    out.items.clear();
-    handler_.on_list_begin();
-  };
-  auto on_item = [&](Json&& item) {
-    if (!handler_.on_list_item(item)) out.items.push_back(std::move(item));
-  };
+  auto on_begin = [&] { handler_.on_list_begin(); };
+  auto on_item = [&](const json::Value& item) { handler_.on_list_item(item); };
   auto listed = list_paged(client_, options_.path, pager, on_begin, on_item);
   if (!listed.ok()) return listed.error();
   if (listed.value().restarted_unpaged) {
@@ -188,9 +182,8 @@ bool Reflector::list_and_replace(std::stop_token stop) {
   last_rv_unavailable_ = false;
   paginated_result_ = paginated_result_ || result.value().paginated;
   ListResult& list = result.value();
-  const std::size_t count = list.items.size();
   try {
-    handler_.on_replace(std::move(list.items), list.resource_version);
+    handler_.on_replace(list.resource_version);
   } catch (const std::exception& e) {
     spdlog::error("reflector {}: on_replace failed: {}", options_.name, e.what());
     return false;
@@ -208,8 +201,7 @@ bool Reflector::list_and_replace(std::stop_token stop) {
     synced_.store(true, std::memory_order_release);
   }
   synced_cv_.notify_all();
-  spdlog::debug("reflector {}: listed {} objects at resourceVersion {}", options_.name, count,
-                list.resource_version);
+  spdlog::debug("reflector {}: listed at resourceVersion {}", options_.name, list.resource_version);
   return true;
 }
 

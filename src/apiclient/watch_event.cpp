@@ -30,15 +30,19 @@ std::string_view to_string(WatchEnd end) {
   return "unknown";
 }
 
-WatchEvent parse_watch_event(std::string_view text) {
-  Json value = Json::parse(text, nullptr, /*allow_exceptions=*/false);
-  if (value.is_discarded()) throw std::invalid_argument("watch event is not valid JSON");
-  if (!value.is_object()) throw std::invalid_argument("watch event is not a JSON object");
-  const auto type_it = value.find("type");
-  if (type_it == value.end() || !type_it->is_string()) {
+WatchEvent parse_watch_event(std::string_view text, json::Parser& parser) {
+  json::Value value;
+  if (parser.parse(text, value) != simdjson::SUCCESS)
+    throw std::invalid_argument("watch event is not valid JSON");
+  json::Object event;
+  if (value.get_object().get(event) != simdjson::SUCCESS) {
+    throw std::invalid_argument("watch event is not a JSON object");
+  }
+  const std::optional<json::Value> type_value = json::find_exact(event, "type");
+  std::string_view type_name;
+  if (!type_value || type_value->get_string().get(type_name) != simdjson::SUCCESS) {
     throw std::invalid_argument("watch event has no type");
   }
-  const auto& type_name = type_it->get_ref<const std::string&>();
   WatchEventType type;
   if (type_name == "ADDED") {
     type = WatchEventType::kAdded;
@@ -53,11 +57,28 @@ WatchEvent parse_watch_event(std::string_view text) {
   } else {
     throw std::invalid_argument(fmt::format("unknown watch event type \"{}\"", type_name));
   }
-  const auto object_it = value.find("object");
-  if (object_it == value.end() || !object_it->is_object()) {
+  const std::optional<json::Value> object = json::find_exact(event, "object");
+  if (!object || !object->is_object()) {
     throw std::invalid_argument(fmt::format("{} watch event has no object", type_name));
   }
-  return WatchEvent{type, std::move(*object_it)};
+  return WatchEvent{type, *object};
+}
+
+ApiError error_from_status_value(const json::Value& status) {
+  // Rare and small: read by the same code as the Status of a failed request.
+  return error_from_status_object(Json::parse(simdjson::minify(status)));
+}
+
+std::string resource_version_of(const json::Value& object) {
+  json::Object fields;
+  if (object.get_object().get(fields) != simdjson::SUCCESS) return {};
+  const std::optional<json::Value> metadata = json::find_exact(fields, "metadata");
+  json::Object metadata_fields;
+  if (!metadata || metadata->get_object().get(metadata_fields) != simdjson::SUCCESS) return {};
+  const std::optional<json::Value> rv = json::find_exact(metadata_fields, "resourceVersion");
+  std::string_view text;
+  if (!rv || rv->get_string().get(text) != simdjson::SUCCESS) return {};
+  return std::string(text);
 }
 
 std::string resource_version_of(const Json& object) {

@@ -23,54 +23,31 @@ void WatchFramer::feed(std::string_view chunk, std::vector<std::string>& out) {
     }
   };
 
-  for (std::size_t i = 0; i < chunk.size(); ++i) {
-    const char c = chunk[i];
+  std::size_t i = 0;
+  while (i < chunk.size()) {
     if (!in_value_) {
-      if (is_json_whitespace(c)) continue;
-      if (c == '{' || c == '[') {
-        depth_ = 1;
-      } else if (c == '"') {
-        depth_ = 0;
-        in_string_ = true;
-      } else {
+      const char c = chunk[i];
+      if (is_json_whitespace(c)) {
+        ++i;
+        continue;
+      }
+      if (c != '{' && c != '[' && c != '"') {
         failed_ = true;
         throw FramingError(fmt::format(
             "unexpected byte 0x{:02x} between watch events (expected a JSON object)",
             static_cast<unsigned char>(c)));
       }
       in_value_ = true;
-      escaped_ = false;
+      value_end_.reset();
       segment_start = i;
-      continue;
     }
-
-    bool complete = false;
-    if (in_string_) {
-      if (escaped_) {
-        escaped_ = false;
-      } else if (c == '\\') {
-        escaped_ = true;
-      } else if (c == '"') {
-        in_string_ = false;
-        complete = depth_ == 0;  // a top-level string
-      }
-    } else if (c == '"') {
-      in_string_ = true;
-    } else if (c == '{' || c == '[') {
-      ++depth_;
-    } else if (c == '}' || c == ']') {
-      // Bracket kinds are not matched here; the JSON parser rejects a mismatch later.
-      complete = --depth_ == 0;
-    }
-
-    if (complete) {
-      const std::size_t length = i + 1 - segment_start;
-      check_size(length);
-      buffer_.append(chunk.substr(segment_start, length));
-      out.push_back(std::move(buffer_));
-      buffer_.clear();
-      in_value_ = false;
-    }
+    if (!value_end_.scan(chunk, i)) break;
+    const std::size_t length = i - segment_start;
+    check_size(length);
+    buffer_.append(chunk.substr(segment_start, length));
+    out.push_back(std::move(buffer_));
+    buffer_.clear();
+    in_value_ = false;
   }
 
   if (in_value_) {

@@ -73,6 +73,7 @@ WatchResult ApiClient::Impl::watch_attempt(const std::string& url, std::string_v
   TransferContext context;
   WatchResult result;
   WatchFramer framer(watch_options.max_event_bytes);
+  json::Parser parser;  // the events' parser, reused from event to event
   std::vector<std::string> frames;
   std::string error_body;
   long status = 0;
@@ -107,12 +108,12 @@ WatchResult ApiClient::Impl::watch_attempt(const std::string& url, std::string_v
     for (auto& frame : frames) {
       WatchEvent event{};
       try {
-        event = parse_watch_event(frame);
+        event = parse_watch_event(frame, parser);
       } catch (const std::exception& e) {
         return decide(WatchEnd::kDecodeError, decode_error(e.what()));
       }
       if (event.type == WatchEventType::kError) {
-        return decide(WatchEnd::kErrorEvent, error_from_status_object(event.object));
+        return decide(WatchEnd::kErrorEvent, error_from_status_value(event.object));
       }
       try {
         on_event(std::move(event));

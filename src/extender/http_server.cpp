@@ -267,7 +267,7 @@ void HttpServer::install_routes() {
        handle(
            "bind",
            [this](const httplib::Request&, std::string& body, httplib::Response& res) {
-             const BindingArgs args = decode_binding_args(parse_json_body(body));
+             const BindingArgs args = decode_binding_args(body);
              if (!begin_bind()) {
                res.status = 503;  // kube-scheduler retries; the next leader binds it
                res.set_content(encode_binding_result("gpushare-extender is shutting down"), kJson);
@@ -289,7 +289,7 @@ void HttpServer::install_routes() {
            "preempt",
            [this](const httplib::Request&, std::string& body, httplib::Response& res) {
              const PreemptionArgs args =
-                 decode_preemption_args(parse_json_body(body), service_.config().names);
+                 decode_preemption_args(body, service_.config().names);
              res.set_content(encode_preemption_result(service_.preempt(args)), kJson);
            },
            plain_error));

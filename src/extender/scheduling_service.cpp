@@ -36,16 +36,13 @@ constexpr std::string_view kUnknownNodeReason =
     "node is not known to the gpushare extender (not synced yet, or not a node of this cluster)";
 
 // The offered node names as views into the request, without copying them.
-std::vector<std::string_view> offered_views(const ExtenderArgs& args, std::vector<std::string>& storage) {
+std::vector<std::string_view> offered_views(const ExtenderArgs& args) {
   std::vector<std::string_view> views;
   if (args.node_names) {
     views.assign(args.node_names->begin(), args.node_names->end());
   } else if (args.node_texts) {
     views.reserve(args.node_texts->size());
     for (const NodeText& node : *args.node_texts) views.push_back(node.name);
-  } else if (args.nodes) {
-    storage = args.offered_names();
-    views.assign(storage.begin(), storage.end());
   }
   return views;
 }
@@ -147,8 +144,7 @@ std::vector<HostPriority> SchedulingService::prioritize(ExtenderArgs&& args) con
 FilterResult SchedulingService::filter_impl(const ExtenderArgs& args, ExtenderArgs* movable) {
   FilterResult result;
   const core::PodDemand demand = gpu_demand_only(args.pod.demand());
-  std::vector<std::string> owned_names;
-  const std::vector<std::string_view> offered = offered_views(args, owned_names);
+  const std::vector<std::string_view> offered = offered_views(args);
   std::vector<char> passed(offered.size(), 1);
 
   // Rejections are gathered under the lock and turned into strings after it. Reason texts
@@ -199,8 +195,6 @@ FilterResult SchedulingService::filter_impl(const ExtenderArgs& args, ExtenderAr
   if (args.node_texts) {
     result.node_texts.emplace();
     result.node_source = args.node_source;
-  } else if (args.nodes) {
-    result.nodes.emplace();
   }
   const std::size_t survivors =
       static_cast<std::size_t>(std::count(passed.begin(), passed.end(), static_cast<char>(1)));
@@ -209,11 +203,7 @@ FilterResult SchedulingService::filter_impl(const ExtenderArgs& args, ExtenderAr
   for (std::size_t i = 0; i < offered.size(); ++i) {
     if (!passed[i]) continue;
     result.node_names.push_back(take(i));
-    if (args.node_texts) {
-      result.node_texts->push_back((*args.node_texts)[i].json);
-    } else if (args.nodes) {
-      result.nodes->push_back((*args.nodes)[i]);
-    }
+    if (args.node_texts) result.node_texts->push_back((*args.node_texts)[i].json);
   }
   if (!result.failed.empty() || !result.failed_unresolvable.empty()) {
     const std::int64_t now = config_.now_ns();
@@ -247,8 +237,7 @@ FilterResult SchedulingService::filter_impl(const ExtenderArgs& args, ExtenderAr
 std::vector<HostPriority> SchedulingService::prioritize_impl(const ExtenderArgs& args,
                                                              ExtenderArgs* movable) const {
   const core::PodDemand demand = args.pod.demand();
-  std::vector<std::string> owned_names;
-  const std::vector<std::string_view> offered = offered_views(args, owned_names);
+  const std::vector<std::string_view> offered = offered_views(args);
   std::vector<std::optional<double>> raw(offered.size());
   // Every pod is scored, GPU or not: a second extender entry without managedResources sends
   // CPU-only pods here so that they can be steered off the CPU and memory GPU pods will need.

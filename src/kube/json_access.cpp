@@ -2,20 +2,10 @@
 
 #include <fmt/format.h>
 
+#include "gpushare/json/keys.h"
+
 namespace gpushare::kube {
 namespace {
-
-bool equal_ignoring_case(std::string_view a, std::string_view b) {
-  if (a.size() != b.size()) return false;
-  for (std::size_t i = 0; i < a.size(); ++i) {
-    char x = a[i];
-    char y = b[i];
-    if (x >= 'A' && x <= 'Z') x = static_cast<char>(x - 'A' + 'a');
-    if (y >= 'A' && y <= 'Z') y = static_cast<char>(y - 'A' + 'a');
-    if (x != y) return false;
-  }
-  return true;
-}
 
 const char* type_name(const Json& value) { return value.type_name(); }
 
@@ -25,7 +15,7 @@ const Json* find_key(const Json& object, std::string_view key) {
   if (!object.is_object()) return nullptr;
   if (auto it = object.find(key); it != object.end()) return &*it;
   for (auto it = object.begin(); it != object.end(); ++it) {
-    if (equal_ignoring_case(it.key(), key)) return &it.value();
+    if (json::equal_ignoring_case(it.key(), key)) return &it.value();
   }
   return nullptr;
 }

@@ -1,11 +1,13 @@
 #include "gpushare/kube/node_info.h"
 
 #include <charconv>
+#include <map>
 
 #include <fmt/format.h>
 
 #include "gpushare/core/quantity.h"
 #include "gpushare/kube/annotations.h"
+#include "gpushare/kube/json_fields.h"
 #include "gpushare/kube/quantity_json.h"
 
 namespace gpushare::kube {
@@ -14,19 +16,22 @@ namespace {
 // Upper bounds that no real GPU node reaches; beyond them a value is a typo, not hardware.
 constexpr std::int64_t kMaxGpusPerNode = 1024;
 
+using List = std::optional<json::Object>;
+
 // Returns the whole-unit value of resource `name` in capacity (else allocatable), or -1 if absent.
 // Sets `error` for values that are present but unusable.
-std::int64_t resource_value(const Json* capacity, const Json* allocatable, std::string_view name,
+std::int64_t resource_value(const List& capacity, const List& allocatable, std::string_view name,
                             std::string& error) {
-  for (const Json* list : {capacity, allocatable}) {
-    if (list == nullptr) continue;
-    const Json* value = find_key(*list, name);
-    if (value == nullptr || value->is_null()) continue;
+  for (const List* list : {&capacity, &allocatable}) {
+    if (!*list) continue;
+    const auto value = present_field(**list, name);
+    if (!value) continue;
     try {
-      if (value->is_string()) return core::parse_whole_units(value->get_ref<const std::string&>());
-      if (value->is_number_integer() && value->get<std::int64_t>() >= 0) {
-        return value->get<std::int64_t>();
-      }
+      std::string_view text;
+      if (value->get_string().get(text) == simdjson::SUCCESS) return core::parse_whole_units(text);
+      // A uint64 beyond int64 is not a quantity either (nlohmann read it as negative).
+      if (value->is_int64() && value->get_int64().value_unsafe() >= 0)
+        return value->get_int64().value_unsafe();
       error = fmt::format("{} is not a quantity", name);
     } catch (const core::QuantityError& e) {
       error = fmt::format("{}: {}", name, e.what());
@@ -38,12 +43,12 @@ std::int64_t resource_value(const Json* capacity, const Json* allocatable, std::
 
 // What kube-scheduler may place on the node: allocatable `name` (capacity when allocatable does
 // not list it), as a Quantity, or nullopt when absent or malformed (then it is not tracked).
-std::optional<core::Quantity> allocatable_quantity(const Json* allocatable, const Json* capacity,
+std::optional<core::Quantity> allocatable_quantity(const List& allocatable, const List& capacity,
                                                    std::string_view name) {
-  for (const Json* list : {allocatable, capacity}) {
-    if (list == nullptr) continue;
-    const Json* value = find_key(*list, name);
-    if (value == nullptr || value->is_null()) continue;
+  for (const List* list : {&allocatable, &capacity}) {
+    if (!*list) continue;
+    const auto value = present_field(**list, name);
+    if (!value) continue;
     try {
       return quantity_of(*value, name);
     } catch (const BadInput&) {
@@ -55,29 +60,35 @@ std::optional<core::Quantity> allocatable_quantity(const Json* allocatable, cons
 
 }  // namespace
 
-core::NodeSpec parse_node(const Json& node, const ResourceNames& names) {
-  if (!node.is_object()) throw BadInput(fmt::format("node must be an object, got {}", node.type_name()));
-  const Json* metadata = get_object(node, "metadata", "node metadata");
-  if (metadata == nullptr) throw BadInput("node has no metadata");
-  core::NodeSpec spec;
-  spec.name = get_string(*metadata, "name", "node metadata.name");
-  if (spec.name.empty()) throw BadInput("node metadata.name is empty");
-  if (const Json* labels = get_object(*metadata, "labels", "node labels")) {
-    spec.gpu_model = get_string(*labels, kGpuModelLabel, "node GPU model label");
+core::NodeSpec decode_node(const simdjson::dom::element& node_value, const ResourceNames& names) {
+  json::Object node;
+  if (node_value.get_object().get(node) != simdjson::SUCCESS) {
+    throw BadInput(fmt::format("node must be an object, got {}", json::type_name(node_value)));
   }
-  if (const Json* node_spec = get_object(node, "spec", "node spec")) {
-    if (const Json* flag = find_key(*node_spec, "unschedulable"); flag && flag->is_boolean()) {
-      spec.unschedulable = flag->get<bool>();
+  const auto metadata = object_field(node, "metadata", "node metadata");
+  if (!metadata) throw BadInput("node has no metadata");
+  core::NodeSpec spec;
+  spec.name = string_field(*metadata, "name", "node metadata.name");
+  if (spec.name.empty()) throw BadInput("node metadata.name is empty");
+  if (const auto labels = object_field(*metadata, "labels", "node labels")) {
+    spec.gpu_model = string_field(*labels, kGpuModelLabel, "node GPU model label");
+  }
+  if (const auto node_spec = object_field(node, "spec", "node spec")) {
+    if (const auto flag = json::find_member(*node_spec, "unschedulable"); flag && flag->is_bool()) {
+      spec.unschedulable = flag->get_bool().value_unsafe();
     }
   }
-  const Json* status = get_object(node, "status", "node status");
-  const Json* capacity = status ? get_object(*status, "capacity", "node capacity") : nullptr;
-  const Json* allocatable = status ? get_object(*status, "allocatable", "node allocatable") : nullptr;
-  if (status != nullptr) {
-    if (const Json* addresses = get_array(*status, "addresses", "node addresses")) {
-      for (const Json& address : *addresses) {
-        if (address.is_object() && get_string(address, "type", "address type") == "InternalIP") {
-          spec.address = get_string(address, "address", "node address");
+  const List status = object_field(node, "status", "node status");
+  const List capacity = status ? object_field(*status, "capacity", "node capacity") : std::nullopt;
+  const List allocatable =
+      status ? object_field(*status, "allocatable", "node allocatable") : std::nullopt;
+  if (status) {
+    if (const auto addresses = array_field(*status, "addresses", "node addresses")) {
+      for (const json::Value item : *addresses) {
+        json::Object address;
+        if (item.get_object().get(address) == simdjson::SUCCESS &&
+            string_field(address, "type", "address type") == "InternalIP") {
+          spec.address = string_field(address, "address", "node address");
           break;
         }
       }
@@ -116,6 +127,10 @@ core::NodeSpec parse_node(const Json& node, const ResourceNames& names) {
   return spec;
 }
 
+core::NodeSpec parse_node(const Json& node, const ResourceNames& names) {
+  return decode_tree(node, [&](json::Value value) { return decode_node(value, names); });
+}
+
 UnhealthyGpus parse_unhealthy_list(std::string node, std::string_view gpus) {
   UnhealthyGpus result;
   result.node = std::move(node);
@@ -143,28 +158,43 @@ UnhealthyGpus parse_unhealthy_list(std::string node, std::string_view gpus) {
   return result;
 }
 
-std::optional<UnhealthyGpus> parse_unhealthy_configmap(const Json& configmap) {
-  if (!configmap.is_object()) return std::nullopt;
-  const Json* metadata = get_object(configmap, "metadata", "configmap metadata");
-  if (metadata == nullptr) return std::nullopt;
-  const std::string name = get_string(*metadata, "name", "configmap name");
+std::optional<UnhealthyGpus> decode_unhealthy_configmap(
+    const simdjson::dom::element& configmap_value) {
+  json::Object configmap;
+  if (configmap_value.get_object().get(configmap) != simdjson::SUCCESS) return std::nullopt;
+  const auto metadata = object_field(configmap, "metadata", "configmap metadata");
+  if (!metadata) return std::nullopt;
+  const std::string name = string_field(*metadata, "name", "configmap name");
   if (!name.starts_with(kUnhealthyConfigMapPrefix) || name.size() == kUnhealthyConfigMapPrefix.size()) {
     return std::nullopt;
   }
   std::string gpus;
   std::vector<std::pair<std::string, std::string>> unknown_keys;
-  if (const Json* data = get_object(configmap, "data", "configmap data")) {
-    gpus = get_string(*data, "gpus", "configmap data.gpus");
-    for (const auto& [key, value] : data->items()) {
-      if (key != "gpus")
-        unknown_keys.emplace_back(key, value.is_string() ? value.get<std::string>() : value.dump());
+  if (const auto data = object_field(configmap, "data", "configmap data")) {
+    gpus = string_field(*data, "gpus", "configmap data.gpus");
+    // In key order, the last of duplicates, as a map of the data says them.
+    std::map<std::string, std::string, std::less<>> others;
+    for (const auto field : *data) {
+      if (field.key == "gpus") continue;
+      std::string_view text;
+      // The API server only stores strings here; anything else is shown as nlohmann writes it.
+      others.insert_or_assign(std::string(field.key),
+                              field.value.get_string().get(text) == simdjson::SUCCESS
+                                  ? std::string(text)
+                                  : Json::parse(simdjson::minify(field.value)).dump());
     }
+    unknown_keys.assign(others.begin(), others.end());
   }
   UnhealthyGpus result = parse_unhealthy_list(name.substr(kUnhealthyConfigMapPrefix.size()), gpus);
-  const std::string namespace_name = get_string(*metadata, "namespace", "configmap namespace");
+  const std::string namespace_name = string_field(*metadata, "namespace", "configmap namespace");
   result.object = namespace_name.empty() ? name : namespace_name + "/" + name;
   result.unknown_keys = std::move(unknown_keys);
   return result;
+}
+
+std::optional<UnhealthyGpus> parse_unhealthy_configmap(const Json& configmap) {
+  return decode_tree(configmap,
+                     [](json::Value value) { return decode_unhealthy_configmap(value); });
 }
 
 }  // namespace gpushare::kube

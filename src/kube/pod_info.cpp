@@ -6,30 +6,12 @@
 
 #include "gpushare/core/quantity.h"
 #include "gpushare/kube/annotations.h"
+#include "gpushare/kube/json_fields.h"
 #include "gpushare/kube/pod_requests.h"
+#include "gpushare/kube/quantity_json.h"
 
 namespace gpushare::kube {
 namespace {
-
-// Reads a quantity given as a JSON string ("8", "1k") or, leniently, a JSON integer.
-core::Units units_of(const Json& value, std::string_view what) {
-  try {
-    if (value.is_string()) return core::parse_whole_units(value.get_ref<const std::string&>());
-    if (value.is_number_unsigned()) {
-      const auto v = value.get<std::uint64_t>();
-      if (v > static_cast<std::uint64_t>(INT64_MAX / 1000)) throw core::QuantityError("out of range");
-      return static_cast<core::Units>(v);
-    }
-    if (value.is_number_integer()) {
-      const auto v = value.get<std::int64_t>();
-      if (v < 0) throw core::QuantityError("negative quantities are not allowed here");
-      return v;
-    }
-  } catch (const core::QuantityError& e) {
-    throw BadInput(fmt::format("{}: {}", what, e.what()));
-  }
-  throw BadInput(fmt::format("{} must be a quantity string, got {}", what, value.type_name()));
-}
 
 template <typename T>
 std::optional<T> parse_decimal(std::string_view text) {
@@ -40,86 +22,112 @@ std::optional<T> parse_decimal(std::string_view text) {
   return value;
 }
 
-core::Units container_request(const Json& container, const ResourceNames& names,
+core::Units container_request(json::Object container, const ResourceNames& names,
                               std::string_view pod_key) {
-  const Json* resources = get_object(container, "resources", "container resources");
-  if (resources == nullptr) return 0;
-  const std::string container_name = get_string(container, "name", "container name");
+  const auto resources = object_field(container, "resources", "container resources");
+  if (!resources) return 0;
+  const std::string container_name = string_field(container, "name", "container name");
   for (const char* field : {"limits", "requests"}) {
-    const Json* values = get_object(*resources, field, "container resources");
-    if (values == nullptr) continue;
-    if (const Json* quantity = find_key(*values, names.memory); quantity && !quantity->is_null()) {
-      return units_of(*quantity, fmt::format("pod {} container {} {} {}", pod_key, container_name,
-                                             field, names.memory));
+    const auto values = object_field(*resources, field, "container resources");
+    if (!values) continue;
+    if (const auto quantity = present_field(*values, names.memory)) {
+      return whole_units_of(*quantity, fmt::format("pod {} container {} {} {}", pod_key,
+                                                   container_name, field, names.memory));
     }
   }
   return 0;
 }
 
+// The device-plugin annotations (exact keys). Malformed ones are ignored rather than fatal:
+// they were written by someone else.
+void read_annotations(json::Object annotations, PodInfo& info) {
+  auto text = [&](std::string_view key) -> std::optional<std::string_view> {
+    const auto value = json::find_exact(annotations, key);
+    std::string_view result;
+    if (!value || value->get_string().get(result) != simdjson::SUCCESS) return std::nullopt;
+    return result;
+  };
+  if (auto v = text(kAnnotationGpuIndex)) {
+    if (auto idx = parse_decimal<int>(*v); idx && *idx >= 0) info.gpu_index = idx;
+  }
+  // A claim beyond any GPU (up to int64's range, or beyond it) is clamped, not dropped: the
+  // pod may really hold its GPU, so it must keep counting (as a full GPU, see charge_for).
+  auto memory_claim = [&](std::string_view key) -> std::optional<core::Units> {
+    const auto v = text(key);
+    if (!v) return std::nullopt;
+    auto n = parse_decimal<core::Units>(*v);
+    const bool too_large =
+        (!n && !v->empty() && v->find_first_not_of("0123456789") == std::string_view::npos) ||
+        (n && *n > core::kMaxGpuMemoryClaim);
+    if (too_large) {
+      info.annotation_warning = fmt::format("annotation {}=\"{}{}\" is beyond any GPU", key,
+                                            v->substr(0, 24), v->size() > 24 ? "..." : "");
+      return core::kMaxGpuMemoryClaim;
+    }
+    if (n && *n >= 0) return n;
+    return std::nullopt;
+  };
+  info.annotated_request = memory_claim(kAnnotationPodRequest);
+  info.annotated_device_memory = memory_claim(kAnnotationDeviceMemory);
+  if (auto v = text(kAnnotationAssigned)) info.assigned = (*v == "true");
+  if (auto v = text(kAnnotationAssumeTime)) info.assume_time_ns = parse_decimal<std::int64_t>(*v);
+}
+
 }  // namespace
 
-PodInfo parse_pod(const Json& pod, const ResourceNames& names) {
-  if (!pod.is_object()) throw BadInput(fmt::format("pod must be an object, got {}", pod.type_name()));
+PodInfo decode_pod(const simdjson::dom::element& pod_value, const ResourceNames& names) {
+  json::Object pod;
+  if (pod_value.get_object().get(pod) != simdjson::SUCCESS) {
+    throw BadInput(fmt::format("pod must be an object, got {}", json::type_name(pod_value)));
+  }
   PodInfo info;
-  const Json* metadata = get_object(pod, "metadata", "pod metadata");
-  if (metadata == nullptr) throw BadInput("pod has no metadata");
-  info.uid = get_string(*metadata, "uid", "pod metadata.uid");
-  info.name = get_string(*metadata, "name", "pod metadata.name");
-  info.namespace_name = get_string(*metadata, "namespace", "pod metadata.namespace", "default");
-  info.resource_version = get_string(*metadata, "resourceVersion", "pod metadata.resourceVersion");
-  if (const Json* deletion = find_key(*metadata, "deletionTimestamp")) {
+  const auto metadata = object_field(pod, "metadata", "pod metadata");
+  if (!metadata) throw BadInput("pod has no metadata");
+  info.uid = string_field(*metadata, "uid", "pod metadata.uid");
+  info.name = string_field(*metadata, "name", "pod metadata.name");
+  info.namespace_name = string_field(*metadata, "namespace", "pod metadata.namespace", "default");
+  info.resource_version =
+      string_field(*metadata, "resourceVersion", "pod metadata.resourceVersion");
+  if (const auto deletion = json::find_member(*metadata, "deletionTimestamp")) {
     info.terminating = !deletion->is_null();
   }
   if (info.name.empty()) throw BadInput("pod metadata.name is empty");
-  if (const Json* spec = get_object(pod, "spec", "pod spec")) {
-    info.node_name = get_string(*spec, "nodeName", "pod spec.nodeName");
-    if (const Json* containers = get_array(*spec, "containers", "pod spec.containers")) {
-      for (const Json& container : *containers) {
-        if (!container.is_object()) throw BadInput("pod spec.containers[] must be objects");
+  if (const auto spec_value = present_field(pod, "spec")) {
+    const json::Object spec = as_object(*spec_value, "pod spec");
+    info.node_name = string_field(spec, "nodeName", "pod spec.nodeName");
+    if (const auto containers = array_field(spec, "containers", "pod spec.containers")) {
+      for (const json::Value item : *containers) {
+        json::Object container;
+        if (item.get_object().get(container) != simdjson::SUCCESS) {
+          throw BadInput("pod spec.containers[] must be objects");
+        }
         const core::Units amount = container_request(container, names, info.key());
         if (info.request > INT64_MAX / 2 - amount) throw BadInput("pod request out of range");
         info.request += amount;
       }
     }
-    const CpuMemory requested = pod_cpu_memory_request(*spec, info.key());
+    const CpuMemory requested = cpu_memory_request_of(*spec_value, info.key());
     info.cpu_milli = requested.cpu_milli;
     info.memory = requested.memory;
   }
-  if (const Json* status = get_object(pod, "status", "pod status")) {
-    info.phase = get_string(*status, "phase", "pod status.phase");
+  if (const auto status = object_field(pod, "status", "pod status")) {
+    info.phase = string_field(*status, "phase", "pod status.phase");
   }
-  if (const Json* annotations = get_object(*metadata, "annotations", "pod annotations")) {
-    auto text = [&](std::string_view key) -> std::optional<std::string> {
-      auto it = annotations->find(key);
-      if (it == annotations->end() || !it->is_string()) return std::nullopt;
-      return it->get<std::string>();
-    };
-    // Malformed annotations are ignored rather than fatal: they were written by someone else.
-    if (auto v = text(kAnnotationGpuIndex)) {
-      if (auto idx = parse_decimal<int>(*v); idx && *idx >= 0) info.gpu_index = idx;
-    }
-    // A claim beyond any GPU (up to int64's range, or beyond it) is clamped, not dropped: the
-    // pod may really hold its GPU, so it must keep counting (as a full GPU, see charge_for).
-    auto memory_claim = [&](std::string_view key) -> std::optional<core::Units> {
-      const auto v = text(key);
-      if (!v) return std::nullopt;
-      auto n = parse_decimal<core::Units>(*v);
-      const bool too_large = (!n && !v->empty() && v->find_first_not_of("0123456789") == std::string::npos) ||
-                             (n && *n > core::kMaxGpuMemoryClaim);
-      if (too_large) {
-        info.annotation_warning = fmt::format("annotation {}=\"{}{}\" is beyond any GPU", key,
-                                              v->substr(0, 24), v->size() > 24 ? "..." : "");
-        return core::kMaxGpuMemoryClaim;
-      }
-      if (n && *n >= 0) return n;
-      return std::nullopt;
-    };
-    info.annotated_request = memory_claim(kAnnotationPodRequest);
-    info.annotated_device_memory = memory_claim(kAnnotationDeviceMemory);
-    if (auto v = text(kAnnotationAssigned)) info.assigned = (*v == "true");
-    if (auto v = text(kAnnotationAssumeTime)) info.assume_time_ns = parse_decimal<std::int64_t>(*v);
+  if (const auto annotations = object_field(*metadata, "annotations", "pod annotations")) {
+    read_annotations(*annotations, info);
   }
   return info;
+}
+
+PodInfo decode_pod_text(std::string_view text, const ResourceNames& names) {
+  thread_local json::Parser parser;
+  const PodInfo info = decode_pod(parse_text(parser, text, "pod"), names);
+  parser.shrink();
+  return info;
+}
+
+PodInfo parse_pod(const Json& pod, const ResourceNames& names) {
+  return decode_tree(pod, [&](json::Value value) { return decode_pod(value, names); });
 }
 
 std::optional<core::PodAllocation> allocation_of(const PodInfo& pod) {

@@ -9,7 +9,6 @@
 
 namespace gpushare::sync {
 
-using apiclient::Json;
 using apiclient::WatchEventType;
 
 namespace {
@@ -49,16 +48,12 @@ class ClusterSync::NodeHandler final : public apiclient::ReflectorHandler {
   explicit NodeHandler(ClusterSync& owner) : owner_(owner) {}
 
   void on_list_begin() override { staged_.clear(); }
-  bool on_list_item(Json& item) override {
+  void on_list_item(const json::Value& item) override {
     if (auto spec = parse(item)) staged_.push_back(std::move(*spec));
-    return true;
   }
 
-  void on_replace(std::vector<Json> items, const std::string& rv) override {
+  void on_replace(const std::string& rv) override {
     std::vector<core::NodeSpec> specs = std::move(staged_);
-    staged_.clear();
-    for (Json& item : items) on_list_item(item);
-    for (auto& spec : staged_) specs.push_back(std::move(spec));
     staged_.clear();
     owner_.store_.write([&](core::ClusterModel& model, core::PlacementPolicy&) {
       std::set<std::string, std::less<>> listed;
@@ -73,7 +68,7 @@ class ClusterSync::NodeHandler final : public apiclient::ReflectorHandler {
     spdlog::info("nodes listed: {} at resourceVersion {}", specs.size(), rv);
   }
 
-  void on_event(WatchEventType type, const Json& object) override {
+  void on_event(WatchEventType type, const json::Value& object) override {
     auto spec = parse(object);
     if (!spec) return;
     owner_.store_.write([&](core::ClusterModel& model, core::PlacementPolicy&) {
@@ -86,9 +81,9 @@ class ClusterSync::NodeHandler final : public apiclient::ReflectorHandler {
   }
 
  private:
-  std::optional<core::NodeSpec> parse(const Json& object) {
+  std::optional<core::NodeSpec> parse(const json::Value& object) {
     try {
-      return kube::parse_node(object, owner_.options_.names);
+      return kube::decode_node(object, owner_.options_.names);
     } catch (const std::exception& e) {
       ++owner_.parse_errors_;
       spdlog::warn("ignoring node object: {}", e.what());
@@ -114,15 +109,12 @@ class ClusterSync::PodHandler final : public apiclient::ReflectorHandler {
   explicit PodHandler(ClusterSync& owner) : owner_(owner) {}
 
   void on_list_begin() override { staged_.clear(); }
-  bool on_list_item(Json& item) override {
+  void on_list_item(const json::Value& item) override {
     if (auto pod = parse(item)) staged_.push_back(std::move(*pod));
-    return true;
   }
 
-  void on_replace(std::vector<Json> items, const std::string& rv) override {
+  void on_replace(const std::string& rv) override {
     std::map<std::string, kube::PodInfo, std::less<>> directory;
-    for (Json& item : items) on_list_item(item);
-    items.clear();
     std::vector<kube::PodInfo> pods = std::move(staged_);
     staged_.clear();
     std::set<std::string, std::less<>> listed;
@@ -166,7 +158,7 @@ class ClusterSync::PodHandler final : public apiclient::ReflectorHandler {
     spdlog::info("pods listed: {} at resourceVersion {}", count, rv);
   }
 
-  void on_event(WatchEventType type, const Json& object) override {
+  void on_event(WatchEventType type, const json::Value& object) override {
     auto pod = parse(object);
     if (!pod) return;
     std::vector<std::string> warnings;
@@ -202,9 +194,9 @@ class ClusterSync::PodHandler final : public apiclient::ReflectorHandler {
   }
 
  private:
-  std::optional<kube::PodInfo> parse(const Json& object) {
+  std::optional<kube::PodInfo> parse(const json::Value& object) {
     try {
-      kube::PodInfo pod = kube::parse_pod(object, owner_.options_.names);
+      kube::PodInfo pod = kube::decode_pod(object, owner_.options_.names);
       if (pod.uid.empty()) throw kube::BadInput(fmt::format("pod {} has no uid", pod.key()));
       return pod;
     } catch (const std::exception& e) {
@@ -226,17 +218,15 @@ class ClusterSync::ConfigMapHandler final : public apiclient::ReflectorHandler {
     staged_.clear();
     listed_.clear();
   }
-  bool on_list_item(Json& item) override {
+  void on_list_item(const json::Value& item) override {
     if (auto parsed = parse(item)) {
       note(*parsed, false);
       listed_.push_back(parsed->object);
       staged_[parsed->node] = parsed->indices;
     }
-    return true;
   }
 
-  void on_replace(std::vector<Json> items, const std::string&) override {
-    for (Json& item : items) on_list_item(item);
+  void on_replace(const std::string&) override {
     std::map<std::string, std::vector<int>> unhealthy = std::move(staged_);
     staged_.clear();
     // ConfigMaps deleted while the watch was down take their warnings with them.
@@ -254,7 +244,7 @@ class ClusterSync::ConfigMapHandler final : public apiclient::ReflectorHandler {
     });
   }
 
-  void on_event(WatchEventType type, const Json& object) override {
+  void on_event(WatchEventType type, const json::Value& object) override {
     auto parsed = parse(object);
     if (!parsed) return;
     owner_.store_.write([&](core::ClusterModel& model, core::PlacementPolicy&) {
@@ -273,9 +263,9 @@ class ClusterSync::ConfigMapHandler final : public apiclient::ReflectorHandler {
   }
 
  private:
-  std::optional<kube::UnhealthyGpus> parse(const Json& object) {
+  std::optional<kube::UnhealthyGpus> parse(const json::Value& object) {
     try {
-      return kube::parse_unhealthy_configmap(object);
+      return kube::decode_unhealthy_configmap(object);
     } catch (const std::exception& e) {
       ++owner_.parse_errors_;
       spdlog::warn("ignoring ConfigMap: {}", e.what());

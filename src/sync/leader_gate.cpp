@@ -144,9 +144,9 @@ bool LeaderGate::catch_up(std::uint64_t term, std::stop_token stop) {
   pager.stop = stop;
   auto listed = apiclient::list_paged(
       client_, "/api/v1/pods", pager, [&] { bound.clear(); },
-      [&](Json&& item) {
+      [&](const json::Value& item) {
         try {
-          const kube::PodInfo pod = kube::parse_pod(item, sync_.names());
+          const kube::PodInfo pod = kube::decode_pod(item, sync_.names());
           if (auto allocation = kube::allocation_of(pod); allocation && allocation->holds_gpu()) {
             bound.emplace_back(pod.uid, allocation->node);
           }

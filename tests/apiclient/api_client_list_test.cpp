@@ -62,9 +62,11 @@ TEST(ApiClientList, StreamsTheItemsOfAChunkedBody) {
 
   ApiClient client(config_for(server), testing::fast_client_options());
   std::vector<std::string> names;
-  auto page = client.list(
-      "/api/v1/nodes", [&](Json&& item) { names.push_back(item["metadata"]["name"]); },
-      {.query = {{"limit", "500"}}});
+  auto page = client.list("/api/v1/nodes",
+                          [&](const json::Value& item) {
+                            names.emplace_back(item["metadata"]["name"].get_string().value());
+                          },
+                          {.query = {{"limit", "500"}}});
   ASSERT_TRUE(page.ok()) << page.error().describe();
   ASSERT_EQ(names.size(), 300u);
   EXPECT_EQ(names.front(), "node-0");
@@ -87,7 +89,7 @@ TEST(ApiClientList, AMalformedBodyIsADecodeErrorAndIsNotRetried) {
 
   ApiClient client(config_for(server), testing::fast_client_options());
   std::size_t delivered = 0;
-  auto page = client.list("/api/v1/nodes", [&](Json&&) { ++delivered; });
+  auto page = client.list("/api/v1/nodes", [&](const json::Value&) { ++delivered; });
   ASSERT_FALSE(page.ok());
   EXPECT_EQ(page.error().kind, ErrorKind::kDecode);
   EXPECT_NE(page.error().describe().find("list item 1 is not valid JSON"), std::string::npos)
@@ -103,7 +105,7 @@ TEST(ApiClientList, ATruncatedBodyIsADecodeError) {
   });
   server.start();
   ApiClient client(config_for(server), testing::fast_client_options());
-  auto page = client.list("/api/v1/nodes", [](Json&&) {});
+  auto page = client.list("/api/v1/nodes", [](const json::Value&) {});
   ASSERT_FALSE(page.ok());
   EXPECT_EQ(page.error().kind, ErrorKind::kDecode);
   EXPECT_NE(page.error().describe().find("ended early"), std::string::npos) << page.error().describe();
@@ -119,7 +121,7 @@ TEST(ApiClientList, ErrorStatusesAreDecodedFromTheBody) {
   server.start();
   ApiClient client(config_for(server), testing::fast_client_options());
   std::size_t delivered = 0;
-  auto page = client.list("/api/v1/pods", [&](Json&&) { ++delivered; });
+  auto page = client.list("/api/v1/pods", [&](const json::Value&) { ++delivered; });
   ASSERT_FALSE(page.ok());
   EXPECT_TRUE(page.error().is_expired()) << page.error().describe();
   EXPECT_EQ(delivered, 0u) << "a Status body is not a list";
@@ -140,7 +142,7 @@ TEST(ApiClientList, RetriedBeforeAnyItemArrived) {
   RecordingSleeper sleeper;
   ApiClient client(config_for(server), testing::fast_client_options(&sleeper));
   std::size_t delivered = 0;
-  auto page = client.list("/api/v1/nodes", [&](Json&&) { ++delivered; });
+  auto page = client.list("/api/v1/nodes", [&](const json::Value&) { ++delivered; });
   ASSERT_TRUE(page.ok()) << page.error().describe();
   EXPECT_EQ(calls, 2);
   EXPECT_EQ(delivered, 2u);
@@ -165,7 +167,7 @@ TEST(ApiClientList, NotRetriedOnceItemsWereHandedOver) {
   RecordingSleeper sleeper;
   ApiClient client(config_for(server), testing::fast_client_options(&sleeper));
   std::size_t delivered = 0;
-  auto page = client.list("/api/v1/nodes", [&](Json&&) { ++delivered; });
+  auto page = client.list("/api/v1/nodes", [&](const json::Value&) { ++delivered; });
   ASSERT_FALSE(page.ok());
   EXPECT_GT(delivered, 0u);
   EXPECT_LT(delivered, 50u);
@@ -181,7 +183,7 @@ TEST(ApiClientList, AnExceptionFromTheCallbackAbortsTheList) {
   server.start();
   ApiClient client(config_for(server), testing::fast_client_options());
   int calls = 0;
-  auto page = client.list("/api/v1/nodes", [&](Json&&) {
+  auto page = client.list("/api/v1/nodes", [&](const json::Value&) {
     if (++calls == 3) throw std::runtime_error("bad node");
   });
   ASSERT_FALSE(page.ok());

@@ -175,22 +175,18 @@ std::string expired_event() {
 
 class CachingHandler : public ReflectorHandler {
  public:
-  // With `streaming`, list items are staged as they arrive (as ClusterSync does) and applied
-  // only by on_replace.
+  // List items are staged as they arrive (as ClusterSync does) and applied only by on_replace.
   void on_list_begin() override {
     std::lock_guard lock(mutex_);
     staged_.clear();
   }
-  bool on_list_item(Json& object) override {
-    if (!streaming) return false;
+  void on_list_item(const json::Value& object) override {
     std::lock_guard lock(mutex_);
-    staged_.push_back(std::move(object));
-    return true;
+    staged_.push_back(Json::parse(simdjson::minify(object)));
   }
-  void on_replace(std::vector<Json> items, const std::string& resource_version) override {
+  void on_replace(const std::string& resource_version) override {
     std::lock_guard lock(mutex_);
-    for (auto& item : items) staged_.push_back(std::move(item));
-    items = std::move(staged_);
+    std::vector<Json> items = std::move(staged_);
     staged_.clear();
     cache_.clear();
     std::string names;
@@ -201,7 +197,8 @@ class CachingHandler : public ReflectorHandler {
     }
     log_.push_back("replace " + resource_version + " [" + names + "]");
   }
-  void on_event(WatchEventType type, const Json& object) override {
+  void on_event(WatchEventType type, const json::Value& value) override {
+    const Json object = Json::parse(simdjson::minify(value));
     const std::string name = object["metadata"]["name"];
     if (name == throw_for) throw std::runtime_error("handler refuses " + name);
     std::lock_guard lock(mutex_);
@@ -224,7 +221,6 @@ class CachingHandler : public ReflectorHandler {
   }
 
   std::string throw_for;  // set before start
-  bool streaming = false;  // set before start
 
  private:
   mutable std::mutex mutex_;
@@ -454,7 +450,6 @@ TEST_F(ReflectorTest, HandlerFailureLeadsToARelist) {
 }
 
 TEST_F(ReflectorTest, BrokenListBodiesAreNeverAppliedAndTheListIsRetriedWhole) {
-  handler_.streaming = true;
   const std::string good = pod_list("100", {"a", "b"});
   // Truncated in the metadata, which the JSON dump puts after the items: both were delivered.
   server_.add_list({200, good.substr(0, good.size() - 20)});
@@ -472,7 +467,6 @@ TEST_F(ReflectorTest, BrokenListBodiesAreNeverAppliedAndTheListIsRetriedWhole) {
 }
 
 TEST_F(ReflectorTest, StreamedPagesAreAppliedTogether) {
-  handler_.streaming = true;
   server_.add_list({200, pod_list("100", {"a", "b"}, "token-1")});
   server_.add_list({200, pod_list("100", {"c"})});
   start();

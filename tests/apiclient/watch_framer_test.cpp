@@ -139,11 +139,16 @@ TEST(WatchFramer, RandomChunkingYieldsIdenticalValues) {
     const auto values = frame_all(framer, chunks);
     ASSERT_EQ(values, expected) << "round " << round;
     EXPECT_FALSE(framer.mid_value());
-    for (const auto& value : values) EXPECT_NO_THROW((void)parse_watch_event(value));
+    json::Parser parser;
+    for (const auto& value : values) EXPECT_NO_THROW((void)parse_watch_event(value, parser));
   }
 }
 
 TEST(WatchEvent, ParsesTypesAndRejectsBadShapes) {
+  json::Parser parser;
+  auto parse_watch_event = [&](std::string_view text) {
+    return apiclient::parse_watch_event(text, parser);
+  };
   const auto event = parse_watch_event(R"({"type":"BOOKMARK","object":{"metadata":{"resourceVersion":"42"}}})");
   EXPECT_EQ(event.type, WatchEventType::kBookmark);
   EXPECT_EQ(resource_version_of(event.object), "42");

@@ -75,7 +75,8 @@ struct Collected {
   WatchCallback callback() {
     return [this](WatchEvent&& e) {
       std::lock_guard lock(mutex);
-      events.emplace_back(e.type, e.object["metadata"].value("name", resource_version_of(e.object)));
+      const Json object = Json::parse(simdjson::minify(e.object));
+      events.emplace_back(e.type, object["metadata"].value("name", resource_version_of(object)));
     };
   }
   std::size_t size() {

@@ -97,9 +97,9 @@ struct ListPage {
   std::size_t body_bytes = 0;      // decoded (after any Content-Encoding) body size
 };
 
-// Receives one list item as soon as it has been read. An exception aborts the list: list()
-// returns a decode error that names it.
-using ListItemCallback = std::function<void(Json&& item)>;
+// Receives one list item as soon as it has been read, parsed by simdjson: the element is valid
+// during the call only. An exception aborts the list: list() returns a decode error that names it.
+using ListItemCallback = std::function<void(const json::Value& item)>;
 
 // Called on the watching thread for each ADDED/MODIFIED/DELETED/BOOKMARK event. An exception
 // ends the watch with WatchEnd::kHandlerError.

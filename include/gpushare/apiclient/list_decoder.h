@@ -4,8 +4,10 @@
 // read (and the list's small metadata) is ever held, so a 100 MB pod list served from the watch
 // cache (which ignores `limit`) never exists in memory as one string or one JSON tree.
 //
-// The top level is scanned by hand; every value the decoder keeps (an item, the metadata) is
-// then parsed by nlohmann, which does the full validation. Items are delivered before the end
+// The top level is scanned by hand and each value is delimited by the one byte splitter
+// (value_end.h); each item is then parsed, and fully validated, by simdjson and handed over as a
+// DOM element (valid during the callback only); the list's few other members (metadata, kind)
+// are parsed by nlohmann. Items are delivered before the end
 // of the body is seen: a caller must stage them and only apply them once finish() succeeds.
 
 #include <cstddef>
@@ -15,12 +17,15 @@
 
 #include <nlohmann/json.hpp>
 
+#include "gpushare/apiclient/value_end.h"
+#include "gpushare/json/document.h"
+
 namespace gpushare::apiclient {
 
 class ListDecoder {
  public:
   using Json = nlohmann::json;
-  using ItemCallback = std::function<void(Json&& item)>;
+  using ItemCallback = std::function<void(const json::Value& item)>;
 
   static constexpr std::size_t kDefaultMaxValueBytes = 64u << 20;
 
@@ -85,10 +90,9 @@ class ListDecoder {
   bool capturing_ = false;
   Target target_ = Target::kMember;
   Shape shape_ = Shape::kScalar;
-  std::size_t depth_ = 0;
-  bool in_string_ = false;
-  bool escaped_ = false;
+  ValueEnd value_end_;
   std::string buffer_;
+  json::Parser parser_;  // the items' parser, reused from item to item
 };
 
 }  // namespace gpushare::apiclient

@@ -24,19 +24,18 @@ namespace gpushare::apiclient {
 class ReflectorHandler {
  public:
   virtual ~ReflectorHandler() = default;
-  // The complete set of objects after a (re)list: replace the cache, dropping objects that are
-  // not in `items`.
-  virtual void on_replace(std::vector<Json> items, const std::string& resource_version) = 0;
-  // ADDED, MODIFIED or DELETED (the object's last state). BOOKMARKs are consumed internally.
-  virtual void on_event(WatchEventType type, const Json& object) = 0;
-
-  // Optional streaming of lists, for handlers that keep a compact form of the objects: a list
-  // attempt starts with on_list_begin() (drop anything staged by an earlier, failed attempt),
-  // then every listed object goes to on_list_item() as its page arrives. Returning true means
-  // "consumed": the reflector drops the JSON at once, so a 50 000-pod list never sits in memory
-  // as JSON, and on_replace() then receives only the objects that were not consumed.
-  virtual void on_list_begin() {}
-  virtual bool on_list_item(Json& /*object*/) { return false; }
+  // Lists are streamed, so a 50 000-pod list never sits in memory as JSON: a list attempt
+  // starts with on_list_begin() (drop anything staged by an earlier, failed attempt), then every
+  // listed object goes to on_list_item() as its page arrives, to be decoded at once (the element
+  // is valid during the call only) and staged.
+  virtual void on_list_begin() = 0;
+  virtual void on_list_item(const json::Value& object) = 0;
+  // The list is complete: replace the cache with what was staged since on_list_begin(),
+  // dropping objects that were not listed.
+  virtual void on_replace(const std::string& resource_version) = 0;
+  // ADDED, MODIFIED or DELETED (the object's last state, valid during the call only). BOOKMARKs
+  // are consumed internally.
+  virtual void on_event(WatchEventType type, const json::Value& object) = 0;
 };
 
 struct ReflectorOptions {

@@ -9,6 +9,7 @@
 #include <nlohmann/json.hpp>
 
 #include "gpushare/apiclient/api_error.h"
+#include "gpushare/json/document.h"
 
 namespace gpushare::apiclient {
 
@@ -18,19 +19,21 @@ enum class WatchEventType { kAdded, kModified, kDeleted, kBookmark, kError };
 
 struct WatchEvent {
   WatchEventType type;
-  Json object;
+  json::Value object;  // in the parser's document: valid until its next parse
 };
 
 std::string_view to_string(WatchEventType type);
 
-// Parses one framed value. Throws std::invalid_argument for invalid JSON, a missing or unknown
-// type, or a missing object.
-WatchEvent parse_watch_event(std::string_view text);
+// Parses one framed value with `parser` (simdjson). Throws std::invalid_argument for invalid
+// JSON, a missing or unknown type, or a missing object.
+WatchEvent parse_watch_event(std::string_view text, json::Parser& parser);
 
 // The error carried by an ERROR event's Status object (code 410 + reason Expired, typically).
 ApiError error_from_status_object(const Json& status);
+ApiError error_from_status_value(const json::Value& status);
 
 // metadata.resourceVersion of an object, or "" if absent.
+std::string resource_version_of(const json::Value& object);
 std::string resource_version_of(const Json& object);
 
 enum class WatchEnd {

@@ -8,6 +8,8 @@
 #include <string_view>
 #include <vector>
 
+#include "gpushare/apiclient/value_end.h"
+
 namespace gpushare::apiclient {
 
 class FramingError : public std::runtime_error {
@@ -34,9 +36,7 @@ class WatchFramer {
   std::size_t max_value_bytes_;
   std::string buffer_;  // the unfinished value so far
   bool in_value_ = false;
-  bool in_string_ = false;
-  bool escaped_ = false;
-  std::size_t depth_ = 0;  // open objects/arrays
+  ValueEnd value_end_;  // where the value being read ends
   bool failed_ = false;
 };
 

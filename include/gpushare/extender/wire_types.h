@@ -26,23 +26,21 @@ struct NodeText {
 
 struct ExtenderArgs {
   kube::PodInfo pod;
-  // nodeCacheCapable: true sends names; false sends whole Node objects. Exactly one of
-  // node_names, nodes and node_texts is set.
+  // nodeCacheCapable: true sends names; false sends whole Node objects (NodeList items, kept as
+  // their text and echoed back verbatim for survivors). Exactly one of the two is set.
   std::optional<std::vector<std::string>> node_names;
-  std::optional<std::vector<Json>> nodes;  // NodeList items, echoed back for survivors
-  // What decode_extender_args_body sets instead of `nodes`: the items as text, without a DOM.
   std::optional<std::vector<NodeText>> node_texts;
   std::shared_ptr<const std::string> node_source;  // owns the text node_texts view
 
-  bool has_node_objects() const { return nodes.has_value() || node_texts.has_value(); }
+  bool has_node_objects() const { return node_texts.has_value(); }
   // Names of the offered nodes, whichever form they came in.
   std::vector<std::string> offered_names() const;
 };
 
 struct FilterResult {
   std::vector<std::string> node_names;  // survivors, in offered order
-  std::optional<std::vector<Json>> nodes;  // survivors' objects when the request carried objects
-  // Survivors' objects as JSON text, when the request was decoded by decode_extender_args_body.
+  std::optional<std::vector<Json>> nodes;  // survivors' objects, for callers that hold trees
+  // Survivors' objects as JSON text, when the request carried objects.
   std::optional<std::vector<std::string_view>> node_texts;
   std::shared_ptr<const std::string> node_source;  // owns the text node_texts view
   std::map<std::string, std::string> failed;
@@ -75,18 +73,18 @@ struct PreemptionArgs {
   std::map<std::string, kube::PodInfo> victim_pods;
 };
 
-// Decoders throw kube::BadInput with a message naming the offending field.
-Json parse_json_body(std::string_view body);
-ExtenderArgs decode_extender_args(const Json& body, const kube::ResourceNames& names);
-// decode_extender_args(parse_json_body(body), names) in one pass over the text, without building
-// a DOM of the node list: the same ExtenderArgs (Node objects land in node_texts rather than
-// nodes) and the same BadInput errors. For the filter and prioritize hot path.
-ExtenderArgs decode_extender_args_body(std::string_view body, const kube::ResourceNames& names);
-// The same, keeping `body` itself as the node texts' source instead of a copy of the node list
-// (a 40 MB filter with full Node objects would otherwise be held twice).
+// The one decoder of each request (wire_decode.cpp, on simdjson), used by the HTTP server, the
+// tests, the fuzzers and the benchmarks alike. Each takes the request body as text and throws
+// kube::BadInput with a message naming the offending field ("request body is not valid JSON"
+// for text that is not JSON).
+//
+// ExtenderArgs (filter, prioritize), keeping `body` itself as the source the node texts view
+// (a 40 MB filter with full Node objects is not held twice).
 ExtenderArgs decode_extender_args_body(std::string&& body, const kube::ResourceNames& names);
-BindingArgs decode_binding_args(const Json& body);
-PreemptionArgs decode_preemption_args(const Json& body, const kube::ResourceNames& names);
+// The same from a view: the body is copied, and kept by the arguments only if they view it.
+ExtenderArgs decode_extender_args_body(std::string_view body, const kube::ResourceNames& names);
+BindingArgs decode_binding_args(std::string_view body);
+PreemptionArgs decode_preemption_args(std::string_view body, const kube::ResourceNames& names);
 
 std::string encode_filter_result(const FilterResult& result);
 std::string encode_priorities(const std::vector<HostPriority>& priorities);

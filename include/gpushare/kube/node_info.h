@@ -9,6 +9,10 @@
 #include "gpushare/kube/json_access.h"
 #include "gpushare/kube/resource_names.h"
 
+namespace simdjson::dom {
+class element;
+}
+
 namespace gpushare::kube {
 
 // Node capacity -> NodeSpec. GPU count and memory come from status.capacity (allocatable as
@@ -17,7 +21,9 @@ namespace gpushare::kube {
 // CPU (milli-cores) and memory (bytes) come from status.allocatable, what kube-scheduler places
 // against (capacity as fallback); absent or malformed, they are 0, "not tracked", and nothing
 // is logged here.
-// Throws BadInput only when the object is not a node at all.
+// Throws BadInput only when the object is not a node at all. The one node decoder (simdjson);
+// the Json overload (cluster files, tests) goes through the tree's text.
+core::NodeSpec decode_node(const simdjson::dom::element& node, const ResourceNames& names);
 core::NodeSpec parse_node(const Json& node, const ResourceNames& names);
 
 struct UnhealthyGpus {
@@ -32,6 +38,7 @@ struct UnhealthyGpus {
 
 // Parses an unhealthy-gpu-<node> ConfigMap; nullopt if the name does not have that form.
 // Unlike the Go original, an unparsable entry is rejected, never read as GPU 0.
+std::optional<UnhealthyGpus> decode_unhealthy_configmap(const simdjson::dom::element& configmap);
 std::optional<UnhealthyGpus> parse_unhealthy_configmap(const Json& configmap);
 UnhealthyGpus parse_unhealthy_list(std::string node, std::string_view gpus);
 

@@ -13,6 +13,10 @@
 #include "gpushare/kube/json_access.h"
 #include "gpushare/kube/resource_names.h"
 
+namespace simdjson::dom {
+class element;
+}
+
 namespace gpushare::kube {
 
 struct PodInfo {
@@ -57,8 +61,13 @@ struct PodInfo {
   }
 };
 
-// Throws BadInput when the object is not a pod or a quantity of the resource, CPU or memory is
-// invalid.
+// The one pod decoder (simdjson): the service's requests, the sync's lists and watch events, the
+// fuzzers and the benchmarks all decode pods here. Throws BadInput when the object is not a pod
+// or a quantity of the resource, CPU or memory is invalid.
+PodInfo decode_pod(const simdjson::dom::element& pod, const ResourceNames& names);
+// The same from JSON text (BadInput also for invalid JSON).
+PodInfo decode_pod_text(std::string_view text, const ResourceNames& names);
+// The same for a tree built by nlohmann (cluster files, traces, tests), through its text.
 PodInfo parse_pod(const Json& pod, const ResourceNames& names);
 
 // What a pod holds on its node, or nullopt if it holds nothing: not bound, or finished. GPU

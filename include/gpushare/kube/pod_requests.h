@@ -6,6 +6,10 @@
 
 #include "gpushare/kube/json_access.h"
 
+namespace simdjson::dom {
+class element;
+}
+
 namespace gpushare::kube {
 
 struct CpuMemory {
@@ -25,6 +29,8 @@ struct CpuMemory {
 // Each quantity is rounded up: CPU to a milli-core, memory to a byte. Throws BadInput naming the
 // pod, the container and the field for a malformed quantity, and "out of range" when a sum
 // leaves int64.
+CpuMemory cpu_memory_request_of(const simdjson::dom::element& spec, std::string_view pod_key);
+// The same for a tree built by nlohmann (tests), through its text.
 CpuMemory pod_cpu_memory_request(const Json& spec, std::string_view pod_key);
 
 }  // namespace gpushare::kube
