@@ -1,8 +1,10 @@
 #!/usr/bin/env bash
-# Memory of full-Node filters (issue 13, item 10): kube-scheduler with nodeCacheCapable false sends
-# whole Node objects, 38 MB at 5 000 nodes. Measures the extender's resident memory (VmRSS) before,
-# its peak (VmHWM, reset through /proc/PID/clear_refs) while answering such filters one at a time
-# and CONCURRENT at once, and VmRSS while idle afterwards.
+# Memory and time of full-Node filters (issue 13, item 10; issue 15, item 7): kube-scheduler with
+# nodeCacheCapable false sends whole Node objects, 38 MB at 5 000 nodes. Measures the extender's
+# resident memory (VmRSS) before, its peak (VmHWM, reset through /proc/PID/clear_refs) while
+# answering such filters one at a time and CONCURRENT at once, and VmRSS while idle afterwards;
+# and for the filters one at a time, each one's time as curl sees it (sending 38 MB and receiving
+# the reply over loopback included) and the extender's CPU per filter.
 #
 #   bench/http/full_nodes_memory.sh [BUILD_DIR]
 #
@@ -20,12 +22,22 @@ post() {
   curl -sS -o /dev/null -w '%{http_code}\n' -H 'Content-Type: application/json' --data-binary @"$body" \
     "http://127.0.0.1:$port/gpushare-scheduler/filter"
 }
+# One filter, timed: "STATUS SECONDS".
+timed_post() {
+  curl -sS -o /dev/null -w '%{http_code} %{time_total}\n' -H 'Content-Type: application/json' \
+    --data-binary @"$body" "http://127.0.0.1:$port/gpushare-scheduler/filter"
+}
+cpu_ticks() { awk '{ print $14 + $15 }' "/proc/$server_pid/stat"; }
 sleep 2
 baseline=$(status VmRSS)
 echo "# full-Node filter memory: $NODES nodes, body $body_mb MiB"
 echo "load before: $(cut -d' ' -f1-3 /proc/loadavg); RSS at start: $baseline MiB"
 echo 5 >"/proc/$server_pid/clear_refs"
-for _ in $(seq 1 "${SEQUENTIAL:-5}"); do post >>"$work/codes"; done
+post >>"$work/codes"  # warms the model's caches; its time is not counted
+ticks_before=$(cpu_ticks)
+for _ in $(seq 1 "${SEQUENTIAL:-5}"); do timed_post >>"$work/timed"; done
+ticks_after=$(cpu_ticks)
+cut -d' ' -f1 "$work/timed" >>"$work/codes"
 sequential_peak=$(status VmHWM)
 after_sequential=$(status VmRSS)
 echo 5 >"/proc/$server_pid/clear_refs"
@@ -51,4 +63,9 @@ echo "| after them | $after_sequential | $((after_sequential - baseline)) | |"
 echo "| peak, ${ROUNDS:-2} x ${CONCURRENT:-8} filters at once | $concurrent_peak | $((concurrent_peak - baseline)) | $(ratio $((concurrent_peak - baseline))) |"
 echo
 echo "idle after the load: $samples"
-echo "HTTP statuses: $codes load after: $(cut -d' ' -f1-3 /proc/loadavg)"
+times=$(cut -d' ' -f2 "$work/timed" | sort -n | awk '{ t[NR] = $1 * 1000 } END {
+  printf "min %.1f, median %.1f, max %.1f", t[1], t[int((NR + 1) / 2)], t[NR] }')
+cpu_per_filter=$(awk -v d=$((ticks_after - ticks_before)) -v hz="$(getconf CLK_TCK)" \
+  -v n="${SEQUENTIAL:-5}" 'BEGIN { printf "%.1f", d * 1000 / hz / n }')
+echo "one at a time, ${SEQUENTIAL:-5} filters, ms as curl sees them: $times;" \
+  "extender CPU $cpu_per_filter ms per filter"

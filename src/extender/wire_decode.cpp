@@ -7,44 +7,70 @@
 
 #include <fmt/format.h>
 
+#include <array>
+#include <chrono>
 #include <map>
+#include <memory>
+#include <stdexcept>
 #include <string_view>
 
+#include "gpushare/extender/warm_parser.h"
 #include "gpushare/extender/wire_types.h"
 #include "gpushare/json/document.h"
+#include "gpushare/json/source_spans.h"
 #include "gpushare/kube/json_fields.h"
 
 namespace gpushare::extender {
+
+static_assert(kRequestBodyPadding >= simdjson::SIMDJSON_PADDING);
 
 using kube::BadInput;
 
 namespace {
 
-// The request decoders' parser: one per HTTP worker thread.
-json::Parser& request_parser() {
-  thread_local json::Parser parser;
-  return parser;
+// Bodies above this use the process's warm parser; smaller ones their thread's own.
+constexpr std::size_t kLargeBody = std::size_t{1} << 20;
+
+// Large bodies come from kube-scheduler's full-Node filters, one after another while it works
+// through its queue: the parser they grew is kept for the next one for this long.
+WarmParser& warm_parser() {
+  static WarmParser warm(std::chrono::seconds(10));
+  return warm;
 }
 
-// Gives the parser's buffers back after a large body, once the arguments own their data.
-struct ShrinkAfter {
-  ShrinkAfter() = default;
-  ShrinkAfter(const ShrinkAfter&) = delete;
-  ShrinkAfter& operator=(const ShrinkAfter&) = delete;
-  ~ShrinkAfter() { request_parser().shrink(); }
+// The parser of one request. Ordinary bodies use their worker thread's own (it never grows
+// beyond kLargeBody, so nothing is given back); a large body leases the warm one.
+class RequestParser {
+ public:
+  explicit RequestParser(std::size_t body_size) {
+    if (body_size > kLargeBody) leased_ = warm_parser().take();
+  }
+  ~RequestParser() {
+    if (leased_) warm_parser().give_back(std::move(leased_));
+  }
+  RequestParser(const RequestParser&) = delete;
+  RequestParser& operator=(const RequestParser&) = delete;
+
+  json::Parser& get() {
+    thread_local json::Parser own;
+    return leased_ ? *leased_ : own;
+  }
+
+ private:
+  std::unique_ptr<json::Parser> leased_;
 };
 
 constexpr std::string_view kByteOrderMark = "\xEF\xBB\xBF";
 
 // Parses a whole request body: in place when `padded` (the buffer has SIMDJSON_PADDING bytes to
 // spare after it), else through the parser's padded copy.
-json::Object parse_request(std::string_view body, bool padded) {
+json::Object parse_request(json::Parser& parser, std::string_view body, bool padded) {
   if (body.empty()) throw BadInput("empty request body");
   // A UTF-8 byte-order mark is skipped, as nlohmann-json did before simdjson.
   if (body.starts_with(kByteOrderMark)) body.remove_prefix(kByteOrderMark.size());
   json::Value value;
   const simdjson::error_code error =
-      padded ? request_parser().parse_padded(body, value) : request_parser().parse(body, value);
+      padded ? parser.parse_padded(body, value) : parser.parse(body, value);
   if (error != simdjson::SUCCESS) throw BadInput("request body is not valid JSON");
   json::Object object;
   if (value.get_object().get(object) != simdjson::SUCCESS)
@@ -74,41 +100,23 @@ std::string node_name_of(json::Value node) {
   return name;
 }
 
-// The text of each element of body[nodes_index][items_index], which the DOM has already
-// validated as an array of objects: filter echoes surviving nodes back verbatim, and the DOM
-// keeps no positions, so simdjson's On Demand API walks to them (it views the body itself).
-std::vector<std::string_view> item_texts(std::string_view body, std::size_t nodes_index,
-                                         std::size_t items_index) {
-  std::vector<std::string_view> texts;
-  try {
-    simdjson::ondemand::parser parser;
-    if (parser.allocate(body.size(), json::kMaxDepth) != simdjson::SUCCESS) throw std::bad_alloc();
-    simdjson::ondemand::document document =
-        parser.iterate(body.data(), body.size(), body.size() + simdjson::SIMDJSON_PADDING);
-    std::size_t index = 0;
-    for (auto field : document.get_object()) {
-      if (index++ != nodes_index) continue;
-      std::size_t inner = 0;
-      for (auto nodes_field : field.value().get_object()) {
-        if (inner++ != items_index) continue;
-        for (auto item : nodes_field.value().get_array()) {
-          simdjson::ondemand::object node = item.get_object();
-          texts.push_back(node.raw_json());
-        }
-        break;
-      }
-      break;
-    }
-  } catch (const simdjson::simdjson_error&) {
-    throw BadInput("request body is not valid JSON");  // not reached: the DOM accepted it
-  }
-  return texts;
+// The text of each element of body[nodes_index][items_index], which the DOM has just validated
+// as an array of objects: filter echoes surviving nodes back verbatim. `body` is the text the
+// request parser parsed (byte-order mark removed), whose structural positions it still holds.
+std::vector<std::string_view> item_texts(const json::Parser& parser, std::string_view body,
+                                         std::size_t nodes_index, std::size_t items_index) {
+  const std::array<std::size_t, 2> path{nodes_index, items_index};
+  std::optional<std::vector<std::string_view>> texts =
+      json::array_element_texts(body, parser.structural_positions(), path);
+  // Not reached while simdjson lays out its structurals as version 3 does (SourceSpans tests).
+  if (!texts) throw std::logic_error("Nodes.items: the parser's structural positions do not match");
+  return std::move(*texts);
 }
 
 // The arguments, with node_texts viewing `body` (which must be padded, see parse_request).
 ExtenderArgs decode_extender_args_viewing(std::string_view body, const kube::ResourceNames& names) {
-  const ShrinkAfter shrink;
-  const json::Object top = parse_request(body, /*padded=*/true);
+  RequestParser parser(body.size());
+  const json::Object top = parse_request(parser.get(), body, /*padded=*/true);
   ExtenderArgs args;
   args.pod = pod_member(top, names);
   if (const auto node_names = kube::array_field(top, "NodeNames", "NodeNames")) {
@@ -137,7 +145,7 @@ ExtenderArgs decode_extender_args_viewing(std::string_view body, const kube::Res
       for (const json::Value item : array) item_names.push_back(node_name_of(item));
       if (!args.node_names) {
         if (body.starts_with(kByteOrderMark)) body.remove_prefix(kByteOrderMark.size());
-        const std::vector<std::string_view> texts = item_texts(body, nodes->index, items->index);
+        const std::vector<std::string_view> texts = item_texts(parser.get(), body, nodes->index, items->index);
         args.node_texts->reserve(texts.size());
         for (std::size_t i = 0; i < texts.size() && i < item_names.size(); ++i) {
           args.node_texts->push_back({std::move(item_names[i]), texts[i]});
@@ -202,7 +210,7 @@ std::vector<std::string> ExtenderArgs::offered_names() const {
 ExtenderArgs decode_extender_args_body(std::string_view body, const kube::ResourceNames& names) {
   // A padded copy the arguments keep when they view it (full Node objects).
   std::string copy;
-  copy.reserve(body.size() + simdjson::SIMDJSON_PADDING);
+  copy.reserve(body.size() + kRequestBodyPadding);
   copy.assign(body);
   return decode_extender_args_body(std::move(copy), names);
 }
@@ -216,8 +224,8 @@ ExtenderArgs decode_extender_args_body(std::string&& body, const kube::ResourceN
 }
 
 BindingArgs decode_binding_args(std::string_view body) {
-  const ShrinkAfter shrink;
-  const json::Object top = parse_request(body, /*padded=*/false);
+  RequestParser parser(body.size());
+  const json::Object top = parse_request(parser.get(), body, /*padded=*/false);
   BindingArgs args;
   args.pod_name = kube::string_field(top, "PodName", "PodName");
   args.pod_namespace = kube::string_field(top, "PodNamespace", "PodNamespace");
@@ -230,8 +238,8 @@ BindingArgs decode_binding_args(std::string_view body) {
 }
 
 PreemptionArgs decode_preemption_args(std::string_view body, const kube::ResourceNames& names) {
-  const ShrinkAfter shrink;
-  const json::Object top = parse_request(body, /*padded=*/false);
+  RequestParser parser(body.size());
+  const json::Object top = parse_request(parser.get(), body, /*padded=*/false);
   PreemptionArgs args;
   args.pod = pod_member(top, names);
   if (const auto meta = kube::object_field(top, "NodeNameToMetaVictims", "NodeNameToMetaVictims")) {

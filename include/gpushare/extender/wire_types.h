@@ -2,6 +2,7 @@
 // kube-scheduler's extender wire types (k8s.io/kube-scheduler/extender/v1). Requests are decoded
 // with keys matched case-insensitively (Go's decoder does the same); replies use the Go names.
 
+#include <cstddef>
 #include <cstdint>
 #include <map>
 #include <memory>
@@ -73,13 +74,19 @@ struct PreemptionArgs {
   std::map<std::string, kube::PodInfo> victim_pods;
 };
 
+// Spare capacity after a request body that lets the decoder parse it in place (simdjson reads
+// up to this many bytes past the end).
+inline constexpr std::size_t kRequestBodyPadding = 64;
+
 // The one decoder of each request (wire_decode.cpp, on simdjson), used by the HTTP server, the
 // tests, the fuzzers and the benchmarks alike. Each takes the request body as text and throws
 // kube::BadInput with a message naming the offending field ("request body is not valid JSON"
 // for text that is not JSON).
 //
 // ExtenderArgs (filter, prioritize), keeping `body` itself as the source the node texts view
-// (a 40 MB filter with full Node objects is not held twice).
+// (a 40 MB filter with full Node objects is not held twice). The decoder parses `body` in place
+// when it has kRequestBodyPadding bytes of spare capacity, else it moves the text once to make
+// that room.
 ExtenderArgs decode_extender_args_body(std::string&& body, const kube::ResourceNames& names);
 // The same from a view: the body is copied, and kept by the arguments only if they view it.
 ExtenderArgs decode_extender_args_body(std::string_view body, const kube::ResourceNames& names);

@@ -13,9 +13,14 @@
 #include "gpushare/json/keys.h"
 
 #include <cstddef>
+#include <cstdint>
 #include <optional>
+#include <span>
 #include <string>
 #include <string_view>
+
+static_assert(simdjson::SIMDJSON_VERSION_MAJOR == 3,
+              "Parser::structural_positions reads simdjson 3's parser internals: re-check them");
 
 namespace gpushare::json {
 
@@ -47,6 +52,17 @@ class Parser {
   // (a std::string with that much spare capacity, see reserve_padding).
   simdjson::error_code parse_padded(std::string_view text, Value& out) {
     return parser_.parse(text.data(), text.size(), /*realloc_if_needed=*/false).get(out);
+  }
+
+  // Where the last successful parse found each structural character ({ } [ ] : ,) and the first
+  // byte of each scalar, as offsets into the text parsed, in order. simdjson's stage 1 leaves
+  // them in the parser; its `implementation` member is public but marked "for benchmarking
+  // access", so this is pinned to simdjson 3 (static_assert below) and SourceSpans' tests catch a
+  // change. Valid until the next parse or shrink.
+  std::span<const std::uint32_t> structural_positions() const {
+    if (!parser_.implementation) return {};
+    return {parser_.implementation->structural_indexes.get(),
+            parser_.implementation->n_structural_indexes};
   }
 
   // Gives back the buffers when a large document grew them beyond `keep` bytes of text: a
