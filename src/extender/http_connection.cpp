@@ -576,7 +576,8 @@ bool body_over_limit() {
 
 std::optional<std::string> read_limited_body(const httplib::Request& req, httplib::Response& res,
                                              const httplib::ContentReader& reader,
-                                             std::size_t max_request_bytes) {
+                                             std::size_t max_request_bytes,
+                                             std::size_t spare_capacity) {
   if (req.is_multipart_form_data()) {
     // httplib would call a multipart receiver we do not give it; no verb takes forms anyway.
     res.status = 415;
@@ -587,8 +588,9 @@ std::optional<std::string> read_limited_body(const httplib::Request& req, httpli
   if (req.has_header("Content-Length")) {
     // Checked against the limit before the request reached us; one allocation for big filters.
     body.reserve(std::min<std::size_t>(
-        max_request_bytes,
-        std::strtoull(req.get_header_value("Content-Length").c_str(), nullptr, 10)));
+                     max_request_bytes,
+                     std::strtoull(req.get_header_value("Content-Length").c_str(), nullptr, 10)) +
+                 spare_capacity);
   }
   bool too_large = false;
   // The receiver sees the body decoded (chunked framing removed, gzip/deflate/br inflated).

@@ -77,10 +77,13 @@ void raise_listen_backlog(httplib::Server& server);
 
 // For handlers, on the thread serving the request. Reads the request body through `reader`,
 // decoded, up to max_request_bytes. On failure sets res.status (413 too large, else what httplib
-// said or 400), asks for the connection to close, and returns nullopt.
+// said or 400), asks for the connection to close, and returns nullopt. `spare_capacity` bytes
+// are reserved past a Content-Length body, so a decoder that needs them (simdjson's padding)
+// does not reallocate and copy it.
 std::optional<std::string> read_limited_body(const httplib::Request& req, httplib::Response& res,
                                              const httplib::ContentReader& reader,
-                                             std::size_t max_request_bytes);
+                                             std::size_t max_request_bytes,
+                                             std::size_t spare_capacity = 0);
 
 // The connection will close after this response (the rest of its body was not read).
 void close_after_response();

@@ -201,7 +201,8 @@ void HttpServer::install_routes() {
       try {
         std::optional<std::string> body = std::string();
         if (reader != nullptr)
-          body = http_connection::read_limited_body(req, res, *reader, options_.connections.max_request_bytes);
+          body = http_connection::read_limited_body(
+              req, res, *reader, options_.connections.max_request_bytes, kBodyPadding);
         if (body) {
           body_fn(req, *body, res);
         } else {

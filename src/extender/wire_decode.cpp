@@ -34,6 +34,8 @@ struct ShrinkAfter {
   ~ShrinkAfter() { request_parser().shrink(); }
 };
 
+static_assert(kBodyPadding == simdjson::SIMDJSON_PADDING, "kBodyPadding is simdjson's padding");
+
 constexpr std::string_view kByteOrderMark = "\xEF\xBB\xBF";
 
 // Parses a whole request body: in place when `padded` (the buffer has SIMDJSON_PADDING bytes to

@@ -2,6 +2,7 @@
 // kube-scheduler's extender wire types (k8s.io/kube-scheduler/extender/v1). Requests are decoded
 // with keys matched case-insensitively (Go's decoder does the same); replies use the Go names.
 
+#include <cstddef>
 #include <cstdint>
 #include <map>
 #include <memory>
@@ -81,6 +82,9 @@ struct PreemptionArgs {
 // ExtenderArgs (filter, prioritize), keeping `body` itself as the source the node texts view
 // (a 40 MB filter with full Node objects is not held twice).
 ExtenderArgs decode_extender_args_body(std::string&& body, const kube::ResourceNames& names);
+// Spare capacity past the end of such a body that spares the decoder a reallocation and copy
+// (simdjson reads that far past the text).
+inline constexpr std::size_t kBodyPadding = 64;
 // The same from a view: the body is copied, and kept by the arguments only if they view it.
 ExtenderArgs decode_extender_args_body(std::string_view body, const kube::ResourceNames& names);
 BindingArgs decode_binding_args(std::string_view body);
