@@ -161,6 +161,7 @@ class Reactor {
   std::size_t answering_ = 0;
   std::size_t body_bytes_ = 0;
   bool budget_freed_ = false;
+  std::size_t budget_waiting_ = 0;  // bodies that waited for the budget (may count closed ones)
   bool stopping_ = false;
 
   std::thread thread_;
