@@ -24,11 +24,10 @@ TEST(BodyBudget, ABodyOverTheBudgetWaitsForTheOneInFlightAndIsThenServed) {
   const std::string body =
       Json{{"Pod", pod_object("p", "uid-p", 4)}, {"NodeNames", {"n1", "n2"}}}.dump();
   // Room for one body: the second must wait while the first is buffered.
-  ExtenderUnderTest extender(
-      cluster_list({node_object("n1", 2, 32), node_object("n2", 4, 16)}), "binpack", 1 << 20, 0,
-      [&](extender::HttpServerOptions& options) {
-        options.connections.body_budget_bytes = body.size();
-      });
+  ExtenderUnderTest extender(cluster_list({node_object("n1", 2, 32), node_object("n2", 4, 16)}),
+                             "binpack", 1 << 20, 0, [&](extender::HttpServerOptions& options) {
+                               options.connections.body_budget_bytes = body.size();
+                             });
   ASSERT_GT(extender.port(), 0);
   const auto port = static_cast<std::uint16_t>(extender.port());
   const std::string first = filter_request(body);
