@@ -27,11 +27,6 @@ void NameList::reserve(std::size_t names, std::size_t bytes) {
   text_.reserve(bytes);
 }
 
-void NameList::push_back(std::string_view name) {
-  text_.append(name);
-  ends_.push_back(text_.size());
-}
-
 void NameList::clear() {
   text_.clear();
   ends_.clear();

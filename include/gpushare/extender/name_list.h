@@ -63,7 +63,11 @@ class NameList {
 
   // Room for `names` names of `bytes` bytes in all.
   void reserve(std::size_t names, std::size_t bytes);
-  void push_back(std::string_view name);
+  // Inline: called once per name, 10 000 times in a 5 000-name filter.
+  void push_back(std::string_view name) {
+    text_.append(name);
+    ends_.push_back(text_.size());
+  }
   void clear();
 
   std::size_t size() const { return ends_.size(); }
