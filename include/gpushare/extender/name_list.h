@@ -5,6 +5,7 @@
 // two allocations, whatever their number; each is read as a std::string_view, valid until the
 // list is changed or destroyed.
 
+#include <compare>
 #include <cstddef>
 #include <initializer_list>
 #include <iterator>
