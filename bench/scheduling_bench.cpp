@@ -170,7 +170,7 @@ void BM_Bind(benchmark::State& state) {
   harness.binder.remember(args.pod);
   state.SetLabel(policy_name);
   // Nodes where the pod fits, so every bind succeeds.
-  std::vector<std::string> targets = harness.service->filter(args).node_names;
+  std::vector<std::string> targets = harness.service->filter(args).node_names.strings();
   if (targets.empty()) {
     state.SkipWithError("no node fits");
     return;

@@ -49,7 +49,7 @@ extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size
   }
   const kube::Json reply = kube::Json::parse(extender::encode_filter_result(passed), nullptr, false);
   if (reply.is_discarded()) fuzz::finding("encode_filter_result", "reply is not valid JSON");
-  if (reply["NodeNames"].get<std::vector<std::string>>() != passed.node_names) {
+  if (reply["NodeNames"].get<std::vector<std::string>>() != passed.node_names.strings()) {
     fuzz::finding("encode_filter_result", "NodeNames do not round-trip");
   }
   if (dom.nodes && (!reply["Nodes"].is_object() || reply["Nodes"]["items"] != kube::Json(*dom.nodes))) {
@@ -58,8 +58,8 @@ extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size
   std::vector<extender::HostPriority> priorities;
   kube::Json expected = kube::Json::array();
   std::int64_t score = 0;
-  for (const std::string& name : passed.node_names) {
-    priorities.push_back({name, score});
+  for (const std::string_view name : passed.node_names) {
+    priorities.push_back({std::string(name), score});
     expected.push_back({{"Host", name}, {"Score", score}});
     score = score * 7 - 3;
   }

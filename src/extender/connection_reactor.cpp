@@ -221,13 +221,17 @@ void Reactor::forget_locked(const Connection& connection) {
 
 void Reactor::release_body(Connection& connection) {
   if (connection.body_charge == 0) return;
+  bool waited_for = false;
   {
     std::lock_guard lock(mutex_);
     body_bytes_ -= std::min(body_bytes_, connection.body_charge);
     connection.body_charge = 0;
     budget_freed_ = true;
+    waited_for = budget_waiting_ > 0;
   }
-  wake();
+  // Only a body waiting for the budget needs the reactor now (a wake-up per request otherwise,
+  // on top of resume's); budget_freed_ is seen on its next turn anyway.
+  if (waited_for) wake();
 }
 
 bool Reactor::stopping() const {
@@ -417,6 +421,7 @@ void Reactor::advance(int fd) {
       // One body is always admitted, however large (within --max-request-bytes).
       if (body_bytes_ > 0 && body_bytes_ + length > limits_.body_budget_bytes) {
         connection.wait = Connection::Wait::kBudget;
+        ++budget_waiting_;  // under the lock that release_body reads it with
       } else {
         body_bytes_ += length;
         connection.body_charge = length;
@@ -440,6 +445,10 @@ void Reactor::advance(int fd) {
 void Reactor::admit_waiting_bodies() {
   std::vector<int> queue;
   queue.swap(budget_queue_);
+  {
+    std::lock_guard lock(mutex_);
+    budget_waiting_ = 0;  // those still waiting count themselves again in advance()
+  }
   for (const int fd : queue) {
     const auto it = waiting_.find(fd);
     if (it == waiting_.end()) continue;

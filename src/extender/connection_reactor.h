@@ -59,6 +59,12 @@ Framing parse_framing(std::string_view header_block);
 std::string_view request_path(std::string_view block);
 std::optional<std::size_t> header_block_length(std::string_view buffer);
 
+// An IP address and port, as httplib reports them.
+struct Address {
+  std::string ip;
+  int port = 0;
+};
+
 // One accepted connection. Owned by the reactor while it waits, by a worker while answered.
 struct Connection {
   Connection(int fd, std::string peer_ip) : fd(fd), peer_ip(std::move(peer_ip)) {}
@@ -74,6 +80,9 @@ struct Connection {
   std::size_t requests_served = 0;
   std::size_t body_charge = 0;      // bytes of the body budget this request holds
   Clock::time_point body_deadline;  // for a body still arriving when the worker reads it
+  // Workers only: the two ends' addresses, once httplib asked for them.
+  std::optional<Address> remote_address;
+  std::optional<Address> local_address;
 
   // The reactor's bookkeeping while it holds the connection.
   enum class Wait { kRequest, kHeader, kBody, kBudget } wait = Wait::kHeader;
@@ -152,6 +161,7 @@ class Reactor {
   std::size_t answering_ = 0;
   std::size_t body_bytes_ = 0;
   bool budget_freed_ = false;
+  std::size_t budget_waiting_ = 0;  // bodies that waited for the budget (may count closed ones)
   bool stopping_ = false;
 
   std::thread thread_;

@@ -95,14 +95,13 @@ class ReasonTexts {
   std::int64_t unknown_ = -1;
 };
 
-// The i-th offered name as a string: moved out of the arguments when the caller gave them up,
-// else copied.
+// The i-th offered name as a string: moved out of the arguments when the caller gave them up
+// and they hold it as a string, else copied.
 struct NameTaker {
   const std::vector<std::string_view>& offered;
   ExtenderArgs* movable;
 
   std::string operator()(std::size_t i) const {
-    if (movable != nullptr && movable->node_names) return std::move((*movable->node_names)[i]);
     if (movable != nullptr && movable->node_texts) return std::move((*movable->node_texts)[i].name);
     return std::string(offered[i]);
   }
@@ -186,8 +185,8 @@ FilterResult SchedulingService::filter_impl(const ExtenderArgs& args, ExtenderAr
     const std::string_view label = status_label(static_cast<core::FitStatus>(status));
     if (rejected_by_status[status] > 0) metrics_.count_filter_rejection(label, rejected_by_status[status]);
   }
-  // From here on each offered name is taken (moved, when movable) exactly once; its view is not
-  // used after that.
+  // From here on each rejected node's name is taken (moved, when movable) exactly once; its view
+  // is not used after that. Survivors' names are only read through their views.
   const NameTaker take{offered, movable};
   fill_sorted(result.failed, failed, reasons, take);
   fill_sorted(result.failed_unresolvable, unresolvable, reasons, take);
@@ -198,11 +197,13 @@ FilterResult SchedulingService::filter_impl(const ExtenderArgs& args, ExtenderAr
   }
   const std::size_t survivors =
       static_cast<std::size_t>(std::count(passed.begin(), passed.end(), static_cast<char>(1)));
-  result.node_names.reserve(survivors);
+  std::size_t survivor_bytes = 0;
+  for (std::size_t i = 0; i < offered.size(); ++i) survivor_bytes += passed[i] ? offered[i].size() : 0;
+  result.node_names.reserve(survivors, survivor_bytes);
   if (result.node_texts) result.node_texts->reserve(survivors);
   for (std::size_t i = 0; i < offered.size(); ++i) {
     if (!passed[i]) continue;
-    result.node_names.push_back(take(i));
+    result.node_names.push_back(offered[i]);
     if (args.node_texts) result.node_texts->push_back((*args.node_texts)[i].json);
   }
   if (!result.failed.empty() || !result.failed_unresolvable.empty()) {

@@ -121,12 +121,13 @@ ExtenderArgs decode_extender_args_viewing(std::string_view body, const kube::Res
   args.pod = pod_member(top, names);
   if (const auto node_names = kube::array_field(top, "NodeNames", "NodeNames")) {
     args.node_names.emplace();
-    args.node_names->reserve(node_names->size());
+    // The names take no more bytes than the body they came in.
+    args.node_names->reserve(node_names->size(), body.size());
     for (const json::Value name : *node_names) {
       std::string_view text;
       if (name.get_string().get(text) != simdjson::SUCCESS)
         throw BadInput("NodeNames must hold strings");
-      args.node_names->emplace_back(text);
+      args.node_names->push_back(text);
     }
   }
   const std::optional<json::Member> nodes = json::find_member_at(top, "Nodes");
@@ -198,7 +199,7 @@ void read_victims(json::Object map, std::string_view map_name, std::string_view 
 }  // namespace
 
 std::vector<std::string> ExtenderArgs::offered_names() const {
-  if (node_names) return *node_names;
+  if (node_names) return node_names->strings();
   std::vector<std::string> names;
   if (node_texts) {
     names.reserve(node_texts->size());

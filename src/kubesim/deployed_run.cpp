@@ -304,7 +304,7 @@ DeployedResult run_deployed(const std::vector<core::NodeSpec>& node_specs, const
           // Survivors come back in offered order.
           std::vector<std::size_t> kept;
           std::size_t cursor = 0;
-          for (const std::string& name : filtered.node_names) {
+          for (const std::string_view name : filtered.node_names) {
             while (cursor < feasible.size() && nodes[feasible[cursor]].name != name) ++cursor;
             if (cursor == feasible.size()) throw std::logic_error("extender filter returned a node it was not offered");
             kept.push_back(feasible[cursor++]);

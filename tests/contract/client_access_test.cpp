@@ -156,6 +156,28 @@ TEST(AllowedClients, AClientOutsideTheListGets403OnEverySchedulingVerb) {
   }
 }
 
+// The client's address is looked up once per connection (http_connection.cpp): every request
+// of a keep-alive connection must still be checked against it, and pass.
+TEST(AllowedClients, EveryRequestOfAKeepAliveConnectionIsServed) {
+  ExtenderUnderTest extender(two_node_cluster(), allowing("127.0.0.1/32"));
+  ASSERT_GT(extender.port(), 0);
+  RawHttpConnection connection(static_cast<std::uint16_t>(extender.port()));
+  for (int i = 0; i < 3; ++i) {
+    ASSERT_TRUE(connection.send_raw(fmt::format(
+        "POST /gpushare-scheduler/filter HTTP/1.1\r\nHost: x\r\n"
+        "Content-Type: application/json\r\nContent-Length: {}\r\n\r\n{}",
+        kFilterBody.size(), kFilterBody)));
+    const auto head = connection.read_head();
+    ASSERT_TRUE(head) << i;
+    EXPECT_EQ(head->status, 200) << i;
+    const auto body = connection.read_body(*head);
+    ASSERT_TRUE(body) << i;
+    EXPECT_EQ(Json::parse(*body)["NodeNames"], Json::array({"n1"})) << i;
+  }
+  EXPECT_EQ(requests_counted(extender, "filter", 200), 3u);
+  EXPECT_EQ(requests_counted(extender, "filter", 403), 0u);
+}
+
 // Refused before the body is read: a client announcing a large body gets its 403 without
 // sending it, and the connection closes (the unread body cannot be taken for a request).
 TEST(AllowedClients, TheRefusalComesBeforeTheBodyAndClosesTheConnection) {

@@ -255,7 +255,7 @@ void check_policy(const Case& c, std::uint32_t seed, Digest& digest) {
       EXPECT_EQ(got.failed_unresolvable, expected_filter.failed_unresolvable) << label;
     }
     const FilterResult filtered = service.filter(args);
-    for (const std::string& name : filtered.node_names) digest.add(name);
+    for (const std::string_view name : filtered.node_names) digest.add(name);
     for (const auto& [name, reason] : filtered.failed) digest.add(name + "=" + reason);
     for (const auto& [name, reason] : filtered.failed_unresolvable) digest.add(name + "!" + reason);
 

@@ -273,7 +273,7 @@ std::string dom_filter_result(const extender::FilterResult& result) {
   } else {
     body["Nodes"] = nullptr;
   }
-  body["NodeNames"] = result.node_names;
+  body["NodeNames"] = result.node_names.strings();
   body["FailedNodes"] = string_map(result.failed);
   body["FailedAndUnresolvableNodes"] = string_map(result.failed_unresolvable);
   body["Error"] = result.error;

@@ -11,6 +11,7 @@
 #include <string_view>
 #include <vector>
 
+#include "gpushare/extender/name_list.h"
 #include "gpushare/kube/json_access.h"
 #include "gpushare/kube/pod_info.h"
 #include "gpushare/kube/resource_names.h"
@@ -29,7 +30,7 @@ struct ExtenderArgs {
   kube::PodInfo pod;
   // nodeCacheCapable: true sends names; false sends whole Node objects (NodeList items, kept as
   // their text and echoed back verbatim for survivors). Exactly one of the two is set.
-  std::optional<std::vector<std::string>> node_names;
+  std::optional<NameList> node_names;
   std::optional<std::vector<NodeText>> node_texts;
   std::shared_ptr<const std::string> node_source;  // owns the text node_texts view
 
@@ -39,7 +40,7 @@ struct ExtenderArgs {
 };
 
 struct FilterResult {
-  std::vector<std::string> node_names;  // survivors, in offered order
+  NameList node_names;  // survivors, in offered order
   std::optional<std::vector<Json>> nodes;  // survivors' objects, for callers that hold trees
   // Survivors' objects as JSON text, when the request carried objects.
   std::optional<std::vector<std::string_view>> node_texts;
