@@ -3,6 +3,9 @@
 #include <fmt/format.h>
 #include <spdlog/spdlog.h>
 
+#include <chrono>
+#include <ctime>
+
 #include "gpushare/extender/read_back.h"
 #include "gpushare/kube/claim_check.h"
 #include "gpushare/kube/node_info.h"
@@ -32,6 +35,29 @@ core::ReservationOutcome apply_pod(core::ClusterModel& model, core::ReservationL
   return ledger.observe(model, evidence, source);
 }
 
+// How long a list's model update took, for its log line: wall time from asking for the model's
+// write lock to releasing it (what filter and prioritize wait at most), and this thread's CPU
+// time meanwhile (the stable figure on a busy machine).
+class UpdateTimer {
+ public:
+  UpdateTimer() : wall_(std::chrono::steady_clock::now()), cpu_(thread_cpu()) {}
+  std::string done() const {
+    const auto wall = std::chrono::duration_cast<std::chrono::milliseconds>(
+        std::chrono::steady_clock::now() - wall_);
+    const auto cpu = std::chrono::duration_cast<std::chrono::milliseconds>(thread_cpu() - cpu_);
+    return fmt::format("model updated in {} ms, {} ms CPU", wall.count(), cpu.count());
+  }
+
+ private:
+  static std::chrono::nanoseconds thread_cpu() {
+    timespec now{};
+    clock_gettime(CLOCK_THREAD_CPUTIME_ID, &now);
+    return std::chrono::seconds(now.tv_sec) + std::chrono::nanoseconds(now.tv_nsec);
+  }
+  std::chrono::steady_clock::time_point wall_;
+  std::chrono::nanoseconds cpu_;
+};
+
 std::string_view evidence_label(core::EvidenceSource source) {
   switch (source) {
     case core::EvidenceSource::kWatch: return "watch";
@@ -55,6 +81,7 @@ class ClusterSync::NodeHandler final : public apiclient::ReflectorHandler {
   void on_replace(const std::string& rv) override {
     std::vector<core::NodeSpec> specs = std::move(staged_);
     staged_.clear();
+    const UpdateTimer timer;
     owner_.store_.write([&](core::ClusterModel& model, core::PlacementPolicy&) {
       std::set<std::string, std::less<>> listed;
       for (const auto& spec : specs) listed.insert(spec.name);
@@ -65,7 +92,7 @@ class ClusterSync::NodeHandler final : public apiclient::ReflectorHandler {
       for (const auto& name : vanished) model.remove_node(name);
       for (auto& spec : specs) upsert(model, std::move(spec));
     });
-    spdlog::info("nodes listed: {} at resourceVersion {}", specs.size(), rv);
+    spdlog::info("nodes listed: {} at resourceVersion {} ({})", specs.size(), rv, timer.done());
   }
 
   void on_event(WatchEventType type, const json::Value& object) override {
@@ -122,7 +149,9 @@ class ClusterSync::PodHandler final : public apiclient::ReflectorHandler {
     std::vector<std::string> warnings;
     std::size_t confirmed = 0;
     const std::int64_t now = owner_.options_.now_ns();
-    owner_.store_.write([&](core::ClusterModel& model, core::PlacementPolicy&, core::ReservationLedger& ledger) {
+    const UpdateTimer timer;
+    owner_.store_.write([&](core::ClusterModel& model, core::PlacementPolicy&,
+                            core::ReservationLedger& ledger) {
       for (const auto& pod : pods) {
         if (apply_pod(model, ledger, pod, core::EvidenceSource::kList, warnings) ==
             core::ReservationOutcome::kConfirmed) {
@@ -142,6 +171,7 @@ class ClusterSync::PodHandler final : public apiclient::ReflectorHandler {
       }
       for (const auto& uid : vanished) model.remove_pod(uid);
     });
+    const std::string updated = timer.done();
     for (std::size_t i = 0; i < confirmed; ++i) {
       owner_.reservation_metrics_.count_reservation_end(core::ReservationOutcome::kConfirmed, "list");
     }
@@ -155,7 +185,7 @@ class ClusterSync::PodHandler final : public apiclient::ReflectorHandler {
       std::lock_guard lock(owner_.pods_mutex_);
       owner_.pods_.swap(directory);
     }
-    spdlog::info("pods listed: {} at resourceVersion {}", count, rv);
+    spdlog::info("pods listed: {} at resourceVersion {} ({})", count, rv, updated);
   }
 
   void on_event(WatchEventType type, const json::Value& object) override {
