@@ -150,12 +150,20 @@ Result<Reflector::ListResult> Reflector::list_all(const std::string& resource_ve
 }
 
 bool Reflector::list_and_replace(std::stop_token stop) {
+  bool relist = false;
   {
     std::lock_guard lock(state_mutex_);
     if (counters_.lists > 0) ++counters_.relists;
+    relist = counters_.lists > 0;
   }
   const std::string current_rv = last_resource_version();
   std::string rv = last_rv_unavailable_ ? "" : (current_rv.empty() ? "0" : current_rv);
+  // Relists are rare and costly at scale: say when one begins (after its back-off), so that its
+  // duration shows in the log next to the handler's "listed" line.
+  if (relist) {
+    spdlog::info("reflector {}: relisting from resourceVersion {}", options_.name,
+                 rv.empty() ? "\"\"" : rv);
+  }
   auto result = list_all(rv, stop);
   if (!result.ok() && !result.error().is_stopped() &&
       (result.error().is_expired() || result.error().is_resource_version_too_large())) {

@@ -178,6 +178,9 @@ void ClusterModel::detach(const PodAllocation& pod) {
 }
 
 void ClusterModel::add_pod(PodAllocation pod) {
+  // A relist repeats every pod the model already holds: leave those nodes (and the generations
+  // that keep their cached scores valid) untouched rather than detach and re-attach.
+  if (const auto it = pods_.find(pod.uid); it != pods_.end() && it->second == pod) return;
   remove_pod(pod.uid);
   attach(pod);
   pods_by_node_[pod.node].insert(pod.uid);

@@ -262,6 +262,10 @@ void Subprocess::kill() {
   if (pid_ > 0) ::kill(-pid_, SIGKILL);  // the whole group; harmless once it is gone
 }
 
+void Subprocess::signal(int number) {
+  if (pid_ > 0) ::kill(pid_, number);
+}
+
 RunResult run_process(const std::vector<std::string>& argv, std::chrono::milliseconds timeout) {
   RunResult result;
   {

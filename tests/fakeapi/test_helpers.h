@@ -112,6 +112,7 @@ class Subprocess {
   }
   std::optional<int> wait_exit(std::chrono::milliseconds timeout);  // exit code
   void kill();
+  void signal(int number);  // to the program itself, e.g. SIGUSR1
   // After exit: waits until both pipes are drained.
   void join_readers();
 

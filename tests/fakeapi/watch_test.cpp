@@ -183,6 +183,48 @@ TEST(Watch, AWatchThatFallsBehindACompactionGets410) {
   EXPECT_FALSE(watch.next_event());
 }
 
+// expire_watches() is what the fake binary's SIGUSR1 does: a caught-up watch (which a plain
+// compaction leaves alone) ends with an in-stream 410, and so does any watch from that RV; a
+// not-older-than list still answers, an exact one at that RV does not.
+TEST(Watch, ExpireWatchesEndsEvenCaughtUpWatchesWith410) {
+  FakeApiServer server;
+  server.create(Resource::Pods, make_pod("ns", "p1"));
+  const std::string rv = server.resource_version();
+  WatchStream nodes(server.port(), "/api/v1/nodes?watch=1&resourceVersion=" + rv);
+  WatchStream pods(server.port(), "/api/v1/pods?watch=1&resourceVersion=" + rv);
+  ASSERT_TRUE(server.wait_for_open_watches(2, kSoon));
+  server.compact_to_current();
+  // In step: a compaction alone is harmless.
+  EXPECT_TRUE(pods.stays_quiet(std::chrono::milliseconds(200)));
+
+  EXPECT_EQ(server.expire_watches(), 2u);
+  EXPECT_GT(std::stoull(server.compacted_resource_version()), std::stoull(rv));
+  for (WatchStream* watch : {&nodes, &pods}) {
+    auto error = watch->next_event();
+    ASSERT_EQ(type_of(error), "ERROR");
+    EXPECT_EQ((*error)["object"]["code"], 410);
+    EXPECT_EQ((*error)["object"]["reason"], "Expired");
+    EXPECT_FALSE(watch->next_event());
+    EXPECT_TRUE(watch->ended_cleanly());
+  }
+  WatchStream again(server.port(), "/api/v1/pods?watch=1&resourceVersion=" + rv);
+  const auto too_old = again.next_event();
+  ASSERT_EQ(type_of(too_old), "ERROR");
+  EXPECT_EQ((*too_old)["object"]["code"], 410);
+
+  ApiClient client{server};
+  const Reply relist = client.get("/api/v1/pods?resourceVersion=" + rv);
+  EXPECT_EQ(relist.status, 200);
+  EXPECT_EQ(relist.json["items"].size(), 1u);
+  EXPECT_EQ(relist.json["metadata"]["resourceVersion"], server.resource_version());
+  EXPECT_EQ(client.get("/api/v1/pods?resourceVersion=" + rv + "&resourceVersionMatch=Exact").status,
+            410);
+  // Watching from the new RV is fine.
+  WatchStream resumed(server.port(),
+                      "/api/v1/pods?watch=1&resourceVersion=" + server.resource_version());
+  EXPECT_TRUE(resumed.stays_quiet(std::chrono::milliseconds(200)));
+}
+
 TEST(Watch, BoundedHistoryCompactsItself) {
   FakeApiServer::Options options;
   options.max_history = 3;

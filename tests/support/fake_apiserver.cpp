@@ -398,6 +398,17 @@ std::string FakeApiServer::compacted_resource_version() const {
   return std::to_string(impl_->store.compacted_rv());
 }
 
+std::size_t FakeApiServer::expire_watches() {
+  std::size_t open = 0;
+  {
+    std::lock_guard lock(impl_->mutex);
+    impl_->store.compact(impl_->store.skip_rv());
+    open = impl_->watches.size();
+  }
+  impl_->changed.notify_all();
+  return open;
+}
+
 void FakeApiServer::expire_continue_tokens() {
   std::lock_guard lock(impl_->mutex);
   ++impl_->continue_generation;

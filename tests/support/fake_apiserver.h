@@ -177,6 +177,12 @@ class FakeApiServer {
   void compact_to_current();
   std::string compacted_resource_version() const;
   void expire_continue_tokens();  // every token issued so far gets 410 Expired
+  // What a client sees when the server's watch window moves past it (etcd compaction behind a
+  // slow or restarted watch cache): the RV moves on without an event and history is compacted
+  // to it, so every open watch ends with an in-stream ERROR 410 and any watch or exact list
+  // from an older RV gets 410 too; a not-older-than list still succeeds. Returns how many
+  // watches were open.
+  std::size_t expire_watches();
 
   // --- Faults -----------------------------------------------------------------------------
   void inject_fault(RequestFault fault, int count = 1);

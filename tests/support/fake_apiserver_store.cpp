@@ -214,6 +214,10 @@ void ObjectStore::compact(std::uint64_t rv) {
   while (!history_.empty() && history_.front().rv <= compacted_rv_) history_.pop_front();
 }
 
+std::uint64_t ObjectStore::skip_rv() {
+  return next_rv();
+}
+
 void ObjectStore::clear() {
   for (auto& [resource, map] : objects_) map.clear();
   history_.clear();

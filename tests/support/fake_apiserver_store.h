@@ -58,6 +58,9 @@ class ObjectStore {
 
   void set_max_history(std::size_t max_history);
   void compact(std::uint64_t rv);
+  // Takes an RV without an event: etcd's revision is global, so writes to kinds this fake does
+  // not serve (Events, Endpoints) move it past every watch's last RV. Returns the new RV.
+  std::uint64_t skip_rv();
   // Drops every object and all history; the RV keeps counting so old RVs read as compacted.
   void clear();
 

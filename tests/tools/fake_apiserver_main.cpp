@@ -3,13 +3,18 @@
 //
 //   gpushare-fake-apiserver --kubeconfig-out /tmp/fake.kubeconfig [--port 0]
 //       [--seed cluster.yaml] [--nodes N --pods M [--gpus-per-node 8 --gpu-mem-per-gpu 16]
-//        [--cpu-only-percent 20]]
+//        [--cpu-only-percent 20]] [--expire-watches-every SECONDS]
+//
+// SIGUSR1 (or --expire-watches-every) expires every open watch as a compaction past it would:
+// each ends with an in-stream ERROR 410 and the client must relist (FakeApiServer::expire_watches).
 
 #include <fmt/format.h>
 #include <pthread.h>
 
 #include <CLI/CLI.hpp>
+#include <chrono>
 #include <csignal>
+#include <ctime>
 #include <fstream>
 #include <iostream>
 #include <optional>
@@ -193,6 +198,20 @@ void load_seed(FakeApiServer& fake, const std::string& path) {
   }
 }
 
+// One line per expiry, with the wall-clock time the watches were told (after the compaction,
+// which frees the whole history: ~1 s the first time after seeding 50 000 pods), so that a
+// benchmark can time what follows.
+void expire_watches(FakeApiServer& fake) {
+  const std::size_t open = fake.expire_watches();
+  const auto now =
+      std::chrono::duration<double>(std::chrono::system_clock::now().time_since_epoch()).count();
+  std::cout << fmt::format(
+                   "expired watches at {:.6f}: {} open watches end with 410, compacted to "
+                   "resourceVersion {}",
+                   now, open, fake.compacted_resource_version())
+            << std::endl;
+}
+
 }  // namespace
 
 int main(int argc, char** argv) {
@@ -217,12 +236,19 @@ int main(int argc, char** argv) {
                  "share of the generated pods that ask for CPU and memory only (default 20)")
       ->check(CLI::Range(0, 100));
   app.add_option("--token", token, "require this bearer token");
+  double expire_every = 0;
+  app.add_option("--expire-watches-every", expire_every,
+                 "every this many seconds, end every open watch with an ERROR 410 event (history "
+                 "compacted past it; watches and exact lists from older resourceVersions get 410 "
+                 "too), as SIGUSR1 does once (default 0: only on SIGUSR1)")
+      ->check(CLI::NonNegativeNumber);
   CLI11_PARSE(app, argc, argv);
 
   sigset_t signals;
   sigemptyset(&signals);
   sigaddset(&signals, SIGINT);
   sigaddset(&signals, SIGTERM);
+  sigaddset(&signals, SIGUSR1);
   pthread_sigmask(SIG_BLOCK, &signals, nullptr);
 
   gpushare::testing::FakeApiServerOptions options;
@@ -267,7 +293,27 @@ int main(int argc, char** argv) {
   std::cout << fmt::format("fake API server on {} ({} nodes, {} pods); kubeconfig {}", fake.base_url(),
                            fake.list(Resource::Nodes).size(), fake.list(Resource::Pods).size(), kubeconfig_out)
             << std::endl;
-  int signal = 0;
-  sigwait(&signals, &signal);
-  return 0;
+  for (;;) {
+    int signal = 0;
+    if (expire_every > 0) {
+      const auto period = std::chrono::duration<double>(expire_every);
+      const auto seconds = std::chrono::floor<std::chrono::seconds>(period);
+      const timespec timeout{
+          static_cast<std::time_t>(seconds.count()),
+          static_cast<long>(
+              std::chrono::duration_cast<std::chrono::nanoseconds>(period - seconds).count())};
+      signal = sigtimedwait(&signals, nullptr, &timeout);
+      if (signal < 0) {  // the period passed (or EINTR: expiring once more is harmless)
+        expire_watches(fake);
+        continue;
+      }
+    } else if (sigwait(&signals, &signal) != 0) {
+      continue;
+    }
+    if (signal == SIGUSR1) {
+      expire_watches(fake);
+      continue;
+    }
+    return 0;
+  }
 }
