@@ -46,7 +46,8 @@ void WarmParser::release_when_idle(std::stop_token stop) {
     }
     const auto release_at = release_at_;
     // Wakes when the deadline passes, or early when the parser is taken or given back anew.
-    changed_.wait_until(lock, stop, release_at, [&] { return !kept_ || release_at_ != release_at; });
+    changed_.wait_until(lock, stop, release_at,
+                        [&] { return !kept_ || release_at_ != release_at; });
     if (kept_ && release_at_ == release_at && std::chrono::steady_clock::now() >= release_at) {
       std::unique_ptr<json::Parser> idle = std::move(kept_);
       lock.unlock();

@@ -29,7 +29,7 @@ TEST(WarmParser, OnlyTheLastOneOutIsKept) {
   WarmParser warm(1h);
   std::unique_ptr<json::Parser> a = warm.take();
   std::unique_ptr<json::Parser> b = warm.take();
-  EXPECT_NE(a.get(), b.get());  // two large bodies at once get two parsers
+  EXPECT_NE(a.get(), b.get());   // two large bodies at once get two parsers
   warm.give_back(std::move(a));  // freed: b is still out, an idle parser would add to the peak
   EXPECT_FALSE(warm.holds());
   json::Parser* const last = b.get();

@@ -2,13 +2,14 @@
 // positions: strings holding braces, brackets, commas and escaped quotes, nesting, whitespace,
 // scalars, empty arrays and member paths that do not lead to an array.
 
+#include "gpushare/json/source_spans.h"
+
 #include <gtest/gtest.h>
 
 #include <array>
 #include <string>
 
 #include "gpushare/json/document.h"
-#include "gpushare/json/source_spans.h"
 
 namespace gpushare::json {
 namespace {
@@ -28,8 +29,9 @@ TEST(SourceSpans, FindsEachElementVerbatim) {
   const std::string first = R"({"metadata":{"name":"a{b"},"x":"]\"[,}"})";
   const std::string second = R"({ "list" : [ [1, {"k": "}"}], [] ], "s": "\\" })";
   const std::string third = R"({})";
-  const std::string text = R"({"Pod":{"a":[1,2,{"b":"]"}]},"Nodes" : {"kind":"List", "items" : [ )" +
-                           first + " ,\n\t" + second + "," + third + R"( ] },"z":null})";
+  const std::string text =
+      R"({"Pod":{"a":[1,2,{"b":"]"}]},"Nodes" : {"kind":"List", "items" : [ )" + first + " ,\n\t" +
+      second + "," + third + R"( ] },"z":null})";
   const auto texts = texts_at(parser, text, {1, 1});
   ASSERT_TRUE(texts);
   ASSERT_EQ(texts->size(), 3u);
@@ -56,9 +58,9 @@ TEST(SourceSpans, AnEmptyArrayHasNoElements) {
 TEST(SourceSpans, APathThatDoesNotLeadToAnArrayIsNullopt) {
   Parser parser;
   EXPECT_FALSE(texts_at(parser, R"({"a":{"b":"[1]"}})", {0, 0}));  // a string, not an array
-  EXPECT_FALSE(texts_at(parser, R"({"a":[1]})", {1}));              // no second member
-  EXPECT_FALSE(texts_at(parser, R"({"a":[1]})", {0, 0}));           // an array has no members
-  EXPECT_FALSE(texts_at(parser, R"([[1]])", {0}));                  // the top is not an object
+  EXPECT_FALSE(texts_at(parser, R"({"a":[1]})", {1}));             // no second member
+  EXPECT_FALSE(texts_at(parser, R"({"a":[1]})", {0, 0}));          // an array has no members
+  EXPECT_FALSE(texts_at(parser, R"([[1]])", {0}));                 // the top is not an object
 }
 
 TEST(SourceSpans, PositionsOfADuplicateMemberReachTheOneChosen) {

@@ -9,8 +9,8 @@
 // budget bounds that peak, at about 4 x the bodies in flight).
 
 #include <chrono>
-#include <cstddef>
 #include <condition_variable>
+#include <cstddef>
 #include <memory>
 #include <mutex>
 #include <thread>
