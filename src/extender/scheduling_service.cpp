@@ -195,10 +195,13 @@ FilterResult SchedulingService::filter_impl(const ExtenderArgs& args, ExtenderAr
     result.node_texts.emplace();
     result.node_source = args.node_source;
   }
-  const std::size_t survivors =
-      static_cast<std::size_t>(std::count(passed.begin(), passed.end(), static_cast<char>(1)));
+  std::size_t survivors = 0;
   std::size_t survivor_bytes = 0;
-  for (std::size_t i = 0; i < offered.size(); ++i) survivor_bytes += passed[i] ? offered[i].size() : 0;
+  for (std::size_t i = 0; i < offered.size(); ++i) {
+    if (!passed[i]) continue;
+    ++survivors;
+    survivor_bytes += offered[i].size();
+  }
   result.node_names.reserve(survivors, survivor_bytes);
   if (result.node_texts) result.node_texts->reserve(survivors);
   for (std::size_t i = 0; i < offered.size(); ++i) {

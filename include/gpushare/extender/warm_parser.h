@@ -32,7 +32,7 @@ class WarmParser {
   std::unique_ptr<json::Parser> take();
   // Keeps `parser` for `keep` if no other is out (nor kept); else frees it here.
   void give_back(std::unique_ptr<json::Parser> parser);
-  // Whether a parser is kept now (for tests and metrics).
+  // Whether a parser is kept now (for tests).
   bool holds() const;
 
  private:
