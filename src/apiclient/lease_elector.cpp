@@ -160,8 +160,9 @@ void LeaderElector::set_observed(const Record& record, Time when) {
   }
 }
 
-bool LeaderElector::write(const Record& record, bool create, std::chrono::milliseconds timeout,
-                          std::stop_token stop) {
+LeaderElector::WriteOutcome LeaderElector::write(const Record& record, bool create,
+                                                 std::chrono::milliseconds timeout,
+                                                 std::stop_token stop) {
   Json spec = {{"holderIdentity", record.holder},
                {"leaseDurationSeconds", record.lease_duration_seconds},
                {"acquireTime", record.acquire_time},
@@ -190,14 +191,16 @@ bool LeaderElector::write(const Record& record, bool create, std::chrono::millis
     if (result.error().is_conflict() || result.error().is_already_exists()) {
       spdlog::info("leader election: lost a race for lease {}/{}: {}", config_.lease_namespace,
                    config_.lease_name, result.error().message);
-    } else if (!result.error().is_stopped()) {
+      return WriteOutcome::conflict;
+    }
+    if (!result.error().is_stopped()) {
       spdlog::warn("leader election: writing lease {}/{}: {}", config_.lease_namespace,
                    config_.lease_name, result.error().describe());
     }
-    return false;
+    return WriteOutcome::failed;
   }
   lease_ = std::move(result.value());
-  return true;
+  return WriteOutcome::written;
 }
 
 std::optional<LeaderElector::Time> LeaderElector::try_acquire_or_renew(
@@ -214,7 +217,7 @@ std::optional<LeaderElector::Time> LeaderElector::try_acquire_or_renew(
     desired.acquire_time = observed_.acquire_time;
     desired.transitions = observed_.transitions;
     const Time sent = Clock::now();
-    if (write(desired, false, timeout, stop)) {
+    if (write(desired, false, timeout, stop) == WriteOutcome::written) {
       set_observed(desired, Clock::now());
       return sent;
     }
@@ -236,7 +239,7 @@ std::optional<LeaderElector::Time> LeaderElector::try_acquire_or_renew(
       return std::nullopt;
     }
     const Time sent = Clock::now();
-    if (!write(desired, true, timeout, stop)) return std::nullopt;
+    if (write(desired, true, timeout, stop) != WriteOutcome::written) return std::nullopt;
     set_observed(desired, Clock::now());
     return sent;
   }
@@ -264,7 +267,8 @@ std::optional<LeaderElector::Time> LeaderElector::try_acquire_or_renew(
     desired.transitions = current.transitions + 1;
   }
   const Time sent = Clock::now();
-  if (!write(desired, false, std::max(ms(timeout - (sent - now)), 1ms), stop)) return std::nullopt;
+  if (write(desired, false, std::max(ms(timeout - (sent - now)), 1ms), stop) != WriteOutcome::written)
+    return std::nullopt;
   set_observed(desired, Clock::now());
   return sent;
 }
@@ -299,9 +303,30 @@ void LeaderElector::step_down(const std::string& why) {
 
 void LeaderElector::release() {
   // Like client-go: holder "", a 1 s lease, so that followers take over at their next retry.
+  const Time started = Clock::now();
+  auto left = [&] { return std::max(ms(config_.renew_deadline - (Clock::now() - started)), 1ms); };
   const std::string stamp = micro_time_now();
   Record released{"", 1, stamp, stamp, observed_.transitions};
-  if (write(released, false, config_.renew_deadline, std::stop_token())) {
+  WriteOutcome outcome = write(released, false, left(), std::stop_token());
+  if (outcome == WriteOutcome::conflict) {
+    // Our copy is stale, most often because the stop cut a renewal whose PUT the server had
+    // already applied. Read the lease again: if it is still ours, release that version.
+    RequestOptions options;
+    options.retry = false;
+    options.timeout = left();
+    auto got = client_.get(lease_path(), options);
+    if (got && got.value().contains("spec") && got.value()["spec"].is_object() &&
+        string_field(got.value()["spec"], "holderIdentity") == config_.identity) {
+      lease_ = std::move(got.value());
+      released.transitions = int_field(lease_["spec"], "leaseTransitions");
+      outcome = write(released, false, left(), std::stop_token());
+    } else if (got) {
+      spdlog::info("leader election: lease {}/{} is no longer ours; nothing to release",
+                   config_.lease_namespace, config_.lease_name);
+      return;
+    }
+  }
+  if (outcome == WriteOutcome::written) {
     set_observed(released, Clock::now());
     std::lock_guard lock(mutex_);
     ++counters_.releases;

@@ -186,6 +186,27 @@ TEST(LeaderElection, AnExpiredLeaseIsTakenOverAndALiveOneIsNot) {
   EXPECT_EQ(taken["spec"]["leaseDurationSeconds"], kTestLeaseDuration.count() / 1000);
 }
 
+// A stop can cut a renewal whose PUT the server has already applied: the leader's copy of the
+// lease is then one version behind and its release gets 409. It reads the lease again and, as
+// it is still the holder, releases that version (CI once saw the lease left to expire instead).
+TEST(LeaderElection, ReleaseAfterAStaleCopyReadsTheLeaseAgain) {
+  FakeApiServer fake;
+  fake.create(Resource::Nodes, gpu_node("n1", 1, 16));
+  LiveExtender a(fake, replica("replica-a"));
+  ASSERT_TRUE(a.wait_for_sync());
+  ASSERT_TRUE(eventually([&] { return a.readyz() == 200; }));
+  // The applied-but-unanswered renewal: same holder, a new resourceVersion.
+  const Json bumped = fake.mutate(Resource::Leases, "kube-system", "gpushare-extender", [](Json& lease) {
+    lease["spec"]["renewTime"] = "2020-01-01T00:00:00.000000Z";
+  });
+  EXPECT_EQ(bumped["spec"]["holderIdentity"], "replica-a");
+  EXPECT_TRUE(a.shutdown());
+  const Json lease = lease_of(fake);
+  EXPECT_EQ(lease["spec"].value("holderIdentity", "?"), "");
+  EXPECT_EQ(lease["spec"]["leaseDurationSeconds"], 1);
+  EXPECT_EQ(lease["spec"]["leaseTransitions"], bumped["spec"]["leaseTransitions"]);
+}
+
 TEST(LeaderElection, TheLeaderStepsDownWhenItCannotRenew) {
   FakeApiServer fake;
   fake.create(Resource::Nodes, gpu_node("n1", 2, 32));

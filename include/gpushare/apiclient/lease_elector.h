@@ -97,8 +97,9 @@ class LeaderElector {
   // bounds each API call.
   std::optional<Time> try_acquire_or_renew(std::chrono::milliseconds timeout, std::stop_token stop);
   void release();
-  bool write(const Record& record, bool create, std::chrono::milliseconds timeout,
-             std::stop_token stop);
+  enum class WriteOutcome { written, conflict, failed };  // conflict: 409, or 409-like on create
+  WriteOutcome write(const Record& record, bool create, std::chrono::milliseconds timeout,
+                     std::stop_token stop);
   void set_observed(const Record& record, Time when);
   void become_leader(Time sent);
   void renewed(Time sent);
