@@ -87,12 +87,18 @@ ReservationOutcome ReservationLedger::bind_rejected(ClusterModel& model, std::st
 }
 
 ReservationOutcome ReservationLedger::bind_unknown(ClusterModel&, std::string_view uid,
-                                                   std::int64_t token, std::int64_t now_ns) {
-  return leave_binding(uid, token, ReservationState::kUnresolved, now_ns, now_ns);
+                                                   std::int64_t token, std::int64_t call_sent_ns,
+                                                   std::int64_t now_ns) {
+  const ReservationOutcome outcome =
+      leave_binding(uid, token, ReservationState::kUnresolved, now_ns, now_ns);
+  if (outcome == ReservationOutcome::kKept)
+    entries_.find(uid)->second.unanswered_call_ns = call_sent_ns;
+  return outcome;
 }
 
 ReservationOutcome ReservationLedger::observe(ClusterModel& model, const PodEvidence& evidence,
-                                              EvidenceSource source, std::int64_t token) {
+                                              EvidenceSource source, std::int64_t token,
+                                              std::int64_t read_sent_ns) {
   auto it = entries_.find(evidence.uid);
   switch (evidence.kind) {
     case PodEvidence::Kind::kBound: {
@@ -118,6 +124,13 @@ ReservationOutcome ReservationLedger::observe(ClusterModel& model, const PodEvid
       // Only a read made after this very reservation's bind call ended can show it did not land.
       if (source == EvidenceSource::kReadBack && it->second.reserved_ns == token &&
           it->second.state != ReservationState::kBinding) {
+        Reservation& entry = it->second;
+        const std::int64_t window_ends = entry.unanswered_call_ns + timing_.landing_window_ns;
+        if (entry.state == ReservationState::kUnresolved && read_sent_ns < window_ends) {
+          // The unanswered call may still be applied: look again once it can no longer be.
+          entry.next_check_ns = std::max(entry.next_check_ns, window_ends);
+          return ReservationOutcome::kKept;
+        }
         return release(model, evidence.uid);
       }
       return ReservationOutcome::kKept;

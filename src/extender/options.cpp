@@ -1,11 +1,11 @@
 #include "gpushare/extender/options.h"
 
+#include <fmt/format.h>
+
+#include <CLI/CLI.hpp>
 #include <cctype>
 #include <charconv>
 #include <tuple>
-
-#include <CLI/CLI.hpp>
-#include <fmt/format.h>
 
 #include "gpushare/core/placement_policy.h"
 #include "gpushare/extender/text_file.h"
@@ -26,10 +26,12 @@ std::vector<std::string> config_file_args(const std::string& path) {
     throw std::runtime_error(fmt::format("--config {}: {}", path, e.what()));
   }
   if (config.is_null()) return {};
-  if (!config.is_object()) throw std::runtime_error(fmt::format("--config {}: must be a mapping", path));
+  if (!config.is_object())
+    throw std::runtime_error(fmt::format("--config {}: must be a mapping", path));
   std::vector<std::string> args;
   for (auto it = config.begin(); it != config.end(); ++it) {
-    if (it.key() == "config") throw std::runtime_error("--config: a config file cannot name another");
+    if (it.key() == "config")
+      throw std::runtime_error("--config: a config file cannot name another");
     const auto& value = it.value();
     std::string text_value;
     if (value.is_string()) {
@@ -61,7 +63,8 @@ std::optional<std::chrono::milliseconds> parse_go_duration(std::string_view text
   std::size_t i = 0;
   while (i < text.size()) {
     const std::size_t start = i;
-    while (i < text.size() && (std::isdigit(static_cast<unsigned char>(text[i])) || text[i] == '.')) ++i;
+    while (i < text.size() && (std::isdigit(static_cast<unsigned char>(text[i])) || text[i] == '.'))
+      ++i;
     if (i == start) return std::nullopt;
     double value = 0;
     const std::string number(text.substr(start, i - start));
@@ -73,28 +76,39 @@ std::optional<std::chrono::milliseconds> parse_go_duration(std::string_view text
     }
     if (used != number.size()) return std::nullopt;
     const std::size_t unit_start = i;
-    while (i < text.size() && !std::isdigit(static_cast<unsigned char>(text[i])) && text[i] != '.') ++i;
+    while (i < text.size() && !std::isdigit(static_cast<unsigned char>(text[i])) && text[i] != '.')
+      ++i;
     const std::string_view unit = text.substr(unit_start, i - unit_start);
     double scale = 0;
-    if (unit == "ns") scale = 1e-6;
-    else if (unit == "us" || unit == "\u00b5s" || unit == "\u03bcs") scale = 1e-3;
-    else if (unit == "ms") scale = 1;
-    else if (unit == "s") scale = 1e3;
-    else if (unit == "m") scale = 60e3;
-    else if (unit == "h") scale = 3600e3;
-    else return std::nullopt;
+    if (unit == "ns")
+      scale = 1e-6;
+    else if (unit == "us" || unit == "\u00b5s" || unit == "\u03bcs")
+      scale = 1e-3;
+    else if (unit == "ms")
+      scale = 1;
+    else if (unit == "s")
+      scale = 1e3;
+    else if (unit == "m")
+      scale = 60e3;
+    else if (unit == "h")
+      scale = 3600e3;
+    else
+      return std::nullopt;
     total_ms += value * scale;
   }
   if (total_ms > 1e15) return std::nullopt;
   return std::chrono::milliseconds(static_cast<std::int64_t>(total_ms));
 }
 
-std::string version_string() { return gpushare::version_string(); }
+std::string version_string() {
+  return gpushare::version_string();
+}
 
 std::string Options::listen_host() const {
   const auto colon = listen.rfind(':');
   std::string host = colon == std::string::npos ? listen : listen.substr(0, colon);
-  if (host.size() >= 2 && host.front() == '[' && host.back() == ']') host = host.substr(1, host.size() - 2);
+  if (host.size() >= 2 && host.front() == '[' && host.back() == ']')
+    host = host.substr(1, host.size() - 2);
   return host.empty() ? "0.0.0.0" : host;
 }
 
@@ -104,7 +118,8 @@ int Options::listen_port() const {
   if (colon == std::string::npos) return port;
   const std::string_view digits(listen.data() + colon + 1, listen.size() - colon - 1);
   auto [ptr, ec] = std::from_chars(digits.data(), digits.data() + digits.size(), port);
-  if (ec != std::errc() || ptr != digits.data() + digits.size() || port < 0 || port > 65535) return -1;
+  if (ec != std::errc() || ptr != digits.data() + digits.size() || port < 0 || port > 65535)
+    return -1;
   return port;
 }
 
@@ -120,7 +135,8 @@ ParsedOptions parse_options(const std::vector<std::string>& raw_args,
   app.set_version_flag("--version", version_string());
   app.add_option("--listen", o.listen, "address:port to serve on")->capture_default_str();
   app.add_option("--tls-cert-file", o.tls_cert_file, "serve HTTPS with this certificate (PEM)");
-  app.add_option("--tls-private-key-file", o.tls_private_key_file, "private key for --tls-cert-file");
+  app.add_option("--tls-private-key-file", o.tls_private_key_file,
+                 "private key for --tls-cert-file");
   app.add_option("--tls-client-ca", o.tls_client_ca_file,
                  "with HTTPS: filter, prioritize, bind and preempt require a client certificate "
                  "signed by a CA in this PEM file (mutual TLS; probes, /metrics and /inspect stay "
@@ -133,16 +149,19 @@ ParsedOptions parse_options(const std::vector<std::string>& raw_args,
   app.add_option("--policy", o.policy, "placement policy")
       ->check(CLI::IsMember(names))
       ->capture_default_str();
-  app.add_option("--score-mapping", o.score_mapping,
-                 "how prioritize maps the policy's scores onto kube-scheduler's 0..10: rank (the ten "
-                 "best distinct scores get 10..1) or minmax (linear between worst and best)")
+  app.add_option(
+         "--score-mapping", o.score_mapping,
+         "how prioritize maps the policy's scores onto kube-scheduler's 0..10: rank (the ten "
+         "best distinct scores get 10..1) or minmax (linear between worst and best)")
       ->check(CLI::IsMember({"rank", "minmax"}))
       ->capture_default_str();
-  app.add_option("--bind-mode", o.bind_mode,
-                 "binding: one pods/binding POST carrying the annotations; patch-bind: patch, then bind")
+  app.add_option(
+         "--bind-mode", o.bind_mode,
+         "binding: one pods/binding POST carrying the annotations; patch-bind: patch, then bind")
       ->check(CLI::IsMember({"binding", "patch-bind"}))
       ->capture_default_str();
-  app.add_option("--resource-name", o.names.memory, "per-GPU shareable resource")->capture_default_str();
+  app.add_option("--resource-name", o.names.memory, "per-GPU shareable resource")
+      ->capture_default_str();
   app.add_option("--count-name", o.names.count, "node capacity key holding the GPU count")
       ->capture_default_str();
   app.add_option("--unhealthy-configmap-namespace", o.names.unhealthy_namespace,
@@ -154,18 +173,22 @@ ParsedOptions parse_options(const std::vector<std::string>& raw_args,
   app.add_option("--log-format", o.log_format, "text or json")
       ->check(CLI::IsMember({"text", "json"}))
       ->capture_default_str();
-  app.add_option("--kubeconfig", o.kubeconfig, "kubeconfig of the cluster (else $KUBECONFIG, else in-cluster)");
+  app.add_option("--kubeconfig", o.kubeconfig,
+                 "kubeconfig of the cluster (else $KUBECONFIG, else in-cluster)");
   app.add_option("--cluster-file", o.cluster_file,
                  "standalone mode: a v1 List (YAML or JSON) of Nodes, Pods and ConfigMaps");
   app.add_option("--config", o.config_file, "YAML file with any of these flags as keys");
-  app.add_option("--max-request-bytes", o.connections.max_request_bytes, "largest request body accepted")
+  app.add_option("--max-request-bytes", o.connections.max_request_bytes,
+                 "largest request body accepted")
       ->check(CLI::Range(std::size_t{1024}, std::size_t{1} << 32))
       ->capture_default_str();
   app.add_option("--http-threads", o.http_threads,
-                 "Most HTTP requests answered at once (0 = 512); connections waiting for a request hold no thread")
+                 "Most HTTP requests answered at once (0 = 512); connections waiting for a request "
+                 "hold no thread")
       ->check(CLI::Range(0, 4096));
   app.add_option("--max-connections", o.connections.max_connections,
-                 "most open HTTP connections; beyond, new ones wait in the listen backlog (bounded by the open-file limit)")
+                 "most open HTTP connections; beyond, new ones wait in the listen backlog (bounded "
+                 "by the open-file limit)")
       ->check(CLI::Range(std::size_t{1}, std::size_t{1} << 20))
       ->capture_default_str();
   app.add_option("--max-connections-per-client", o.connections.max_connections_per_client,
@@ -174,30 +197,43 @@ ParsedOptions parse_options(const std::vector<std::string>& raw_args,
       ->capture_default_str();
   std::string header_timeout = "10s", body_timeout = "60s";
   app.add_option("--http-header-timeout", header_timeout,
-                 "a request's line and headers must arrive within this of its first byte (or of the connection); else 408 and close")
+                 "a request's line and headers must arrive within this of its first byte (or of "
+                 "the connection); else 408 and close")
       ->capture_default_str();
   app.add_option("--http-body-timeout", body_timeout,
                  "a request's body must arrive within this of its headers; else 408 and close")
       ->capture_default_str();
   app.add_option("--max-buffered-body-bytes", o.connections.body_budget_bytes,
-                 "request bodies buffered at once; a body beyond waits unread until others are answered (one is always admitted)")
+                 "request bodies buffered at once; a body beyond waits unread until others are "
+                 "answered (one is always admitted)")
       ->check(CLI::Range(std::size_t{1024}, std::size_t{1} << 40))
       ->capture_default_str();
-  app.add_option("--reservation-check-seconds", o.reservation_check_seconds,
-                 "live mode: read a bound pod back if the watch has not shown it bound after this long "
-                 "(a reservation ends only when the API server shows the pod bound, pending or gone)")
+  app.add_option(
+         "--reservation-check-seconds", o.reservation_check_seconds,
+         "live mode: read a bound pod back if the watch has not shown it bound after this long "
+         "(a reservation ends only when the API server shows the pod bound, pending or gone)")
       ->check(CLI::Range(1, 3600))
       ->capture_default_str();
-  app.add_option("--sync-stale-seconds", o.sync_stale_seconds,
-                 "live mode: /readyz reports not ready while a list/watch has been failing this long")
+  app.add_option(
+         "--bind-landing-seconds", o.bind_landing_seconds,
+         "live mode: how long the API server may still apply a bind call that got no answer "
+         "(kube-apiserver's --request-timeout); until then a read-back showing the pod unbound "
+         "does not release its GPU memory")
+      ->check(CLI::Range(1, 3600))
+      ->capture_default_str();
+  app.add_option(
+         "--sync-stale-seconds", o.sync_stale_seconds,
+         "live mode: /readyz reports not ready while a list/watch has been failing this long")
       ->check(CLI::Range(1, 86400))
       ->capture_default_str();
   app.add_option("--assume-ttl-seconds", o.assume_ttl_seconds,
-                 "deprecated, ignored: reservations no longer expire by time (see --reservation-check-seconds)")
+                 "deprecated, ignored: reservations no longer expire by time (see "
+                 "--reservation-check-seconds)")
       ->check(CLI::Range(1, 86400));
 
-  app.add_flag("--leader-elect", o.leader_elect,
-               "live mode: run several replicas; only the one holding the Lease binds (and is ready)");
+  app.add_flag(
+      "--leader-elect", o.leader_elect,
+      "live mode: run several replicas; only the one holding the Lease binds (and is ready)");
   std::string lease_duration = "15s", renew_deadline = "10s", retry_period = "2s",
               shutdown_grace = "20s", api_stall_warning = "30s";
   app.add_option("--leader-elect-lease-duration", lease_duration,
@@ -255,7 +291,8 @@ ParsedOptions parse_options(const std::vector<std::string>& raw_args,
     parsed.message = std::move(message);
     return parsed;
   };
-  if (o.listen_port() < 0) return usage_error(fmt::format("--listen: bad address \"{}\" (want host:port)", o.listen));
+  if (o.listen_port() < 0)
+    return usage_error(fmt::format("--listen: bad address \"{}\" (want host:port)", o.listen));
   if (o.tls_cert_file.empty() != o.tls_private_key_file.empty()) {
     return usage_error("--tls-cert-file and --tls-private-key-file must be given together");
   }
@@ -282,7 +319,8 @@ ParsedOptions parse_options(const std::vector<std::string>& raw_args,
         std::tuple{"--http-header-timeout", &header_timeout, &o.connections.header_timeout},
         std::tuple{"--http-body-timeout", &body_timeout, &o.connections.body_timeout}}) {
     const auto duration = parse_go_duration(*text);
-    if (!duration) return usage_error(fmt::format("{}: bad duration \"{}\" (e.g. 15s, 500ms, 1m)", flag, *text));
+    if (!duration)
+      return usage_error(fmt::format("{}: bad duration \"{}\" (e.g. 15s, 500ms, 1m)", flag, *text));
     *out = *duration;
   }
   if (o.connections.header_timeout.count() <= 0 || o.connections.body_timeout.count() <= 0) {
@@ -294,14 +332,17 @@ ParsedOptions parse_options(const std::vector<std::string>& raw_args,
       return usage_error("--leader-elect-lease-duration must be at least 1s");
     }
     if (o.leader_elect_lease_duration <= o.leader_elect_renew_deadline) {
-      return usage_error("--leader-elect-lease-duration must be greater than --leader-elect-renew-deadline");
+      return usage_error(
+          "--leader-elect-lease-duration must be greater than --leader-elect-renew-deadline");
     }
     if (o.leader_elect_retry_period.count() <= 0 ||
         o.leader_elect_renew_deadline * 10 <= o.leader_elect_retry_period * 12) {
-      return usage_error("--leader-elect-renew-deadline must be greater than 1.2 x --leader-elect-retry-period");
+      return usage_error(
+          "--leader-elect-renew-deadline must be greater than 1.2 x --leader-elect-retry-period");
     }
     if (o.leader_elect_resource_namespace.empty() || o.leader_elect_resource_name.empty()) {
-      return usage_error("--leader-elect-resource-namespace and --leader-elect-resource-name must not be empty");
+      return usage_error(
+          "--leader-elect-resource-namespace and --leader-elect-resource-name must not be empty");
     }
   }
 
@@ -316,7 +357,8 @@ ParsedOptions parse_options(const std::vector<std::string>& raw_args,
     return usage_error("give only one of --cluster-file and --kubeconfig");
   }
   if (!o.cluster_file.empty()) {
-    if (o.leader_elect) return usage_error("--leader-elect needs a live cluster (not --cluster-file)");
+    if (o.leader_elect)
+      return usage_error("--leader-elect needs a live cluster (not --cluster-file)");
     o.source = ClusterSource::kClusterFile;
   } else if (!kubeconfig.empty()) {
     o.source = ClusterSource::kKubeconfig;

@@ -9,7 +9,7 @@ namespace gpushare::extender {
 
 Settlement apply_read_back(core::ClusterModel& model, core::ReservationLedger& ledger,
                            const PodBinder::ReadBack& read, std::string_view uid,
-                           std::int64_t token, std::int64_t now_ns) {
+                           std::int64_t token, std::int64_t read_sent_ns, std::int64_t now_ns) {
   const core::Reservation* reservation = ledger.find(uid);
   if (reservation == nullptr || reservation->reserved_ns != token) return {};
   const std::string pod = reservation->pod_key;
@@ -27,7 +27,7 @@ Settlement apply_read_back(core::ClusterModel& model, core::ReservationLedger& l
   evidence.kind = core::PodEvidence::Kind::kGone;
   if (read.result == Result::kFound && read.pod) evidence = kube::evidence_of(*read.pod, uid);
   const core::ReservationOutcome outcome =
-      ledger.observe(model, evidence, core::EvidenceSource::kReadBack, token);
+      ledger.observe(model, evidence, core::EvidenceSource::kReadBack, token, read_sent_ns);
   switch (outcome) {
     case core::ReservationOutcome::kConfirmed:
       return {outcome,
@@ -42,6 +42,17 @@ Settlement apply_read_back(core::ClusterModel& model, core::ReservationLedger& l
                           ? "gone (deleted, finished or re-created)"
                           : "not bound (the bind did not land)")};
     case core::ReservationOutcome::kKept:
+      if (const core::Reservation* held = ledger.find(uid);
+          held != nullptr && held->state == core::ReservationState::kUnresolved &&
+          evidence.kind == core::PodEvidence::Kind::kPending) {
+        return {
+            outcome,
+            fmt::format("reservation of pod {} (uid {}) kept: the pod read back is not bound, but "
+                        "the bind call that had no answer may still be applied; reading it back "
+                        "again in {:.1f} s",
+                        pod, uid, static_cast<double>(held->next_check_ns - now_ns) / 1e9)};
+      }
+      break;
     case core::ReservationOutcome::kNone:
       break;
   }

@@ -18,16 +18,26 @@ namespace {
 
 std::string_view status_label(core::FitStatus status) {
   switch (status) {
-    case core::FitStatus::kFits: return "fits";
-    case core::FitStatus::kNoGpus: return "no_gpus";
-    case core::FitStatus::kMisconfigured: return "misconfigured";
-    case core::FitStatus::kAllGpusUnhealthy: return "all_gpus_unhealthy";
-    case core::FitStatus::kModelNotAllowed: return "model_not_allowed";
-    case core::FitStatus::kInsufficientCpu: return "insufficient_cpu";
-    case core::FitStatus::kInsufficientMemory: return "insufficient_memory";
-    case core::FitStatus::kExceedsGpuCapacity: return "exceeds_gpu_capacity";
-    case core::FitStatus::kInsufficientGpuMemory: return "insufficient_gpu_memory";
-    case core::FitStatus::kNotEnoughWholeGpus: return "not_enough_whole_gpus";
+    case core::FitStatus::kFits:
+      return "fits";
+    case core::FitStatus::kNoGpus:
+      return "no_gpus";
+    case core::FitStatus::kMisconfigured:
+      return "misconfigured";
+    case core::FitStatus::kAllGpusUnhealthy:
+      return "all_gpus_unhealthy";
+    case core::FitStatus::kModelNotAllowed:
+      return "model_not_allowed";
+    case core::FitStatus::kInsufficientCpu:
+      return "insufficient_cpu";
+    case core::FitStatus::kInsufficientMemory:
+      return "insufficient_memory";
+    case core::FitStatus::kExceedsGpuCapacity:
+      return "exceeds_gpu_capacity";
+    case core::FitStatus::kInsufficientGpuMemory:
+      return "insufficient_gpu_memory";
+    case core::FitStatus::kNotEnoughWholeGpus:
+      return "not_enough_whole_gpus";
   }
   return "unknown";
 }
@@ -57,7 +67,8 @@ core::PodDemand gpu_demand_only(core::PodDemand demand) {
   return demand;
 }
 
-constexpr std::size_t kFitStatusCount = static_cast<std::size_t>(core::FitStatus::kNotEnoughWholeGpus) + 1;
+constexpr std::size_t kFitStatusCount =
+    static_cast<std::size_t>(core::FitStatus::kNotEnoughWholeGpus) + 1;
 
 // Filter's reason texts, each distinct one formatted once per request.
 class ReasonTexts {
@@ -71,7 +82,8 @@ class ReasonTexts {
   }
 
   std::uint32_t of(const core::FitResult& fit) {
-    if (fit.status == core::FitStatus::kMisconfigured) return add(fit.reason(resource_));  // per node
+    if (fit.status == core::FitStatus::kMisconfigured)
+      return add(fit.reason(resource_));  // per node
     // reason() reads only these fields (and the status).
     const Key key{static_cast<int>(fit.status), fit.requested, fit.largest_free, fit.gpu_capacity,
                   fit.whole_gpus_free};
@@ -130,8 +142,12 @@ SchedulingService::SchedulingService(ModelStore& store, PodBinder& binder, Metri
       rejections_(rejections),
       config_(std::move(config)) {}
 
-FilterResult SchedulingService::filter(const ExtenderArgs& args) { return filter_impl(args, nullptr); }
-FilterResult SchedulingService::filter(ExtenderArgs&& args) { return filter_impl(args, &args); }
+FilterResult SchedulingService::filter(const ExtenderArgs& args) {
+  return filter_impl(args, nullptr);
+}
+FilterResult SchedulingService::filter(ExtenderArgs&& args) {
+  return filter_impl(args, &args);
+}
 
 std::vector<HostPriority> SchedulingService::prioritize(const ExtenderArgs& args) const {
   return prioritize_impl(args, nullptr);
@@ -183,7 +199,8 @@ FilterResult SchedulingService::filter_impl(const ExtenderArgs& args, ExtenderAr
   if (unknown_nodes > 0) metrics_.count_filter_rejection("unknown_node", unknown_nodes);
   for (std::size_t status = 0; status < rejected_by_status.size(); ++status) {
     const std::string_view label = status_label(static_cast<core::FitStatus>(status));
-    if (rejected_by_status[status] > 0) metrics_.count_filter_rejection(label, rejected_by_status[status]);
+    if (rejected_by_status[status] > 0)
+      metrics_.count_filter_rejection(label, rejected_by_status[status]);
   }
   // From here on each rejected node's name is taken (moved, when movable) exactly once; its view
   // is not used after that. Survivors' names are only read through their views.
@@ -296,17 +313,19 @@ BindReply SchedulingService::bind(const BindingArgs& args) {
   const kube::PodInfo& pod = *found;
   if (!args.pod_uid.empty() && !pod.uid.empty() && pod.uid != args.pod_uid) {
     return fail("uid_mismatch",
-                fmt::format("pod {} has UID {}, bind was for UID {} (pod re-created?)", key, pod.uid,
-                            args.pod_uid));
+                fmt::format("pod {} has UID {}, bind was for UID {} (pod re-created?)", key,
+                            pod.uid, args.pod_uid));
   }
   if (!pod.node_name.empty()) {
-    return fail("already_bound", fmt::format("pod {} is already bound to node {}", key, pod.node_name));
+    return fail("already_bound",
+                fmt::format("pod {} is already bound to node {}", key, pod.node_name));
   }
 
   const core::PodDemand demand = pod.demand();
   // A retry for a pod whose last bind had no answer is judged on the truth: read it back first.
   const std::optional<std::int64_t> unresolved =
-      store_.read([&](const core::ClusterModel&, const core::PlacementPolicy&, const core::ReservationLedger& ledger) {
+      store_.read([&](const core::ClusterModel&, const core::PlacementPolicy&,
+                      const core::ReservationLedger& ledger) {
         const core::Reservation* held = ledger.find(pod.uid);
         return held != nullptr && held->state == core::ReservationState::kUnresolved
                    ? std::optional<std::int64_t>(held->reserved_ns)
@@ -321,7 +340,8 @@ BindReply SchedulingService::bind(const BindingArgs& args) {
     // Choose and reserve in one critical section: the next filter or bind sees the reservation.
     std::string error;
     std::string outcome;
-    store_.write([&](core::ClusterModel& model, core::PlacementPolicy& policy, core::ReservationLedger& ledger) {
+    store_.write([&](core::ClusterModel& model, core::PlacementPolicy& policy,
+                     core::ReservationLedger& ledger) {
       const core::NodeState* node = model.find_node(args.node);
       if (node == nullptr) {
         outcome = "unknown_node";
@@ -331,18 +351,20 @@ BindReply SchedulingService::bind(const BindingArgs& args) {
       if (const core::PodAllocation* existing = model.find_pod(pod.uid)) {
         const core::Reservation* reservation = ledger.find(pod.uid);
         outcome = "already_allocated";
-        error = fmt::format("pod {} already holds {} on node {}{}", key, existing->total(), existing->node,
-                            reservation == nullptr
-                                ? ""
-                                : fmt::format(" (reservation {})", core::to_string(reservation->state)));
+        error = fmt::format(
+            "pod {} already holds {} on node {}{}", key, existing->total(), existing->node,
+            reservation == nullptr
+                ? ""
+                : fmt::format(" (reservation {})", core::to_string(reservation->state)));
         return;
       }
       std::optional<core::Placement> placement = policy.place(*node, demand);
       if (!placement) placement = policy.place(*node, gpu_demand_only(demand));  // see filter
       if (!placement || placement->gpus.size() != 1) {
         outcome = "no_fit";
-        error = fmt::format("node {}: {}", args.node,
-                            core::check_fit(*node, gpu_demand_only(demand)).reason(config_.names.memory));
+        error = fmt::format(
+            "node {}: {}", args.node,
+            core::check_fit(*node, gpu_demand_only(demand)).reason(config_.names.memory));
         return;
       }
       gpu = placement->gpus.front();
@@ -363,19 +385,35 @@ BindReply SchedulingService::bind(const BindingArgs& args) {
   }
 
   const auto annotations =
-      demand.wants_gpu()
-          ? kube::bind_annotations(gpu, demand.per_gpu, device_memory, assume_time)
-          : std::map<std::string, std::string>{};
-  const BindOutcome outcome = binder_.bind(pod, args.node, annotations);
+      demand.wants_gpu() ? kube::bind_annotations(gpu, demand.per_gpu, device_memory, assume_time)
+                         : std::map<std::string, std::string>{};
+  BindOutcome outcome = binder_.bind(pod, args.node, annotations);
+  std::int64_t unanswered_call_ns = assume_time;
+  if (!outcome.ok && demand.wants_gpu() && outcome.outcome_unknown) {
+    // No answer: the call may still be applied, so a read-back showing the pod unbound proves
+    // nothing yet. Send the same binding again: its answer is final either way (bound now,
+    // already bound by the first call, or the pod is gone), and a duplicate is refused.
+    spdlog::warn("bind {} to {}: {}; sending the binding again", key, args.node, outcome.error);
+    const std::int64_t resent_at = config_.now_ns();
+    BindOutcome again = binder_.bind(pod, args.node, annotations);
+    if (again.ok) {
+      outcome = std::move(again);
+    } else {
+      if (again.outcome_unknown) unanswered_call_ns = resent_at;
+      outcome.error = fmt::format("{}; sent again: {}", outcome.error, again.error);
+    }
+  }
   const double millis = static_cast<double>(config_.now_ns() - assume_time) / 1e6;
 
   if (!outcome.ok && demand.wants_gpu() && outcome.outcome_unknown) {
-    // No answer: the bind may or may not have landed. Read the pod back now instead of holding
-    // the memory until some later event says.
-    store_.write([&](core::ClusterModel& model, core::PlacementPolicy&, core::ReservationLedger& ledger) {
-      ledger.bind_unknown(model, pod.uid, assume_time, config_.now_ns());
-    });
-    core::ReservationOutcome settled = settle_by_read_back(pod.namespace_name, pod.name, pod.uid, assume_time);
+    // Still no clear answer: read the pod back now instead of holding the memory until some
+    // later event says.
+    store_.write(
+        [&](core::ClusterModel& model, core::PlacementPolicy&, core::ReservationLedger& ledger) {
+          ledger.bind_unknown(model, pod.uid, assume_time, unanswered_call_ns, config_.now_ns());
+        });
+    core::ReservationOutcome settled =
+        settle_by_read_back(pod.namespace_name, pod.name, pod.uid, assume_time);
     // kNone: the sync's reservation check settled it first (bind_unknown makes it due at once).
     // The model then tells which way: held and no longer assumed is confirmed, absent is released.
     struct Held {
@@ -390,30 +428,36 @@ BindReply SchedulingService::bind(const BindingArgs& args) {
           if (held == nullptr) return result;
           result.present = true;
           result.assumed = held->assumed;
-          if (held->node == args.node) result.gpu_on_node = held->gpus.empty() ? -1 : held->gpus.front();
+          if (held->node == args.node)
+            result.gpu_on_node = held->gpus.empty() ? -1 : held->gpus.front();
           return result;
         });
     if (settled == core::ReservationOutcome::kNone) {
-      if (!held_now.present) settled = core::ReservationOutcome::kReleased;
-      else if (!held_now.assumed) settled = core::ReservationOutcome::kConfirmed;
+      if (!held_now.present)
+        settled = core::ReservationOutcome::kReleased;
+      else if (!held_now.assumed)
+        settled = core::ReservationOutcome::kConfirmed;
     }
     if (settled == core::ReservationOutcome::kConfirmed) {
       const std::optional<int> bound_gpu = held_now.gpu_on_node;
       if (bound_gpu) {
-        spdlog::info("bound pod {} to node {} gpu {}: the bind call had no answer ({}), the pod read back is bound",
-                     key, args.node, *bound_gpu, outcome.error);
+        spdlog::info(
+            "bound pod {} to node {} gpu {}: the bind call had no answer ({}), the pod read back "
+            "is bound",
+            key, args.node, *bound_gpu, outcome.error);
         metrics_.count_bind("success");
         return BindReply{"", *bound_gpu, "success"};
       }
     }
     if (settled == core::ReservationOutcome::kReleased) {
-      return fail("api_error", fmt::format("binding pod {} to node {}: {}; the pod read back is not bound, so "
-                                           "its reservation is released",
-                                           key, args.node, outcome.error));
+      return fail("api_error",
+                  fmt::format("binding pod {} to node {}: {}; the pod read back is not bound, so "
+                              "its reservation is released",
+                              key, args.node, outcome.error));
     }
   } else if (!outcome.ok && demand.wants_gpu()) {
-    const core::ReservationOutcome released =
-        store_.write([&](core::ClusterModel& model, core::PlacementPolicy&, core::ReservationLedger& ledger) {
+    const core::ReservationOutcome released = store_.write(
+        [&](core::ClusterModel& model, core::PlacementPolicy&, core::ReservationLedger& ledger) {
           return ledger.bind_rejected(model, pod.uid, assume_time);
         });
     metrics_.count_reservation_end(released, "bind_call");
@@ -423,10 +467,11 @@ BindReply SchedulingService::bind(const BindingArgs& args) {
                 fmt::format("binding pod {} to node {}: {}", key, args.node, outcome.error));
   }
   if (demand.wants_gpu()) {
-    const core::ReservationOutcome confirmed =
-        store_.write([&](core::ClusterModel& model, core::PlacementPolicy&, core::ReservationLedger& ledger) {
-          return binder_.confirms_asynchronously() ? ledger.bind_accepted(model, pod.uid, assume_time, config_.now_ns())
-                                                   : ledger.bind_final(model, pod.uid, assume_time);
+    const core::ReservationOutcome confirmed = store_.write(
+        [&](core::ClusterModel& model, core::PlacementPolicy&, core::ReservationLedger& ledger) {
+          return binder_.confirms_asynchronously()
+                     ? ledger.bind_accepted(model, pod.uid, assume_time, config_.now_ns())
+                     : ledger.bind_final(model, pod.uid, assume_time);
         });
     metrics_.count_reservation_end(confirmed, "bind_call");
   }
@@ -436,12 +481,15 @@ BindReply SchedulingService::bind(const BindingArgs& args) {
   return BindReply{"", gpu, "success"};
 }
 
-core::ReservationOutcome SchedulingService::settle_by_read_back(std::string_view namespace_name, std::string_view name,
-                                                                std::string_view uid, std::int64_t token) {
+core::ReservationOutcome SchedulingService::settle_by_read_back(std::string_view namespace_name,
+                                                                std::string_view name,
+                                                                std::string_view uid,
+                                                                std::int64_t token) {
+  const std::int64_t read_sent = config_.now_ns();
   const PodBinder::ReadBack read = binder_.read_back(namespace_name, name);
-  const Settlement settled =
-      store_.write([&](core::ClusterModel& model, core::PlacementPolicy&, core::ReservationLedger& ledger) {
-        return apply_read_back(model, ledger, read, uid, token, config_.now_ns());
+  const Settlement settled = store_.write(
+      [&](core::ClusterModel& model, core::PlacementPolicy&, core::ReservationLedger& ledger) {
+        return apply_read_back(model, ledger, read, uid, token, read_sent, config_.now_ns());
       });
   log_settlement(settled);
   metrics_.count_reservation_end(settled.outcome, "read_back");

@@ -63,9 +63,12 @@ class UpdateTimer {
 
 std::string_view evidence_label(core::EvidenceSource source) {
   switch (source) {
-    case core::EvidenceSource::kWatch: return "watch";
-    case core::EvidenceSource::kList: return "list";
-    case core::EvidenceSource::kReadBack: return "read_back";
+    case core::EvidenceSource::kWatch:
+      return "watch";
+    case core::EvidenceSource::kList:
+      return "list";
+    case core::EvidenceSource::kReadBack:
+      return "read_back";
   }
   return "unknown";
 }
@@ -123,10 +126,12 @@ class ClusterSync::NodeHandler final : public apiclient::ReflectorHandler {
 
   static void upsert(core::ClusterModel& model, core::NodeSpec spec) {
     // Node status heartbeats arrive all the time; only a change of what we use rebuilds.
-    if (const core::NodeState* current = model.find_node(spec.name); current && current->spec() == spec) {
+    if (const core::NodeState* current = model.find_node(spec.name);
+        current && current->spec() == spec) {
       return;
     }
-    if (!spec.misconfiguration.empty()) spdlog::warn("node {}: {}", spec.name, spec.misconfiguration);
+    if (!spec.misconfiguration.empty())
+      spdlog::warn("node {}: {}", spec.name, spec.misconfiguration);
     model.upsert_node(std::move(spec));
   }
 
@@ -172,32 +177,33 @@ class ClusterSync::PodHandler final : public apiclient::ReflectorHandler {
     std::size_t confirmed = 0;
     const std::int64_t now = owner_.options_.now_ns();
     const UpdateTimer timer;
-    owner_.store_.write([&](core::ClusterModel& model, core::PlacementPolicy&,
-                            core::ReservationLedger& ledger) {
-      auto apply = [&](const kube::PodInfo& pod) {
-        if (apply_pod(model, ledger, pod, core::EvidenceSource::kList, warnings) ==
-            core::ReservationOutcome::kConfirmed) {
-          ++confirmed;
-        }
-      };
-      for (const auto& pod : shadowed) apply(pod);  // earlier in the list than their namesakes
-      for (const auto& [key, pod] : directory) apply(pod);
-      // Pods the model holds that the API server no longer has. A reservation is not dropped
-      // for that: the list may be older than our bind. Its pod is read back instead.
-      std::vector<std::string> vanished;
-      for (const auto& [uid, allocation] : model.pods()) {
-        if (listed.contains(uid)) continue;
-        if (ledger.find(uid) != nullptr) {
-          ledger.absent_from_list(uid, now);
-        } else {
-          vanished.push_back(uid);
-        }
-      }
-      for (const auto& uid : vanished) model.remove_pod(uid);
-    });
+    owner_.store_.write(
+        [&](core::ClusterModel& model, core::PlacementPolicy&, core::ReservationLedger& ledger) {
+          auto apply = [&](const kube::PodInfo& pod) {
+            if (apply_pod(model, ledger, pod, core::EvidenceSource::kList, warnings) ==
+                core::ReservationOutcome::kConfirmed) {
+              ++confirmed;
+            }
+          };
+          for (const auto& pod : shadowed) apply(pod);  // earlier in the list than their namesakes
+          for (const auto& [key, pod] : directory) apply(pod);
+          // Pods the model holds that the API server no longer has. A reservation is not dropped
+          // for that: the list may be older than our bind. Its pod is read back instead.
+          std::vector<std::string> vanished;
+          for (const auto& [uid, allocation] : model.pods()) {
+            if (listed.contains(uid)) continue;
+            if (ledger.find(uid) != nullptr) {
+              ledger.absent_from_list(uid, now);
+            } else {
+              vanished.push_back(uid);
+            }
+          }
+          for (const auto& uid : vanished) model.remove_pod(uid);
+        });
     const std::string updated = timer.done();
     for (std::size_t i = 0; i < confirmed; ++i) {
-      owner_.reservation_metrics_.count_reservation_end(core::ReservationOutcome::kConfirmed, "list");
+      owner_.reservation_metrics_.count_reservation_end(core::ReservationOutcome::kConfirmed,
+                                                        "list");
     }
     for (const auto& warning : warnings) spdlog::warn("{}", warning);
     const std::size_t count = directory.size();
@@ -212,8 +218,9 @@ class ClusterSync::PodHandler final : public apiclient::ReflectorHandler {
     auto pod = parse(object);
     if (!pod) return;
     std::vector<std::string> warnings;
-    const core::ReservationOutcome outcome = owner_.store_.write(
-        [&](core::ClusterModel& model, core::PlacementPolicy& policy, core::ReservationLedger& ledger) {
+    const core::ReservationOutcome outcome =
+        owner_.store_.write([&](core::ClusterModel& model, core::PlacementPolicy& policy,
+                                core::ReservationLedger& ledger) {
           if (type == WatchEventType::kDeleted) {
             return ledger.observe(model, {core::PodEvidence::Kind::kGone, pod->uid, std::nullopt},
                                   core::EvidenceSource::kWatch);
@@ -222,20 +229,26 @@ class ClusterSync::PodHandler final : public apiclient::ReflectorHandler {
           // placed it, CPU-only pods included): the policy learns the workload from it, as from
           // its own binds. Not from lists: a relist would count every pod again.
           const bool new_to_the_model = model.find_pod(pod->uid) == nullptr;
-          const auto applied = apply_pod(model, ledger, *pod, core::EvidenceSource::kWatch, warnings);
-          if (new_to_the_model && model.find_pod(pod->uid) != nullptr) policy.observe(pod->demand());
+          const auto applied =
+              apply_pod(model, ledger, *pod, core::EvidenceSource::kWatch, warnings);
+          if (new_to_the_model && model.find_pod(pod->uid) != nullptr)
+            policy.observe(pod->demand());
           return applied;
         });
-    owner_.reservation_metrics_.count_reservation_end(outcome, evidence_label(core::EvidenceSource::kWatch));
+    owner_.reservation_metrics_.count_reservation_end(outcome,
+                                                      evidence_label(core::EvidenceSource::kWatch));
     if (outcome == core::ReservationOutcome::kReleased) {
-      spdlog::info("reservation of pod {} (uid {}) released: the pod was deleted or finished while being bound",
-                   pod->key(), pod->uid);
+      spdlog::info(
+          "reservation of pod {} (uid {}) released: the pod was deleted or finished while being "
+          "bound",
+          pod->key(), pod->uid);
     }
     for (const auto& warning : warnings) spdlog::warn("{}", warning);
     std::lock_guard lock(owner_.pods_mutex_);
     if (type == WatchEventType::kDeleted) {
       // Only if it is the same pod: a new one may already have taken the name.
-      if (auto it = owner_.pods_.find(pod->key()); it != owner_.pods_.end() && it->second.uid == pod->uid) {
+      if (auto it = owner_.pods_.find(pod->key());
+          it != owner_.pods_.end() && it->second.uid == pod->uid) {
         owner_.pods_.erase(it);
       }
     } else {
@@ -310,8 +323,9 @@ class ClusterSync::ConfigMapHandler final : public apiclient::ReflectorHandler {
     });
     // After the model: whoever sees the warning also sees the GPUs it leaves marked.
     note(*parsed, type == WatchEventType::kDeleted);
-    spdlog::info("unhealthy GPUs of node {}: [{}]", parsed->node,
-                 type == WatchEventType::kDeleted ? "" : fmt::format("{}", fmt::join(parsed->indices, ",")));
+    spdlog::info(
+        "unhealthy GPUs of node {}: [{}]", parsed->node,
+        type == WatchEventType::kDeleted ? "" : fmt::format("{}", fmt::join(parsed->indices, ",")));
   }
 
  private:
@@ -348,7 +362,11 @@ class ClusterSync::ConfigMapHandler final : public apiclient::ReflectorHandler {
 
 ClusterSync::ClusterSync(apiclient::ApiClient& client, extender::ModelStore& store,
                          extender::MetricRegistry& metrics, SyncOptions options)
-    : client_(client), store_(store), metrics_(metrics), reservation_metrics_(metrics), options_(std::move(options)) {
+    : client_(client),
+      store_(store),
+      metrics_(metrics),
+      reservation_metrics_(metrics),
+      options_(std::move(options)) {
   node_handler_ = std::make_unique<NodeHandler>(*this);
   pod_handler_ = std::make_unique<PodHandler>(*this);
   configmap_handler_ = std::make_unique<ConfigMapHandler>(*this);
@@ -361,11 +379,14 @@ ClusterSync::ClusterSync(apiclient::ApiClient& client, extender::ModelStore& sto
   };
   nodes_ = make("/api/v1/nodes", "nodes", *node_handler_);
   pods_reflector_ = make("/api/v1/pods", "pods", *pod_handler_);
-  configmaps_ = make(fmt::format("/api/v1/namespaces/{}/configmaps", options_.names.unhealthy_namespace),
-                     "configmaps", *configmap_handler_);
+  configmaps_ =
+      make(fmt::format("/api/v1/namespaces/{}/configmaps", options_.names.unhealthy_namespace),
+           "configmaps", *configmap_handler_);
 }
 
-ClusterSync::~ClusterSync() { stop(); }
+ClusterSync::~ClusterSync() {
+  stop();
+}
 
 void ClusterSync::start() {
   nodes_->start();
@@ -419,16 +440,18 @@ std::string ClusterSync::not_ready_reason() const {
   for (const auto* reflector : {nodes_.get(), pods_reflector_.get(), configmaps_.get()}) {
     if (!reflector->has_synced()) pending.push_back(reflector->name());
   }
-  if (!pending.empty()) return fmt::format("waiting for the first full list of {}", fmt::join(pending, ", "));
+  if (!pending.empty())
+    return fmt::format("waiting for the first full list of {}", fmt::join(pending, ", "));
   // A model that has stopped hearing from the API server misses pods others bind and nodes that
   // change: past --sync-stale-seconds it should not be scheduling.
   std::vector<std::string> stale;
   for (const auto& [name, seconds] : failing_resources()) {
-    if (seconds >= options_.stale_after) stale.push_back(fmt::format("{} for {} s", name, seconds.count()));
+    if (seconds >= options_.stale_after)
+      stale.push_back(fmt::format("{} for {} s", name, seconds.count()));
   }
   if (stale.empty()) return {};
-  return fmt::format("list/watch failing ({}), longer than --sync-stale-seconds={}", fmt::join(stale, ", "),
-                     options_.stale_after.count());
+  return fmt::format("list/watch failing ({}), longer than --sync-stale-seconds={}",
+                     fmt::join(stale, ", "), options_.stale_after.count());
 }
 
 std::optional<kube::PodInfo> ClusterSync::cached_pod(std::string_view namespace_name,
@@ -444,13 +467,17 @@ std::size_t ClusterSync::cached_pod_count() const {
   return pods_.size();
 }
 
-std::string ClusterSync::pods_resource_version() const { return pods_reflector_->last_resource_version(); }
+std::string ClusterSync::pods_resource_version() const {
+  return pods_reflector_->last_resource_version();
+}
 
-extender::PodBinder::ReadBack ClusterSync::read_back(std::string_view namespace_name, std::string_view name) const {
+extender::PodBinder::ReadBack ClusterSync::read_back(std::string_view namespace_name,
+                                                     std::string_view name) const {
   using ReadBack = extender::PodBinder::ReadBack;
   apiclient::RequestOptions options;
   options.timeout = options_.read_back_timeout;
-  auto result = client_.get(fmt::format("/api/v1/namespaces/{}/pods/{}", namespace_name, name), options);
+  auto result =
+      client_.get(fmt::format("/api/v1/namespaces/{}/pods/{}", namespace_name, name), options);
   if (!result) {
     if (result.error().is_not_found()) return {ReadBack::Result::kNotFound, std::nullopt, {}};
     return {ReadBack::Result::kFailed, std::nullopt, result.error().describe()};
@@ -461,28 +488,30 @@ extender::PodBinder::ReadBack ClusterSync::read_back(std::string_view namespace_
     return {ReadBack::Result::kFound, kube::parse_pod(result.value(), options_.names), {}};
   } catch (const std::exception& e) {
     return {ReadBack::Result::kFailed, std::nullopt,
-            fmt::format("pod {}/{} from the API server is unusable: {}", namespace_name, name, e.what())};
+            fmt::format("pod {}/{} from the API server is unusable: {}", namespace_name, name,
+                        e.what())};
   }
 }
 
 std::size_t ClusterSync::resolve_reservations() {
   const std::int64_t now = options_.now_ns();
-  const std::vector<core::Reservation> due = store_.read(
-      [&](const core::ClusterModel&, const core::PlacementPolicy&, const core::ReservationLedger& ledger) {
-        return ledger.due(now);
-      });
+  const std::vector<core::Reservation> due =
+      store_.read([&](const core::ClusterModel&, const core::PlacementPolicy&,
+                      const core::ReservationLedger& ledger) { return ledger.due(now); });
   std::size_t settled = 0;
   for (const core::Reservation& reservation : due) {
     const auto slash = reservation.pod_key.find('/');
     const std::string_view key = reservation.pod_key;
+    const std::int64_t read_sent = options_.now_ns();
     const auto read = read_back(key.substr(0, slash), key.substr(slash + 1));  // outside the lock
     const extender::Settlement result = store_.write(
         [&](core::ClusterModel& model, core::PlacementPolicy&, core::ReservationLedger& ledger) {
-          return extender::apply_read_back(model, ledger, read, reservation.uid, reservation.reserved_ns,
-                                           options_.now_ns());
+          return extender::apply_read_back(model, ledger, read, reservation.uid,
+                                           reservation.reserved_ns, read_sent, options_.now_ns());
         });
     reservation_metrics_.count_reservation_end(result.outcome, "read_back");
-    if (result.outcome == core::ReservationOutcome::kConfirmed || result.outcome == core::ReservationOutcome::kReleased) {
+    if (result.outcome == core::ReservationOutcome::kConfirmed ||
+        result.outcome == core::ReservationOutcome::kReleased) {
       ++settled;
       ++read_back_settlements_;
     }
@@ -497,8 +526,9 @@ std::vector<ClusterSync::FailingResource> ClusterSync::failing_resources() const
   for (const auto* reflector : {nodes_.get(), pods_reflector_.get(), configmaps_.get()}) {
     const std::int64_t since = reflector->failing_since_unix_ns();
     if (since == 0) continue;
-    out.push_back({reflector->name(), std::chrono::duration_cast<std::chrono::seconds>(
-                                          std::chrono::nanoseconds(std::max<std::int64_t>(0, now - since)))});
+    out.push_back(
+        {reflector->name(), std::chrono::duration_cast<std::chrono::seconds>(
+                                std::chrono::nanoseconds(std::max<std::int64_t>(0, now - since)))});
   }
   return out;
 }
@@ -511,9 +541,10 @@ void ClusterSync::report_stale_sync() {
   }
   for (const auto& name : stale) {
     if (!stale_reported_.contains(name)) {
-      spdlog::warn("list/watch of {} has been failing for over {} s: the model may miss changes, so /readyz "
-                   "reports not ready until it recovers",
-                   name, options_.stale_after.count());
+      spdlog::warn(
+          "list/watch of {} has been failing for over {} s: the model may miss changes, so /readyz "
+          "reports not ready until it recovers",
+          name, options_.stale_after.count());
     }
   }
   for (const auto& name : stale_reported_) {
@@ -523,7 +554,8 @@ void ClusterSync::report_stale_sync() {
   for (const auto* reflector : {nodes_.get(), pods_reflector_.get(), configmaps_.get()}) {
     std::int64_t seconds = 0;
     for (const auto& failing_resource : failing) {
-      if (failing_resource.name == reflector->name()) seconds = failing_resource.for_seconds.count();
+      if (failing_resource.name == reflector->name())
+        seconds = failing_resource.for_seconds.count();
     }
     metrics_.set_sync_failing(reflector->name(), seconds);
   }
@@ -534,7 +566,8 @@ void ClusterSync::publish_sync_metrics() {
   const Counters now = counters();
   auto publish = [this](std::string_view resource, const apiclient::ReflectorCounters& current,
                         apiclient::ReflectorCounters& last) {
-    for (auto n = last.watch_restarts; n < current.watch_restarts; ++n) metrics_.count_watch_restart(resource);
+    for (auto n = last.watch_restarts; n < current.watch_restarts; ++n)
+      metrics_.count_watch_restart(resource);
     for (auto n = last.relists; n < current.relists; ++n) metrics_.count_relist(resource);
     last = current;
   };
@@ -554,8 +587,8 @@ void ClusterSync::publish_sync_metrics() {
 }
 
 ClusterSync::Counters ClusterSync::counters() const {
-  return {nodes_->counters(), pods_reflector_->counters(), configmaps_->counters(), parse_errors_.load(),
-          read_back_settlements_.load()};
+  return {nodes_->counters(), pods_reflector_->counters(), configmaps_->counters(),
+          parse_errors_.load(), read_back_settlements_.load()};
 }
 
 void attach_inspect_sources(const ClusterSync& sync, extender::HttpServerOptions& http) {

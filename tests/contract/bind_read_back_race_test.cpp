@@ -41,6 +41,7 @@ class RacedBinder final : public extender::PodBinder {
   extender::BindOutcome bind(const kube::PodInfo&, std::string_view,
                              const std::map<std::string, std::string>& annotations) override {
     annotations_ = annotations;
+    ++bind_calls_;
     return {false, "transport error (timeout)", true};
   }
   bool confirms_asynchronously() const override { return true; }
@@ -50,13 +51,17 @@ class RacedBinder final : public extender::PodBinder {
         [&](core::ClusterModel& model, core::PlacementPolicy&, core::ReservationLedger& ledger) {
           const core::Reservation* held = ledger.find("uid-p");
           ASSERT_NE(held, nullptr);
+          // As if sent the moment the last call was: within its landing window, unless that is 0.
           settled_by_sync_ =
-              extender::apply_read_back(model, ledger, read, "uid-p", held->reserved_ns, 1).outcome;
+              extender::apply_read_back(model, ledger, read, "uid-p", held->reserved_ns,
+                                        held->unanswered_call_ns, held->unanswered_call_ns)
+                  .outcome;
         });
     return read;
   }
 
   std::map<std::string, std::string> annotations_;
+  int bind_calls_ = 0;
   core::ReservationOutcome settled_by_sync_ = core::ReservationOutcome::kNone;
 
  private:
@@ -111,11 +116,32 @@ TEST_F(BindReadBackRace, ConfirmedByTheSyncFirstIsReportedBound) {
 }
 
 TEST_F(BindReadBackRace, ReleasedByTheSyncFirstIsReportedNotBound) {
+  core::LedgerTiming no_landing_window;
+  no_landing_window.landing_window_ns = 0;  // as if the unanswered calls could no longer land
+  store_.set_ledger_timing(no_landing_window);
   RacedBinder binder(store_, [] { return pending_pod(); });
   const extender::BindReply reply = bind(binder);
   EXPECT_EQ(binder.settled_by_sync_, core::ReservationOutcome::kReleased);
   EXPECT_NE(reply.error.find("not bound"), std::string::npos) << reply.error;
   EXPECT_EQ(used(), 0);
+}
+
+// Both calls (the bind and the binding sent again) had no answer, and the pod reads back
+// unbound: either call may still be applied, so the memory stays held and the reply says so.
+TEST_F(BindReadBackRace, PendingWithinTheLandingWindowIsHeldAndReportedUnknown) {
+  RacedBinder binder(store_, [] { return pending_pod(); });
+  const extender::BindReply reply = bind(binder);
+  EXPECT_EQ(binder.bind_calls_, 2);
+  EXPECT_EQ(binder.settled_by_sync_, core::ReservationOutcome::kKept);
+  EXPECT_EQ(reply.outcome, "api_unknown");
+  EXPECT_NE(reply.error.find("sent again"), std::string::npos) << reply.error;
+  EXPECT_EQ(used(), 6);
+  const bool unresolved = store_.read([](const core::ClusterModel&, const core::PlacementPolicy&,
+                                         const core::ReservationLedger& ledger) {
+    const core::Reservation* held = ledger.find("uid-p");
+    return held != nullptr && held->state == core::ReservationState::kUnresolved;
+  });
+  EXPECT_TRUE(unresolved);
 }
 
 }  // namespace

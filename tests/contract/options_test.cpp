@@ -36,19 +36,24 @@ TEST(Options, DefaultsMatchTheProductSpec) {
   EXPECT_EQ(o.log_format, "text");
   EXPECT_EQ(o.source, ClusterSource::kClusterFile);
   EXPECT_EQ(o.reservation_check_seconds, 30);
+  EXPECT_EQ(o.bind_landing_seconds, 60);
   EXPECT_EQ(o.sync_stale_seconds, 30);
 }
 
 // Reservations no longer expire by time: the old flag still parses (old manifests keep
 // working) and is only remembered so that main can warn about it.
 TEST(Options, TheAssumeTtlFlagIsAcceptedAndTheNewReservationFlagsParse) {
-  const auto parsed = parse({"--cluster-file", "c.yaml", "--assume-ttl-seconds", "120", "--reservation-check-seconds",
-                             "5", "--sync-stale-seconds", "60"});
+  const auto parsed = parse({"--cluster-file", "c.yaml", "--assume-ttl-seconds", "120",
+                             "--reservation-check-seconds", "5", "--sync-stale-seconds", "60",
+                             "--bind-landing-seconds", "90"});
   ASSERT_EQ(parsed.action, Action::kRun) << parsed.message;
   EXPECT_EQ(parsed.options.assume_ttl_seconds, 120);
   EXPECT_EQ(parsed.options.reservation_check_seconds, 5);
   EXPECT_EQ(parsed.options.sync_stale_seconds, 60);
+  EXPECT_EQ(parsed.options.bind_landing_seconds, 90);
   EXPECT_NE(parse({"--cluster-file", "c.yaml", "--sync-stale-seconds", "0"}).action, Action::kRun);
+  EXPECT_NE(parse({"--cluster-file", "c.yaml", "--bind-landing-seconds", "0"}).action,
+            Action::kRun);
 }
 
 TEST(Options, ExactlyOneClusterSource) {
@@ -68,13 +73,13 @@ TEST(Options, ExactlyOneClusterSource) {
 }
 
 TEST(Options, BadValuesNameTheFlag) {
-  for (const auto& args : std::vector<std::vector<std::string>>{
-           {"--cluster-file", "c", "--policy", "magic"},
-           {"--cluster-file", "c", "--bind-mode", "yolo"},
-           {"--cluster-file", "c", "--log-format", "xml"},
-           {"--cluster-file", "c", "--listen", "nowhere"},
-           {"--cluster-file", "c", "--frobnicate"},
-           {"--cluster-file", "c", "--tls-cert-file", "x.pem"}}) {
+  for (const auto& args :
+       std::vector<std::vector<std::string>>{{"--cluster-file", "c", "--policy", "magic"},
+                                             {"--cluster-file", "c", "--bind-mode", "yolo"},
+                                             {"--cluster-file", "c", "--log-format", "xml"},
+                                             {"--cluster-file", "c", "--listen", "nowhere"},
+                                             {"--cluster-file", "c", "--frobnicate"},
+                                             {"--cluster-file", "c", "--tls-cert-file", "x.pem"}}) {
     const auto parsed = parse(args);
     EXPECT_EQ(parsed.action, Action::kExitUsage) << args[2];
     const std::string flag = args[2].substr(0, args[2].find('='));
@@ -96,7 +101,8 @@ TEST(Options, ConfigFileWithFlagsWinning) {
   const auto path = std::filesystem::temp_directory_path() / "gpushare-options-test.yaml";
   {
     std::ofstream out(path);
-    out << "cluster-file: from-config.yaml\npolicy: spread\nlisten: 127.0.0.1:8080\nlog-format: json\n";
+    out << "cluster-file: from-config.yaml\npolicy: spread\nlisten: 127.0.0.1:8080\nlog-format: "
+           "json\n";
   }
   const auto parsed = parse({"--config", path.string(), "--policy", "binpack"});
   ASSERT_EQ(parsed.action, Action::kRun) << parsed.message;

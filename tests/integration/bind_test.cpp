@@ -58,7 +58,8 @@ TEST_F(Bind, OneBindingCarriesTheDevicePluginAnnotations) {
 }
 
 TEST_F(Bind, PatchBindModeWritesTwice) {
-  LiveExtender extender(fake, live_options([](LiveOptions& o) { o.bind_mode = sync::BindMode::kPatchBind; }));
+  LiveExtender extender(
+      fake, live_options([](LiveOptions& o) { o.bind_mode = sync::BindMode::kPatchBind; }));
   ASSERT_TRUE(extender.wait_for_sync());
   fake.clear_request_log();
   ASSERT_EQ(extender.bind("p", uid_of(fake, "p"), "n1"), 200);
@@ -75,7 +76,8 @@ TEST_F(Bind, PatchBindModeWritesTwice) {
 }
 
 TEST_F(Bind, PatchBindUndoesTheAnnotationsWhenBindingFails) {
-  LiveExtender extender(fake, live_options([](LiveOptions& o) { o.bind_mode = sync::BindMode::kPatchBind; }));
+  LiveExtender extender(
+      fake, live_options([](LiveOptions& o) { o.bind_mode = sync::BindMode::kPatchBind; }));
   ASSERT_TRUE(extender.wait_for_sync());
   fake.inject_fault(binding_fault(500));
   const std::string uid = uid_of(fake, "p");
@@ -93,7 +95,8 @@ TEST_F(Bind, DefiniteFailuresReleaseTheReservation) {
   for (int status : {409, 404, 500, 503}) {
     fake.inject_fault(binding_fault(status));
     const auto [code, reply] = extender.post(
-        "bind", Json{{"PodName", "p"}, {"PodNamespace", "default"}, {"PodUID", uid}, {"Node", "n1"}});
+        "bind",
+        Json{{"PodName", "p"}, {"PodNamespace", "default"}, {"PodUID", uid}, {"Node", "n1"}});
     EXPECT_EQ(code, 500) << status;
     EXPECT_FALSE(reply["Error"].get<std::string>().empty());
     EXPECT_FALSE(held(extender, uid)) << status;
@@ -116,7 +119,8 @@ TEST_F(Bind, RealConflictsFromTheServer) {
     return cached && cached->uid != old_uid;
   }));
   auto [code, reply] = extender.post(
-      "bind", Json{{"PodName", "p"}, {"PodNamespace", "default"}, {"PodUID", old_uid}, {"Node", "n1"}});
+      "bind",
+      Json{{"PodName", "p"}, {"PodNamespace", "default"}, {"PodUID", old_uid}, {"Node", "n1"}});
   EXPECT_EQ(code, 500);
   EXPECT_NE(reply["Error"].get<std::string>().find("re-created"), std::string::npos);
   // Bound behind our back (the watch has not shown it yet): the server answers 409.
@@ -155,19 +159,81 @@ TEST_F(Bind, ABindWithoutAnAnswerThatLandedIsReadBackAndReportedBound) {
   EXPECT_EQ(extender.snapshot().total_used(), 16);
 }
 
-TEST_F(Bind, ABindWithoutAnAnswerThatDidNotLandIsReleasedAtOnce) {
+// The first call times out and is never applied (the server later answers 500): the binding is
+// sent again at once, and that answer decides. The pod is bound by one call.
+TEST_F(Bind, ABindWithoutAnAnswerIsSentAgainAndTheSecondAnswerDecides) {
   LiveExtender extender(fake, live_options([](LiveOptions& o) { o.bind_timeout = 500ms; }));
   ASSERT_TRUE(extender.wait_for_sync());
   const std::string uid = uid_of(fake, "p");
-  // We time out; the server later answers 500 without binding: the bind never lands.
+  fake.clear_request_log();
   fake.inject_fault(binding_fault(500, 1500ms));
   const auto [code, reply] = extender.post(
       "bind", Json{{"PodName", "p"}, {"PodNamespace", "default"}, {"PodUID", uid}, {"Node", "n1"}});
+  EXPECT_EQ(code, 200) << reply;
+  EXPECT_EQ(reply.value("Error", ""), "") << reply;
+  EXPECT_EQ(fake.request_count(Verb::Bind), 2u);
+  EXPECT_EQ(fake.get(Resource::Pods, "default", "p")->at("spec").value("nodeName", ""), "n1");
+  EXPECT_EQ(extender.used_on("n1", 0), 16);
+  EXPECT_TRUE(eventually([&] { return held(extender, uid) && !assumed(extender, uid); }));
+  EXPECT_EQ(extender.snapshot().total_used(), 16);
+}
+
+// The late-landing race. Both calls time out and the pod reads back unbound, and only then
+// does the API server apply the first call. Releasing on that read-back (as the extender
+// once did) gives the same GPU memory to the next pod, and the late bind then oversubscribes
+// the GPU. Held until the landing window closes, the memory is never granted twice.
+TEST_F(Bind, ABindThatLandsAfterAnUnboundReadBackIsNeverGrantedTwice) {
+  LiveExtender extender(fake, live_options([](LiveOptions& o) {
+                          o.bind_timeout = 300ms;
+                          o.bind_landing = 20s;
+                        }));
+  ASSERT_TRUE(extender.wait_for_sync());
+  fake.create(Resource::Pods, gpu_pod("q", 6));
+  ASSERT_TRUE(eventually([&] { return extender.sync().cached_pod("default", "q").has_value(); }));
+  const std::string uid = uid_of(fake, "p");
+  // Each call hangs well past our time-out and is applied afterwards (the second gets 409).
+  fake.inject_fault(binding_fault(0, 2000ms), 2);
+  const auto [code, reply] = extender.post(
+      "bind", Json{{"PodName", "p"}, {"PodNamespace", "default"}, {"PodUID", uid}, {"Node", "n1"}});
   EXPECT_EQ(code, 500);
-  EXPECT_NE(reply["Error"].get<std::string>().find("not bound"), std::string::npos) << reply;
-  EXPECT_FALSE(held(extender, uid));
+  EXPECT_NE(reply["Error"].get<std::string>().find("may still land"), std::string::npos) << reply;
+  ASSERT_FALSE(
+      fake.get(Resource::Pods, "default", "p")->at("spec").contains("nodeName"));  // not yet
+  EXPECT_TRUE(assumed(extender, uid));
+  EXPECT_EQ(extender.used_on("n1", 0), 16);
+  // The next pod must not get GPU 0's last 6 (binpack would pick it if they were free).
+  ASSERT_EQ(extender.bind("q", uid_of(fake, "q"), "n1"), 200);
+  EXPECT_EQ(fake.get(Resource::Pods, "default", "q")
+                ->at("metadata")
+                .at("annotations")
+                .at("ALIYUN_COM_GPU_MEM_IDX"),
+            "1");
+  // The first call lands: the watch confirms the reservation, counted once.
+  ASSERT_TRUE(eventually([&] { return held(extender, uid) && !assumed(extender, uid); }, 10s));
+  EXPECT_EQ(fake.get(Resource::Pods, "default", "p")->at("spec").value("nodeName", ""), "n1");
+  EXPECT_EQ(extender.used_on("n1", 0), 16);
+  EXPECT_EQ(extender.used_on("n1", 1), 6);
+}
+
+// Neither call lands: the memory is held for the landing window, then a read-back releases it
+// and kube-scheduler's retry binds.
+TEST_F(Bind, AnUnansweredBindThatNeverLandsIsReleasedOnceTheLandingWindowCloses) {
+  LiveExtender extender(fake, live_options([](LiveOptions& o) {
+                          o.bind_timeout = 300ms;
+                          o.bind_landing = 2s;
+                        }));
+  ASSERT_TRUE(extender.wait_for_sync());
+  const std::string uid = uid_of(fake, "p");
+  fake.inject_fault(binding_fault(500, 1000ms), 2);  // time-outs; the server then refuses both
+  const auto started = std::chrono::steady_clock::now();
+  EXPECT_EQ(extender.bind("p", uid, "n1"), 500);
+  EXPECT_TRUE(assumed(extender, uid));
+  // A retry within the window is refused: the pod still holds its reservation.
+  EXPECT_EQ(extender.bind("p", uid, "n1"), 500);
+  EXPECT_EQ(extender.used_on("n1", 0), 16);
+  ASSERT_TRUE(eventually([&] { return !held(extender, uid); }, 10s));
+  EXPECT_GE(std::chrono::steady_clock::now() - started, 2s);  // not before the window closed
   EXPECT_EQ(extender.used_on("n1", 0), 10);
-  // kube-scheduler's retry is judged on the truth: the memory is free, the bind goes through.
   EXPECT_EQ(extender.bind("p", uid, "n1"), 200);
   EXPECT_EQ(extender.used_on("n1", 0), 16);
 }
@@ -204,9 +270,9 @@ TEST_F(Bind, AnUnresolvedReservationIsHeldUntilThePodCanBeReadBack) {
 // reports the stale sync.
 TEST_F(Bind, AWatchThatStaysDownNeverFreesABoundPodsMemory) {
   LiveExtender extender(fake, live_options([](LiveOptions& o) {
-    o.reservation_check = 300ms;
-    o.sync_stale = std::chrono::seconds(1);
-  }));
+                          o.reservation_check = 300ms;
+                          o.sync_stale = std::chrono::seconds(1);
+                        }));
   ASSERT_TRUE(extender.wait_for_sync());
   fake.create(Resource::Pods, gpu_pod("q", 6));
   ASSERT_TRUE(eventually([&] { return extender.sync().cached_pod("default", "q").has_value(); }));
@@ -225,11 +291,16 @@ TEST_F(Bind, AWatchThatStaysDownNeverFreesABoundPodsMemory) {
   // Confirmed by a read-back although no watch event arrives.
   EXPECT_TRUE(eventually([&] { return held(extender, uid) && !assumed(extender, uid); }, 10s));
   EXPECT_TRUE(eventually([&] { return extender.readyz() == 503; }, 10s));
-  EXPECT_TRUE(eventually([&] {
-    auto metrics = extender.http().Get("/metrics");
-    return metrics && metrics->body.find("gpushare_sync_failing_seconds{resource=\"pods\"} 0") == std::string::npos &&
-           metrics->body.find("gpushare_sync_failing_seconds{resource=\"pods\"}") != std::string::npos;
-  }, 10s));
+  EXPECT_TRUE(eventually(
+      [&] {
+        auto metrics = extender.http().Get("/metrics");
+        return metrics &&
+               metrics->body.find("gpushare_sync_failing_seconds{resource=\"pods\"} 0") ==
+                   std::string::npos &&
+               metrics->body.find("gpushare_sync_failing_seconds{resource=\"pods\"}") !=
+                   std::string::npos;
+      },
+      10s));
   // Long after any old timer would have fired, the memory is still held: q goes to GPU 1, and
   // a third pod that needs 16 finds no GPU.
   std::this_thread::sleep_for(1500ms);
@@ -320,8 +391,10 @@ TEST(BindParallel, NeverOversubscribesAgainstTheApiServer) {
   long long bound = 0;
   for (const Json& pod : fake.list(Resource::Pods)) {
     if (!pod["spec"].contains("nodeName")) continue;
-    const long long amount = std::stoll(pod["metadata"]["annotations"]["ALIYUN_COM_GPU_MEM_POD"].get<std::string>());
-    per_gpu[{pod["spec"]["nodeName"], pod["metadata"]["annotations"]["ALIYUN_COM_GPU_MEM_IDX"]}] += amount;
+    const long long amount =
+        std::stoll(pod["metadata"]["annotations"]["ALIYUN_COM_GPU_MEM_POD"].get<std::string>());
+    per_gpu[{pod["spec"]["nodeName"], pod["metadata"]["annotations"]["ALIYUN_COM_GPU_MEM_IDX"]}] +=
+        amount;
     bound += amount;
   }
   for (const auto& [gpu, used] : per_gpu) EXPECT_LE(used, 10) << gpu.first << "/" << gpu.second;
@@ -334,8 +407,10 @@ TEST(Restart, TheModelIsRebuiltFromTheApiServerAlone) {
   FakeApiServer fake;
   fake.create(Resource::Nodes, gpu_node("n1", 4, 64));
   fake.create(Resource::Nodes, gpu_node("n2", 2, 32));
-  fake.create(Resource::ConfigMaps, make_configmap("kube-system", "unhealthy-gpu-n2", {{"gpus", "1"}}));
-  for (int i = 0; i < 12; ++i) fake.create(Resource::Pods, gpu_pod("p" + std::to_string(i), 1 + i % 5));
+  fake.create(Resource::ConfigMaps,
+              make_configmap("kube-system", "unhealthy-gpu-n2", {{"gpus", "1"}}));
+  for (int i = 0; i < 12; ++i)
+    fake.create(Resource::Pods, gpu_pod("p" + std::to_string(i), 1 + i % 5));
   fake.create(Resource::Pods, gpu_pod("legacy", 3, "n1"));  // bound without an index
   core::ClusterModel before;
   {
@@ -359,7 +434,8 @@ TEST(Restart, TheModelIsRebuiltFromTheApiServerAlone) {
 
 TEST(EndToEnd, FilterPrioritizeBindBatchMatchesTheApiServer) {
   FakeApiServer fake;
-  for (int n = 0; n < 4; ++n) fake.create(Resource::Nodes, gpu_node("n" + std::to_string(n), 4, 64));
+  for (int n = 0; n < 4; ++n)
+    fake.create(Resource::Nodes, gpu_node("n" + std::to_string(n), 4, 64));
   LiveExtender extender(fake);
   ASSERT_TRUE(extender.wait_for_sync());
   const std::vector<std::string> nodes = {"n0", "n1", "n2", "n3"};
@@ -368,10 +444,12 @@ TEST(EndToEnd, FilterPrioritizeBindBatchMatchesTheApiServer) {
     const std::string name = "job-" + std::to_string(i);
     fake.create(Resource::Pods, gpu_pod(name, 2 + (i * 5) % 9));
     const Json pod = *fake.get(Resource::Pods, "default", name);
-    const auto [fstatus, filtered] = extender.post("filter", Json{{"Pod", pod}, {"NodeNames", nodes}});
+    const auto [fstatus, filtered] =
+        extender.post("filter", Json{{"Pod", pod}, {"NodeNames", nodes}});
     ASSERT_EQ(fstatus, 200);
     if (filtered["NodeNames"].empty()) continue;
-    const auto [pstatus, scores] = extender.post("prioritize", Json{{"Pod", pod}, {"NodeNames", filtered["NodeNames"]}});
+    const auto [pstatus, scores] =
+        extender.post("prioritize", Json{{"Pod", pod}, {"NodeNames", filtered["NodeNames"]}});
     ASSERT_EQ(pstatus, 200);
     std::string best;
     long long top = -1;
@@ -392,15 +470,17 @@ TEST(EndToEnd, FilterPrioritizeBindBatchMatchesTheApiServer) {
   for (const auto& node : inspect["nodes"]) {
     for (const auto& dev : node["devs"]) {
       for (const auto& pod : dev["pods"]) {
-        from_inspect[pod["name"].get<std::string>()] = dev["id"].get<long long>() * 1000 + pod["usedGPU"].get<long long>();
+        from_inspect[pod["name"].get<std::string>()] =
+            dev["id"].get<long long>() * 1000 + pod["usedGPU"].get<long long>();
       }
     }
   }
   std::map<std::string, long long> from_api;
   for (const Json& pod : fake.list(Resource::Pods)) {
     const auto& a = pod["metadata"]["annotations"];
-    from_api[pod["metadata"]["name"]] = std::stoll(a["ALIYUN_COM_GPU_MEM_IDX"].get<std::string>()) * 1000 +
-                                        std::stoll(a["ALIYUN_COM_GPU_MEM_POD"].get<std::string>());
+    from_api[pod["metadata"]["name"]] =
+        std::stoll(a["ALIYUN_COM_GPU_MEM_IDX"].get<std::string>()) * 1000 +
+        std::stoll(a["ALIYUN_COM_GPU_MEM_POD"].get<std::string>());
   }
   EXPECT_EQ(from_inspect, from_api);
   // Binpack fills GPUs before opening new ones: 30 pods of 2..10 (~180 units) fit on few GPUs.

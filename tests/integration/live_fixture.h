@@ -42,7 +42,8 @@ inline Json gpu_node(const std::string& name, int gpus, long long memory_total) 
 inline Json gpu_pod(const std::string& name, long long request, const std::string& node = "",
                     int gpu = -1, const std::string& ns = "default") {
   Json pod = make_pod(ns, name, node, node.empty() ? "Pending" : "Running");
-  pod["spec"]["containers"][0]["resources"] = {{"limits", {{"aliyun.com/gpu-mem", std::to_string(request)}}}};
+  pod["spec"]["containers"][0]["resources"] = {
+      {"limits", {{"aliyun.com/gpu-mem", std::to_string(request)}}}};
   if (gpu >= 0) {
     pod["metadata"]["annotations"] = {{"ALIYUN_COM_GPU_MEM_IDX", std::to_string(gpu)},
                                       {"ALIYUN_COM_GPU_MEM_POD", std::to_string(request)},
@@ -69,8 +70,11 @@ struct LiveOptions {
   // An accepted bind the watch has not confirmed is read back after this long
   // (--reservation-check-seconds).
   std::chrono::milliseconds reservation_check = 30s;
+  // A bind call without an answer may land this long after it was sent (--bind-landing-seconds):
+  // longer than any delay a test's fake injects.
+  std::chrono::milliseconds bind_landing = 5s;
   std::chrono::seconds sync_stale{30};  // --sync-stale-seconds
-  std::filesystem::path kubeconfig;  // use this file instead of the fake's own kubeconfig
+  std::filesystem::path kubeconfig;     // use this file instead of the fake's own kubeconfig
   // Set: run as one replica of an HA pair (--leader-elect).
   std::optional<apiclient::LeaderElectionConfig> leader_election;
   std::chrono::milliseconds shutdown_grace = 10s;
@@ -101,7 +105,8 @@ inline LiveOptions live_options(std::function<void(LiveOptions&)> edit) {
 
 // A fault on the next binding call: answer `status` (0 = no error) after `delay`, optionally
 // after performing the binding ("late success").
-inline RequestFault binding_fault(int status, std::chrono::milliseconds delay = 0ms, bool apply_first = false) {
+inline RequestFault binding_fault(int status, std::chrono::milliseconds delay = 0ms,
+                                  bool apply_first = false) {
   RequestFault fault;
   fault.verb = Verb::Bind;
   fault.status = status;
@@ -115,8 +120,9 @@ class LiveExtender {
   LiveExtender(FakeApiServer& fake, LiveOptions options = {})
       : store_(core::make_policy(options.policy)) {
     if (options.kubeconfig.empty()) {
-      kubeconfig_ = std::filesystem::temp_directory_path() /
-                    ("gpushare-live-" + std::to_string(reinterpret_cast<std::uintptr_t>(this)) + ".yaml");
+      kubeconfig_ =
+          std::filesystem::temp_directory_path() /
+          ("gpushare-live-" + std::to_string(reinterpret_cast<std::uintptr_t>(this)) + ".yaml");
       fake.write_kubeconfig(kubeconfig_, options.token);
       owns_kubeconfig_ = true;
     } else {
@@ -126,12 +132,14 @@ class LiveExtender {
     client_options.request_timeout = 5s;
     client_options.retry.base_delay = 10ms;
     client_options.retry.max_delay = 50ms;
-    client_ = std::make_unique<apiclient::ApiClient>(apiclient::load_kubeconfig(kubeconfig_), client_options);
+    client_ = std::make_unique<apiclient::ApiClient>(apiclient::load_kubeconfig(kubeconfig_),
+                                                     client_options);
     sync::SyncOptions sync_options;
     sync_options.names = options.names;
     sync_options.stale_after = options.sync_stale;
     core::LedgerTiming ledger_timing;
     ledger_timing.check_after_ns = std::chrono::nanoseconds(options.reservation_check).count();
+    ledger_timing.landing_window_ns = std::chrono::nanoseconds(options.bind_landing).count();
     ledger_timing.retry_initial_ns = std::chrono::nanoseconds(100ms).count();
     ledger_timing.retry_max_ns = std::chrono::nanoseconds(500ms).count();
     store_.set_ledger_timing(ledger_timing);
@@ -142,18 +150,19 @@ class LiveExtender {
       reflector.min_healthy_watch = 0ms;
     };
     sync_ = std::make_unique<sync::ClusterSync>(*client_, store_, metrics_, sync_options);
-    binder_ = std::make_unique<sync::ApiPodBinder>(*client_, *sync_, options.bind_mode, options.bind_timeout);
+    binder_ = std::make_unique<sync::ApiPodBinder>(*client_, *sync_, options.bind_mode,
+                                                   options.bind_timeout);
     extender::PodBinder* binder = binder_.get();
     if (options.leader_election) {
-      gate_ = std::make_unique<sync::LeaderGate>(*client_, *sync_, store_,
-                                                 *options.leader_election);
+      gate_ =
+          std::make_unique<sync::LeaderGate>(*client_, *sync_, store_, *options.leader_election);
       leader_binder_ = std::make_unique<sync::LeaderBinder>(*binder_, *gate_, options.bind_timeout);
       binder = leader_binder_.get();
     }
     extender::ServiceConfig service_config;
     service_config.names = options.names;
     service_ = std::make_unique<extender::SchedulingService>(store_, *binder, metrics_, rejections_,
-                                                              service_config);
+                                                             service_config);
     extender::HttpServerOptions http;
     http.threads = 0;
     http.shutdown_grace = options.shutdown_grace;
@@ -167,7 +176,8 @@ class LiveExtender {
           [this] { return sync::leader_election_state(gate_->elector()); }));
     }
     sync::attach_inspect_sources(*sync_, http);
-    server_ = std::make_unique<extender::HttpServer>(*service_, store_, metrics_, rejections_, http);
+    server_ =
+        std::make_unique<extender::HttpServer>(*service_, store_, metrics_, rejections_, http);
     port_ = server_->bind("127.0.0.1", 0);
     sync_->start();
     if (gate_) gate_->start();
@@ -221,13 +231,16 @@ class LiveExtender {
   }
   int bind(const std::string& name, const std::string& uid, const std::string& node,
            const std::string& ns = "default") const {
-    return post("bind", Json{{"PodName", name}, {"PodNamespace", ns}, {"PodUID", uid}, {"Node", node}}).first;
+    return post("bind",
+                Json{{"PodName", name}, {"PodNamespace", ns}, {"PodUID", uid}, {"Node", node}})
+        .first;
   }
 
   // Reads the model under its lock.
   template <typename Fn>
   auto read(Fn fn) const {
-    return store_.read([&](const core::ClusterModel& model, const core::PlacementPolicy&) { return fn(model); });
+    return store_.read(
+        [&](const core::ClusterModel& model, const core::PlacementPolicy&) { return fn(model); });
   }
   // What the policy has learned (PlacementPolicy::describe_state(), JSON).
   Json policy_state() const {

@@ -24,6 +24,7 @@ class Ledger : public ::testing::Test {
     t.check_after_ns = 30 * kSecond;
     t.retry_initial_ns = 2 * kSecond;
     t.retry_max_ns = 8 * kSecond;
+    t.landing_window_ns = 60 * kSecond;
     return t;
   }
 
@@ -57,7 +58,7 @@ class Ledger : public ::testing::Test {
     if (target == ReservationState::kAccepted)
       ledger.bind_accepted(model, uid, kReserved, kReserved + kSecond);
     if (target == ReservationState::kUnresolved)
-      ledger.bind_unknown(model, uid, kReserved, kReserved + kSecond);
+      ledger.bind_unknown(model, uid, kReserved, kReserved, kReserved + kSecond);
     ASSERT_EQ(state(uid), target);
   }
 
@@ -118,7 +119,8 @@ TEST_F(Ledger, TheBindCallsEndOnlyTheirOwnReservation) {
   // Evidence settled it first: the call's late answer changes nothing.
   ledger.observe(model, bound("a", 6), EvidenceSource::kWatch);
   EXPECT_EQ(ledger.bind_rejected(model, "a", kReserved), ReservationOutcome::kNone);
-  EXPECT_EQ(ledger.bind_unknown(model, "a", kReserved, kReserved), ReservationOutcome::kNone);
+  EXPECT_EQ(ledger.bind_unknown(model, "a", kReserved, kReserved, kReserved),
+            ReservationOutcome::kNone);
   EXPECT_NE(model.find_pod("a"), nullptr);
   EXPECT_EQ(used(), 6);
 }
@@ -164,17 +166,57 @@ TEST_F(Ledger, PendingFromAWatchOrListNeverReleases) {
 }
 
 TEST_F(Ledger, PendingFromAReadBackReleasesAnAcceptedOrUnresolvedBindButNotOneInFlight) {
+  // Unresolved: only a read sent once the unanswered call can no longer land (60 s) counts.
   reserve_in("a", ReservationState::kUnresolved);
-  EXPECT_EQ(ledger.observe(model, pending("a"), EvidenceSource::kReadBack, kReserved),
+  EXPECT_EQ(ledger.observe(model, pending("a"), EvidenceSource::kReadBack, kReserved,
+                           kReserved + 60 * kSecond),
             ReservationOutcome::kReleased);
   EXPECT_EQ(used(), 0);
   reserve_in("a", ReservationState::kAccepted);
-  EXPECT_EQ(ledger.observe(model, pending("a"), EvidenceSource::kReadBack, kReserved),
+  EXPECT_EQ(ledger.observe(model, pending("a"), EvidenceSource::kReadBack, kReserved,
+                           kReserved + kSecond),
             ReservationOutcome::kReleased);
   reserve_in("a", ReservationState::kBinding);
-  EXPECT_EQ(ledger.observe(model, pending("a"), EvidenceSource::kReadBack, kReserved),
+  EXPECT_EQ(ledger.observe(model, pending("a"), EvidenceSource::kReadBack, kReserved,
+                           kReserved + 90 * kSecond),
             ReservationOutcome::kKept);
   EXPECT_EQ(used(), 6);
+}
+
+// The late-landing race: a bind call times out, the read-back finds the pod unbound, and the
+// API server applies the call after that. Releasing on that read would hand the memory out
+// twice, so an Unresolved reservation outlives pending reads until the call's window closed.
+TEST_F(Ledger, APendingReadBackWithinTheLandingWindowKeepsAnUnresolvedReservation) {
+  ASSERT_TRUE(ledger.reserve(model, allocation("a", 6), kReserved));
+  // The second call (sent again at +10 s) had no answer either: the window runs from it.
+  ledger.bind_unknown(model, "a", kReserved, kReserved + 10 * kSecond, kReserved + 20 * kSecond);
+  EXPECT_EQ(ledger.find("a")->next_check_ns, kReserved + 20 * kSecond);  // read back at once
+  EXPECT_EQ(ledger.observe(model, pending("a"), EvidenceSource::kReadBack, kReserved,
+                           kReserved + 20 * kSecond),
+            ReservationOutcome::kKept);
+  EXPECT_EQ(used(), 6);
+  // Not due again before the window closes; due then.
+  EXPECT_EQ(ledger.find("a")->next_check_ns, kReserved + 70 * kSecond);
+  EXPECT_TRUE(ledger.due(kReserved + 69 * kSecond).empty());
+  EXPECT_EQ(ledger.due(kReserved + 70 * kSecond).size(), 1u);
+  // A read sent just before the window closes still proves nothing; one sent at its end does.
+  EXPECT_EQ(ledger.observe(model, pending("a"), EvidenceSource::kReadBack, kReserved,
+                           kReserved + 70 * kSecond - 1),
+            ReservationOutcome::kKept);
+  EXPECT_EQ(ledger.observe(model, pending("a"), EvidenceSource::kReadBack, kReserved,
+                           kReserved + 70 * kSecond),
+            ReservationOutcome::kReleased);
+  EXPECT_EQ(used(), 0);
+  // Had the call landed meanwhile, the watch's bound event confirms it whatever the window.
+  ASSERT_TRUE(ledger.reserve(model, allocation("a", 6), kReserved + 100 * kSecond));
+  ledger.bind_unknown(model, "a", kReserved + 100 * kSecond, kReserved + 100 * kSecond,
+                      kReserved + 101 * kSecond);
+  ledger.observe(model, pending("a"), EvidenceSource::kReadBack, kReserved + 100 * kSecond,
+                 kReserved + 101 * kSecond);
+  EXPECT_EQ(ledger.observe(model, bound("a", 6), EvidenceSource::kWatch),
+            ReservationOutcome::kConfirmed);
+  EXPECT_EQ(used(), 6);
+  EXPECT_FALSE(model.find_pod("a")->assumed);
 }
 
 TEST_F(Ledger, AReadBackMadeForAnOlderReservationDoesNotReleaseANewerOne) {

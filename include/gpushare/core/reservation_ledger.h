@@ -13,8 +13,12 @@
 //   Binding --bind_unknown--> Unresolved              no answer (time-out): read the pod back now
 //   any --observe(bound)--> (confirmed)               the pod is bound: the truth replaces the hold
 //   any --observe(gone)--> (released)                 deleted, finished, or re-created (other UID)
-//   Accepted|Unresolved --observe(pending, read-back)--> (released)
+//   Accepted --observe(pending, read-back)--> (released)
 //                                                     a fresh read shows the bind did not land
+//   Unresolved --observe(pending, read-back)--> (released) if the read was sent once the
+//                                                     landing window of the last unanswered call
+//                                                     had passed; else unchanged, read back then
+//                                                     (the server may still apply that call)
 //   Binding|Accepted|Unresolved --observe(pending, watch or list)--> unchanged
 //                                                     the event may be older than our bind
 //   Accepted|Unresolved --read_back_failed--> same state, read back again after a back-off
@@ -74,6 +78,10 @@ struct Reservation {
   std::int64_t reserved_ns = 0;     // when bind reserved it; also the bind's token
   std::int64_t state_since_ns = 0;  // when it entered `state`
   std::int64_t next_check_ns = 0;   // a read-back is due from then (Accepted, Unresolved)
+  // Unresolved: when the last bind call without an answer was sent. The API server may apply
+  // it until its own request deadline has passed, so a pending read sent before then proves
+  // nothing.
+  std::int64_t unanswered_call_ns = 0;
   int failed_checks = 0;
 };
 
@@ -83,6 +91,9 @@ struct LedgerTiming {
   // Back-off between failed read-backs: doubles from `retry_initial_ns` up to `retry_max_ns`.
   std::int64_t retry_initial_ns = 2'000'000'000;
   std::int64_t retry_max_ns = 60'000'000'000;
+  // How long after a bind call without an answer was sent the API server may still apply it:
+  // kube-apiserver's --request-timeout (60 s by default) bounds every request it serves.
+  std::int64_t landing_window_ns = 60'000'000'000;
 };
 
 class ReservationLedger {
@@ -100,14 +111,18 @@ class ReservationLedger {
                                    std::int64_t now_ns);
   ReservationOutcome bind_final(ClusterModel& model, std::string_view uid, std::int64_t token);
   ReservationOutcome bind_rejected(ClusterModel& model, std::string_view uid, std::int64_t token);
+  // `call_sent_ns`: when the last call without an answer was sent (its landing window starts).
   ReservationOutcome bind_unknown(ClusterModel& model, std::string_view uid, std::int64_t token,
-                                  std::int64_t now_ns);
+                                  std::int64_t call_sent_ns, std::int64_t now_ns);
 
   // Evidence about a pod, reserved or not: a bound pod enters (or updates) the model, a gone
   // one leaves it, whatever the ledger held. A read-back names the reservation it was made for
-  // (`token`, its reserved_ns): a pending pod releases only that one, not a newer bind's.
+  // (`token`, its reserved_ns) and when the read was sent (`read_sent_ns`): a pending pod
+  // releases only that one, not a newer bind's, and an Unresolved one only once its landing
+  // window had passed when the read was sent.
   ReservationOutcome observe(ClusterModel& model, const PodEvidence& evidence,
-                             EvidenceSource source, std::int64_t token = 0);
+                             EvidenceSource source, std::int64_t token = 0,
+                             std::int64_t read_sent_ns = 0);
 
   // A read-back could not be made (API server down): keep the reservation, try again later.
   void read_back_failed(std::string_view uid, std::int64_t now_ns);

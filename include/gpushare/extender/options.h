@@ -25,7 +25,7 @@ struct Options {
   // Who may call the scheduling verbs (client_access.h, docs/hardening.md).
   std::string tls_client_ca_file;  // require a client certificate signed by these CAs
   ClientNetworks allowed_clients;  // --allowed-clients; empty: any address
-  std::string policy;  // defaults to core::kDefaultPolicy
+  std::string policy;              // defaults to core::kDefaultPolicy
   std::string bind_mode = "binding";
   std::string score_mapping = "rank";  // core::ScoreMapping: how prioritize maps onto 0..10
   kube::ResourceNames names;
@@ -41,6 +41,7 @@ struct Options {
   // How long a bind may stay unconfirmed by the watch before its reservation is dropped.
   int assume_ttl_seconds = 0;  // deprecated and ignored (warned about when set)
   int reservation_check_seconds = 30;
+  int bind_landing_seconds = 60;  // kube-apiserver's --request-timeout default
   int sync_stale_seconds = 30;
   // High availability (live mode only), with kube-scheduler's flag names and defaults.
   bool leader_elect = false;

@@ -18,10 +18,11 @@ struct Settlement {
   std::string what;  // for the log line, naming the pod; empty when nothing changed
 };
 
-// Call under the model store's exclusive lock; log `what` after releasing it.
+// Call under the model store's exclusive lock; log `what` after releasing it. `read_sent_ns`:
+// when the read was sent (a pending pod proves nothing while an unanswered bind may land).
 Settlement apply_read_back(core::ClusterModel& model, core::ReservationLedger& ledger,
                            const PodBinder::ReadBack& read, std::string_view uid,
-                           std::int64_t token, std::int64_t now_ns);
+                           std::int64_t token, std::int64_t read_sent_ns, std::int64_t now_ns);
 
 // Logs `what` (a confirmation at info, anything else at warning); call without the lock.
 void log_settlement(const Settlement& settlement);

@@ -1,19 +1,18 @@
 // gpushare-extender: the kube-scheduler extender service.
 
 #include <pthread.h>
+#include <spdlog/spdlog.h>
 
 #include <algorithm>
 #include <atomic>
 #include <chrono>
 #include <csignal>
-#include <functional>
 #include <cstdlib>
+#include <functional>
 #include <iostream>
 #include <ranges>
 #include <string_view>
 #include <thread>
-
-#include <spdlog/spdlog.h>
 
 #include "gpushare/core/placement_policy.h"
 #include "gpushare/core/score_mapping.h"
@@ -77,7 +76,8 @@ int serve(const ext::Options& options, ext::SchedulingService& service, ext::Mod
   // the listening socket.
   const std::size_t open_files = ext::raise_open_file_limit();
   constexpr std::size_t kReservedFiles = 128;
-  const std::size_t most = open_files > 2 * kReservedFiles ? open_files - kReservedFiles : open_files / 2;
+  const std::size_t most =
+      open_files > 2 * kReservedFiles ? open_files - kReservedFiles : open_files / 2;
   http.connections.max_connections = std::min(options.connections.max_connections, most);
   if (http.connections.max_connections < options.connections.max_connections) {
     spdlog::warn("--max-connections {} lowered to {}: the open-file limit is {}",
@@ -103,7 +103,8 @@ int serve(const ext::Options& options, ext::SchedulingService& service, ext::Mod
     // httplib notices the stop on an idle keep-alive connection (kube-scheduler keeps them)
     // only when that connection's keep-alive time-out (90 s) runs out, long after the kubelet's
     // SIGKILL. Binds are answered and the lease is given up by now: do not wait for them.
-    for (int i = 0; i < 300 && !served; ++i) std::this_thread::sleep_for(std::chrono::milliseconds(10));
+    for (int i = 0; i < 300 && !served; ++i)
+      std::this_thread::sleep_for(std::chrono::milliseconds(10));
     if (!served) {
       spdlog::info("exiting; idle keep-alive connections are closed with the process");
       spdlog::shutdown();
@@ -122,8 +123,8 @@ int serve(const ext::Options& options, ext::SchedulingService& service, ext::Mod
 int run_standalone(const ext::Options& options, ShutdownSignals& signals) {
   std::unique_ptr<ext::StandaloneCluster> cluster;
   try {
-    cluster = std::make_unique<ext::StandaloneCluster>(ext::load_cluster_file(options.cluster_file, options.names),
-                                                       options.names);
+    cluster = std::make_unique<ext::StandaloneCluster>(
+        ext::load_cluster_file(options.cluster_file, options.names), options.names);
   } catch (const std::exception& e) {
     // A line per mistake: the logger would escape the newlines of one message.
     for (const auto line : std::views::split(std::string_view(e.what()), '\n')) {
@@ -149,10 +150,15 @@ int run_standalone(const ext::Options& options, ShutdownSignals& signals) {
   ext::RejectionLog rejections;
   ext::ServiceConfig config;
   config.names = options.names;
-  config.score_mapping = *gpushare::core::score_mapping_named(options.score_mapping);  // validated by the flag
+  config.score_mapping =
+      *gpushare::core::score_mapping_named(options.score_mapping);  // validated by the flag
   ext::SchedulingService service(store, *cluster, metrics, rejections, config);
-  auto phases = [&cluster](ext::HttpServerOptions& http) { http.pod_phase = cluster->pod_phases(); };
-  return serve(options, service, store, metrics, rejections, [] { return std::string(); }, signals, nullptr, phases);
+  auto phases = [&cluster](ext::HttpServerOptions& http) {
+    http.pod_phase = cluster->pod_phases();
+  };
+  return serve(
+      options, service, store, metrics, rejections, [] { return std::string(); }, signals, nullptr,
+      phases);
 }
 
 #ifdef GPUSHARE_HAVE_SYNC
@@ -161,7 +167,8 @@ int run_live(const ext::Options& options, ShutdownSignals& signals) {
   api::ClusterConfig cluster;
   try {
     api::ConfigSources sources;
-    if (options.source == ext::ClusterSource::kKubeconfig) sources.explicit_kubeconfig = options.kubeconfig;
+    if (options.source == ext::ClusterSource::kKubeconfig)
+      sources.explicit_kubeconfig = options.kubeconfig;
     cluster = api::resolve_cluster_config(sources);
   } catch (const std::exception& e) {
     spdlog::critical("cluster configuration: {}", e.what());
@@ -178,18 +185,22 @@ int run_live(const ext::Options& options, ShutdownSignals& signals) {
   sync_options.names = options.names;
   sync_options.stale_after = std::chrono::seconds(options.sync_stale_seconds);
   if (options.assume_ttl_seconds != 0) {
-    spdlog::warn("--assume-ttl-seconds is deprecated and ignored: a bind's reservation now ends only on what the "
-                 "API server shows (see --reservation-check-seconds)");
+    spdlog::warn(
+        "--assume-ttl-seconds is deprecated and ignored: a bind's reservation now ends only on "
+        "what the "
+        "API server shows (see --reservation-check-seconds)");
   }
   gpushare::core::LedgerTiming ledger_timing;
   ledger_timing.check_after_ns = std::int64_t{options.reservation_check_seconds} * 1'000'000'000;
+  ledger_timing.landing_window_ns = std::int64_t{options.bind_landing_seconds} * 1'000'000'000;
   store.set_ledger_timing(ledger_timing);
   gpushare::sync::ClusterSync sync(client, store, metrics, sync_options);
   constexpr std::chrono::seconds kBindTimeout{10};
-  gpushare::sync::ApiPodBinder binder(
-      client, sync,
-      options.bind_mode == "patch-bind" ? gpushare::sync::BindMode::kPatchBind : gpushare::sync::BindMode::kBinding,
-      kBindTimeout);
+  gpushare::sync::ApiPodBinder binder(client, sync,
+                                      options.bind_mode == "patch-bind"
+                                          ? gpushare::sync::BindMode::kPatchBind
+                                          : gpushare::sync::BindMode::kBinding,
+                                      kBindTimeout);
   // --leader-elect: only the caught-up holder of the Lease binds and reports ready.
   std::unique_ptr<gpushare::sync::LeaderGate> gate;
   std::unique_ptr<gpushare::sync::LeaderBinder> leader_binder;
@@ -210,9 +221,11 @@ int run_live(const ext::Options& options, ShutdownSignals& signals) {
   }
   ext::ServiceConfig config;
   config.names = options.names;
-  config.score_mapping = *gpushare::core::score_mapping_named(options.score_mapping);  // validated by the flag
-  ext::SchedulingService service(store, leader_binder ? static_cast<ext::PodBinder&>(*leader_binder) : binder,
-                                 metrics, rejections, config);
+  config.score_mapping =
+      *gpushare::core::score_mapping_named(options.score_mapping);  // validated by the flag
+  ext::SchedulingService service(
+      store, leader_binder ? static_cast<ext::PodBinder&>(*leader_binder) : binder, metrics,
+      rejections, config);
   sync.start();
   if (gate) gate->start();
   auto not_ready = [&sync, &gate] {
@@ -228,8 +241,11 @@ int run_live(const ext::Options& options, ShutdownSignals& signals) {
     metrics.add_collector(gpushare::sync::leader_election_collector(
         [&gate] { return gpushare::sync::leader_election_state(gate->elector()); }));
   }
-  auto inspect_sources = [&sync](ext::HttpServerOptions& http) { gpushare::sync::attach_inspect_sources(sync, http); };
-  const int code = serve(options, service, store, metrics, rejections, not_ready, signals, on_drained, inspect_sources);
+  auto inspect_sources = [&sync](ext::HttpServerOptions& http) {
+    gpushare::sync::attach_inspect_sources(sync, http);
+  };
+  const int code = serve(options, service, store, metrics, rejections, not_ready, signals,
+                         on_drained, inspect_sources);
   if (gate) gate->stop(true);  // every request has been answered by now
   sync.stop();
   return code;
@@ -241,10 +257,11 @@ int run_live(const ext::Options& options, ShutdownSignals& signals) {
 int main(int argc, char** argv) {
   ShutdownSignals signals;
   const std::vector<std::string> args(argv + 1, argv + argc);
-  const ext::ParsedOptions parsed = ext::parse_options(args, [](const char* name) -> std::optional<std::string> {
-    const char* value = std::getenv(name);
-    return value ? std::optional<std::string>(value) : std::nullopt;
-  });
+  const ext::ParsedOptions parsed =
+      ext::parse_options(args, [](const char* name) -> std::optional<std::string> {
+        const char* value = std::getenv(name);
+        return value ? std::optional<std::string>(value) : std::nullopt;
+      });
   switch (parsed.action) {
     case ext::ParsedOptions::Action::kExitSuccess:
       std::cout << parsed.message;
