@@ -191,14 +191,15 @@ TEST_F(Bind, ABindThatLandsAfterAnUnboundReadBackIsNeverGrantedTwice) {
   fake.create(Resource::Pods, gpu_pod("q", 6));
   ASSERT_TRUE(eventually([&] { return extender.sync().cached_pod("default", "q").has_value(); }));
   const std::string uid = uid_of(fake, "p");
-  // Each call hangs well past our time-out and is applied afterwards (the second gets 409).
-  fake.inject_fault(binding_fault(0, 2000ms), 2);
+  // Each call hangs well past our time-out and is applied afterwards (the second gets 409); 4 s
+  // leaves a loaded (sanitized) run ample time to answer and bind q before the first lands.
+  fake.inject_fault(binding_fault(0, 4000ms), 2);
   const auto [code, reply] = extender.post(
       "bind", Json{{"PodName", "p"}, {"PodNamespace", "default"}, {"PodUID", uid}, {"Node", "n1"}});
   EXPECT_EQ(code, 500);
   EXPECT_NE(reply["Error"].get<std::string>().find("may still land"), std::string::npos) << reply;
-  ASSERT_FALSE(
-      fake.get(Resource::Pods, "default", "p")->at("spec").contains("nodeName"));  // not yet
+  ASSERT_FALSE(fake.get(Resource::Pods, "default", "p")->at("spec").contains("nodeName"))
+      << "the first call landed before the reply: the race was not set up";
   EXPECT_TRUE(assumed(extender, uid));
   EXPECT_EQ(extender.used_on("n1", 0), 16);
   // The next pod must not get GPU 0's last 6 (binpack would pick it if they were free).
@@ -220,7 +221,8 @@ TEST_F(Bind, ABindThatLandsAfterAnUnboundReadBackIsNeverGrantedTwice) {
 TEST_F(Bind, AnUnansweredBindThatNeverLandsIsReleasedOnceTheLandingWindowCloses) {
   LiveExtender extender(fake, live_options([](LiveOptions& o) {
                           o.bind_timeout = 300ms;
-                          o.bind_landing = 2s;
+                          // The retry below comes well within it, even when loaded.
+                          o.bind_landing = 4s;
                         }));
   ASSERT_TRUE(extender.wait_for_sync());
   const std::string uid = uid_of(fake, "p");
@@ -232,7 +234,7 @@ TEST_F(Bind, AnUnansweredBindThatNeverLandsIsReleasedOnceTheLandingWindowCloses)
   EXPECT_EQ(extender.bind("p", uid, "n1"), 500);
   EXPECT_EQ(extender.used_on("n1", 0), 16);
   ASSERT_TRUE(eventually([&] { return !held(extender, uid); }, 10s));
-  EXPECT_GE(std::chrono::steady_clock::now() - started, 2s);  // not before the window closed
+  EXPECT_GE(std::chrono::steady_clock::now() - started, 4s);  // not before the window closed
   EXPECT_EQ(extender.used_on("n1", 0), 10);
   EXPECT_EQ(extender.bind("p", uid, "n1"), 200);
   EXPECT_EQ(extender.used_on("n1", 0), 16);
