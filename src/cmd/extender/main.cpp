@@ -187,8 +187,7 @@ int run_live(const ext::Options& options, ShutdownSignals& signals) {
   if (options.assume_ttl_seconds != 0) {
     spdlog::warn(
         "--assume-ttl-seconds is deprecated and ignored: a bind's reservation now ends only on "
-        "what the "
-        "API server shows (see --reservation-check-seconds)");
+        "what the API server shows (see --reservation-check-seconds)");
   }
   gpushare::core::LedgerTiming ledger_timing;
   ledger_timing.check_after_ns = std::int64_t{options.reservation_check_seconds} * 1'000'000'000;
