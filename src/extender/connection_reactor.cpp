@@ -209,8 +209,12 @@ void Reactor::close(std::shared_ptr<Connection> connection) {
   forget_locked(*connection);
 }
 
-void Reactor::forget_locked(const Connection& connection) {
+void Reactor::forget_locked(Connection& connection) {
   --open_;
+  if (connection.chunked_slot) {
+    --chunked_bodies_;
+    connection.chunked_slot = false;
+  }
   if (auto it = per_client_.find(connection.peer_ip);
       it != per_client_.end() && --it->second == 0) {
     per_client_.erase(it);
@@ -219,7 +223,15 @@ void Reactor::forget_locked(const Connection& connection) {
   capacity_.notify_all();
 }
 
+void Reactor::release_chunked(Connection& connection) {
+  if (!connection.chunked_slot) return;
+  std::lock_guard lock(mutex_);
+  --chunked_bodies_;
+  connection.chunked_slot = false;
+}
+
 void Reactor::release_body(Connection& connection) {
+  release_chunked(connection);
   if (connection.body_charge == 0) return;
   bool waited_for = false;
   {
@@ -409,6 +421,29 @@ void Reactor::advance(int fd) {
     return hand_over(fd);  // the worker answers the refusal; the body is never read
   }
   const Framing framing = parse_framing(std::string_view(buffer).substr(0, *header));
+  if (framing.kind == Framing::Kind::kChunked && limits_.max_chunked_bodies > 0 &&
+      !connection.chunked_slot) {
+    bool admitted = false;
+    {
+      std::lock_guard lock(mutex_);
+      if (chunked_bodies_ < limits_.max_chunked_bodies) {
+        ++chunked_bodies_;
+        connection.chunked_slot = true;
+        admitted = true;
+      }
+    }
+    if (!admitted) {
+      if (const auto logged = refusal_log_.admit(now); logged.log) {
+        spdlog::warn(
+            "http: refused a chunked request body from {}: {} are being read already "
+            "(a quarter of --http-threads){}",
+            connection.peer_ip, limits_.max_chunked_bodies, held_back_note(logged));
+      }
+      return drop(fd,
+                  plain_reply(503, "Service Unavailable",
+                              "too many chunked request bodies at once; send a Content-Length"));
+    }
+  }
   // A chunked body is read by the worker, within the body deadline; an oversized one is refused.
   if (framing.kind != Framing::Kind::kLength || framing.length == 0 ||
       framing.length > limits_.max_request_bytes) {

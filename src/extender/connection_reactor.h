@@ -79,6 +79,7 @@ struct Connection {
   std::string buffer;  // received, not yet consumed by a request
   std::size_t requests_served = 0;
   std::size_t body_charge = 0;      // bytes of the body budget this request holds
+  bool chunked_slot = false;        // this request holds one of Limits::max_chunked_bodies
   Clock::time_point body_deadline;  // for a body still arriving when the worker reads it
   // Workers only: the two ends' addresses, once httplib asked for them.
   std::optional<Address> remote_address;
@@ -111,8 +112,12 @@ class Reactor {
   void resume(std::shared_ptr<Connection> connection);
   // From a worker: the connection is finished with; closes it.
   void close(std::shared_ptr<Connection> connection);
-  // From a worker: the request that held `connection.body_charge` was answered.
+  // From a worker: the request that held `connection.body_charge` (or a chunked-body slot) was
+  // answered.
   void release_body(Connection& connection);
+  // From a worker: the request's chunked body has been read (or given up on); its slot is free
+  // (before the reply's linger, which may hold the worker a while longer).
+  void release_chunked(Connection& connection);
   bool stopping() const;
   // Closes the connections waiting for a request, waits until the ones being answered are
   // closed by their workers, and ends the reactor thread.
@@ -136,7 +141,7 @@ class Reactor {
   void expire(Clock::time_point now);
   void hand_over(int fd);
   void drop(int fd, std::string_view reply);
-  void forget_locked(const Connection& connection);
+  void forget_locked(Connection& connection);
   void set_interest(int fd, bool readable);
 
   const Limits limits_;
@@ -162,6 +167,7 @@ class Reactor {
   std::size_t body_bytes_ = 0;
   bool budget_freed_ = false;
   std::size_t budget_waiting_ = 0;  // bodies that waited for the budget (may count closed ones)
+  std::size_t chunked_bodies_ = 0;  // chunked bodies handed to workers and not yet answered
   bool stopping_ = false;
 
   std::thread thread_;

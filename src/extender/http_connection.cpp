@@ -537,6 +537,7 @@ class LimitedServer final : public Base, public ReactorOwner {
       bool connection_closed = false;
       const bool last = connection.requests_served >= this->keep_alive_max_count_;
       const bool served = this->process_request(stream, last, connection_closed, setup);
+      reactor_->release_chunked(connection);
       if (state.close_after_response) {
         if (served) linger(transport);
         return false;

@@ -55,6 +55,11 @@ struct Limits : ConnectionLimits {
   // headers. Called on the reactor thread.
   std::function<bool(std::string_view path, std::string_view peer_ip, const SSL* ssl)>
       refused_early;
+  // Chunked request bodies read by workers at once. Such a body is read on a worker (its end is
+  // known only by decoding it), which it may hold until body_timeout; beyond this many, a new
+  // one gets 503 and its connection closes, so slow chunked uploads cannot take every worker.
+  // 0: no limit.
+  std::size_t max_chunked_bodies = 0;
 };
 
 // An httplib server (TLS when cert_file is not empty) whose connections are served as above,

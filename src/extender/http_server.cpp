@@ -81,6 +81,9 @@ HttpServer::HttpServer(SchedulingService& service, ModelStore& store, MetricRegi
   // httplib's connection loop, with the request limits it lacks (http_connection.h).
   http_connection::Limits limits;
   static_cast<ConnectionLimits&>(limits) = options_.connections;
+  // Slow chunked uploads may hold at most a quarter of the workers (http_connection.h).
+  limits.max_chunked_bodies =
+      std::max<std::size_t>(1, connection_thread_limit(options_.threads) / 4);
   if (access_.restricts()) {
     limits.refused_early = [this](std::string_view path, std::string_view peer_ip, const SSL* ssl) {
       return is_scheduling_verb(path) && access_.refusal(peer_ip, ssl).has_value();
@@ -201,14 +204,15 @@ void HttpServer::install_routes() {
       try {
         std::optional<std::string> body = std::string();
         if (reader != nullptr)
-          body = http_connection::read_limited_body(req, res, *reader, options_.connections.max_request_bytes,
-                                                    kRequestBodyPadding);
+          body = http_connection::read_limited_body(
+              req, res, *reader, options_.connections.max_request_bytes, kRequestBodyPadding);
         if (body) {
           body_fn(req, *body, res);
         } else {
           spdlog::warn("{}: refused the body of a request from {} (HTTP {})", verb, req.remote_addr,
                        res.status);
-          res.set_content(error_body(body_refusal(res.status, options_.connections.max_request_bytes)), kJson);
+          res.set_content(
+              error_body(body_refusal(res.status, options_.connections.max_request_bytes)), kJson);
         }
       } catch (const kube::BadInput& e) {
         spdlog::warn("{}: bad request from {}: {}", verb, req.remote_addr, e.what());
@@ -289,8 +293,7 @@ void HttpServer::install_routes() {
        handle(
            "preempt",
            [this](const httplib::Request&, std::string& body, httplib::Response& res) {
-             const PreemptionArgs args =
-                 decode_preemption_args(body, service_.config().names);
+             const PreemptionArgs args = decode_preemption_args(body, service_.config().names);
              res.set_content(encode_preemption_result(service_.preempt(args)), kJson);
            },
            plain_error));
@@ -377,8 +380,8 @@ void HttpServer::install_routes() {
         [](const core::ClusterModel& model, const core::PlacementPolicy&,
            const core::ReservationLedger& ledger) { return model_gauges(model, ledger); });
     res.set_content(registry_.render([&gauges](std::vector<prometheus::MetricFamily>& out) {
-                      collect_model(out, gauges);
-                    }),
+      collect_model(out, gauges);
+    }),
                     "text/plain; version=0.0.4");
   });
 
@@ -417,8 +420,8 @@ void HttpServer::install_routes() {
 
   // Whatever httplib itself rejects (unknown path, oversized body, bad request line) still
   // gets a JSON Error body so kube-scheduler's logs and curl users see why.
-  server_->set_error_handler([max = options_.connections.max_request_bytes](const httplib::Request& req,
-                                                                httplib::Response& res) {
+  server_->set_error_handler([max = options_.connections.max_request_bytes](
+                                 const httplib::Request& req, httplib::Response& res) {
     // httplib answers 400 when its read of a body fails; when the stream stopped it at the
     // limit, say so.
     if (http_connection::body_over_limit()) res.status = 413;

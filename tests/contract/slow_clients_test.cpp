@@ -4,6 +4,7 @@
 // client that misses the header or body deadline is cut off; one client cannot hold more than
 // its share of connections; and well-behaved keep-alive clients never see a request fail.
 
+#include <fmt/format.h>
 #include <gtest/gtest.h>
 
 #include <atomic>
@@ -129,10 +130,57 @@ TEST(SlowClients, AClientThatMissesTheBodyDeadlineGets408) {
   EXPECT_TRUE(slow.closed_by_peer(20s));
 }
 
+// A chunked body is read on a worker (only decoding it finds its end), which a slow upload
+// holds until the body deadline. Such uploads may hold a quarter of the workers: beyond, 503
+// and close; Content-Length requests are still served, and a freed slot is taken again.
+TEST(SlowClients, SlowChunkedUploadsCannotTakeEveryWorker) {
+  ExtenderUnderTest extender(small_cluster(), "binpack", 1 << 20, /*http_threads=*/8);  // 2 slots
+  const std::string chunked_head =
+      "POST /gpushare-scheduler/filter HTTP/1.1\r\nHost: 127.0.0.1\r\nContent-Type: "
+      "application/json\r\nTransfer-Encoding: chunked\r\n\r\n";
+  const std::string body = filter_body();
+  const std::string first_chunk = fmt::format("{:x}\r\n{}\r\n", 10, body.substr(0, 10));
+  std::vector<std::unique_ptr<RawHttpConnection>> slow;
+  for (int i = 0; i < 2; ++i) {
+    slow.push_back(std::make_unique<RawHttpConnection>(port_of(extender)));
+    ASSERT_TRUE(slow.back()->send_raw(chunked_head + first_chunk));
+  }
+  // Both are being read (their workers wait for more chunks) before the third arrives.
+  std::this_thread::sleep_for(300ms);
+  RawHttpConnection third(port_of(extender));
+  ASSERT_TRUE(third.send_raw(chunked_head + first_chunk));
+  const auto refused = third.read_head(20s);
+  ASSERT_TRUE(refused);
+  EXPECT_EQ(refused->status, 503);
+  EXPECT_TRUE(third.closed_by_peer(20s));
+  // Requests with a Content-Length are served meanwhile.
+  RawHttpConnection probe(port_of(extender));
+  EXPECT_EQ(exchange(probe, "POST", "/gpushare-scheduler/filter", body), 200);
+  // The first slow upload finishes: answered, and its slot is free for the next.
+  const std::string rest = body.substr(10);
+  ASSERT_TRUE(slow[0]->send_raw(fmt::format("{:x}\r\n{}\r\n0\r\n\r\n", rest.size(), rest)));
+  const auto answered = slow[0]->read_head(20s);
+  ASSERT_TRUE(answered);
+  EXPECT_EQ(answered->status, 200);
+  EXPECT_TRUE(slow[0]->closed_by_peer(20s));  // a chunked request closes its connection
+  // The worker frees the slot just after closing that connection: a retry soon gets it.
+  const std::string whole =
+      chunked_head + fmt::format("{:x}\r\n{}\r\n0\r\n\r\n", body.size(), body);
+  std::optional<int> status;
+  for (int attempt = 0; attempt < 50 && status.value_or(503) == 503; ++attempt) {
+    if (attempt > 0) std::this_thread::sleep_for(100ms);
+    RawHttpConnection next(port_of(extender));
+    if (!next.send_raw(whole)) continue;
+    if (const auto head = next.read_head(20s)) status = head->status;
+  }
+  EXPECT_EQ(status, 200);
+}
+
 TEST(SlowClients, OneClientCannotOpenMoreThanItsShare) {
-  ExtenderUnderTest extender(
-      small_cluster(), "binpack", 1 << 20, 0,
-      [](extender::HttpServerOptions& options) { options.connections.max_connections_per_client = 3; });
+  ExtenderUnderTest extender(small_cluster(), "binpack", 1 << 20, 0,
+                             [](extender::HttpServerOptions& options) {
+                               options.connections.max_connections_per_client = 3;
+                             });
   std::vector<std::unique_ptr<RawHttpConnection>> open;
   for (int i = 0; i < 3; ++i) {
     open.push_back(std::make_unique<RawHttpConnection>(port_of(extender)));
