@@ -75,6 +75,18 @@ void send_and_close_write(int fd, std::string_view reply) {
   ::shutdown(fd, SHUT_WR);
 }
 
+// The same over TLS: one try at the reply record and at close_notify, never blocking (the
+// socket's buffer is empty; a client that is not reading loses them, as above).
+void tls_send_and_close_write(SSL* ssl, int fd, std::string_view reply) {
+  {
+    SigpipeSuppressed no_sigpipe;
+    if (!reply.empty()) (void)SSL_write(ssl, reply.data(), static_cast<int>(reply.size()));
+    (void)SSL_shutdown(ssl);
+  }
+  ERR_clear_error();
+  ::shutdown(fd, SHUT_WR);
+}
+
 }  // namespace
 
 Framing parse_framing(std::string_view block) {
@@ -346,7 +358,11 @@ void Reactor::watch(std::shared_ptr<Connection> connection) {
 
 bool Reactor::receive(Connection& connection) {
   if (connection.ssl && !connection.handshake_done) {
-    const int result = SSL_accept(connection.ssl.get());
+    int result = 0;
+    {
+      SigpipeSuppressed no_sigpipe;  // the handshake writes (TLS 1.3: session tickets too)
+      result = SSL_accept(connection.ssl.get());
+    }
     if (result != 1) {
       const int error = SSL_get_error(connection.ssl.get(), result);
       ERR_clear_error();
@@ -371,6 +387,7 @@ bool Reactor::receive(Connection& connection) {
     const std::size_t want = std::min(sizeof chunk, limit - connection.buffer.size());
     ssize_t n = 0;
     if (connection.ssl) {
+      SigpipeSuppressed no_sigpipe;  // a read may write (key updates, alerts)
       n = SSL_read(connection.ssl.get(), chunk, static_cast<int>(want));
       if (n <= 0) {
         const int error = SSL_get_error(connection.ssl.get(), static_cast<int>(n));
@@ -535,8 +552,12 @@ void Reactor::hand_over(int fd) {
 void Reactor::drop(int fd, std::string_view reply) {
   auto node = waiting_.extract(fd);
   ::epoll_ctl(epoll_fd_, EPOLL_CTL_DEL, fd, nullptr);
-  // No TLS alert or record for the reply: a plain close is what a late TLS client gets.
-  if (!node.mapped()->ssl) send_and_close_write(fd, reply);
+  Connection& connection = *node.mapped();
+  if (!connection.ssl) {
+    send_and_close_write(fd, reply);
+  } else if (connection.handshake_done) {
+    tls_send_and_close_write(connection.ssl.get(), fd, reply);
+  }  // else no TLS session to answer in: a plain close
   std::lock_guard lock(mutex_);
   forget_locked(*node.mapped());
 }

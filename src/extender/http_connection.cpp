@@ -110,32 +110,6 @@ class PlainTransport final : public Transport {
   int fd_;
 };
 
-// OpenSSL writes to the socket itself, without MSG_NOSIGNAL: a peer that reset the connection
-// would raise SIGPIPE and end the process. Blocks it around a write and swallows one raised.
-class SigpipeSuppressed {
- public:
-  SigpipeSuppressed() {
-    sigset_t pipe;
-    sigemptyset(&pipe);
-    sigaddset(&pipe, SIGPIPE);
-    pthread_sigmask(SIG_BLOCK, &pipe, &previous_);
-  }
-  ~SigpipeSuppressed() {
-    sigset_t pipe;
-    sigemptyset(&pipe);
-    sigaddset(&pipe, SIGPIPE);
-    const timespec no_wait{0, 0};
-    while (sigtimedwait(&pipe, nullptr, &no_wait) > 0) {
-    }
-    pthread_sigmask(SIG_SETMASK, &previous_, nullptr);
-  }
-  SigpipeSuppressed(const SigpipeSuppressed&) = delete;
-  SigpipeSuppressed& operator=(const SigpipeSuppressed&) = delete;
-
- private:
-  sigset_t previous_{};
-};
-
 class TlsTransport final : public Transport {
  public:
   TlsTransport(int fd, SSL* ssl) : fd_(fd), ssl_(ssl) {}
@@ -349,8 +323,8 @@ class RequestStream final : public httplib::Stream {
       state_.close_after_response = true;
       // Room for chunk-size lines and the trailer around max_request_bytes of data; the decoded
       // size is held to max_request_bytes exactly by read_limited_body.
-      body_left_ =
-          limits_.max_request_bytes + std::max<std::size_t>(64 * 1024, limits_.max_request_bytes / 16);
+      body_left_ = limits_.max_request_bytes +
+                   std::max<std::size_t>(64 * 1024, limits_.max_request_bytes / 16);
       return Start::kRequest;
     }
     if (framing.kind == Framing::Kind::kLength) {
@@ -518,8 +492,9 @@ class LimitedServer final : public Base, public ReactorOwner {
         int port = 0;
         stream.get_remote_ip_and_port(remote, port);
         spdlog::warn("refused a request from {}: {} (\"{}\")", remote,
-                     headers ? fmt::format("header block over {} bytes", limits_.max_header_bytes)
-                             : fmt::format("Content-Length over {} bytes", limits_.max_request_bytes),
+                     headers
+                         ? fmt::format("header block over {} bytes", limits_.max_header_bytes)
+                         : fmt::format("Content-Length over {} bytes", limits_.max_request_bytes),
                      stream.request_line());
         if (headers) {
           refuse(transport, 431, "Request Header Fields Too Large",
@@ -575,6 +550,23 @@ ConnectionStats connection_stats(const httplib::Server& server) {
 
 void raise_listen_backlog(httplib::Server& server) {
   if (auto* owner = dynamic_cast<ReactorOwner*>(&server)) owner->raise_listen_backlog();
+}
+
+SigpipeSuppressed::SigpipeSuppressed() {
+  sigset_t pipe;
+  sigemptyset(&pipe);
+  sigaddset(&pipe, SIGPIPE);
+  pthread_sigmask(SIG_BLOCK, &pipe, &previous_);
+}
+
+SigpipeSuppressed::~SigpipeSuppressed() {
+  sigset_t pipe;
+  sigemptyset(&pipe);
+  sigaddset(&pipe, SIGPIPE);
+  const timespec no_wait{0, 0};
+  while (sigtimedwait(&pipe, nullptr, &no_wait) > 0) {
+  }
+  pthread_sigmask(SIG_SETMASK, &previous_, nullptr);
 }
 
 void close_after_response() {

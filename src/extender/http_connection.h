@@ -24,6 +24,7 @@
 // httplib's per-request socket stream dropped.
 
 #include <openssl/ssl.h>
+#include <signal.h>
 
 #include <chrono>
 #include <cstddef>
@@ -89,6 +90,20 @@ std::optional<std::string> read_limited_body(const httplib::Request& req, httpli
                                              const httplib::ContentReader& reader,
                                              std::size_t max_request_bytes,
                                              std::size_t spare_capacity = 0);
+
+// OpenSSL writes to the socket itself, without MSG_NOSIGNAL: a peer that reset the connection
+// would raise SIGPIPE and end the process. Blocks it on this thread for the object's life (around
+// an SSL_accept, SSL_read or SSL_write) and swallows one raised meanwhile.
+class SigpipeSuppressed {
+ public:
+  SigpipeSuppressed();
+  ~SigpipeSuppressed();
+  SigpipeSuppressed(const SigpipeSuppressed&) = delete;
+  SigpipeSuppressed& operator=(const SigpipeSuppressed&) = delete;
+
+ private:
+  sigset_t previous_{};
+};
 
 // The connection will close after this response (the rest of its body was not read).
 void close_after_response();
