@@ -204,11 +204,7 @@ TEST_F(Bind, ABindThatLandsAfterAnUnboundReadBackIsNeverGrantedTwice) {
   EXPECT_EQ(extender.used_on("n1", 0), 16);
   // The next pod must not get GPU 0's last 6 (binpack would pick it if they were free).
   ASSERT_EQ(extender.bind("q", uid_of(fake, "q"), "n1"), 200);
-  EXPECT_EQ(fake.get(Resource::Pods, "default", "q")
-                ->at("metadata")
-                .at("annotations")
-                .at("ALIYUN_COM_GPU_MEM_IDX"),
-            "1");
+  EXPECT_EQ(gpu_index_of(fake, "q"), "1");
   // The first call lands: the watch confirms the reservation, counted once.
   ASSERT_TRUE(eventually([&] { return held(extender, uid) && !assumed(extender, uid); }, 10s));
   EXPECT_EQ(fake.get(Resource::Pods, "default", "p")->at("spec").value("nodeName", ""), "n1");

@@ -34,11 +34,7 @@ TEST(HostileClaims, MaximalAnnotationsFillTheirGpuButNeverWrap) {
   EXPECT_GE(extender.used_on("n1", 0), 16);
   EXPECT_EQ(extender.used_on("n1", 1), 0);
   ASSERT_EQ(extender.bind("next", uid_of(fake, "next"), "n1"), 200);
-  EXPECT_EQ(fake.get(Resource::Pods, "default", "next")
-                ->at("metadata")
-                .at("annotations")
-                .at("ALIYUN_COM_GPU_MEM_IDX"),
-            "1");
+  EXPECT_EQ(gpu_index_of(fake, "next"), "1");
   EXPECT_GE(extender.used_on("n1", 0), 16);
   EXPECT_GE(extender.snapshot().total_used(), 32);
 }

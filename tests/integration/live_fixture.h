@@ -103,6 +103,14 @@ inline LiveOptions live_options(std::function<void(LiveOptions&)> edit) {
   return options;
 }
 
+// The GPU index the bind wrote on pod default/`name` (the device plugin's annotation).
+inline std::string gpu_index_of(FakeApiServer& fake, const std::string& name) {
+  return fake.get(Resource::Pods, "default", name)
+      ->at("metadata")
+      .at("annotations")
+      .at("ALIYUN_COM_GPU_MEM_IDX");
+}
+
 // A fault on the next binding call: answer `status` (0 = no error) after `delay`, optionally
 // after performing the binding ("late success").
 inline RequestFault binding_fault(int status, std::chrono::milliseconds delay = 0ms,
