@@ -504,17 +504,21 @@ std::size_t ClusterSync::resolve_reservations() {
     const std::string_view key = reservation.pod_key;
     const std::int64_t read_sent = options_.now_ns();
     const auto read = read_back(key.substr(0, slash), key.substr(slash + 1));  // outside the lock
+    auto ended = [](const extender::Settlement& s) {
+      return s.outcome == core::ReservationOutcome::kConfirmed ||
+             s.outcome == core::ReservationOutcome::kReleased;
+    };
     const extender::Settlement result = store_.write(
         [&](core::ClusterModel& model, core::PlacementPolicy&, core::ReservationLedger& ledger) {
-          return extender::apply_read_back(model, ledger, read, reservation.uid,
-                                           reservation.reserved_ns, read_sent, options_.now_ns());
+          extender::Settlement applied =
+              extender::apply_read_back(model, ledger, read, reservation.uid,
+                                        reservation.reserved_ns, read_sent, options_.now_ns());
+          // Counted with the model's change, so no reader sees one without the other.
+          if (ended(applied)) ++read_back_settlements_;
+          return applied;
         });
     reservation_metrics_.count_reservation_end(result.outcome, "read_back");
-    if (result.outcome == core::ReservationOutcome::kConfirmed ||
-        result.outcome == core::ReservationOutcome::kReleased) {
-      ++settled;
-      ++read_back_settlements_;
-    }
+    if (ended(result)) ++settled;
     extender::log_settlement(result);
   }
   return settled;
