@@ -5,6 +5,8 @@ cd "$(dirname "$0")/.."
 scripts/install-deps.sh
 # Optional: headless Chromium for the web view's browser tests, which skip without it.
 scripts/install-browser.sh || echo "gpushare: no browser installed; the browser tests will skip" >&2
+# Optional: promtool for the monitoring rules' test, which skips without it.
+scripts/install-promtool.sh || echo "gpushare: no promtool installed; the monitoring rules' test will skip" >&2
 scripts/build.sh -DGPUSHARE_WERROR=ON -DGPUSHARE_BUILD_TESTS=ON
 cd "${GPUSHARE_BUILD_DIR:-build}"
 ctest --output-on-failure -j "${GPUSHARE_JOBS:-$(nproc)}" --timeout 600

@@ -1,6 +1,8 @@
 // deploy/monitoring: the Grafana dashboard is valid JSON and the alert rules valid YAML, and every
 // gpushare_* metric their queries name is one the extender exports, as read from a real /metrics
-// scrape (after requests that give every family samples).
+// scrape (after requests that give every family samples); every gpushare:* series they read is
+// recorded by the reserved-vs-used rules. promtool checks the PromQL itself
+// (tests/monitoring/check_monitoring.sh).
 
 #include <gtest/gtest.h>
 #include <yaml-cpp/yaml.h>
@@ -139,6 +141,28 @@ void collect_exprs(const Json& value, std::vector<std::string>& out) {
   }
 }
 
+// gpushare:* recording-rule names in a PromQL expression.
+std::set<std::string> recorded_names(const std::string& expr) {
+  std::set<std::string> names;
+  const std::regex name(R"(gpushare:[a-z_]+:[a-z_]+)");
+  for (auto it = std::sregex_iterator(expr.begin(), expr.end(), name); it != std::sregex_iterator(); ++it) {
+    names.insert(it->str());
+  }
+  return names;
+}
+
+// The reserved-vs-used rules: recorded name -> expression.
+std::map<std::string, std::string> load_recording_rules() {
+  const YAML::Node root = YAML::LoadFile(kMonitoring + "/gpushare-reserved-vs-used.yaml");
+  std::map<std::string, std::string> rules;
+  for (const auto& group : root["groups"]) {
+    for (const auto& rule : group["rules"]) {
+      if (rule["record"]) rules[rule["record"].as<std::string>()] = rule["expr"].as<std::string>();
+    }
+  }
+  return rules;
+}
+
 Json load_dashboard() {
   const std::string text = read_file(kMonitoring + "/gpushare-dashboard.json");
   EXPECT_FALSE(text.empty()) << "deploy/monitoring/gpushare-dashboard.json missing";
@@ -185,7 +209,7 @@ TEST(Monitoring, DashboardIsValidAndQueriesOnlyExportedMetrics) {
       EXPECT_FALSE(expr.empty());
       EXPECT_TRUE(balanced(expr));
       const auto names = metric_names(expr);
-      EXPECT_FALSE(names.empty()) << "queries no gpushare metric";
+      EXPECT_FALSE(names.empty() && recorded_names(expr).empty()) << "queries no gpushare metric";
       used.insert(names.begin(), names.end());
     }
   }
@@ -202,6 +226,16 @@ TEST(Monitoring, DashboardIsValidAndQueriesOnlyExportedMetrics) {
                              "gpushare_watch_restarts_total"}) {
     EXPECT_TRUE(used.count(family)) << "no panel shows " << family;
   }
+  const auto recorded = load_recording_rules();
+  std::set<std::string> read;
+  for (const std::string& expr : exprs) {
+    for (const std::string& name : recorded_names(expr)) {
+      EXPECT_TRUE(recorded.count(name)) << name << " in " << expr << " is not recorded";
+      read.insert(name);
+    }
+  }
+  EXPECT_TRUE(read.count("gpushare:gpu_memory_used:mib")) << "no panel shows used memory per GPU";
+  EXPECT_TRUE(read.count("gpushare:pod_gpu_memory_over_reservation:mib")) << "no panel shows pods over";
   bool percentiles = false;
   for (const std::string& expr : exprs) {
     percentiles |= expr.find("histogram_quantile") != std::string::npos &&
@@ -237,6 +271,21 @@ TEST(Monitoring, AlertRulesAreValidAndQueryOnlyExportedMetrics) {
   EXPECT_TRUE(alerts.count("GpushareExtenderNotReady"));
   EXPECT_TRUE(used.count("gpushare_binds_total")) << "bind failure rate";
   EXPECT_TRUE(used.count("gpushare_last_sync_timestamp_seconds")) << "sync age";
+}
+
+TEST(Monitoring, ReservedVsUsedRulesReadOnlyExportedMetrics) {
+  const auto rules = load_recording_rules();
+  ASSERT_FALSE(rules.empty());
+  std::set<std::string> used;
+  for (const auto& [record, expr] : rules) {
+    SCOPED_TRACE(record + ": " + expr);
+    EXPECT_TRUE(balanced(expr));
+    for (const std::string& name : metric_names(expr)) {
+      EXPECT_TRUE(exported().families.count(name)) << name << " is not exported by /metrics";
+      used.insert(name);
+    }
+  }
+  EXPECT_TRUE(used.count("gpushare_gpu_memory_allocated")) << "the per-GPU reservation";
 }
 
 TEST(Monitoring, MetricNameExtractionSeesThroughHistogramSuffixesOnly) {
