@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# Regenerates every number in docs/benchmarks.md (issue 5, parts 1 and 2) and the latency plot.
+# Regenerates the in-process and HTTP tables (docs/benchmarks-history.md) and the latency plot.
 #
 #   bench/run_all.sh                 build in build-bench/ (Release), run everything
 #   QUICK=1 bench/run_all.sh         shorter runs (smoke test of the pipeline, not for the doc)

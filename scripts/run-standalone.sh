@@ -8,6 +8,12 @@ set -euo pipefail
 cd "$(dirname "$0")/.."
 scripts/install-deps.sh
 export GPUSHARE_BUILD_DIR="${GPUSHARE_BUILD_DIR:-build-standalone}"
-scripts/build.sh -DGPUSHARE_BUILD_TESTS=OFF -DGPUSHARE_BUILD_BENCH=OFF --target gpushare-extender
+if [[ -f "$GPUSHARE_BUILD_DIR/CMakeCache.txt" ]]; then
+  # A directory already configured (e.g. GPUSHARE_BUILD_DIR=build) keeps its options: turning its
+  # tests off would drop the targets its owner built.
+  scripts/build.sh --target gpushare-extender
+else
+  scripts/build.sh -DGPUSHARE_BUILD_TESTS=OFF -DGPUSHARE_BUILD_BENCH=OFF --target gpushare-extender
+fi
 exec "$GPUSHARE_BUILD_DIR/gpushare-extender" --cluster-file deploy/samples/cluster.yaml \
   --listen "${GPUSHARE_LISTEN:-127.0.0.1:39999}" "$@"

@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# Failover time with two extender processes (issue 7): both run --leader-elect against the fake
+# Failover time with two extender processes: both run --leader-elect against the fake
 # API server as a process; the leader is killed (SIGKILL: a crash, the Lease must expire) or
 # stopped (SIGTERM: it gives the Lease up), and the time until the other replica answers /readyz
 # with 200 (leader, caught up) is measured. The killed replica is restarted as the new follower

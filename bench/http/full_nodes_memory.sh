@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# Memory and time of full-Node filters (issue 13, item 10; issue 15, item 7): kube-scheduler with
+# Memory and time of full-Node filters: kube-scheduler with
 # nodeCacheCapable false sends whole Node objects, 38 MB at 5 000 nodes. Measures the extender's
 # resident memory (VmRSS) before, its peak (VmHWM, reset through /proc/PID/clear_refs) while
 # answering such filters one at a time and CONCURRENT at once, and VmRSS while idle afterwards;

@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# Where the extender's CPU goes on one HTTP verb (issue 15 item 6): server CPU time, system
+# Where the extender's CPU goes on one HTTP verb: server CPU time, system
 # calls and instructions per request under wrk, every node offered by default.
 #
 #   bench/http/profile.sh [BUILD_DIR]

@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# HTTP load test of gpushare-extender's filter and prioritize (issue 5, "HTTP load").
+# HTTP load test of gpushare-extender's filter and prioritize (docs/benchmarks.md, "Over HTTP").
 #
 # Generates a cluster (default 5 000 nodes x 8 GPUs, 50 % of GPU memory allocated), starts the
 # extender standalone on it (loopback only), and drives filter and prioritize with wrk posting

@@ -1,5 +1,5 @@
 #!/usr/bin/env python3
-"""Slowloris against gpushare-extender (issue 13, item 12): opens SLOW connections that each send
+"""Slowloris against gpushare-extender: opens SLOW connections that each send
 the start of a request and then one header byte every INTERVAL seconds, and while they are open
 times /healthz and a filter on fresh connections. Prints one machine-readable RESULT line.
 

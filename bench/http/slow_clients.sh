@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# Slowloris benchmark (issue 13, item 12): with SLOW (2000) connections trickling their headers,
+# Slowloris benchmark: with SLOW (2000) connections trickling their headers,
 # how fast /healthz and a filter (NodeNames, OFFERED names of NODES) answer on fresh connections.
 #
 #   bench/http/slow_clients.sh [BUILD_DIR]

@@ -25,7 +25,7 @@ cmake --build "$build" -j "$jobs" --target gpushare-sim >/dev/null
 mkdir -p "$out" docs/img
 sim() { "$build/gpushare-sim" --nodes "$nodes" --seeds "$seeds" --first-seed 42 --jobs "$jobs" "$@"; }
 
-# Calibration: the configurations a real kube-scheduler 1.20.5 was measured with (issue 16),
+# Calibration: the configurations a real kube-scheduler 1.20.5 was measured with,
 # the service as it was then (binpack, min-max scores).
 calibrate() {
   # Allocation % where the arrived GPU demand reaches 100 %, per seed (the table's column).

@@ -1,4 +1,4 @@
-// An API server that accepts connections and never answers (issue 14, item 5): the extender says
+// An API server that accepts connections and never answers: the extender says
 // so within --api-stall-warning, naming the server and the request, and keeps saying so with
 // back-off. The threshold is 300 ms here so the test takes about a second.
 

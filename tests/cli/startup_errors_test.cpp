@@ -1,5 +1,5 @@
 // Start-up mistakes a new user makes, as the programs report them: the file or address, the
-// operating system's reason and a hint, a non-zero exit, never an abort (issue 14, item 6).
+// operating system's reason and a hint, a non-zero exit, never an abort.
 
 #include <fmt/format.h>
 

@@ -1,7 +1,7 @@
 // A bind call without an answer is settled by reading the pod back. The sync's reservation check
 // may read it back too, at the same moment (the reservation is due at once) and settle it first:
-// the bind must then judge by the model, not report "may still land" (issue 13 item 2; this race
-// failed Bind.ABindWithoutAnAnswerThatLandedIsReadBackAndReportedBound in CI).
+// the bind must then judge by the model, not report "may still land" (otherwise
+// Bind.ABindWithoutAnAnswerThatLandedIsReadBackAndReportedBound fails when the two race).
 
 #include <gtest/gtest.h>
 

@@ -1,4 +1,4 @@
-// Who may call the scheduling verbs (issue 13, item 16): --allowed-clients and --tls-client-ca
+// Who may call the scheduling verbs: --allowed-clients and --tls-client-ca
 // (mutual TLS), over real connections with real certificates. Probes, /metrics and /inspect
 // stay open whatever the list says.
 

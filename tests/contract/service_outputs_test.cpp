@@ -6,7 +6,7 @@
 // formatted once) must not change an answer.
 //
 // OutputsArePinned also pins the answers and every policy's raw scores (their bits) against a
-// digest taken before the speed work of issue 15 (commit 72f19bf): a change there changes
+// digest taken before the speed work on the scoring paths: a change there changes
 // placement decisions, which must be deliberate (update the digest then, saying why).
 
 #include <gtest/gtest.h>
@@ -312,7 +312,7 @@ TEST(ServiceOutputs, OutputsArePinned) {
     digests[policy] = digest.value;
   }
   const std::map<std::string, std::uint64_t> pinned = {
-      // Taken at commit 72f19bf (before the speed work): see the top of this file.
+      // Taken before the speed work on the scoring paths: see the top of this file.
       {"best-fit", 0xa12f84091544a6ddULL},    {"binpack", 0xd3cb302d7497d195ULL},
       {"dot-product", 0x278b2743a89fdb93ULL}, {"fgd", 0xaab76f202e6a7955ULL},
       {"fgd-plus", 0xe0b542c1a70ccd91ULL},    {"gpu-packing", 0xa68a4ad91a07f5b4ULL},

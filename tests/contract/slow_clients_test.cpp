@@ -1,4 +1,4 @@
-// Slow and greedy clients against the HTTP layer (issue 13, items 12 and 14), over raw sockets.
+// Slow and greedy clients against the HTTP layer, over raw sockets.
 // A connection that trickles its request must cost the server a file descriptor, not a thread:
 // with more slow connections open than there are threads, /healthz and filter still answer; a
 // client that misses the header or body deadline is cut off; one client cannot hold more than

@@ -16,6 +16,10 @@ directory; a block that exits non-zero fails the test. What the test changes, an
   * port 39999 becomes a free port, and /tmp/ a fresh temporary directory, so that the test can
     run beside other tests and other copies of itself (one port per file);
   * run-standalone.sh gets GPUSHARE_LISTEN=127.0.0.1:<that port> (its documented override);
+  * the scripts get GPUSHARE_BUILD_DIR=<source>/build, the suite's own build directory, which
+    the commands' build/ names anyway: run-standalone.sh then builds the extender there (already
+    built: seconds) instead of compiling it a second time into build-standalone/, as it does on
+    a fresh machine (that path is run-standalone.sh's own, the compiler's work is the same);
   * after a command that goes to the background (`&`, or a `start` block) the test waits until
     it is ready, as a reader would before typing the next command: the fake API server until
     the kubeconfig it writes (--kubeconfig-out) exists, the extender (and run-standalone.sh)
@@ -170,7 +174,7 @@ class Session:
         self.started = []  # Popen objects, each leading its own process group
         self.env = dict(os.environ)
         self.env["GPUSHARE_LISTEN"] = f"127.0.0.1:{self.port}"
-        self.env.pop("GPUSHARE_BUILD_DIR", None)
+        self.env["GPUSHARE_BUILD_DIR"] = os.path.join(source_dir, "build")
 
     def popen(self, script, log):
         return subprocess.Popen(["bash", "-c", script], cwd=self.source_dir, env=self.env, stdout=log,

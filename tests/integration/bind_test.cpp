@@ -134,7 +134,7 @@ TEST_F(Bind, RealConflictsFromTheServer) {
   fake.release_watch_events();
 }
 
-// Issue 13 item 2: a bind call without an answer is settled within the call by reading the pod
+// A bind call without an answer is settled within the call by reading the pod
 // back, not by holding the memory until the watch (or a TTL) says.
 TEST_F(Bind, ABindWithoutAnAnswerThatLandedIsReadBackAndReportedBound) {
   // The time-out leaves the fake server ample time to apply the binding first, even on a loaded
@@ -262,7 +262,7 @@ TEST_F(Bind, AnUnresolvedReservationIsHeldUntilThePodCanBeReadBack) {
   fake.release_watch_events();
 }
 
-// Issue 13 item 1: the pods watch stays down while binding POSTs succeed. The reservation must
+// The pods watch stays down while binding POSTs succeed. The reservation must
 // not be forgotten (it used to be dropped after ~40 s as "deleted while binding", and the GPU
 // granted again); the pod is read back and confirmed, the next pod does not fit, and /readyz
 // reports the stale sync.

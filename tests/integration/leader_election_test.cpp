@@ -188,7 +188,8 @@ TEST(LeaderElection, AnExpiredLeaseIsTakenOverAndALiveOneIsNot) {
 
 // A stop can cut a renewal whose PUT the server has already applied: the leader's copy of the
 // lease is then one version behind and its release gets 409. It reads the lease again and, as
-// it is still the holder, releases that version (CI once saw the lease left to expire instead).
+// it is still the holder, releases that version (not leaving it to expire, which
+// would make the followers wait a whole lease duration).
 TEST(LeaderElection, ReleaseAfterAStaleCopyReadsTheLeaseAgain) {
   FakeApiServer fake;
   fake.create(Resource::Nodes, gpu_node("n1", 1, 16));
