@@ -1,4 +1,5 @@
-// Filter and prioritize latency while the model changes (docs/benchmarks.md, "Filter and prioritize under churn").
+// Filter and prioritize latency while the model changes (docs/benchmarks.md, "Filter and prioritize
+// under churn").
 //
 // One thread plays the pod watch: `--events-per-second` events (a pod seen bound, a bound pod
 // deleted, alternately), each applied under the model's exclusive lock through the reservation
