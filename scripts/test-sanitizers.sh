@@ -5,7 +5,11 @@
 #
 #   scripts/test-sanitizers.sh [asan] [tsan]        (default: both)
 #
-# -O1 keeps the builds quick and the stacks readable. Not -Werror: GCC warns that sanitizer
+# -O1 keeps the builds quick and the stacks readable; -g1 keeps the line tables the reports are
+# symbolised with (function and file:line of each frame; a frame inlined at -O1 may show as its
+# caller) and drops the variables' debug information, which
+# only a debugger reads: about a third less compiler time (one TSan file: 10.4 -> 6.7 CPU s).
+# Rebuild a directory with -g to debug a report. Not -Werror: GCC warns that sanitizer
 # instrumentation causes false flow warnings (GCC 12 -Wmaybe-uninitialized in <regex> with ASan
 # at -O1); warnings are the normal build's job (scripts/test.sh builds with -Werror). Suppressions (third-party false positives
 # only, each explained) are in scripts/sanitizers/.
@@ -36,7 +40,7 @@ for kind in "${kinds[@]}"; do
   esac
   dir="build-$kind"
   echo "== $kind: building ${targets[*]} in $dir" >&2
-  cmake -S . -B "$dir" -DCMAKE_BUILD_TYPE=RelWithDebInfo -DCMAKE_CXX_FLAGS_RELWITHDEBINFO="-O1 -g" \
+  cmake -S . -B "$dir" -DCMAKE_BUILD_TYPE=RelWithDebInfo -DCMAKE_CXX_FLAGS_RELWITHDEBINFO="-O1 -g1" \
     -DGPUSHARE_SANITIZE="$sanitize" -DGPUSHARE_WERROR=OFF -DGPUSHARE_BUILD_TESTS=ON -DGPUSHARE_BUILD_BENCH=OFF >/dev/null
   started=$SECONDS
   cmake --build "$dir" -j "$jobs" --target "${targets[@]}"
