@@ -9,6 +9,7 @@ packages=(
   libyaml-cpp-dev libcli11-dev libssl-dev zlib1g-dev libbrotli-dev prometheus-cpp-dev
   libgtest-dev libgmock-dev libbenchmark-dev
   curl python3  # the README's commands and the test that runs them (tests/docs)
+  ccache  # rebuilds of unchanged files (CMakeLists.txt, GPUSHARE_CCACHE)
 )
 
 "$(dirname "$0")/apt-install-missing.sh" "to build and test" "${packages[@]}"
