@@ -31,8 +31,6 @@ namespace {
 
 using std::chrono::milliseconds;
 
-class RequestStream;
-
 // What the handlers of the request being served may learn or ask about its connection.
 struct ConnectionState {
   bool close_after_response = false;
@@ -40,7 +38,6 @@ struct ConnectionState {
   // Where the request's body is charged as it is decoded (read_limited_body).
   Reactor* reactor = nullptr;
   Connection* connection = nullptr;
-  RequestStream* stream = nullptr;  // to free the request's bytes once its body is decoded
 };
 thread_local ConnectionState* current_connection = nullptr;
 
@@ -232,14 +229,6 @@ class RequestStream final : public httplib::Stream {
     if (*header > limits_.max_header_bytes) return Start::kHeaderTooLarge;
     header_left_ = *header;
     return frame_body();
-  }
-
-  // Once the handler has the body decoded: the bytes read so far (header block and body) are
-  // not needed again. Freed now rather than after the reply, so a 40 MB full-Node filter is not
-  // held twice (as received and as decoded) while it is answered.
-  void release_read_bytes() {
-    consume();
-    if (buffer_.capacity() > 1024 * 1024) buffer_.shrink_to_fit();
   }
 
   // After httplib answered: skips what is left of a Content-Length body it did not read. False
@@ -514,7 +503,6 @@ class LimitedServer final : public Base, public ReactorOwner {
       state = ConnectionState{};
       state.reactor = reactor_.get();
       state.connection = &connection;
-      state.stream = &stream;
       const auto start = stream.begin_request();
       if (start == RequestStream::Start::kIncomplete) return true;  // wait for the rest
       if (start != RequestStream::Start::kRequest) {
@@ -652,11 +640,7 @@ std::optional<std::string> read_limited_body(const httplib::Request& req, httpli
     body.append(data, size);
     return true;
   });
-  if (complete) {
-    if (current_connection != nullptr && current_connection->stream != nullptr)
-      current_connection->stream->release_read_bytes();
-    return body;
-  }
+  if (complete) return body;
   // The rest of the body is unread (or its framing broken): this connection cannot go on.
   close_after_response();
   if (over_budget) {
