@@ -16,6 +16,7 @@
 #include <cstdlib>
 #include <system_error>
 
+#include "gpushare/extender/process_resources.h"
 #include "gpushare/extender/wire_types.h"
 
 namespace gpushare::extender::http_connection {
@@ -56,12 +57,13 @@ std::string peer_ip_of(int fd) {
   return text;
 }
 
-std::string plain_reply(int status, std::string_view reason, std::string_view message) {
+std::string plain_reply(int status, std::string_view reason, std::string_view message,
+                        std::string_view more_headers = {}) {
   const std::string body = encode_error(message);
   return fmt::format(
-      "HTTP/1.1 {} {}\r\nContent-Type: application/json\r\nContent-Length: {}\r\nConnection: "
+      "HTTP/1.1 {} {}\r\nContent-Type: application/json\r\nContent-Length: {}\r\n{}Connection: "
       "close\r\n\r\n{}",
-      status, reason, body.size(), body);
+      status, reason, body.size(), more_headers, body);
 }
 
 // Best effort, never blocking: the reply to a client we are about to close on. What the client
@@ -160,7 +162,13 @@ void Reactor::wake() {
 }
 
 void Reactor::add(int fd, const std::function<bool()>& stopped) {
-  auto connection = std::make_shared<Connection>(fd, peer_ip_of(fd));
+  std::shared_ptr<Connection> connection;
+  try {
+    connection = std::make_shared<Connection>(fd, peer_ip_of(fd));
+  } catch (const std::bad_alloc&) {
+    ::close(fd);  // out of memory: this connection is refused, the server goes on
+    return;
+  }
   ::fcntl(fd, F_SETFL, ::fcntl(fd, F_GETFL) | O_NONBLOCK);
   {
     std::unique_lock lock(mutex_);
@@ -184,6 +192,8 @@ void Reactor::add(int fd, const std::function<bool()>& stopped) {
       // New connections wait in the listen backlog until one closes.
       capacity_.wait_for(lock, milliseconds(100));
     }
+    // Allocates first (a failure here leaves the counts as they were; the fd closes with it).
+    incoming_.reserve(incoming_.size() + 1);
     ++open_;
     ++per_client_[connection->peer_ip];
     if (tls_ != nullptr) {
@@ -231,8 +241,27 @@ void Reactor::forget_locked(Connection& connection) {
       it != per_client_.end() && --it->second == 0) {
     per_client_.erase(it);
   }
-  body_bytes_ -= std::min(body_bytes_, connection.body_charge);
+  if (connection.body_charge > 0) {
+    body_bytes_ -= std::min(body_bytes_, connection.body_charge);
+    connection.body_charge = 0;
+    // A connection that closed holding budget (reset, timed out) frees it for the bodies
+    // waiting: they are admitted on the reactor's next turn, not left waiting for an answer.
+    budget_freed_ = true;
+    if (budget_waiting_ > 0) wake();
+  }
   capacity_.notify_all();
+}
+
+bool Reactor::charge_body(Connection& connection, std::size_t bytes) {
+  // The worker's own connection: nobody else changes its charge meanwhile.
+  if (bytes <= connection.body_charge) return true;
+  std::lock_guard lock(mutex_);
+  const std::size_t more = bytes - connection.body_charge;
+  const std::size_t others = body_bytes_ - std::min(body_bytes_, connection.body_charge);
+  if (others > 0 && others + bytes > limits_.body_budget_bytes) return false;
+  body_bytes_ += more;
+  connection.body_charge = bytes;
+  return true;
 }
 
 void Reactor::release_chunked(Connection& connection) {
@@ -309,12 +338,21 @@ void Reactor::run() {
     take_incoming();
     for (int i = 0; i < ready; ++i) {
       const int fd = events[static_cast<std::size_t>(i)].data.fd;
-      if (fd != wake_fd_) on_readable(fd);
+      if (fd == wake_fd_) continue;
+      try {
+        on_event(fd, events[static_cast<std::size_t>(i)].events);
+      } catch (const std::bad_alloc&) {
+        drop_for_want_of_memory(fd);
+      }
     }
     if (admit) admit_waiting_bodies();
     const auto now = Clock::now();
     if (now >= next_sweep_) {
-      expire(now);
+      try {
+        expire(now);
+      } catch (const std::bad_alloc&) {
+        // The next sweep tries again.
+      }
       next_sweep_ = now + kSweepInterval;
     }
   }
@@ -336,7 +374,14 @@ void Reactor::take_incoming() {
     std::lock_guard lock(mutex_);
     incoming.swap(incoming_);
   }
-  for (auto& connection : incoming) watch(std::move(connection));
+  for (auto& connection : incoming) {
+    const int fd = connection->fd;
+    try {
+      watch(std::move(connection));
+    } catch (const std::bad_alloc&) {
+      drop_for_want_of_memory(fd);
+    }
+  }
 }
 
 void Reactor::watch(std::shared_ptr<Connection> connection) {
@@ -346,7 +391,14 @@ void Reactor::watch(std::shared_ptr<Connection> connection) {
     connection->wait = Connection::Wait::kRequest;
     connection->deadline = Clock::now() + limits_.keep_alive_timeout;
   }
-  waiting_[fd] = std::move(connection);
+  try {
+    waiting_[fd] = connection;
+  } catch (const std::bad_alloc&) {
+    std::lock_guard lock(mutex_);
+    forget_locked(*connection);  // closes with the last reference
+    return;
+  }
+  connection.reset();
   epoll_event event{};
   event.events = EPOLLIN;
   event.data.fd = fd;
@@ -405,6 +457,19 @@ bool Reactor::receive(Connection& connection) {
     connection.buffer.append(chunk, static_cast<std::size_t>(n));
   }
   return true;
+}
+
+void Reactor::on_event(int fd, std::uint32_t events) {
+  const auto it = waiting_.find(fd);
+  if (it == waiting_.end()) return;
+  // A connection waiting for the budget is not read (no interest), but epoll reports its
+  // hang-up or error regardless, and level-triggered: unless dropped, it would be reported on
+  // every turn and spin the reactor.
+  if (it->second->wait == Connection::Wait::kBudget) {
+    if ((events & (EPOLLHUP | EPOLLERR)) != 0) drop(fd, {});
+    return;
+  }
+  on_readable(fd);
 }
 
 void Reactor::on_readable(int fd) {
@@ -468,19 +533,25 @@ void Reactor::advance(int fd) {
   }
   const std::size_t length = static_cast<std::size_t>(framing.length);
   if (connection.body_charge == 0) {
+    bool must_wait = false;
     {
       std::lock_guard lock(mutex_);
       // One body is always admitted, however large (within --max-request-bytes).
-      if (body_bytes_ > 0 && body_bytes_ + length > limits_.body_budget_bytes) {
-        connection.wait = Connection::Wait::kBudget;
+      must_wait = body_bytes_ > 0 && body_bytes_ + length > limits_.body_budget_bytes;
+      if (must_wait) {
         ++budget_waiting_;  // under the lock that release_body reads it with
       } else {
         body_bytes_ += length;
         connection.body_charge = length;
       }
     }
-    if (connection.wait == Connection::Wait::kBudget) {
-      set_interest(fd, false);
+    if (must_wait) {
+      if (connection.wait != Connection::Wait::kBudget) {
+        // Waiting for the budget counts against the body's time (expire answers 503).
+        connection.wait = Connection::Wait::kBudget;
+        connection.deadline = now + limits_.body_timeout;
+        set_interest(fd, false);
+      }
       budget_queue_.push_back(fd);
       return;
     }
@@ -503,21 +574,41 @@ void Reactor::admit_waiting_bodies() {
   }
   for (const int fd : queue) {
     const auto it = waiting_.find(fd);
-    if (it == waiting_.end()) continue;
-    it->second->wait = Connection::Wait::kHeader;  // re-assessed: the header block is complete
-    advance(fd);
-    const auto still = waiting_.find(fd);
-    if (still == waiting_.end() || still->second->wait == Connection::Wait::kBudget) continue;
-    set_interest(fd, true);
-    on_readable(fd);  // the body may be waiting in the socket (or inside TLS) already
+    if (it == waiting_.end() || it->second->wait != Connection::Wait::kBudget) continue;
+    try {
+      advance(fd);  // re-assessed: kBudget keeps its deadline if it must wait on
+      const auto still = waiting_.find(fd);
+      if (still == waiting_.end() || still->second->wait == Connection::Wait::kBudget) continue;
+      set_interest(fd, true);
+      on_readable(fd);  // the body may be waiting in the socket (or inside TLS) already
+    } catch (const std::bad_alloc&) {
+      drop_for_want_of_memory(fd);
+    }
   }
 }
 
 void Reactor::expire(Clock::time_point now) {
   std::vector<std::pair<int, bool>> late;  // fd, owed a 408
+  std::vector<int> starved;                // waited for the body budget past the body time-out
   for (const auto& [fd, connection] : waiting_) {
-    if (connection->wait == Connection::Wait::kBudget || connection->deadline > now) continue;
-    late.emplace_back(fd, connection->wait != Connection::Wait::kRequest);
+    if (connection->deadline > now) continue;
+    if (connection->wait == Connection::Wait::kBudget) {
+      starved.push_back(fd);
+    } else {
+      late.emplace_back(fd, connection->wait != Connection::Wait::kRequest);
+    }
+  }
+  for (const int fd : starved) {
+    if (const auto admitted = late_request_log_.admit(now); admitted.log) {
+      spdlog::warn(
+          "http: refused a request from {}: its body waited {} ms for --max-buffered-body-bytes "
+          "({} bytes in use){}",
+          waiting_.at(fd)->peer_ip, limits_.body_timeout.count(), stats().body_bytes,
+          held_back_note(admitted));
+    }
+    drop(fd, plain_reply(503, "Service Unavailable",
+                         "request bodies in memory are at --max-buffered-body-bytes; retry later",
+                         "Retry-After: 1\r\n"));
   }
   for (const auto& [fd, owed] : late) {
     if (owed) {
@@ -546,13 +637,30 @@ void Reactor::hand_over(int fd) {
     std::lock_guard lock(mutex_);
     ++answering_;
   }
-  dispatch_(std::move(connection));
+  try {
+    dispatch_(connection);
+  } catch (const std::bad_alloc&) {
+    std::lock_guard lock(mutex_);
+    --answering_;
+    forget_locked(*connection);  // closes with the last reference
+  }
+}
+
+void Reactor::drop_for_want_of_memory(int fd) {
+  if (const auto admitted = out_of_memory_log_.admit(); admitted.log) {
+    spdlog::error("http: out of memory reading a request; closed its connection{}",
+                  held_back_note(admitted));
+  }
+  if (waiting_.contains(fd)) drop(fd, {});
+  rearm_allocation_reserve();
 }
 
 void Reactor::drop(int fd, std::string_view reply) {
   auto node = waiting_.extract(fd);
   ::epoll_ctl(epoll_fd_, EPOLL_CTL_DEL, fd, nullptr);
   Connection& connection = *node.mapped();
+  // The fd's number may be reused by the next connection: no longer a waiter.
+  if (connection.wait == Connection::Wait::kBudget) std::erase(budget_queue_, fd);
   if (!connection.ssl) {
     send_and_close_write(fd, reply);
   } else if (connection.handshake_done) {

@@ -15,7 +15,10 @@
 //     it the accept thread waits, so new connections wait in the listen backlog);
 //   * a budget of request-body bytes buffered at once: a body that does not fit waits, unread,
 //     until the bodies in flight are answered (one body is always admitted), so a burst of
-//     40 MB filters does not multiply the server's memory.
+//     40 MB filters does not multiply the server's memory. It waits at most body_timeout (then
+//     503 with Retry-After), and is admitted as soon as budget is freed, whether by an answered
+//     request or by a connection that closed. A body whose size is not announced (chunked) or
+//     that grows when decoded (gzip) is charged on the worker as it is decoded (charge_body).
 
 #include <openssl/ssl.h>
 
@@ -115,6 +118,11 @@ class Reactor {
   // From a worker: the request that held `connection.body_charge` (or a chunked-body slot) was
   // answered.
   void release_body(Connection& connection);
+  // From a worker, as a request's body is decoded: charges it `bytes` in all (a body is charged
+  // the larger of its size as received and as decoded). False, charging nothing, when that
+  // would exceed the budget while other bodies hold part of it (the request is then refused
+  // with 503: a body already on a worker cannot wait without holding the worker).
+  bool charge_body(Connection& connection, std::size_t bytes);
   // From a worker: the request's chunked body has been read (or given up on); its slot is free
   // (before the reply's linger, which may hold the worker a while longer).
   void release_chunked(Connection& connection);
@@ -131,6 +139,8 @@ class Reactor {
   void wake();
   void take_incoming();
   void watch(std::shared_ptr<Connection> connection);
+  // `events`: epoll's; a hang-up or error is seen even on a connection we do not read.
+  void on_event(int fd, std::uint32_t events);
   void on_readable(int fd);
   // Reads what arrived; false when the connection is to be closed (peer closed, error).
   bool receive(Connection& connection);
@@ -141,6 +151,8 @@ class Reactor {
   void expire(Clock::time_point now);
   void hand_over(int fd);
   void drop(int fd, std::string_view reply);
+  // After an allocation failed while the reactor handled `fd`: closes it, keeps serving.
+  void drop_for_want_of_memory(int fd);
   void forget_locked(Connection& connection);
   void set_interest(int fd, bool readable);
 
@@ -148,6 +160,7 @@ class Reactor {
   // Lines any client can cause at will (log_throttle.h).
   LogThrottle refusal_log_;
   LogThrottle late_request_log_;
+  LogThrottle out_of_memory_log_;
   SSL_CTX* const tls_;
   const Dispatch dispatch_;
   int epoll_fd_ = -1;
@@ -166,7 +179,7 @@ class Reactor {
   std::size_t answering_ = 0;
   std::size_t body_bytes_ = 0;
   bool budget_freed_ = false;
-  std::size_t budget_waiting_ = 0;  // bodies that waited for the budget (may count closed ones)
+  std::size_t budget_waiting_ = 0;  // bodies waiting for the budget (may count closed ones)
   std::size_t chunked_bodies_ = 0;  // chunked bodies handed to workers and not yet answered
   bool stopping_ = false;
 

@@ -23,13 +23,16 @@ ConnectionThreadPool::~ConnectionThreadPool() {
 
 void ConnectionThreadPool::start_worker_locked() {
   try {
-    std::thread worker([this] { work(); });
-    const auto id = worker.get_id();
-    workers_.emplace(id, std::move(worker));
+    // Everything that allocates comes before the thread starts: a thread object destroyed
+    // while its thread runs (an allocation failing after the start) is std::terminate.
+    auto slot = workers_.extract(workers_.emplace(std::thread::id(), std::thread()).first);
+    slot.mapped() = std::thread([this] { work(); });
+    slot.key() = slot.mapped().get_id();
+    workers_.insert(std::move(slot));
     ++idle_;
     peak_ = std::max(peak_, workers_.size());
-  } catch (const std::system_error& e) {
-    // Out of threads: the task stays queued for the workers there are.
+  } catch (const std::exception& e) {
+    // Out of threads or memory: the task stays queued for the workers there are.
     spdlog::warn("http: cannot start a worker thread ({} running): {}", workers_.size(), e.what());
   }
 }
@@ -83,7 +86,13 @@ void ConnectionThreadPool::work() {
       return;  // shutdown() joins us
     }
     if (!woken && workers_.size() > min_threads_) {
-      // Idle too long: hand our own thread object to the next enqueue or shutdown to join.
+      // Idle too long: hand our own thread object to the next enqueue or shutdown to join
+      // (room for it first: a thread object destroyed while its thread runs is terminate).
+      try {
+        exited_.reserve(exited_.size() + 1);
+      } catch (const std::bad_alloc&) {
+        continue;  // stays a worker
+      }
       --idle_;
       auto self = workers_.extract(std::this_thread::get_id());
       exited_.push_back(std::move(self.mapped()));

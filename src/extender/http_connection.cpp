@@ -35,6 +35,9 @@ using std::chrono::milliseconds;
 struct ConnectionState {
   bool close_after_response = false;
   bool body_over_limit = false;
+  // Where the request's body is charged as it is decoded (read_limited_body).
+  Reactor* reactor = nullptr;
+  Connection* connection = nullptr;
 };
 thread_local ConnectionState* current_connection = nullptr;
 
@@ -446,18 +449,32 @@ class LimitedServer final : public Base, public ReactorOwner {
     return true;
   }
 
+  // Whatever escapes httplib's own handling (an allocation failing while it writes a reply)
+  // closes this connection only, and its counts are returned.
+  bool serve_guarded(Connection& connection, Transport& transport,
+                     const std::function<void(httplib::Request&)>& setup) {
+    try {
+      return serve(connection, transport, setup);
+    } catch (const std::exception& e) {
+      spdlog::error("http: a request from {} failed: {}", connection.peer_ip, e.what());
+    } catch (...) {
+      spdlog::error("http: a request from {} failed", connection.peer_ip);
+    }
+    return false;
+  }
+
   // On a worker: answers the requests the connection has buffered, then hands it back to the
   // reactor to wait for more, or closes it.
   void serve(const std::shared_ptr<Connection>& connection) {
     bool keep = false;
     if (connection->ssl) {
       TlsTransport transport(connection->fd, connection->ssl.get());
-      keep = serve(*connection, transport,
-                   [ssl = connection->ssl.get()](httplib::Request& req) { req.ssl = ssl; });
+      keep = serve_guarded(*connection, transport,
+                           [ssl = connection->ssl.get()](httplib::Request& req) { req.ssl = ssl; });
       if (!keep) transport.shutdown_write();  // close_notify, as httplib does
     } else {
       PlainTransport transport(connection->fd);
-      keep = serve(*connection, transport, nullptr);
+      keep = serve_guarded(*connection, transport, nullptr);
     }
     const std::size_t charge = connection->body_charge;
     reactor_->release_body(*connection);
@@ -484,18 +501,22 @@ class LimitedServer final : public Base, public ReactorOwner {
       // A request handed over is answered even when stopping; the ones behind it are not.
       if (!first && (this->svr_sock_ == INVALID_SOCKET || reactor_->stopping())) return false;
       state = ConnectionState{};
+      state.reactor = reactor_.get();
+      state.connection = &connection;
       const auto start = stream.begin_request();
       if (start == RequestStream::Start::kIncomplete) return true;  // wait for the rest
       if (start != RequestStream::Start::kRequest) {
         const bool headers = start == RequestStream::Start::kHeaderTooLarge;
-        std::string remote;
-        int port = 0;
-        stream.get_remote_ip_and_port(remote, port);
-        spdlog::warn("refused a request from {}: {} (\"{}\")", remote,
-                     headers
-                         ? fmt::format("header block over {} bytes", limits_.max_header_bytes)
-                         : fmt::format("Content-Length over {} bytes", limits_.max_request_bytes),
-                     stream.request_line());
+        if (const auto admitted = refusal_log_.admit(); admitted.log) {
+          std::string remote;
+          int port = 0;
+          stream.get_remote_ip_and_port(remote, port);
+          spdlog::warn("refused a request from {}: {} (\"{}\"){}", remote,
+                       headers
+                           ? fmt::format("header block over {} bytes", limits_.max_header_bytes)
+                           : fmt::format("Content-Length over {} bytes", limits_.max_request_bytes),
+                       stream.request_line(), held_back_note(admitted));
+        }
         if (headers) {
           refuse(transport, 431, "Request Header Fields Too Large",
                  fmt::format("request header block too large: larger than {} bytes",
@@ -528,6 +549,7 @@ class LimitedServer final : public Base, public ReactorOwner {
   Limits limits_;
   std::shared_ptr<ConnectionThreadPool> pool_;
   std::unique_ptr<Reactor> reactor_;
+  LogThrottle refusal_log_;  // 431s and 413s: any client can cause them at will
 };
 
 }  // namespace
@@ -600,10 +622,19 @@ std::optional<std::string> read_limited_body(const httplib::Request& req, httpli
                  spare_capacity);
   }
   bool too_large = false;
+  bool over_budget = false;
   // The receiver sees the body decoded (chunked framing removed, gzip/deflate/br inflated).
   const bool complete = reader([&](const char* data, std::size_t size) {
     if (size > max_request_bytes - body.size()) {
       too_large = true;
+      return false;
+    }
+    // Charged before it is stored: a chunked body (no size announced) and a decoded one (larger
+    // than announced) count against --max-buffered-body-bytes as they grow.
+    if (current_connection != nullptr && current_connection->reactor != nullptr &&
+        !current_connection->reactor->charge_body(*current_connection->connection,
+                                                  body.size() + size)) {
+      over_budget = true;
       return false;
     }
     body.append(data, size);
@@ -612,7 +643,10 @@ std::optional<std::string> read_limited_body(const httplib::Request& req, httpli
   if (complete) return body;
   // The rest of the body is unread (or its framing broken): this connection cannot go on.
   close_after_response();
-  if (too_large || body_over_limit()) {
+  if (over_budget) {
+    res.status = 503;
+    res.set_header("Retry-After", "1");
+  } else if (too_large || body_over_limit()) {
     res.status = 413;
   } else if (res.status < 400) {
     res.status = 400;  // else what httplib said: 415 for an unknown Content-Encoding

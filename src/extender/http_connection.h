@@ -18,7 +18,8 @@
 //   * a chunked body may not bring more than max_request_bytes plus a framing allowance off the
 //     wire: httplib's read fails, the reply is 413, the connection closes;
 //   * handlers read bodies through read_limited_body, which stops at max_request_bytes of
-//     *decoded* body (after Content-Encoding): 413, close.
+//     *decoded* body (after Content-Encoding): 413, close; and charges the decoded body to the
+//     body budget as it grows (connection_reactor.h): 503, close, when others hold the rest.
 //
 // The stream also keeps bytes that arrived after one request for the next (pipelining), which
 // httplib's per-request socket stream dropped.
@@ -82,10 +83,11 @@ ConnectionStats connection_stats(const httplib::Server& server);
 void raise_listen_backlog(httplib::Server& server);
 
 // For handlers, on the thread serving the request. Reads the request body through `reader`,
-// decoded, up to max_request_bytes. On failure sets res.status (413 too large, else what httplib
-// said or 400), asks for the connection to close, and returns nullopt. The body has
-// `spare_capacity` bytes to spare when its Content-Length was announced, so a decoder that needs
-// room after the text (simdjson's padding) does not copy a 40 MB body again.
+// decoded, up to max_request_bytes, charging it to --max-buffered-body-bytes as it grows. On
+// failure sets res.status (413 too large; 503 with Retry-After when the budget is spent by other
+// bodies; else what httplib said or 400), asks for the connection to close, and returns nullopt.
+// The body has `spare_capacity` bytes to spare when its Content-Length was announced, so a decoder
+// that needs room after the text (simdjson's padding) does not copy a 40 MB body again.
 std::optional<std::string> read_limited_body(const httplib::Request& req, httplib::Response& res,
                                              const httplib::ContentReader& reader,
                                              std::size_t max_request_bytes,

@@ -18,6 +18,7 @@
 #include "gpushare/extender/listen_error.h"
 #include "gpushare/extender/model_metrics.h"
 #include "gpushare/extender/options.h"
+#include "gpushare/extender/process_resources.h"
 #include "gpushare/extender/web_ui.h"
 #include "http_connection.h"
 
@@ -25,6 +26,7 @@ namespace gpushare::extender {
 namespace {
 
 constexpr const char* kJson = "application/json";
+constexpr const char* kMetricsType = "text/plain; version=0.0.4";
 constexpr std::string_view kPrefix = "/gpushare-scheduler";
 
 std::string route(std::string_view verb) {
@@ -49,6 +51,8 @@ std::string body_refusal(int status, std::size_t max_request_bytes) {
       return "unsupported Content-Type or Content-Encoding of the request body";
     case 400:
       return "malformed request body (framing or Content-Encoding)";
+    case 503:
+      return "request bodies in memory are at --max-buffered-body-bytes; retry later";
     default:
       return fmt::format("HTTP {}", status);
   }
@@ -64,6 +68,41 @@ std::size_t connection_thread_limit(int requested) {
   return requested > 0 ? static_cast<std::size_t>(requested) : kDefaultHttpThreads;
 }
 
+// Empties a tree bottom-up. nlohmann's destructor (noexcept) allocates a stack as large as a
+// container's children to free it without recursion: for a tree of 8 000 nodes under memory
+// pressure that allocation failed and ended the process. Children emptied first, each container
+// is then cleared without allocating.
+void dismantle(Json& tree) {
+  if (tree.is_array()) {
+    for (Json& child : tree) dismantle(child);
+    tree.get_ref<Json::array_t&>().clear();
+  } else if (tree.is_object()) {
+    for (auto& [key, child] : tree.get_ref<Json::object_t&>()) dismantle(child);
+    tree.get_ref<Json::object_t&>().clear();
+  }
+}
+
+bool accepts_gzip(const httplib::Request& req) {
+  return req.get_header_value("Accept-Encoding").find("gzip") != std::string::npos;
+}
+
+// A shared rendering as the reply, gzip-compressed (once per rendering) for the clients that
+// accept it, written without copying it.
+void set_shared_reply(const httplib::Request& req, httplib::Response& res,
+                      const SharedRendering::Reply& reply, const char* content_type) {
+  res.set_header("Vary", "Accept-Encoding");
+  std::string_view body = reply->identity();
+  if (accepts_gzip(req) && !reply->gzip().empty()) {
+    res.set_header("Content-Encoding", "gzip");
+    body = reply->gzip();
+  }
+  res.set_content_provider(
+      body.size(), content_type,
+      [reply, body](std::size_t offset, std::size_t length, httplib::DataSink& sink) {
+        return sink.write(body.data() + offset, std::min(length, body.size() - offset));
+      });
+}
+
 }  // namespace
 
 HttpServer::HttpServer(SchedulingService& service, ModelStore& store, MetricRegistry& metrics,
@@ -77,7 +116,12 @@ HttpServer::HttpServer(SchedulingService& service, ModelStore& store, MetricRegi
       connections_(std::make_shared<ConnectionThreadPool>(
           std::min<std::size_t>(4, connection_thread_limit(options_.threads)),
           connection_thread_limit(options_.threads))),
-      access_(options_.access) {
+      access_(options_.access),
+      // Requests waiting for a rendering hold a worker each: a quarter of them at most.
+      inspect_(std::max<std::size_t>(1, connection_thread_limit(options_.threads) / 4),
+               options_.inspect_max_age),
+      metrics_rendering_(std::max<std::size_t>(1, connection_thread_limit(options_.threads) / 4),
+                         std::chrono::milliseconds(0)) {
   // httplib's connection loop, with the request limits it lacks (http_connection.h).
   http_connection::Limits limits;
   static_cast<ConnectionLimits&>(limits) = options_.connections;
@@ -175,6 +219,37 @@ bool HttpServer::refuse_client(const httplib::Request& req, httplib::Response& r
   return true;
 }
 
+std::string HttpServer::render_metrics() {
+  metrics_.set_ready(options_.not_ready_reason().empty());
+  const http_connection::ConnectionStats connections = http_connection::connection_stats(*server_);
+  metrics_.set_http_connections(
+      {connections.open, connections.waiting_for_thread, connections.limit});
+  // Copy the model's gauges under the shared lock; format after releasing it.
+  const ModelGauges gauges = store_.read(
+      [](const core::ClusterModel& model, const core::PlacementPolicy&,
+         const core::ReservationLedger& ledger) { return model_gauges(model, ledger); });
+  return registry_.render(
+      [&gauges](std::vector<prometheus::MetricFamily>& out) { collect_model(out, gauges); });
+}
+
+std::string HttpServer::render_inspect() {
+  Json body =
+      store_.read([&](const core::ClusterModel& model, const core::PlacementPolicy& policy) {
+        Json cluster = inspect_cluster(model, policy.name(), policy.describe_state());
+        add_fragmentation(cluster, model, policy);
+        return cluster;
+      });
+  struct Dismantled {
+    Json& tree;
+    ~Dismantled() { dismantle(tree); }
+  } dismantled{body};
+  body["recentRejections"] = rejections_json(rejections_.recent());
+  add_pod_phases(body, options_.pod_phase);
+  body["configWarnings"] = config_warnings_json(
+      options_.config_warnings ? options_.config_warnings() : std::vector<ConfigWarning>{});
+  return body.dump(-1, ' ', false, Json::error_handler_t::replace);
+}
+
 void HttpServer::install_routes() {
   server_->set_payload_max_length(options_.connections.max_request_bytes);
   // kube-scheduler keeps connections alive; httplib's default of 5 requests each would churn.
@@ -209,15 +284,31 @@ void HttpServer::install_routes() {
         if (body) {
           body_fn(req, *body, res);
         } else {
-          spdlog::warn("{}: refused the body of a request from {} (HTTP {})", verb, req.remote_addr,
-                       res.status);
+          if (const auto admitted = bad_request_log_.admit(); admitted.log) {
+            spdlog::warn("{}: refused the body of a request from {} (HTTP {}){}", verb,
+                         req.remote_addr, res.status, held_back_note(admitted));
+          }
           res.set_content(
               error_body(body_refusal(res.status, options_.connections.max_request_bytes)), kJson);
         }
       } catch (const kube::BadInput& e) {
-        spdlog::warn("{}: bad request from {}: {}", verb, req.remote_addr, e.what());
+        if (const auto admitted = bad_request_log_.admit(); admitted.log) {
+          spdlog::warn("{}: bad request from {}: {}{}", verb, req.remote_addr, e.what(),
+                       held_back_note(admitted));
+        }
         res.status = 400;
         res.set_content(error_body(e.what()), kJson);
+      } catch (const std::bad_alloc&) {
+        // Out of memory (or address space): this request is refused, the others go on. The
+        // client may retry; the model was not touched (decoding precedes the service).
+        if (const auto admitted = out_of_memory_log_.admit(); admitted.log) {
+          spdlog::error("{}: out of memory answering a request from {}; answered 503{}", verb,
+                        req.remote_addr, held_back_note(admitted));
+        }
+        res.status = 503;
+        res.set_header("Retry-After", "1");
+        res.set_content(error_body("out of memory; retry later"), kJson);
+        rearm_allocation_reserve();
       } catch (const std::exception& e) {
         spdlog::error("{}: internal error: {}", verb, e.what());
         res.status = 500;
@@ -312,19 +403,19 @@ void HttpServer::install_routes() {
   get(route("inspect"),
       handle(
           "inspect",
-          [this](const httplib::Request&, std::string&, httplib::Response& res) {
-            Json body = store_.read(
-                [&](const core::ClusterModel& model, const core::PlacementPolicy& policy) {
-                  Json cluster = inspect_cluster(model, policy.name(), policy.describe_state());
-                  add_fragmentation(cluster, model, policy);
-                  return cluster;
-                });
-            body["recentRejections"] = rejections_json(rejections_.recent());
-            add_pod_phases(body, options_.pod_phase);
-            body["configWarnings"] =
-                config_warnings_json(options_.config_warnings ? options_.config_warnings()
-                                                              : std::vector<ConfigWarning>{});
-            res.set_content(body.dump(-1, ' ', false, Json::error_handler_t::replace), kJson);
+          [this](const httplib::Request& req, std::string&, httplib::Response& res) {
+            const RenderKey key{store_.generation(), rejections_.added()};
+            const SharedRendering::Reply reply =
+                inspect_.get(key, [this] { return render_inspect(); });
+            if (!reply) {
+              res.status = 503;
+              res.set_header("Retry-After", "1");
+              res.set_content(
+                  encode_error("too many /inspect requests waiting for its reply; retry later"),
+                  kJson);
+              return;
+            }
+            set_shared_reply(req, res, reply, kJson);
           },
           plain_error));
   get(route("inspect/([^/]+)"),
@@ -369,20 +460,18 @@ void HttpServer::install_routes() {
       res.set_content(fmt::format("not ready: {}\n", reason), "text/plain");
     }
   });
-  server_->Get("/metrics", [this](const httplib::Request&, httplib::Response& res) {
-    metrics_.set_ready(options_.not_ready_reason().empty());
-    const http_connection::ConnectionStats connections =
-        http_connection::connection_stats(*server_);
-    metrics_.set_http_connections(
-        {connections.open, connections.waiting_for_thread, connections.limit});
-    // Copy the model's gauges under the shared lock; format after releasing it.
-    const ModelGauges gauges = store_.read(
-        [](const core::ClusterModel& model, const core::PlacementPolicy&,
-           const core::ReservationLedger& ledger) { return model_gauges(model, ledger); });
-    res.set_content(registry_.render([&gauges](std::vector<prometheus::MetricFamily>& out) {
-      collect_model(out, gauges);
-    }),
-                    "text/plain; version=0.0.4");
+  server_->Get("/metrics", [this](const httplib::Request& req, httplib::Response& res) {
+    // Per-node and per-GPU series: megabytes with thousands of nodes. One rendering at a time,
+    // shared by the scrapes that arrived before it began.
+    const SharedRendering::Reply reply =
+        metrics_rendering_.get({}, [this] { return render_metrics(); });
+    if (!reply) {
+      res.status = 503;
+      res.set_header("Retry-After", "1");
+      res.set_content("too many /metrics requests waiting; retry later\n", "text/plain");
+      return;
+    }
+    set_shared_reply(req, res, reply, kMetricsType);
   });
 
   install_web_ui(*server_);
@@ -395,6 +484,17 @@ void HttpServer::install_routes() {
   server_->set_pre_routing_handler([this](const httplib::Request& req, httplib::Response& res) {
     const bool scheduling_verb = is_scheduling_verb(req.path);
     if (scheduling_verb && refuse_client(req, res)) {
+      return httplib::Server::HandlerResponse::Handled;
+    }
+    // Byte ranges are ignored (the whole reply, 200): httplib builds a multi-range reply in
+    // memory, a copy of the body per range, and a Range header may list hundreds.
+    const_cast<httplib::Request&>(req).ranges.clear();
+    // httplib reads a PRI request's body itself (no content-reader route can take it), whole
+    // and decompressed, without --max-request-bytes: refused before it does.
+    if (req.method == "PRI") {
+      res.status = 405;
+      res.set_content(encode_error("method PRI is not allowed"), kJson);
+      http_connection::close_after_response();
       return httplib::Server::HandlerResponse::Handled;
     }
     auto [first, last] = req.headers.equal_range("Accept-Encoding");

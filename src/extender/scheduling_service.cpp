@@ -303,7 +303,9 @@ std::vector<HostPriority> SchedulingService::prioritize_impl(const ExtenderArgs&
 BindReply SchedulingService::bind(const BindingArgs& args) {
   const std::string key = args.pod_namespace + "/" + args.pod_name;
   auto fail = [&](std::string outcome, std::string error) {
-    spdlog::warn("bind {} to {} failed: {}", key, args.node, error);
+    if (const auto admitted = bind_failure_log_.admit(); admitted.log) {
+      spdlog::warn("bind {} to {} failed: {}{}", key, args.node, error, held_back_note(admitted));
+    }
     metrics_.count_bind(outcome);
     return BindReply{std::move(error), -1, std::move(outcome)};
   };

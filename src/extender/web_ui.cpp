@@ -50,6 +50,13 @@ void install_web_ui(httplib::Server& server) {
   server.Get("/gpushare-scheduler/ui", to_ui("../"));
   server.Get("/gpushare-scheduler/ui/", to_ui("../../"));
   server.Get(R"(/ui/([A-Za-z0-9._-]*))", [](const httplib::Request& req, httplib::Response& res) {
+    // The page draws ?unit= into its HTML: only the units it knows (the script checks too).
+    if (req.has_param("unit") && req.get_param_value("unit") != "GiB" &&
+        req.get_param_value("unit") != "MiB") {
+      res.status = 400;
+      res.set_content("unknown unit: use unit=GiB or unit=MiB\n", "text/plain");
+      return;
+    }
     std::string name = req.matches[1];
     if (name.empty()) name = "index.html";
     const WebAsset* asset = find_web_asset(name);

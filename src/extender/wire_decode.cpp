@@ -146,7 +146,8 @@ ExtenderArgs decode_extender_args_viewing(std::string_view body, const kube::Res
       for (const json::Value item : array) item_names.push_back(node_name_of(item));
       if (!args.node_names) {
         if (body.starts_with(kByteOrderMark)) body.remove_prefix(kByteOrderMark.size());
-        const std::vector<std::string_view> texts = item_texts(parser.get(), body, nodes->index, items->index);
+        const std::vector<std::string_view> texts =
+            item_texts(parser.get(), body, nodes->index, items->index);
         args.node_texts->reserve(texts.size());
         for (std::size_t i = 0; i < texts.size() && i < item_names.size(); ++i) {
           args.node_texts->push_back({std::move(item_names[i]), texts[i]});
@@ -163,8 +164,9 @@ std::int64_t integer_or_zero(json::Object object, std::string_view key, std::str
   const std::optional<json::Value> value = kube::present_field(object, key);
   if (!value) return 0;
   if (value->is_int64()) return value->get_int64().value_unsafe();
-  // A count beyond int64 wraps, as nlohmann's get<int64_t> did.
-  if (value->is_uint64()) return static_cast<std::int64_t>(value->get_uint64().value_unsafe());
+  // Beyond int64 (simdjson reads such a number as uint64): refused, as Go's decoder of the int64
+  // field refuses it; a cast wrapped 18446744073709551615 to -1 and echoed that.
+  if (value->is_uint64()) throw BadInput(fmt::format("{} is out of range (int64)", what));
   throw BadInput(fmt::format("{} must be an integer", what));
 }
 

@@ -1,6 +1,9 @@
 #include <gtest/gtest.h>
 
+#include <sstream>
+
 #include "contract/extender_fixture.h"
+#include "support/log_capture.h"
 
 namespace gpushare::testing {
 namespace {
@@ -106,6 +109,49 @@ TEST(PreemptContract, MinimalVictimsOnOneGpu) {
   EXPECT_EQ(result["n2"]["Pods"], Json::array({{{"UID", "uid-nogpu"}}, {{"UID", "uid-held-n2"}}}));
   EXPECT_EQ(result["n2"]["NumPDBViolations"], 1);
   EXPECT_FALSE(result.contains("ghost"));
+}
+
+// 76 163 failed binds in 45 s wrote 86 946 warning lines: anyone reaching /bind could fill the
+// log pipeline. The lines are throttled; every failure is still counted.
+TEST(BindContract, FailedBindsAreLoggedThrottledAndAllCounted) {
+  ExtenderUnderTest extender(small_cluster());
+  LogCapture log;
+  constexpr int kFailures = 60;
+  for (int i = 0; i < kFailures; ++i) {
+    EXPECT_EQ(extender.post("bind", binding("no-such-pod", "uid-x", "n1")).first, 500);
+  }
+  std::size_t lines = 0;
+  std::istringstream text(log.text());
+  for (std::string line; std::getline(text, line);) {
+    if (line.find("bind default/no-such-pod to n1 failed") != std::string::npos) ++lines;
+  }
+  EXPECT_GE(lines, 1u);
+  EXPECT_LE(lines, 20u);
+  auto scrape = extender.client().Get("/metrics");
+  ASSERT_TRUE(scrape);
+  EXPECT_NE(scrape->body.find("gpushare_binds_total{outcome=\"pod_not_found\"} " +
+                              std::to_string(kFailures)),
+            std::string::npos);
+}
+
+// Go's decoder refuses a number beyond the int64 field; a cast echoed 2^64-1 as -1.
+TEST(PreemptContract, AnOutOfRangeNumPDBViolationsIsRefused) {
+  ExtenderUnderTest extender(small_cluster());
+  for (const char* count : {"18446744073709551615", "9223372036854775808"}) {
+    const std::string args =
+        R"({"Pod":)" + pod_object("big", "uid-big", 12).dump() +
+        R"(,"NodeNameToMetaVictims":{"n1":{"Pods":[{"UID":"uid-held-0"}],"NumPDBViolations":)" +
+        count + "}}}";
+    const auto [status, reply] = extender.post("preempt", args);
+    EXPECT_EQ(status, 400) << count;
+    EXPECT_NE(reply.value("Error", "").find("NumPDBViolations"), std::string::npos) << count;
+  }
+  const auto [status, reply] = extender.post(
+      "preempt", R"({"Pod":)" + pod_object("big", "uid-big", 12).dump() +
+                     R"(,"NodeNameToMetaVictims":{"n1":{"Pods":[{"UID":"uid-held-1b"}],)"
+                     R"("NumPDBViolations":9223372036854775807}}})");
+  ASSERT_EQ(status, 200);
+  EXPECT_EQ(reply["NodeNameToMetaVictims"]["n1"]["NumPDBViolations"], 9223372036854775807LL);
 }
 
 TEST(PreemptContract, NodesThatCannotFitEvenAfterEvictionAreDropped) {

@@ -1,10 +1,16 @@
 // --max-buffered-body-bytes (connection_reactor.h): a body that does not fit the budget waits,
-// unread, until the bodies in flight are answered, and is then served.
+// unread, until the bodies in flight are answered (or their connections close), and is then
+// served; a body whose size grows as it is read (chunked, gzip) is charged as it grows.
 
+#include <fmt/format.h>
 #include <gtest/gtest.h>
+#include <httplib.h>
 
 #include <chrono>
+#include <optional>
+#include <sstream>
 #include <string>
+#include <thread>
 
 #include "contract/extender_fixture.h"
 #include "support/raw_http_connection.h"
@@ -49,6 +55,149 @@ TEST(BodyBudget, ABodyOverTheBudgetWaitsForTheOneInFlightAndIsThenServed) {
     ASSERT_TRUE(reply);
     EXPECT_EQ(Json::parse(*reply)["NodeNames"], Json::array({"n1", "n2"}));
   }
+}
+
+std::string valid_filter_body(std::size_t padded_to = 0) {
+  std::string body = Json{{"Pod", pod_object("p", "uid-p", 4)}, {"NodeNames", {"n1", "n2"}}}.dump();
+  if (body.size() < padded_to) body.append(padded_to - body.size(), ' ');
+  return body;
+}
+
+ExtenderUnderTest budgeted_extender(std::size_t budget) {
+  return ExtenderUnderTest(cluster_list({node_object("n1", 2, 32), node_object("n2", 4, 16)}),
+                           "binpack", 1 << 20, 0, [&](extender::HttpServerOptions& options) {
+                             options.connections.body_budget_bytes = budget;
+                           });
+}
+
+// gpushare_http_connections from /metrics (the scrape's own connection included).
+std::optional<double> open_connections(const ExtenderUnderTest& extender) {
+  auto scrape = extender.client().Get("/metrics");
+  if (!scrape) return std::nullopt;
+  std::istringstream lines(scrape->body);
+  for (std::string line; std::getline(lines, line);) {
+    if (line.starts_with("gpushare_http_connections ")) return std::stod(line.substr(26));
+  }
+  return std::nullopt;
+}
+
+// A holder whose body holds the whole budget (announced, half sent) and a waiter whose complete
+// body waits for it.
+class BodyBudgetWaiter : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    ASSERT_TRUE(holder.send_raw(first.substr(0, first.size() - body.size() / 2)));
+    ASSERT_TRUE(waiter.send_raw(filter_request(body)));
+    EXPECT_FALSE(waiter.read_head(300ms));  // waits for the budget
+  }
+
+  const std::string body = valid_filter_body();
+  ExtenderUnderTest extender = budgeted_extender(body.size());
+  const std::uint16_t port = static_cast<std::uint16_t>(extender.port());
+  const std::string first = filter_request(body);
+  RawHttpConnection holder{port};
+  RawHttpConnection waiter{port};
+};
+
+// A connection that reset while it held the budget freed it but woke nobody: the body waiting
+// behind it was never answered.
+TEST_F(BodyBudgetWaiter, IsServedWhenTheHolderResets) {
+  holder.reset();
+  const auto head = waiter.read_head(10s);
+  ASSERT_TRUE(head);
+  EXPECT_EQ(head->status, 200);
+}
+
+// A connection waiting for the budget is not read; when it reset, epoll reported its hang-up on
+// every turn (level-triggered, whatever the interest) and the reactor spun on it until an
+// unrelated event. It is now dropped at once.
+TEST_F(BodyBudgetWaiter, IsDroppedWhenItResets) {
+  waiter.reset();
+  // Open: the holder and the scrape itself (earlier scrapes' connections may still be closing).
+  std::optional<double> open;
+  for (int attempt = 0; attempt < 100; ++attempt) {
+    open = open_connections(extender);
+    if (open && *open <= 2) break;
+    std::this_thread::sleep_for(100ms);
+  }
+  ASSERT_TRUE(open);
+  EXPECT_LE(*open, 2);
+  // The holder is still served.
+  ASSERT_TRUE(holder.send_raw(first.substr(first.size() - body.size() / 2)));
+  const auto head = holder.read_head(10s);
+  ASSERT_TRUE(head);
+  EXPECT_EQ(head->status, 200);
+}
+
+// A chunked body announces no size: it was never charged, and 20 uploads of 50 MiB held back
+// their last chunk took 1 GiB under a 1 KiB budget. Now its bytes are charged as they are
+// decoded: while another body holds the budget, one that would exceed it is refused (503,
+// Retry-After; a body on a worker cannot wait without holding the worker).
+TEST(BodyBudget, AChunkedBodyIsChargedAsItArrives) {
+  ExtenderUnderTest extender = budgeted_extender(1024);
+  ASSERT_GT(extender.port(), 0);
+  const auto port = static_cast<std::uint16_t>(extender.port());
+  const std::string head =
+      "POST /gpushare-scheduler/filter HTTP/1.1\r\nHost: x\r\nContent-Type: "
+      "application/json\r\nTransfer-Encoding: chunked\r\n\r\n";
+  const std::string body = valid_filter_body(4096);
+  // The first upload sends 4 KiB and holds back the rest: alone, it may exceed the budget.
+  RawHttpConnection holder(port);
+  ASSERT_TRUE(holder.send_raw(head + fmt::format("{:x}\r\n{}\r\n", body.size(), body)));
+  // Once the holder's bytes are charged (its worker reads them soon), a second is refused.
+  std::optional<int> status;
+  std::string retry_after;
+  for (int attempt = 0; attempt < 50 && status != 503; ++attempt) {
+    if (attempt > 0) std::this_thread::sleep_for(100ms);
+    RawHttpConnection other(port);
+    if (!other.send_raw(head + fmt::format("{:x}\r\n{}\r\n0\r\n\r\n", body.size(), body))) continue;
+    if (const auto reply = other.read_head(10s)) {
+      status = reply->status;
+      retry_after = reply->headers.contains("retry-after") ? reply->headers.at("retry-after") : "";
+    }
+  }
+  EXPECT_EQ(status, 503);
+  EXPECT_EQ(retry_after, "1");
+  // The holder finishes: served.
+  ASSERT_TRUE(holder.send_raw("0\r\n\r\n"));
+  const auto answered = holder.read_head(10s);
+  ASSERT_TRUE(answered);
+  EXPECT_EQ(answered->status, 200);
+}
+
+// A gzip body was charged its compressed size: twenty 51 kB bodies inflating to 50 MiB each
+// took 1.3 GiB under a 2 MiB budget. Its decoded bytes are now charged as it inflates.
+TEST(BodyBudget, AGzipBodyIsChargedItsDecodedSize) {
+  const std::string body = valid_filter_body();
+  const std::size_t budget = 8 * 1024;
+  ExtenderUnderTest extender = budgeted_extender(budget);
+  ASSERT_GT(extender.port(), 0);
+  const auto port = static_cast<std::uint16_t>(extender.port());
+  // A plain body holds part of the budget (announced, half sent).
+  const std::string holder_body = valid_filter_body(budget / 2);
+  const std::string first = filter_request(holder_body);
+  RawHttpConnection holder(port);
+  ASSERT_TRUE(holder.send_raw(first.substr(0, first.size() - holder_body.size() / 2)));
+  // 64 KiB decoded, well within --max-request-bytes, a few hundred bytes compressed: it fits
+  // the budget as announced, not as decoded.
+  const std::string inflating = valid_filter_body(64 * 1024);
+  // Posted compressed until it gets `wanted` (the holder's charge is made on the reactor thread).
+  auto post_until = [&](int wanted) {
+    std::optional<int> status;
+    for (int attempt = 0; attempt < 50 && status != wanted; ++attempt) {
+      if (attempt > 0) std::this_thread::sleep_for(100ms);
+      httplib::Client client("127.0.0.1", port);
+      client.set_compress(true);
+      client.set_read_timeout(10);
+      if (auto reply = client.Post("/gpushare-scheduler/filter", inflating, "application/json"))
+        status = reply->status;
+    }
+    return status;
+  };
+  EXPECT_EQ(post_until(503), 503);
+  // Alone, it is served.
+  holder.reset();
+  EXPECT_EQ(post_until(200), 200);
 }
 
 }  // namespace

@@ -118,6 +118,7 @@ class ExtenderUnderTest {
   extender::ModelStore& store() { return store_; }
   extender::StandaloneCluster& cluster() { return standalone_; }
   extender::MetricRegistry& metrics() { return metrics_; }
+  extender::HttpServer& server() { return *server_; }
 
  private:
   extender::StandaloneCluster standalone_;

@@ -161,6 +161,43 @@ TEST_F(HttpLimits, AGzipBodyIsLimitedOnItsDecompressedSize) {
   EXPECT_EQ(Json::parse(served->body)["NodeNames"], Json::array({"n1"}));
 }
 
+// PRI is a method httplib reads a body for, itself (no content-reader route can take it): whole,
+// decompressed, without --max-request-bytes. Refused before it reads a byte of it.
+TEST_F(HttpLimits, APriRequestsBodyIsNeverRead) {
+  httplib::detail::gzip_compressor compressor;
+  std::string bomb;
+  ASSERT_TRUE(compressor.compress(std::string(16 * kLimit, ' ').data(), 16 * kLimit, true,
+                                  [&](const char* data, std::size_t size) {
+                                    bomb.append(data, size);
+                                    return true;
+                                  }));
+  RawHttpConnection connection(port_of(extender));
+  ASSERT_TRUE(connection.send_raw(
+      fmt::format("PRI /gpushare-scheduler/filter HTTP/1.1\r\nHost: x\r\nContent-Encoding: "
+                  "gzip\r\nContent-Length: {}\r\n\r\n{}",
+                  bomb.size(), bomb)));
+  const Refusal refusal = read_refusal(connection);
+  EXPECT_EQ(refusal.status, 405);
+  EXPECT_TRUE(refusal.closed);
+}
+
+// httplib answered a Range header with a multipart reply built in memory, one copy of the body
+// per range listed: 500 ranges of /metrics were 500 copies. Ranges are ignored.
+TEST_F(HttpLimits, ByteRangesAreIgnored) {
+  std::string ranges = "bytes=0-";
+  for (int i = 0; i < 500; ++i) ranges += ",0-";
+  for (const char* path : {"/metrics", "/gpushare-scheduler/inspect", "/ui/app.js"}) {
+    auto client = extender.client();
+    auto whole = client.Get(path);
+    ASSERT_TRUE(whole) << path;
+    auto ranged = client.Get(path, {{"Range", ranges}});
+    ASSERT_TRUE(ranged) << path;
+    EXPECT_EQ(ranged->status, 200) << path;
+    EXPECT_FALSE(ranged->has_header("Content-Range")) << path;
+    EXPECT_LT(ranged->body.size(), 2 * whole->body.size()) << path;
+  }
+}
+
 // httplib capped each header line at 8 KiB but not their number: 256 MiB of headers accepted.
 TEST_F(HttpLimits, AHeaderBlockOverTheLimitGets431) {
   RawHttpConnection connection(port_of(extender));

@@ -136,6 +136,27 @@ TEST(WebUi, ScriptAndStyleSheetLoadNothingFromElsewhere) {
   EXPECT_EQ(match[1].str(), "../gpushare-scheduler/inspect");
 }
 
+// The page draws ?unit= into its HTML: markup there reached innerHTML (fake figures, text).
+TEST(WebUi, OnlyKnownUnitsAreAccepted) {
+  auto extender = make_extender();
+  auto client = extender.client();
+  for (const char* path : {"/ui/?unit=GiB", "/ui/?unit=MiB", "/ui/index.html?unit=MiB"}) {
+    auto res = client.Get(path);
+    ASSERT_TRUE(res) << path;
+    EXPECT_EQ(res->status, 200) << path;
+  }
+  for (const char* path :
+       {"/ui/?unit=%3Cb%3Ex%3C%2Fb%3E", "/ui/?unit=GiB%22%20style%3D", "/ui/index.html?unit=TiB"}) {
+    auto res = client.Get(path);
+    ASSERT_TRUE(res) << path;
+    EXPECT_EQ(res->status, 400) << path;
+    EXPECT_EQ(res->body.find('<'), std::string::npos) << path;
+  }
+  // And the script accepts no other value, whatever serves the page.
+  const std::string script = client.Get("/ui/app.js")->body;
+  EXPECT_NE(script.find("text === 'GiB' || text === 'MiB' ? text : ''"), std::string::npos);
+}
+
 TEST(WebUi, UnknownAssetsAndTraversalAre404) {
   auto extender = make_extender();
   auto client = extender.client();

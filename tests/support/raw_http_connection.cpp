@@ -158,6 +158,14 @@ std::optional<std::string> RawHttpConnection::read_body(const Head& head,
   }
 }
 
+void RawHttpConnection::reset() {
+  if (fd_ < 0) return;
+  const linger abort{1, 0};  // close at once, with RST
+  ::setsockopt(fd_, SOL_SOCKET, SO_LINGER, &abort, sizeof abort);
+  ::close(fd_);
+  fd_ = -1;
+}
+
 bool RawHttpConnection::closed_by_peer(std::chrono::milliseconds timeout) {
   const auto deadline = Clock::now() + timeout;
   for (;;) {

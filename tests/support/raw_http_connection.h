@@ -37,6 +37,8 @@ class RawHttpConnection {
   // A whole body (Content-Length or chunked); nullopt on error.
   std::optional<std::string> read_body(const Head& head,
                                        std::chrono::milliseconds timeout = std::chrono::seconds(5));
+  // Closes with a reset (RST) instead of a FIN, as a client that crashed or timed out does.
+  void reset();
   // True once the server has closed (or reset) the connection.
   bool closed_by_peer(std::chrono::milliseconds timeout = std::chrono::seconds(5));
 

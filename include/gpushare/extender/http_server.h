@@ -9,15 +9,17 @@
 #include <mutex>
 #include <string>
 
-#include "gpushare/extender/config_warnings.h"
-#include "gpushare/extender/inspect.h"
 #include "gpushare/extender/client_access.h"
+#include "gpushare/extender/config_warnings.h"
 #include "gpushare/extender/connection_limits.h"
+#include "gpushare/extender/inspect.h"
+#include "gpushare/extender/log_throttle.h"
 #include "gpushare/extender/metric_registry.h"
-#include "gpushare/extender/request_metrics.h"
 #include "gpushare/extender/model_store.h"
 #include "gpushare/extender/rejection_log.h"
+#include "gpushare/extender/request_metrics.h"
 #include "gpushare/extender/scheduling_service.h"
+#include "gpushare/extender/shared_rendering.h"
 
 namespace httplib {
 class Server;
@@ -45,6 +47,10 @@ struct HttpServerOptions {
   // /inspect: each pod's phase, and the configuration warnings standing (both optional).
   PodPhaseLookup pod_phase;
   std::function<std::vector<ConfigWarning>()> config_warnings;
+  // /inspect's reply is rendered once and shared (shared_rendering.h) while the model and the
+  // rejections are unchanged and it is at most this old (pod phases and configuration warnings
+  // come from elsewhere: they show within this time).
+  std::chrono::milliseconds inspect_max_age{1000};
   // How long stop() waits for binds in flight to finish.
   std::chrono::milliseconds shutdown_grace{20000};
 };
@@ -68,9 +74,14 @@ class HttpServer {
   bool stop();
   bool is_running() const;
   int binds_in_flight() const;
+  // How /inspect's replies were made.
+  SharedRendering::Stats inspect_renderings() const { return inspect_.stats(); }
+  SharedRendering::Stats metrics_renderings() const { return metrics_rendering_.stats(); }
 
  private:
   void install_routes();
+  std::string render_inspect();
+  std::string render_metrics();
   bool refuse_client(const httplib::Request& req, httplib::Response& res);
   bool begin_bind();  // false once stopping
   void end_bind();
@@ -85,6 +96,10 @@ class HttpServer {
   std::unique_ptr<httplib::Server> server_;
   ClientAccess access_;
   std::string access_error_;  // why the client CA could not be set up; bind() fails with it
+  SharedRendering inspect_;
+  SharedRendering metrics_rendering_;
+  LogThrottle out_of_memory_log_;  // a request refused for want of memory
+  LogThrottle bad_request_log_;    // 400s and refused bodies: any client can cause them at will
 
   mutable std::mutex binds_mutex_;
   std::condition_variable binds_done_;

@@ -8,6 +8,8 @@
 // lock, so a GPU chosen by one bind is visible to every filter, prioritize and bind after it.
 // Never call out (HTTP, API server) while holding it.
 
+#include <atomic>
+#include <cstdint>
 #include <memory>
 #include <mutex>
 #include <shared_mutex>
@@ -42,6 +44,7 @@ class ModelStore {
   template <typename Fn>
   decltype(auto) write(Fn&& fn) {
     std::unique_lock lock(mutex_);
+    generation_.fetch_add(1, std::memory_order_release);
     if constexpr (std::is_invocable_v<Fn, core::ClusterModel&, core::PlacementPolicy&, core::ReservationLedger&>) {
       return std::forward<Fn>(fn)(model_, *policy_, ledger_);
     } else {
@@ -49,9 +52,14 @@ class ModelStore {
     }
   }
 
+  // Counts the writes begun: unchanged, the model, the ledger and the policy are as they were
+  // (caches of what is rendered from them key on it). Lock-free.
+  std::uint64_t generation() const { return generation_.load(std::memory_order_acquire); }
+
   // Before any use: the ledger's read-back timings (live mode).
   void set_ledger_timing(core::LedgerTiming timing) {
     std::unique_lock lock(mutex_);
+    generation_.fetch_add(1, std::memory_order_release);
     ledger_ = core::ReservationLedger(timing);
   }
 
@@ -60,6 +68,7 @@ class ModelStore {
   core::ClusterModel model_;
   core::ReservationLedger ledger_;
   std::unique_ptr<core::PlacementPolicy> policy_;
+  std::atomic<std::uint64_t> generation_{0};  // written under the exclusive lock
 };
 
 }  // namespace gpushare::extender

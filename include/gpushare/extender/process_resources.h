@@ -20,4 +20,14 @@ void tune_allocator();
 // others return at once.
 void release_free_memory();
 
+// A reserve of address space (allocated, never touched: no resident memory) given back when an
+// allocation fails, just before std::bad_alloc is thrown, so that what unwinds after it can
+// still allocate: nlohmann's destructors (noexcept) allocate to free a tree, and a failure
+// there is std::terminate. Installs the new-handler that does it. Under RLIMIT_AS or strict
+// overcommit an allocation can fail; under a cgroup's memory limit the OOM killer comes first.
+void install_allocation_reserve(std::size_t bytes = 16 * 1024 * 1024);
+// After a request was refused for want of memory: takes the reserve again if it can.
+void rearm_allocation_reserve();
+bool allocation_reserve_held();
+
 }  // namespace gpushare::extender

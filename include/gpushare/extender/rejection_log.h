@@ -24,6 +24,12 @@ class RejectionLog {
     std::lock_guard lock(mutex_);
     if (entries_.size() == capacity_) entries_.pop_front();
     entries_.push_back(std::move(rejection));
+    ++added_;
+  }
+  // Entries ever added: unchanged, recent() is as it was.
+  std::uint64_t added() const {
+    std::lock_guard lock(mutex_);
+    return added_;
   }
   // How many entries it keeps (the newest).
   std::size_t capacity() const { return capacity_; }
@@ -34,9 +40,10 @@ class RejectionLog {
   }
 
  private:
-  mutable std::mutex mutex_;  // guards entries_
+  mutable std::mutex mutex_;  // guards entries_ and added_
   std::size_t capacity_;
   std::deque<Rejection> entries_;
+  std::uint64_t added_ = 0;
 };
 
 }  // namespace gpushare::extender

@@ -12,10 +12,11 @@
 
 #include "gpushare/core/score_cache.h"
 #include "gpushare/core/score_mapping.h"
-#include "gpushare/extender/scheduling_metrics.h"
+#include "gpushare/extender/log_throttle.h"
 #include "gpushare/extender/model_store.h"
 #include "gpushare/extender/pod_binder.h"
 #include "gpushare/extender/rejection_log.h"
+#include "gpushare/extender/scheduling_metrics.h"
 #include "gpushare/extender/wire_types.h"
 #include "gpushare/kube/resource_names.h"
 
@@ -74,6 +75,9 @@ class SchedulingService {
   // pod asks for the same (core/score_cache.h). The mutex guards score_cache_ only.
   mutable std::mutex score_cache_mutex_;
   mutable core::ScoreCache score_cache_;
+  // Anyone who can reach /bind can make binds fail at will: their lines are throttled (every
+  // failure is still counted in gpushare_binds_total).
+  LogThrottle bind_failure_log_{10, std::chrono::seconds(10)};
 };
 
 }  // namespace gpushare::extender

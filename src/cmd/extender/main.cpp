@@ -274,6 +274,7 @@ int main(int argc, char** argv) {
   const ext::Options& options = parsed.options;
   ext::configure_logging(options.log_level, options.log_format);
   ext::tune_allocator();
+  ext::install_allocation_reserve();
   switch (options.source) {
     case ext::ClusterSource::kClusterFile:
       return run_standalone(options, signals);

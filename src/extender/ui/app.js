@@ -20,7 +20,7 @@
     sort: params.get('sort') || 'name',
     showCpu: params.get('cpu') === '1',
     limit: positiveInt(params.get('limit'), 2000),
-    unitParam: params.get('unit') || '',
+    unitParam: knownUnit(params.get('unit')),  // drawn into the page: only these two
     unit: 'GiB',         // of the shared resource; set by prepare()
     refreshSeconds: params.has('refresh') ? Math.max(0, Number(params.get('refresh')) || 0) : 5,
     timer: 0,
@@ -38,6 +38,10 @@
   };
 
   var el = {};
+
+  function knownUnit(text) {
+    return text === 'GiB' || text === 'MiB' ? text : '';
+  }
 
   function positiveInt(text, fallback) {
     var n = parseInt(text, 10);
