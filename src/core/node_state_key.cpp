@@ -1,8 +1,7 @@
 #include "gpushare/core/node_state_key.h"
 
-#include <algorithm>
 #include <cstring>
-#include <string_view>
+#include <string>
 
 namespace gpushare::core {
 namespace {
@@ -12,13 +11,12 @@ std::uint64_t mix(std::uint64_t h, std::uint64_t value) {
   return h * 0xbf58476d1ce4e5b9ULL;
 }
 
-// Length and the last (up to) eight bytes: GPU model names differ at their end ("...-40GB",
+// Length and the last eight bytes: GPU model names differ at their end ("...-40GB",
 // "...-80GB"); same_state compares them in full.
-std::uint64_t text_bits(std::string_view text) {
+std::uint64_t text_bits(const std::string& text) {
   std::uint64_t tail = 0;
-  const std::size_t n = std::min<std::size_t>(8, text.size());
-  std::memcpy(&tail, text.data() + text.size() - n, n);
-  return mix(text.size(), tail);
+  if (text.size() >= 8) std::memcpy(&tail, text.data() + text.size() - 8, 8);
+  return tail ^ text.size();
 }
 
 }  // namespace
