@@ -9,7 +9,8 @@
 //                                          outside the timed region
 //  BM_FilterRequest/<nodes>/<alloc%>       the whole in-process request: body text -> decode ->
 //                                          filter -> encoded reply (nodeCacheCapable: NodeNames)
-//  BM_PrioritizeRequest/<nodes>/<alloc%>   the same for prioritize (binpack)
+//  BM_PrioritizeRequest/<nodes>/<alloc%>   the same for prioritize (the default policy, on its
+//                                          built-in prior)
 //  BM_PrioritizeLatency/<policy>/<nodes>/<alloc%>/<pod>/<workload>/<newpod>
 //                                          SchedulingService::prioritize alone (as BM_Prioritize)
 //                                          as a latency distribution, on a cluster whose nodes
@@ -21,8 +22,12 @@
 //                                          every request for the same pod (the replicas of one
 //                                          workload: prioritize reuses the scores of the last
 //                                          request), 1: each request's pod asks for other GPU
-//                                          memory than the last one's (4 and 3 GiB in turn), so
-//                                          no score is reused
+//                                          memory than the last one's (4 and 3 GiB in turn): a
+//                                          new pod of a shape seen before (the scores kept for
+//                                          that shape are reused), 2: each request's pod asks
+//                                          for CPU no pod asked for before (4.05 cores plus one
+//                                          milli-core per request), so no score is reused: the
+//                                          cost of scoring every node
 //  BM_FilterLatency/<nodes>/<alloc%>       SchedulingService::filter alone (as BM_Filter) as a
 //                                          latency distribution
 //  *Latency                                the two above as 1-request repetitions, with
@@ -122,11 +127,16 @@ void BM_PrioritizeLatency(benchmark::State& state) {
   auto& harness = gb::cached_harness(shape, policy);
   // With newpod, the pod changes from one request (repetition) to the next.
   static int requests = 0;
-  const core::Units request = cpu_only ? 0 : (state.range(5) != 0 && ++requests % 2 == 0 ? 3 : 4);
+  const std::int64_t newpod = state.range(5);
+  const core::Units request = cpu_only ? 0 : (newpod == 1 && ++requests % 2 == 0 ? 3 : 4);
   ext::ExtenderArgs args = typed_args(nodes, request);  // given up below, see top
+  static std::int64_t unseen = 0;
+  if (newpod == 2) args.pod.cpu_milli += ++unseen;
   state.SetLabel(fmt::format("{} {} pod, {}{}", policy, cpu_only ? "CPU-only" : "GPU",
                              shape.learned_workload ? "learned workload" : "prior",
-                             state.range(5) != 0 ? ", a new pod each request" : ""));
+                             newpod == 1   ? ", a new pod of a known shape each request"
+                             : newpod == 2 ? ", a never-seen demand each request"
+                                           : ""));
   for (auto _ : state) {
     auto result = harness.service->prioritize(std::move(args));
     benchmark::DoNotOptimize(result);
@@ -207,7 +217,9 @@ void BM_FilterRequest(benchmark::State& state) {
 
 void BM_PrioritizeRequest(benchmark::State& state) {
   const int nodes = static_cast<int>(state.range(0));
-  auto& harness = gb::cached_harness(gb::shape_of(nodes, static_cast<int>(state.range(1))));
+  auto& harness = gb::cached_harness(gb::shape_of(nodes, static_cast<int>(state.range(1))),
+                                     core::kDefaultPolicy);
+  state.SetLabel(std::string(core::kDefaultPolicy));
   const std::string& body = gb::request_body(nodes, gb::BodyForm::kNodeNames);
   std::size_t reply_bytes = 0;
   for (auto _ : state) {
@@ -233,7 +245,9 @@ void BM_FilterRequestDefaultOffer(benchmark::State& state) {
 
 void BM_PrioritizeRequestDefaultOffer(benchmark::State& state) {
   const int nodes = static_cast<int>(state.range(0));
-  auto& harness = gb::cached_harness(gb::shape_of(nodes, static_cast<int>(state.range(1))));
+  auto& harness = gb::cached_harness(gb::shape_of(nodes, static_cast<int>(state.range(1))),
+                                     core::kDefaultPolicy);
+  state.SetLabel(std::string(core::kDefaultPolicy));
   const std::string& body =
       gb::request_body(nodes, gb::BodyForm::kNodeNames, 4, gb::default_offered(nodes));
   for (auto _ : state) {
@@ -282,7 +296,8 @@ void latency_policy_grid(benchmark::internal::Benchmark* b) {
         for (int cpu_only : {0, 1}) {
           b->Args({static_cast<std::int64_t>(p), 5000, alloc, cpu_only, learned, 0});
           if (learned == 1 && cpu_only == 0) {
-            b->Args({static_cast<std::int64_t>(p), 5000, alloc, cpu_only, learned, 1});
+            for (int newpod : {1, 2})
+              b->Args({static_cast<std::int64_t>(p), 5000, alloc, cpu_only, learned, newpod});
           }
         }
       }

@@ -22,6 +22,7 @@
 #include <thread>
 #include <vector>
 
+#include "contract/service_harness.h"
 #include "gpushare/core/fit.h"
 #include "gpushare/core/placement_policy.h"
 #include "gpushare/core/score_mapping.h"
@@ -29,18 +30,6 @@
 
 namespace gpushare::extender {
 namespace {
-
-class NoBinder final : public PodBinder {
- public:
-  std::optional<kube::PodInfo> find_pod(std::string_view, std::string_view) override {
-    return std::nullopt;
-  }
-  BindOutcome bind(const kube::PodInfo&, std::string_view,
-                   const std::map<std::string, std::string>&) override {
-    return {false, "not in this test", false};
-  }
-  bool confirms_asynchronously() const override { return false; }
-};
 
 constexpr int kNodes = 400;
 
@@ -198,16 +187,12 @@ struct Case {
 // Runs every pod through filter and prioritize of one policy; compares with the reference and
 // adds everything (raw score bits included) to `digest`.
 // A service over a populated store of one policy.
-struct ServiceUnderTest {
+struct ServiceUnderTest : ServiceHarness {
   ServiceUnderTest(const std::string& policy, std::uint32_t seed,
                    core::ScoreMapping mapping = core::ScoreMapping::kMinMax)
-      : store(core::make_policy(policy)) {
+      : ServiceHarness(core::make_policy(policy), mapping) {
     store.write(
         [&](core::ClusterModel& model, core::PlacementPolicy& p) { populate(model, p, seed); });
-    ServiceConfig config;
-    config.score_mapping = mapping;
-    config.now_ns = [] { return std::int64_t{0}; };
-    service = std::make_unique<SchedulingService>(store, binder, metrics, rejections, config);
   }
   // prioritize's answer computed name by name.
   std::vector<int> expected_scores(const kube::PodInfo& pod,
@@ -218,11 +203,6 @@ struct ServiceUnderTest {
         });
     return core::map_scores(raw, service->config().score_mapping);
   }
-  ModelStore store;
-  NoBinder binder;
-  MetricRegistry metrics;
-  RejectionLog rejections;
-  std::unique_ptr<SchedulingService> service;
 };
 
 std::vector<int> scores_of(const std::vector<HostPriority>& priorities) {

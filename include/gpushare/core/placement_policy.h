@@ -25,7 +25,10 @@ class PlacementPolicy {
   virtual std::string_view name() const = 0;
 
   // Where `pod` would go on `node`, or nullopt if it does not fit (check_fit fails).
-  // Must be a pure function of (node, pod, the policy's learned state).
+  // Must be a pure function of (node, pod, the policy's state): prioritize reuses scores on
+  // that promise (core/score_cache.h, core/state_memo.h). The policy's state is everything
+  // else it reads: what observe() learned, and any cluster-wide aggregate it keeps (per GPU
+  // model: free capacity, pinned demand); state_version() below must move with all of it.
   virtual std::optional<Placement> place(const NodeState& node, const PodDemand& pod) const = 0;
   // place(node, pod)->score, or nullopt where place() gives nullopt: all prioritize needs.
   // Policies may override it to skip building the Placement; it must return the same value.
@@ -36,8 +39,17 @@ class PlacementPolicy {
 
   // Told about every pod actually placed, for policies that learn the workload online.
   virtual void observe(const PodDemand& /*pod*/) {}
-  // Changes whenever observe() changed what place() returns; caches key on it.
+  // Changes whenever what place() or score() returns for some (node, pod) may have changed:
+  // after observe() changed the learned workload, and after any change of cluster-wide state
+  // the policy reads. Prioritize keeps raw scores per (node stamp, demand, state_version())
+  // across requests (core/score_cache.h) and drops them all when it moves, so a version that
+  // stays put while a score changes serves stale scores, and one that moves on every bind
+  // makes every request score every node: move it when scores may change, and only then.
   virtual std::uint64_t state_version() const { return 0; }
+  // Whether place() or score() read the node's identity (name, address, generation) rather
+  // than only its state (node_state_key.h: spec, GPUs, usage). When not, prioritize scores
+  // each distinct node state once per request and gives nodes in that state the same score.
+  virtual bool reads_node_identity() const { return false; }
   // Policy-specific state for /inspect (JSON text), empty if none.
   virtual std::string describe_state() const { return {}; }
 };

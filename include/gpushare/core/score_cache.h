@@ -1,12 +1,17 @@
 #pragma once
-// Raw prioritize scores per node, remembered from one request to the next.
+// Raw prioritize scores per node, remembered from one request to the next, per pod demand.
 //
-// kube-scheduler scores pod after pod, and consecutive pods often ask for the same thing (the
-// replicas of one workload); between two of them only the few nodes a bind or the watch touched
-// change. A node's raw score is a pure function of the node, the pod's demand and the policy's
-// learned state (PlacementPolicy::state_version), so a score computed for the same demand and
-// version on the same node stamp (ClusterModel::stamp) is the same bits: it is reused. Any
-// other demand or version starts afresh.
+// kube-scheduler scores pod after pod; consecutive pods often ask for the same thing (the
+// replicas of one workload), and a pod that looks new usually asks for what an earlier one of
+// its workload asked (a cluster runs a few dozen pod shapes). Between two requests only the few
+// nodes a bind or the watch touched change. A node's raw score is a pure function of the node,
+// the pod's demand and the policy's state (PlacementPolicy::state_version), so a score computed
+// for the same demand and version on the same node stamp (ClusterModel::stamp) is the same
+// bits: it is reused. The cache keeps one table per demand for the last `max_demands` demands
+// asked for (least recently used is dropped); a new policy version drops every table.
+//
+// Memory: at most max_demands tables of 16 bytes per node position (16 demands x 10 000 nodes:
+// 2.5 MiB).
 //
 // Not thread-safe; the owner serialises its use. Keyed on one ClusterModel object's positions
 // and stamps: use one cache per model.
@@ -21,29 +26,45 @@ namespace gpushare::core {
 
 class ScoreCache {
  public:
-  // Starts a request: keeps the entries if demand and version are the last request's, else
-  // forgets them; sizes the table for `positions` nodes.
+  static constexpr std::size_t kDefaultDemands = 16;
+  explicit ScoreCache(std::size_t max_demands = kDefaultDemands);
+
+  // Starts a request: selects the table of `demand` if the cache holds one for
+  // `policy_version` (else a fresh one, dropping the least recently used beyond max_demands,
+  // or every table when the version moved); sizes it for `positions` nodes.
   void begin(const PodDemand& demand, std::uint64_t policy_version, std::size_t positions);
 
-  // The score remembered for the node at `position` with `stamp`, if any (the inner nullopt:
-  // the node cannot hold the pod).
-  const std::optional<double>* find(std::size_t position, std::uint64_t stamp) const {
-    const Entry& entry = entries_[position];
-    return entry.stamp == stamp && stamp != kEmpty ? &entry.score : nullptr;
+  // The score remembered in the selected table for the node at `position` with `stamp`, if any
+  // (the inner nullopt: the node cannot hold the pod).
+  std::optional<std::optional<double>> find(std::size_t position, std::uint64_t stamp) const {
+    const Entry& entry = (*active_)[position];
+    if ((entry.key >> 1) != stamp || entry.key == kEmpty) return std::nullopt;
+    return (entry.key & 1) != 0 ? std::optional<double>(entry.score) : std::nullopt;
   }
   void store(std::size_t position, std::uint64_t stamp, std::optional<double> score) {
-    entries_[position] = {stamp, score};
+    (*active_)[position] = {stamp << 1 | (score ? 1U : 0U), score.value_or(0.0)};
   }
 
+  // Tables held now (for tests and /inspect-style introspection).
+  std::size_t tables() const { return tables_.size(); }
+
  private:
-  static constexpr std::uint64_t kEmpty = 0;  // stamps start at 1
+  // Stamps start at 1 and stay far below 2^63: the key is stamp << 1 | feasible, 0 is empty.
+  static constexpr std::uint64_t kEmpty = 0;
   struct Entry {
-    std::uint64_t stamp = kEmpty;
-    std::optional<double> score;
+    std::uint64_t key = kEmpty;
+    double score = 0;
   };
-  std::vector<Entry> entries_;
-  std::optional<PodDemand> demand_;
+  struct Table {
+    PodDemand demand;
+    std::vector<Entry> entries;
+    std::uint64_t last_used = 0;
+  };
+  std::size_t max_demands_;
+  std::vector<Table> tables_;
+  std::vector<Entry>* active_ = nullptr;
   std::uint64_t policy_version_ = 0;
+  std::uint64_t clock_ = 0;  // request count, for least-recently-used
 };
 
 }  // namespace gpushare::core

@@ -12,7 +12,9 @@
 
 #include "gpushare/core/score_cache.h"
 #include "gpushare/core/score_mapping.h"
+#include "gpushare/core/state_memo.h"
 #include "gpushare/extender/log_throttle.h"
+#include "gpushare/extender/scheduling_metrics.h"
 #include "gpushare/extender/model_store.h"
 #include "gpushare/extender/pod_binder.h"
 #include "gpushare/extender/rejection_log.h"
@@ -71,10 +73,13 @@ class SchedulingService {
   SchedulingMetrics metrics_;
   RejectionLog& rejections_;
   ServiceConfig config_;
-  // Raw scores of the last prioritize, reused for the nodes that did not change when the next
-  // pod asks for the same (core/score_cache.h). The mutex guards score_cache_ only.
+  // Raw scores of earlier prioritize requests per demand, reused for the nodes that did not
+  // change when a pod asks for a demand seen before (core/score_cache.h), and the scores of the
+  // node states met in one request (core/state_memo.h). The mutex guards score_cache_ and
+  // state_memo_ only; the model they score is read under the store's lock, taken after it.
   mutable std::mutex score_cache_mutex_;
   mutable core::ScoreCache score_cache_;
+  mutable core::StateMemo state_memo_;
   // Anyone who can reach /bind can make binds fail at will: their lines are throttled (every
   // failure is still counted in gpushare_binds_total).
   LogThrottle bind_failure_log_{10, std::chrono::seconds(10)};

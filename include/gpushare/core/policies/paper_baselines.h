@@ -50,6 +50,7 @@ class RandomPolicy final : public PlacementPolicy {
   std::optional<Placement> place(const NodeState& node, const PodDemand& pod) const override;
   void observe(const PodDemand& pod) override;
   std::uint64_t state_version() const override { return draws_; }
+  bool reads_node_identity() const override { return true; }  // the draw hashes the name
 
  private:
   std::uint64_t seed_;
