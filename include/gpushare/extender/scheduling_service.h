@@ -14,7 +14,6 @@
 #include "gpushare/core/score_mapping.h"
 #include "gpushare/core/state_memo.h"
 #include "gpushare/extender/log_throttle.h"
-#include "gpushare/extender/scheduling_metrics.h"
 #include "gpushare/extender/model_store.h"
 #include "gpushare/extender/pod_binder.h"
 #include "gpushare/extender/rejection_log.h"
