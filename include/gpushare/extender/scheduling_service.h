@@ -14,6 +14,7 @@
 #include "gpushare/core/score_mapping.h"
 #include "gpushare/extender/scheduling_metrics.h"
 #include "gpushare/extender/model_store.h"
+#include "gpushare/extender/pin_warnings.h"
 #include "gpushare/extender/pod_binder.h"
 #include "gpushare/extender/rejection_log.h"
 #include "gpushare/extender/wire_types.h"
@@ -74,6 +75,9 @@ class SchedulingService {
   // pod asks for the same (core/score_cache.h). The mutex guards score_cache_ only.
   mutable std::mutex score_cache_mutex_;
   mutable core::ScoreCache score_cache_;
+  // Pods filtered with a pin no GPU node satisfies (standalone mode, where the cluster file is
+  // not kube-scheduler's cluster); live mode's sync warns about those it watches.
+  UnmatchedPinWarnings unmatched_pins_;
 };
 
 }  // namespace gpushare::extender
