@@ -51,7 +51,9 @@ TEST(ModelPinService, InspectShowsPinsAndThePerModelPicture) {
     for (const Json& dev : node["devs"]) {
       for (const Json& pod : dev["pods"]) {
         if (pod["name"] == "trainer") trainer = pod;
-        if (pod["name"] == "notebook") EXPECT_FALSE(pod.contains("modelPin")) << pod.dump();
+        if (pod["name"] == "notebook") {
+          EXPECT_FALSE(pod.contains("modelPin")) << pod.dump();
+        }
       }
     }
   }
