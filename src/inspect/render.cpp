@@ -243,9 +243,9 @@ std::string render_notes(const ClusterView& view, bool details) {
     if (view.models.size() > 1 || pinned) {
       for (const ModelView& m : view.models) {
         lines.push_back(fmt::format(
-            "GPU model {}: {} nodes, {} GPUs, {}/{} memory allocated, {} pinned pods{}",
-            m.model.empty() ? "(no label)" : m.model, m.nodes, m.gpus, m.used, m.total,
-            m.pinned_pods,
+            "GPU model {}: {} node{}, {} GPU{}, {}/{} memory allocated, {} pinned pod{}{}",
+            m.model.empty() ? "(no label)" : m.model, m.nodes, m.nodes == 1 ? "" : "s", m.gpus,
+            m.gpus == 1 ? "" : "s", m.used, m.total, m.pinned_pods, m.pinned_pods == 1 ? "" : "s",
             m.learned_pinned_weight
                 ? fmt::format(", learned pinned demand {:.1f}%", *m.learned_pinned_weight * 100)
                 : ""));

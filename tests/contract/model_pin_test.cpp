@@ -8,6 +8,8 @@
 
 #include "contract/extender_fixture.h"
 #include "gpushare/extender/pin_warnings.h"
+#include "gpushare/inspect/render.h"
+#include "gpushare/inspect/view.h"
 #include "support/log_capture.h"
 
 namespace gpushare::testing {
@@ -73,6 +75,24 @@ TEST(ModelPinService, InspectShowsPinsAndThePerModelPicture) {
   EXPECT_EQ(models[1]["pinnedPods"], 0);
   // A learning policy reports its learned pinned demand (none learned yet).
   EXPECT_EQ(models[0]["learnedPinnedWeight"], 0.0);
+}
+
+TEST(ModelPinService, KubectlInspectDetailsNamePinnedPodsAndModels) {
+  ExtenderUnderTest extender(pinned_cluster(), "fgd-plus");
+  const inspect::ClusterView view = inspect::cluster_view(extender.inspect());
+  const std::string notes = inspect::render_notes(view, /*details=*/true);
+  EXPECT_NE(
+      notes.find("note: pod default/trainer on a100-1 GPU1 is pinned to GPU models: in (A100) "
+                 "(in this cluster: A100)\n"),
+      std::string::npos)
+      << notes;
+  EXPECT_NE(
+      notes.find("note: GPU model A100: 1 node, 4 GPUs, 20/160 memory allocated, 1 pinned pod, "
+                 "learned pinned demand 0.0%\n"),
+      std::string::npos)
+      << notes;
+  // The summary's notes (without -d) stay as they were.
+  EXPECT_EQ(inspect::render_notes(view, false).find("GPU model"), std::string::npos);
 }
 
 TEST(ModelPinService, BindTeachesThePolicyTheResolvedPin) {
