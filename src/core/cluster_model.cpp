@@ -101,8 +101,10 @@ void ClusterModel::upsert_node(NodeSpec spec) {
   const std::string name = fresh.name();
   if (auto it = unhealthy_.find(name); it != unhealthy_.end()) fresh.set_unhealthy(it->second);
   const std::uint64_t hash = hash_name(name);
+  count_model(fresh.spec(), +1);
   if (const std::size_t slot = index_find(name, hash); slot != std::string_view::npos) {
     NodeState& current = nodes_[index_[slot].node];
+    count_model(current.spec(), -1);
     fresh.continue_generation_from(current);
     current = std::move(fresh);
     restamp(index_[slot].node);
@@ -121,6 +123,7 @@ bool ClusterModel::remove_node(std::string_view name) {
   const std::size_t slot = index_find(name, hash_name(name));
   if (slot == std::string_view::npos) return false;
   const std::uint32_t index = index_[slot].node;
+  count_model(nodes_[index].spec(), -1);
   index_erase(slot);
   const auto last = static_cast<std::uint32_t>(nodes_.size() - 1);
   if (index != last) {
@@ -135,6 +138,19 @@ bool ClusterModel::remove_node(std::string_view name) {
   nodes_.pop_back();
   stamps_.pop_back();
   return true;
+}
+
+void ClusterModel::count_model(const NodeSpec& spec, int delta) {
+  if (spec.gpu_count <= 0) return;
+  if (delta > 0) {
+    if (++gpu_nodes_by_model_[spec.gpu_model] > 1) return;
+  } else {
+    const auto it = gpu_nodes_by_model_.find(spec.gpu_model);
+    if (it == gpu_nodes_by_model_.end() || --it->second > 0) return;
+    gpu_nodes_by_model_.erase(it);
+  }
+  gpu_models_.clear();  // a model came or went: rare, so rebuilt whole
+  for (const auto& [model, count] : gpu_nodes_by_model_) gpu_models_.push_back(model);
 }
 
 void ClusterModel::set_unhealthy(std::string_view node, std::vector<int> indices) {

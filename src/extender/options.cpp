@@ -167,6 +167,10 @@ ParsedOptions parse_options(const std::vector<std::string>& raw_args,
   app.add_option("--unhealthy-configmap-namespace", o.names.unhealthy_namespace,
                  "namespace of unhealthy-gpu-<node> ConfigMaps")
       ->capture_default_str();
+  app.add_option("--gpu-model-label", o.names.gpu_model_label,
+                 "node label carrying the GPU model: nodes take their model from it, and pods' "
+                 "nodeSelector and required node affinity on it pin them to models")
+      ->capture_default_str();
   app.add_option("--log-level", o.log_level, "debug, info, warn or error")
       ->check(CLI::IsMember({"trace", "debug", "info", "warn", "error"}))
       ->capture_default_str();
@@ -307,6 +311,11 @@ ParsedOptions parse_options(const std::vector<std::string>& raw_args,
   }
   if (o.names.memory.empty() || o.names.count.empty()) {
     return usage_error("--resource-name and --count-name must not be empty");
+  }
+  if (!kube::is_label_key(o.names.gpu_model_label)) {
+    return usage_error(fmt::format(
+        "--gpu-model-label \"{}\" is not a label key ([prefix/]name, as nvidia.com/gpu.product)",
+        o.names.gpu_model_label));
   }
   for (auto [flag, text, out] :
        {std::tuple{"--leader-elect-lease-duration", &lease_duration,

@@ -68,6 +68,14 @@ core::PodDemand gpu_demand_only(core::PodDemand demand) {
   return demand;
 }
 
+// The pod's pin resolved against the GPU models the model's nodes carry now (under the model's
+// lock: the node set may change between requests).
+void resolve_pin(core::PodDemand& demand, const kube::PodInfo& pod,
+                 const core::ClusterModel& model) {
+  if (pod.model_pin.pinned)
+    demand.allowed_models = core::resolve_models(pod.model_pin, model.gpu_models());
+}
+
 constexpr std::size_t kFitStatusCount =
     static_cast<std::size_t>(core::FitStatus::kNotEnoughWholeGpus) + 1;
 
@@ -159,7 +167,7 @@ std::vector<HostPriority> SchedulingService::prioritize(ExtenderArgs&& args) con
 
 FilterResult SchedulingService::filter_impl(const ExtenderArgs& args, ExtenderArgs* movable) {
   FilterResult result;
-  const core::PodDemand demand = gpu_demand_only(args.pod.demand());
+  core::PodDemand demand = gpu_demand_only(args.pod.demand());
   const std::vector<std::string_view> offered = offered_views(args);
   std::vector<char> passed(offered.size(), 1);
 
@@ -175,10 +183,16 @@ FilterResult SchedulingService::filter_impl(const ExtenderArgs& args, ExtenderAr
   std::vector<std::string> reasons;
   std::array<std::size_t, kFitStatusCount> rejected_by_status{};
   std::size_t unknown_nodes = 0;
+  std::vector<std::string> models_if_unmatched;  // the cluster's models, when the pin fits none
 
   if (demand.wants_gpu()) {
     ReasonTexts texts(reasons, config_.names.memory);
     store_.read([&](const core::ClusterModel& model, const core::PlacementPolicy&) {
+      resolve_pin(demand, args.pod, model);
+      if (demand.allowed_models.size() == 1 &&
+          demand.allowed_models.front() == core::kNoModelMatches) {
+        models_if_unmatched = model.gpu_models();
+      }
       model.visit_nodes(offered, [&](std::size_t i, const core::NodeState* node) {
         if (node == nullptr) {
           passed[i] = 0;
@@ -195,7 +209,13 @@ FilterResult SchedulingService::filter_impl(const ExtenderArgs& args, ExtenderAr
     });
   }
 
-  // Outside the lock: metrics, the reply's maps, the rejection log.
+  // Outside the lock: the pin's warning, metrics, the reply's maps, the rejection log.
+  if (!models_if_unmatched.empty()) {
+    if (auto warning =
+            unmatched_pins_.check(args.pod, models_if_unmatched, config_.names.gpu_model_label)) {
+      spdlog::warn("{}", *warning);
+    }
+  }
   // One counter update per kind, not per node (each takes the metric's lock).
   if (unknown_nodes > 0) metrics_.count_filter_rejection("unknown_node", unknown_nodes);
   for (std::size_t status = 0; status < rejected_by_status.size(); ++status) {
@@ -258,12 +278,12 @@ FilterResult SchedulingService::filter_impl(const ExtenderArgs& args, ExtenderAr
 
 std::vector<HostPriority> SchedulingService::prioritize_impl(const ExtenderArgs& args,
                                                              ExtenderArgs* movable) const {
-  const core::PodDemand demand = args.pod.demand();
+  core::PodDemand demand = args.pod.demand();
   const std::vector<std::string_view> offered = offered_views(args);
   std::vector<std::optional<double>> raw(offered.size());
   // Every pod is scored, GPU or not: a second extender entry without managedResources sends
   // CPU-only pods here so that they can be steered off the CPU and memory GPU pods will need.
-  const core::PodDemand gpu_only = gpu_demand_only(demand);
+  core::PodDemand gpu_only = gpu_demand_only(demand);
   const bool tracks_cpu_memory = demand.cpu_milli > 0 || demand.memory > 0;
   // The cache and the memo are one request's at a time; a request that finds them busy scores
   // without them. Taken before the model's lock, and no writer of the model takes it: no
@@ -271,6 +291,8 @@ std::vector<HostPriority> SchedulingService::prioritize_impl(const ExtenderArgs&
   std::unique_lock cache_lock(score_cache_mutex_, std::try_to_lock);
   core::ScoreCache* cache = cache_lock.owns_lock() ? &score_cache_ : nullptr;
   store_.read([&](const core::ClusterModel& model, const core::PlacementPolicy& policy) {
+    resolve_pin(demand, args.pod, model);
+    gpu_only.allowed_models = demand.allowed_models;
     core::StateMemo* memo =
         cache != nullptr && !policy.reads_node_identity() ? &state_memo_ : nullptr;
     if (cache != nullptr) cache->begin(demand, policy.state_version(), model.node_count());
@@ -349,7 +371,7 @@ BindReply SchedulingService::bind(const BindingArgs& args) {
                 fmt::format("pod {} is already bound to node {}", key, pod.node_name));
   }
 
-  const core::PodDemand demand = pod.demand();
+  core::PodDemand demand = pod.demand();
   // A retry for a pod whose last bind had no answer is judged on the truth: read it back first.
   const std::optional<std::int64_t> unresolved =
       store_.read([&](const core::ClusterModel&, const core::PlacementPolicy&,
@@ -386,6 +408,7 @@ BindReply SchedulingService::bind(const BindingArgs& args) {
                 : fmt::format(" (reservation {})", core::to_string(reservation->state)));
         return;
       }
+      resolve_pin(demand, pod, model);
       std::optional<core::Placement> placement = policy.place(*node, demand);
       if (!placement) placement = policy.place(*node, gpu_demand_only(demand));  // see filter
       if (!placement || placement->gpus.size() != 1) {
@@ -406,6 +429,7 @@ BindReply SchedulingService::bind(const BindingArgs& args) {
       allocation.per_gpu = demand.per_gpu;
       allocation.cpu_milli = demand.cpu_milli;
       allocation.memory = demand.memory;
+      allocation.model_pin = pod.model_pin;
       ledger.reserve(model, std::move(allocation), assume_time);
       policy.observe(demand);
     });
@@ -526,8 +550,9 @@ core::ReservationOutcome SchedulingService::settle_by_read_back(std::string_view
 
 std::map<std::string, MetaVictims> SchedulingService::preempt(const PreemptionArgs& args) const {
   std::map<std::string, MetaVictims> result;
-  const core::PodDemand demand = gpu_demand_only(args.pod.demand());
+  core::PodDemand demand = gpu_demand_only(args.pod.demand());
   store_.read([&](const core::ClusterModel& model, const core::PlacementPolicy&) {
+    resolve_pin(demand, args.pod, model);
     for (const auto& [node_name, offered] : args.victims) {
       const core::NodeState* node = model.find_node(node_name);
       if (node == nullptr) continue;

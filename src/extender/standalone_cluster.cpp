@@ -5,6 +5,7 @@
 
 #include "gpushare/extender/cluster_file_check.h"
 #include "gpushare/extender/config_warnings.h"
+#include "gpushare/extender/pin_warnings.h"
 #include "gpushare/extender/text_file.h"
 #include "gpushare/extender/yaml_json.h"
 #include "gpushare/kube/claim_check.h"
@@ -100,6 +101,13 @@ void StandaloneCluster::populate(core::ClusterModel& model) const {
       }
     }
     model.add_pod(allocation);
+  }
+  // Pending pods of the file pinned to models no node of it carries: said once, at start-up.
+  UnmatchedPinWarnings unmatched;
+  for (const auto& [key, pod] : pods_) {
+    if (auto warning = unmatched.check(pod, model.gpu_models(), names_.gpu_model_label)) {
+      spdlog::warn("{}", *warning);
+    }
   }
 }
 

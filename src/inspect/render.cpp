@@ -48,20 +48,29 @@ struct PodRef {
   int gpu;  // -1: no index
 };
 
-std::vector<PodRef> not_running_pods(const ClusterView& view) {
+template <typename Predicate>
+std::vector<PodRef> pods_where(const ClusterView& view, Predicate&& wanted) {
   std::vector<PodRef> pods;
   for (const auto& node : view.nodes) {
     if (!shown(node)) continue;
     for (const auto& gpu : node.gpus) {
       for (const auto& pod : gpu.pods) {
-        if (pod.not_running_yet()) pods.push_back({&node, &pod, gpu.id});
+        if (wanted(pod)) pods.push_back({&node, &pod, gpu.id});
       }
     }
     for (const auto& pod : node.unindexed) {
-      if (pod.not_running_yet()) pods.push_back({&node, &pod, -1});
+      if (wanted(pod)) pods.push_back({&node, &pod, -1});
     }
   }
   return pods;
+}
+
+std::vector<PodRef> not_running_pods(const ClusterView& view) {
+  return pods_where(view, [](const PodView& pod) { return pod.not_running_yet(); });
+}
+
+std::string where(const PodRef& ref) {
+  return ref.gpu >= 0 ? fmt::format("{} GPU{}", ref.node->name, ref.gpu) : ref.node->name;
 }
 
 bool any_unindexed(const ClusterView& view) {
@@ -208,15 +217,39 @@ std::string render_notes(const ClusterView& view, bool details) {
     const auto pods = not_running_pods(view);
     for (std::size_t i = 0; i < pods.size() && i < kMaxListedPods; ++i) {
       const auto& ref = pods[i];
-      const std::string where =
-          ref.gpu >= 0 ? fmt::format("{} GPU{}", ref.node->name, ref.gpu) : ref.node->name;
       lines.push_back(fmt::format("pod {}/{} on {} holds GPU memory but is not running yet ({})",
-                                  ref.pod->namespace_name, ref.pod->name, where,
+                                  ref.pod->namespace_name, ref.pod->name, where(ref),
                                   ref.pod->status()));
     }
     if (pods.size() > kMaxListedPods) {
       lines.push_back(fmt::format("... and {} more pods not running yet (see -d)",
                                   pods.size() - kMaxListedPods));
+    }
+  }
+  if (details) {
+    // The per-model picture, where pins make it matter: more than one model, or pinned pods.
+    bool pinned = false;
+    for (const PodRef& ref :
+         pods_where(view, [](const PodView& pod) { return !pod.model_pin.empty(); })) {
+      pinned = true;
+      const PodView& pod = *ref.pod;
+      lines.push_back(fmt::format(
+          "pod {}/{} on {} is pinned to GPU models: {}{}", pod.namespace_name, pod.name, where(ref),
+          pod.model_pin,
+          pod.allowed_models.empty()
+              ? ""
+              : fmt::format(" (in this cluster: {})", fmt::join(pod.allowed_models, ", "))));
+    }
+    if (view.models.size() > 1 || pinned) {
+      for (const ModelView& m : view.models) {
+        lines.push_back(fmt::format(
+            "GPU model {}: {} node{}, {} GPU{}, {}/{} memory allocated, {} pinned pod{}{}",
+            m.model.empty() ? "(no label)" : m.model, m.nodes, m.nodes == 1 ? "" : "s", m.gpus,
+            m.gpus == 1 ? "" : "s", m.used, m.total, m.pinned_pods, m.pinned_pods == 1 ? "" : "s",
+            m.learned_pinned_weight
+                ? fmt::format(", learned pinned demand {:.1f}%", *m.learned_pinned_weight * 100)
+                : ""));
+      }
     }
   }
   std::string out;

@@ -2,13 +2,45 @@
 
 #include <algorithm>
 #include <cmath>
+#include <map>
 
 #include "gpushare/core/fragmentation.h"
 #include "gpushare/core/policies/fgd.h"
+#include "gpushare/core/policies/fgd_plus.h"
 
 namespace gpushare::inspect {
 
 using kube::Json;
+
+namespace {
+
+// A pod's entry in a node's lists, with its pin to GPU models as it says it ("modelPin") and as
+// it resolves among the models the cluster's GPU nodes carry now ("allowedModels"; "" = nodes
+// without the model label).
+Json pod_entry(const core::PodAllocation& pod, const core::ClusterModel& model) {
+  Json entry = {{"name", pod.name},
+                {"namespace", pod.namespace_name},
+                {"uid", pod.uid},
+                {"usedGPU", pod.per_gpu},
+                {"assumed", pod.assumed}};
+  const std::string pin = pod.model_pin.describe();
+  if (pin.empty()) return entry;
+  entry["modelPin"] = pin;
+  if (pod.model_pin.pinned) {
+    std::vector<std::string> allowed = core::resolve_models(pod.model_pin, model.gpu_models());
+    if (allowed.empty()) allowed = model.gpu_models();  // every model present
+    entry["allowedModels"] = std::move(allowed);
+  }
+  return entry;
+}
+
+const core::TargetWorkload* learned_workload(const core::PlacementPolicy& policy) {
+  if (const auto* fgd = dynamic_cast<const core::FgdPolicy*>(&policy)) return &fgd->target();
+  if (const auto* plus = dynamic_cast<const core::FgdPlusPolicy*>(&policy)) return &plus->target();
+  return nullptr;
+}
+
+}  // namespace
 
 std::optional<Json> inspect_node(const core::ClusterModel& model, std::string_view name) {
   const core::NodeState* node = model.find_node(name);
@@ -20,11 +52,7 @@ std::optional<Json> inspect_node(const core::ClusterModel& model, std::string_vi
     Json dev_pods = Json::array();
     for (const core::PodAllocation* pod : pods) {
       if (std::find(pod->gpus.begin(), pod->gpus.end(), i) == pod->gpus.end()) continue;
-      dev_pods.push_back({{"name", pod->name},
-                          {"namespace", pod->namespace_name},
-                          {"uid", pod->uid},
-                          {"usedGPU", pod->per_gpu},
-                          {"assumed", pod->assumed}});
+      dev_pods.push_back(pod_entry(*pod, model));
     }
     devs.push_back({{"id", i},
                     {"totalGPU", gpu.capacity},
@@ -40,11 +68,7 @@ std::optional<Json> inspect_node(const core::ClusterModel& model, std::string_vi
   for (const core::PodAllocation* pod : pods) {
     // Pods holding only CPU and memory are in the model for scoring; this view is of GPUs.
     if (!pod->holds_gpu()) continue;
-    Json entry = {{"name", pod->name},
-                  {"namespace", pod->namespace_name},
-                  {"uid", pod->uid},
-                  {"usedGPU", pod->per_gpu},
-                  {"assumed", pod->assumed}};
+    Json entry = pod_entry(*pod, model);
     if (pod->gpus.empty()) {
       unindexed.push_back(std::move(entry));
       continue;
@@ -78,7 +102,41 @@ Json inspect_cluster(const core::ClusterModel& model, std::string_view policy_na
   std::sort(names.begin(), names.end());
   Json nodes = Json::array();
   for (auto name : names) nodes.push_back(*inspect_node(model, name));
+  // Per GPU model ("" = GPU nodes without the model label): what pins are resolved against.
+  struct ModelUse {
+    std::size_t nodes = 0;
+    int gpus = 0;
+    core::Units total = 0;
+    core::Units used = 0;
+  };
+  std::map<std::string_view, ModelUse> by_model;
+  for (const auto& node : model.nodes()) {
+    if (node.gpu_count() <= 0) continue;
+    ModelUse& use = by_model[node.spec().gpu_model];
+    ++use.nodes;
+    use.gpus += node.gpu_count();
+    use.total += node.total_capacity();
+    use.used += node.total_used();
+  }
+  std::map<std::string_view, std::size_t> pinned_pods;  // bound GPU pods that may use the model
+  for (const auto& [uid, pod] : model.pods()) {
+    if (!pod.holds_gpu() || !pod.model_pin.pinned) continue;
+    for (const auto& [name, use] : by_model) {
+      if (pod.model_pin.allows(name.empty() ? std::nullopt : std::optional(name)))
+        ++pinned_pods[name];
+    }
+  }
+  Json models = Json::array();
+  for (const auto& [name, use] : by_model) {
+    models.push_back({{"model", std::string(name)},
+                      {"nodes", use.nodes},
+                      {"gpus", use.gpus},
+                      {"totalGPU", use.total},
+                      {"usedGPU", use.used},
+                      {"pinnedPods", pinned_pods[name]}});
+  }
   Json result = {{"nodes", std::move(nodes)},
+                 {"gpuModels", std::move(models)},
                  {"totalGPU", model.total_capacity()},
                  {"usedGPU", model.total_used()},
                  {"pods", model.gpu_pod_count()},
@@ -108,6 +166,23 @@ void add_fragmentation(Json& cluster, const core::ClusterModel& model,
     }
   }
   cluster["fragmentedGPU"] = rounded(total);
+  // The learned workload's share pinned to each model: how much of what the policy plans for
+  // only that model (among others) may take.
+  if (const core::TargetWorkload* learned = learned_workload(policy);
+      learned != nullptr && cluster.contains("gpuModels")) {
+    for (Json& entry : cluster["gpuModels"]) {
+      const std::string name = entry.value("model", std::string());
+      double weight = 0;
+      std::size_t shapes = 0;
+      for (const core::WeightedShape& shape : *learned) {
+        if (shape.shape.allowed_models.empty() || !shape.shape.allows_model(name)) continue;
+        weight += shape.weight;
+        ++shapes;
+      }
+      entry["learnedPinnedWeight"] = std::round(weight * 10000) / 10000;
+      entry["learnedPinnedShapes"] = shapes;
+    }
+  }
   cluster["fragmentation"] = {{"measure", "fgd"},
                               {"workload", fgd != nullptr ? "policy-target" : "default-prior"},
                               {"shapes", workload.size()}};

@@ -34,6 +34,12 @@ PodView pod_view(const Json& pod) {
   view.used = field<core::Units>(pod, "usedGPU", 0);
   view.assumed = field<bool>(pod, "assumed", false);
   view.phase = field<std::string>(pod, "phase", "");
+  view.model_pin = field<std::string>(pod, "modelPin", "");
+  if (const Json* allowed = kube::find_key(pod, "allowedModels"); allowed && allowed->is_array()) {
+    for (const Json& model : *allowed) {
+      if (model.is_string()) view.allowed_models.push_back(model.get<std::string>());
+    }
+  }
   return view;
 }
 
@@ -96,6 +102,23 @@ ClusterView cluster_view(const Json& inspect) {
     // Pods on a GPU index the node lacks count on the node like unindexed ones.
     for (PodView& pod : pod_views(node, "invalidIndexPods")) n.unindexed.push_back(std::move(pod));
     view.nodes.push_back(std::move(n));
+  }
+  if (const Json* models = kube::find_key(inspect, "gpuModels"); models && models->is_array()) {
+    for (const Json& entry : *models) {
+      if (!entry.is_object()) continue;
+      ModelView m;
+      m.model = field<std::string>(entry, "model", "");
+      m.nodes = field<std::size_t>(entry, "nodes", 0);
+      m.gpus = field<int>(entry, "gpus", 0);
+      m.total = field<core::Units>(entry, "totalGPU", 0);
+      m.used = field<core::Units>(entry, "usedGPU", 0);
+      m.pinned_pods = field<std::size_t>(entry, "pinnedPods", 0);
+      if (const Json* weight = kube::find_key(entry, "learnedPinnedWeight");
+          weight && weight->is_number()) {
+        m.learned_pinned_weight = weight->get<double>();
+      }
+      view.models.push_back(std::move(m));
+    }
   }
   if (const Json* warnings = kube::find_key(inspect, "configWarnings");
       warnings != nullptr && warnings->is_array()) {

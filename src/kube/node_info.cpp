@@ -71,7 +71,12 @@ core::NodeSpec decode_node(const simdjson::dom::element& node_value, const Resou
   spec.name = string_field(*metadata, "name", "node metadata.name");
   if (spec.name.empty()) throw BadInput("node metadata.name is empty");
   if (const auto labels = object_field(*metadata, "labels", "node labels")) {
-    spec.gpu_model = string_field(*labels, kGpuModelLabel, "node GPU model label");
+    // A map: label names are matched exactly, as kube-scheduler's node affinity matches them.
+    std::string_view model;
+    if (const auto value = json::find_exact(*labels, names.gpu_model_label);
+        value && value->get_string().get(model) == simdjson::SUCCESS) {
+      spec.gpu_model = std::string(model);
+    }
   }
   if (const auto node_spec = object_field(node, "spec", "node spec")) {
     if (const auto flag = json::find_member(*node_spec, "unschedulable"); flag && flag->is_bool()) {

@@ -7,6 +7,7 @@
 #include "gpushare/core/quantity.h"
 #include "gpushare/kube/annotations.h"
 #include "gpushare/kube/json_fields.h"
+#include "gpushare/kube/pod_pin.h"
 #include "gpushare/kube/pod_requests.h"
 #include "gpushare/kube/quantity_json.h"
 
@@ -109,6 +110,7 @@ PodInfo decode_pod(const simdjson::dom::element& pod_value, const ResourceNames&
     const CpuMemory requested = cpu_memory_request_of(*spec_value, info.key());
     info.cpu_milli = requested.cpu_milli;
     info.memory = requested.memory;
+    info.model_pin = model_pin_of(*spec_value, names.gpu_model_label);
   }
   if (const auto status = object_field(pod, "status", "pod status")) {
     info.phase = string_field(*status, "phase", "pod status.phase");
@@ -139,6 +141,7 @@ std::optional<core::PodAllocation> allocation_of(const PodInfo& pod) {
   allocation.node = pod.node_name;
   allocation.cpu_milli = pod.cpu_milli;
   allocation.memory = pod.memory;
+  allocation.model_pin = pod.model_pin;
   // A pod without GPU memory holds no GPU, whatever stale annotations it carries.
   if (pod.wants_gpu()) {
     if (pod.gpu_index) allocation.gpus = {*pod.gpu_index};

@@ -11,6 +11,7 @@
 #include <fmt/format.h>
 
 #include "gpushare/core/fragmentation.h"
+#include "gpushare/core/model_pin.h"
 #include "gpushare/core/placement_policy.h"
 #include "gpushare/extender/metric_registry.h"
 #include "gpushare/extender/model_store.h"
@@ -27,7 +28,7 @@ constexpr std::int64_t kMiB = 1024 * 1024;
 // A node as kube-scheduler's cache holds it.
 struct KubeNode {
   std::string name;
-  std::string gpu_model;
+  std::optional<std::string> gpu_model;  // the GPU-model label's value; nullopt without it
   bool has_gpus = false;
   std::int64_t allocatable_cpu = 0;
   std::int64_t allocatable_memory = 0;
@@ -52,7 +53,7 @@ struct KubePod {
   std::int64_t nonzero_cpu = 0;
   std::int64_t nonzero_memory = 0;
   std::vector<std::string> resources;  // what its containers request, for IsInterested
-  const std::vector<std::string>* allowed_models = nullptr;  // required node affinity
+  core::ModelPin pin;                  // required node affinity on the GPU-model label
 };
 
 // Where the extender's bind finds the pod: the one being scheduled.
@@ -175,7 +176,7 @@ DeployedResult run_deployed(const std::vector<core::NodeSpec>& node_specs, const
       spec.memory = trace_spec.memory * kMiB;  // the trace counts MiB
       KubeNode node;
       node.name = spec.name;
-      node.gpu_model = spec.gpu_model;
+      if (!spec.gpu_model.empty()) node.gpu_model = spec.gpu_model;
       node.has_gpus = spec.gpu_count > 0;
       node.allocatable_cpu = spec.cpu_milli;
       node.allocatable_memory = spec.memory;
@@ -240,7 +241,9 @@ DeployedResult run_deployed(const std::vector<core::NodeSpec>& node_specs, const
     if (pod.cpu > 0) pod.resources.emplace_back("cpu");
     if (pod.memory > 0) pod.resources.emplace_back("memory");
     if (pod.gpu_mem > 0) pod.resources.emplace_back(kGpuMemResource);
-    if (!demand.allowed_models.empty()) pod.allowed_models = &demand.allowed_models;
+    // The trace's models as the pod's required node affinity (In): kube-scheduler's NodeAffinity
+    // below and the extender's model read the same pin with the same matcher.
+    pod.pin = core::ModelPin::any_of(demand.allowed_models);
     const bool wants_gpu = pod.gpu_mem > 0;
     (wants_gpu ? stats.gpu_pods : stats.cpu_only_pods) += 1;
     SchedulerInstance& scheduler = wants_gpu ? gpu_scheduler : cpu_scheduler;
@@ -252,7 +255,7 @@ DeployedResult run_deployed(const std::vector<core::NodeSpec>& node_specs, const
     info.request = pod.gpu_mem;
     info.cpu_milli = pod.cpu;
     info.memory = pod.memory;
-    info.allowed_models = demand.allowed_models;  // as the pod's node affinity would say
+    info.model_pin = pod.pin;  // as kube::decode_pod reads the pod's node affinity
     binder.set_current(info);
 
     const auto offered_names = [&] {
@@ -281,11 +284,7 @@ DeployedResult run_deployed(const std::vector<core::NodeSpec>& node_specs, const
             pod.gpu_mem > node.allocatable_gpu_mem - node.requested_gpu_mem) {
           continue;
         }
-        if (pod.allowed_models != nullptr &&
-            std::find(pod.allowed_models->begin(), pod.allowed_models->end(), node.gpu_model) ==
-                pod.allowed_models->end()) {
-          continue;
-        }
+        if (!pod.pin.allows(node.gpu_model)) continue;
         feasible.push_back(index);
       }
       scheduler.next_start = (scheduler.next_start + processed) % node_count;
@@ -371,7 +370,7 @@ DeployedResult run_deployed(const std::vector<core::NodeSpec>& node_specs, const
       } else {
         // kube's own binder; the extender's watch then sees the bound pod.
         store.write([&](core::ClusterModel& model, core::PlacementPolicy& policy) {
-          policy.observe(info.demand());  // what the extender's watch learns from a bound pod
+          policy.observe(info.demand(model.gpu_models()));  // what the extender's watch learns
           // What the sync makes of the bound pod (kube::allocation_of), not a copy of it.
           kube::PodInfo bound = info;
           bound.node_name = node.name;

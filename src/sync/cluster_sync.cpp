@@ -174,6 +174,7 @@ class ClusterSync::PodHandler final : public apiclient::ReflectorHandler {
     for (const auto& pod : shadowed) listed.insert(pod.uid);
     for (const auto& [key, pod] : directory) listed.insert(pod.uid);
     std::vector<std::string> warnings;
+    std::vector<std::string> unmatched_pins;
     std::size_t confirmed = 0;
     const std::int64_t now = owner_.options_.now_ns();
     const UpdateTimer timer;
@@ -199,6 +200,7 @@ class ClusterSync::PodHandler final : public apiclient::ReflectorHandler {
             }
           }
           for (const auto& uid : vanished) model.remove_pod(uid);
+          for (const auto& [key, pod] : directory) owner_.check_pin(pod, model, unmatched_pins);
         });
     const std::string updated = timer.done();
     for (std::size_t i = 0; i < confirmed; ++i) {
@@ -206,6 +208,7 @@ class ClusterSync::PodHandler final : public apiclient::ReflectorHandler {
                                                         "list");
     }
     for (const auto& warning : warnings) spdlog::warn("{}", warning);
+    for (const auto& warning : unmatched_pins) spdlog::warn("{}", warning);
     const std::size_t count = directory.size();
     {
       std::lock_guard lock(owner_.pods_mutex_);
@@ -221,6 +224,7 @@ class ClusterSync::PodHandler final : public apiclient::ReflectorHandler {
     const core::ReservationOutcome outcome =
         owner_.store_.write([&](core::ClusterModel& model, core::PlacementPolicy& policy,
                                 core::ReservationLedger& ledger) {
+          if (type != WatchEventType::kDeleted) owner_.check_pin(*pod, model, warnings);
           if (type == WatchEventType::kDeleted) {
             return ledger.observe(model, {core::PodEvidence::Kind::kGone, pod->uid, std::nullopt},
                                   core::EvidenceSource::kWatch);
@@ -232,7 +236,7 @@ class ClusterSync::PodHandler final : public apiclient::ReflectorHandler {
           const auto applied =
               apply_pod(model, ledger, *pod, core::EvidenceSource::kWatch, warnings);
           if (new_to_the_model && model.find_pod(pod->uid) != nullptr)
-            policy.observe(pod->demand());
+            policy.observe(pod->demand(model.gpu_models()));
           return applied;
         });
     owner_.reservation_metrics_.count_reservation_end(outcome,
@@ -469,6 +473,14 @@ std::size_t ClusterSync::cached_pod_count() const {
 
 std::string ClusterSync::pods_resource_version() const {
   return pods_reflector_->last_resource_version();
+}
+
+void ClusterSync::check_pin(const kube::PodInfo& pod, const core::ClusterModel& model,
+                            std::vector<std::string>& warnings) {
+  if (!extender::UnmatchedPinWarnings::concerns(pod)) return;
+  if (auto warning = pin_warnings_.check(pod, model.gpu_models(), options_.names.gpu_model_label)) {
+    warnings.push_back(std::move(*warning));
+  }
 }
 
 extender::PodBinder::ReadBack ClusterSync::read_back(std::string_view namespace_name,

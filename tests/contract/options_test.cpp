@@ -32,6 +32,7 @@ TEST(Options, DefaultsMatchTheProductSpec) {
   EXPECT_EQ(o.names.memory, "aliyun.com/gpu-mem");
   EXPECT_EQ(o.names.count, "aliyun.com/gpu-count");
   EXPECT_EQ(o.names.unhealthy_namespace, "kube-system");
+  EXPECT_EQ(o.names.gpu_model_label, "nvidia.com/gpu.product");
   EXPECT_EQ(o.log_level, "info");
   EXPECT_EQ(o.log_format, "text");
   EXPECT_EQ(o.source, ClusterSource::kClusterFile);
@@ -73,19 +74,29 @@ TEST(Options, ExactlyOneClusterSource) {
 }
 
 TEST(Options, BadValuesNameTheFlag) {
-  for (const auto& args :
-       std::vector<std::vector<std::string>>{{"--cluster-file", "c", "--policy", "magic"},
-                                             {"--cluster-file", "c", "--bind-mode", "yolo"},
-                                             {"--cluster-file", "c", "--log-format", "xml"},
-                                             {"--cluster-file", "c", "--listen", "nowhere"},
-                                             {"--cluster-file", "c", "--frobnicate"},
-                                             {"--cluster-file", "c", "--tls-cert-file", "x.pem"}}) {
+  for (const auto& args : std::vector<std::vector<std::string>>{
+           {"--cluster-file", "c", "--policy", "magic"},
+           {"--cluster-file", "c", "--bind-mode", "yolo"},
+           {"--cluster-file", "c", "--log-format", "xml"},
+           {"--cluster-file", "c", "--listen", "nowhere"},
+           {"--cluster-file", "c", "--frobnicate"},
+           {"--cluster-file", "c", "--gpu-model-label", "gpu product"},
+           {"--cluster-file", "c", "--gpu-model-label", "a/b/c"},
+           {"--cluster-file", "c", "--tls-cert-file", "x.pem"}}) {
     const auto parsed = parse(args);
     EXPECT_EQ(parsed.action, Action::kExitUsage) << args[2];
     const std::string flag = args[2].substr(0, args[2].find('='));
     EXPECT_NE(parsed.message.find(flag.substr(2)), std::string::npos) << parsed.message;
     EXPECT_EQ(parsed.message.find('\n'), std::string::npos) << parsed.message;
   }
+}
+
+TEST(Options, TheGpuModelLabelIsConfigurable) {
+  const auto parsed =
+      parse({"--cluster-file", "c", "--gpu-model-label", "example.com/accelerator"});
+  ASSERT_EQ(parsed.action, Action::kRun) << parsed.message;
+  EXPECT_EQ(parsed.options.names.gpu_model_label, "example.com/accelerator");
+  EXPECT_NE(parse({"--help"}).message.find("--gpu-model-label"), std::string::npos);
 }
 
 TEST(Options, HelpAndVersion) {

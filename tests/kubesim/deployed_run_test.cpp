@@ -198,5 +198,20 @@ TEST_F(TwoNodes, ResourceFitFilterRejectsWhatDoesNotFit) {
   EXPECT_EQ(result.stats.failed_gpu_pods, 1u);
 }
 
+TEST_F(TwoNodes, NodeAffinityKeepsPinnedPodsOnTheirModels) {
+  nodes.push_back(node("unlabelled", 64000, 262144, ""));  // a GPU node without the model label
+  // Whole-GPU pods pinned to T4 or V100: one fits (on big: small's GPU holds the first pod), the
+  // second has only the unlabelled node left, which In never matches; a pin to a model no node
+  // carries fits nowhere.
+  const DeployedResult result =
+      run(kExtenderWeight1, {pod("either", 1000, {"T4", "V100"}), pod("either-2", 1000, {"T4", "V100"}),
+                             pod("nowhere", 100, {"H100"})});
+  EXPECT_EQ(result.placements[0], "small");
+  EXPECT_EQ(result.placements[2], "big");
+  EXPECT_EQ(result.placements[3], "");
+  EXPECT_EQ(result.placements[4], "");
+  EXPECT_EQ(result.stats.failed_gpu_pods, 2u);
+}
+
 }  // namespace
 }  // namespace gpushare::kubesim

@@ -50,6 +50,14 @@ class ClusterModel {
   std::uint64_t stamp(std::size_t position) const { return stamps_[position]; }
   // Stable, insertion-ordered storage for fast scans (removal swaps the last node in).
   const std::vector<NodeState>& nodes() const { return nodes_; }
+  // The GPU models the nodes with GPUs carry, sorted and distinct; "" stands for GPU nodes
+  // without the model label. What pods' pins resolve against (core/model_pin.h); kept as nodes
+  // come and go, so reading it costs nothing.
+  const std::vector<std::string>& gpu_models() const { return gpu_models_; }
+  // GPU nodes per model (the same keys as gpu_models()).
+  const std::map<std::string, std::size_t, std::less<>>& gpu_nodes_by_model() const {
+    return gpu_nodes_by_model_;
+  }
 
   // Pods, keyed by UID: every bound pod, whether it holds GPU memory or only CPU and memory.
   // Adding an existing UID replaces the old allocation.
@@ -82,6 +90,8 @@ class ClusterModel {
 
  private:
   NodeState* mutable_node(std::string_view name);
+  // Counts a node with GPUs under its model (delta +1 or -1) and keeps gpu_models_ in step.
+  void count_model(const NodeSpec& spec, int delta);
   void attach(const PodAllocation& pod);
   void detach(const PodAllocation& pod);
 
@@ -110,6 +120,8 @@ class ClusterModel {
   std::unordered_map<std::string, PodAllocation, StringHash, std::equal_to<>> pods_;
   std::unordered_map<std::string, std::set<std::string>, StringHash, std::equal_to<>> pods_by_node_;
   std::size_t gpu_pod_count_ = 0;
+  std::map<std::string, std::size_t, std::less<>> gpu_nodes_by_model_;
+  std::vector<std::string> gpu_models_;  // the keys of gpu_nodes_by_model_
 };
 
 template <typename Fn>

@@ -5,6 +5,7 @@
 #include <string>
 #include <vector>
 
+#include "gpushare/core/model_pin.h"
 #include "gpushare/core/pod_demand.h"
 
 namespace gpushare::core {
@@ -24,6 +25,8 @@ struct PodAllocation {
   // Assumed: chosen by us and not yet seen bound by the API server. Counts as allocated.
   bool assumed = false;
   std::int64_t assume_time_ns = 0;
+  // The pod's pin to GPU models, for /inspect (placement already happened).
+  ModelPin model_pin;
 
   bool holds_gpu() const { return per_gpu > 0; }
   // Saturates instead of overflowing for an absurd per_gpu on several GPUs.

@@ -15,6 +15,7 @@
 #include "gpushare/core/state_memo.h"
 #include "gpushare/extender/log_throttle.h"
 #include "gpushare/extender/model_store.h"
+#include "gpushare/extender/pin_warnings.h"
 #include "gpushare/extender/pod_binder.h"
 #include "gpushare/extender/rejection_log.h"
 #include "gpushare/extender/scheduling_metrics.h"
@@ -82,6 +83,9 @@ class SchedulingService {
   // Anyone who can reach /bind can make binds fail at will: their lines are throttled (every
   // failure is still counted in gpushare_binds_total).
   LogThrottle bind_failure_log_{10, std::chrono::seconds(10)};
+  // Pods filtered with a pin no GPU node satisfies (standalone mode, where the cluster file is
+  // not kube-scheduler's cluster); live mode's sync warns about those it watches.
+  UnmatchedPinWarnings unmatched_pins_;
 };
 
 }  // namespace gpushare::extender

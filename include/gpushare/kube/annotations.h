@@ -15,7 +15,7 @@ inline constexpr std::string_view kDefaultResourceName = "aliyun.com/gpu-mem";
 inline constexpr std::string_view kDefaultCountName = "aliyun.com/gpu-count";
 inline constexpr std::string_view kUnhealthyConfigMapPrefix = "unhealthy-gpu-";
 inline constexpr std::string_view kDefaultUnhealthyNamespace = "kube-system";
-// Node label that carries the GPU model (NVIDIA GPU feature discovery).
-inline constexpr std::string_view kGpuModelLabel = "nvidia.com/gpu.product";
+// Node label that carries the GPU model by default (NVIDIA GPU feature discovery).
+inline constexpr std::string_view kDefaultGpuModelLabel = "nvidia.com/gpu.product";
 
 }  // namespace gpushare::kube

@@ -4,10 +4,12 @@
 #include <cstdint>
 #include <map>
 #include <optional>
+#include <span>
 #include <string>
 #include <string_view>
 #include <vector>
 
+#include "gpushare/core/model_pin.h"
 #include "gpushare/core/pod_allocation.h"
 #include "gpushare/core/reservation_ledger.h"
 #include "gpushare/kube/json_access.h"
@@ -33,8 +35,12 @@ struct PodInfo {
   // max(sum of containers and sidecars, each init container) plus the pod overhead.
   std::int64_t cpu_milli = 0;
   std::int64_t memory = 0;
-  // GPU models the pod may run on (required node affinity or nodeSelector on the GPU-model
-  // label); empty = any. kube-scheduler enforces it; the policy uses it to plan.
+  // What spec.nodeSelector and required node affinity say about the GPU-model label
+  // (ResourceNames::gpu_model_label). kube-scheduler enforces it; the policy plans with it once
+  // resolved against the cluster's models (demand(models)).
+  core::ModelPin model_pin;
+  // GPU models the pod may run on, when given as such rather than as a pin (the simulator,
+  // tests); empty = any. Used only while model_pin is not pinned.
   std::vector<std::string> allowed_models;
   // From the device-plugin annotations, when present and valid.
   std::optional<int> gpu_index;
@@ -57,6 +63,13 @@ struct PodInfo {
     d.cpu_milli = cpu_milli;
     d.memory = memory;
     d.allowed_models = allowed_models;
+    return d;
+  }
+  // The same in a cluster whose GPU nodes carry `models` (core::ClusterModel::gpu_models()):
+  // the pin resolved to the models it allows there (core::resolve_models).
+  core::PodDemand demand(std::span<const std::string> models) const {
+    core::PodDemand d = demand();
+    if (model_pin.pinned) d.allowed_models = core::resolve_models(model_pin, models);
     return d;
   }
 };

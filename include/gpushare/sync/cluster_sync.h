@@ -22,6 +22,7 @@
 #include "gpushare/extender/scheduling_metrics.h"
 #include "gpushare/sync/sync_metrics.h"
 #include "gpushare/extender/model_store.h"
+#include "gpushare/extender/pin_warnings.h"
 #include "gpushare/extender/pod_binder.h"
 #include "gpushare/kube/pod_info.h"
 #include "gpushare/kube/resource_names.h"
@@ -101,6 +102,10 @@ class ClusterSync {
   class PodHandler;
   class ConfigMapHandler;
 
+  // Adds the warning for a pending pod pinned to GPU models no node carries, once per pod
+  // (extender/pin_warnings.h). Under the model's lock; the caller logs after releasing it.
+  void check_pin(const kube::PodInfo& pod, const core::ClusterModel& model,
+                 std::vector<std::string>& warnings);
   void publish_sync_metrics();
   void report_stale_sync();  // logs crossings of stale_after, exports failing seconds
 
@@ -113,6 +118,7 @@ class ClusterSync {
   mutable std::mutex pods_mutex_;  // guards pods_ (the directory bind reads)
   std::map<std::string, kube::PodInfo, std::less<>> pods_;  // by namespace/name
   extender::ConfigWarnings config_warnings_;
+  extender::UnmatchedPinWarnings pin_warnings_;  // pending pods pinned to models no node has
   std::atomic<std::uint64_t> parse_errors_{0};
   std::atomic<std::uint64_t> read_back_settlements_{0};
   std::set<std::string> stale_reported_;  // resources logged as stale; housekeeping thread only

@@ -109,6 +109,9 @@ int run_cli(const std::vector<std::string>& args, std::ostream& out, std::ostrea
   app.add_option("--unhealthy-configmap-namespace", o.names.unhealthy_namespace,
                  "namespace of unhealthy-gpu-<node> ConfigMaps")
       ->capture_default_str();
+  app.add_option("--gpu-model-label", o.names.gpu_model_label,
+                 "node label carrying the GPU model (and pods' pins to models)")
+      ->capture_default_str();
 
   std::vector<std::string> reversed(args.rbegin(), args.rend());  // CLI11 consumes from the back
   try {

@@ -273,7 +273,33 @@
   }
 
   function podTitle(pod, gpuText) {
-    return pod.namespace + '/' + pod.name + '\n' + mem(pod.usedGPU) + ' ' + gpuText + '\n' + STATE_TEXT[podState(pod)];
+    return pod.namespace + '/' + pod.name + '\n' + mem(pod.usedGPU) + ' ' + gpuText + '\n' + STATE_TEXT[podState(pod)] +
+           (pod.modelPin ? '\npinned to GPU models: ' + pod.modelPin +
+                           (pod.allowedModels ? ' (' + pod.allowedModels.join(', ') + ')' : '') : '');
+  }
+
+  // Per GPU model: capacity, use, pods pinned to it and the learned workload's share pinned to
+  // it. Shown when there is more than one model or any pod is pinned.
+  function renderModels(data) {
+    var models = data.gpuModels || [];
+    var pinned = models.some(function (m) { return m.pinnedPods > 0 || m.learnedPinnedWeight > 0; });
+    el.models.hidden = !(models.length > 1 || pinned);
+    if (el.models.hidden) {
+      el.models.innerHTML = '';
+      return;
+    }
+    var out = ['<h2>GPU models</h2><table><thead><tr><th>model</th><th>nodes</th><th>GPUs</th>',
+               '<th>memory used</th><th>pinned pods</th><th title="Share of the workload the policy learned ',
+               'whose pods are pinned to models including this one.">learned pinned demand</th></tr></thead><tbody>'];
+    models.forEach(function (m) {
+      out.push('<tr data-model="', esc(m.model), '"><td>', esc(m.model || '(no label)'), '</td><td>', m.nodes,
+               '</td><td>', m.gpus, '</td><td>', mem(m.usedGPU), ' of ', mem(m.totalGPU), ' (',
+               pct(m.usedGPU, m.totalGPU).toFixed(1), '%)</td><td>', m.pinnedPods, '</td><td>',
+               typeof m.learnedPinnedWeight === 'number' ? (m.learnedPinnedWeight * 100).toFixed(1) + '%' : '\u2013',
+               '</td></tr>');
+    });
+    out.push('</tbody></table>');
+    el.models.innerHTML = out.join('');
   }
 
   function tile(node, out) {
@@ -315,7 +341,8 @@
         out.push('<div class="seg ', podClass, '" style="width:', pct(pod.usedGPU, total).toFixed(3), '%;',
                  podClass === 'pending' ? 'color:' : 'background-color:', podColor(pod.namespace, pod.name),
                  '" data-pod="', esc(pod.namespace + '/' + pod.name), '" data-amount="', pod.usedGPU,
-                 '" data-assumed="', pod.assumed ? 'true' : 'false', '" data-state="', podClass, '" title="',
+                 '" data-assumed="', pod.assumed ? 'true' : 'false', '" data-state="', podClass,
+                 pod.modelPin ? '" data-pin="' + esc(pod.modelPin) : '', '" title="',
                  esc(podTitle(pod, 'on GPU ' + dev.id)), '"></div>');
       }
       if (dev.usedGPU > podsUsed) {
@@ -452,6 +479,7 @@
     var started = performance.now();
     renderWarnings(data);
     renderSummary(data);
+    renderModels(data);
     renderNamespaces(data);
     renderNodes(data);
     renderRejections(data);
@@ -478,7 +506,7 @@
   }
 
   function init() {
-    ['summary', 'nodes', 'more', 'shown', 'status', 'policy', 'reasons', 'namespaces', 'warnings'].forEach(function (id) {
+    ['summary', 'models', 'nodes', 'more', 'shown', 'status', 'policy', 'reasons', 'namespaces', 'warnings'].forEach(function (id) {
       el[id] = document.getElementById(id);
     });
     el.tbody = document.getElementById('rejections');
