@@ -13,6 +13,7 @@
 #include <unordered_map>
 #include <vector>
 
+#include "gpushare/core/dra.h"
 #include "gpushare/core/node_state.h"
 #include "gpushare/core/pod_allocation.h"
 
@@ -77,11 +78,24 @@ class ClusterModel {
   Units total_used() const;
   Units total_capacity() const;
 
+  // Dynamic Resource Allocation (core/dra.h): a node's DRA GPUs replace the device plugin's
+  // in its spec (DraState::overlay) and what allocated claims hold counts as their usage, beside
+  // its pods'. update_dra(fn) calls fn(DraState&) and rebuilds the nodes the change touched.
+  const DraState& dra() const { return dra_; }
+  template <typename Fn>
+  void update_dra(Fn&& fn) {
+    std::forward<Fn>(fn)(dra_);
+    refresh_dra();
+  }
+  // The spec a node from `spec` (its Node object) has in this model.
+  NodeSpec effective_spec(NodeSpec spec) const { return dra_.overlay(std::move(spec)); }
+
   // Structural equality of what matters: nodes (GPUs, their usage, CPU and memory used) and pods.
   bool same_allocation_as(const ClusterModel& other) const;
 
  private:
   NodeState* mutable_node(std::string_view name);
+  void refresh_dra();
   void attach(const PodAllocation& pod);
   void detach(const PodAllocation& pod);
 
@@ -110,6 +124,9 @@ class ClusterModel {
   std::unordered_map<std::string, PodAllocation, StringHash, std::equal_to<>> pods_;
   std::unordered_map<std::string, std::set<std::string>, StringHash, std::equal_to<>> pods_by_node_;
   std::size_t gpu_pod_count_ = 0;
+  DraState dra_;
+  // Node objects' specs of the nodes whose spec DRA changed, to rebuild them from.
+  std::unordered_map<std::string, NodeSpec, StringHash, std::equal_to<>> dra_base_;
 };
 
 template <typename Fn>
