@@ -11,6 +11,7 @@
 
 #include "gpushare/core/fit.h"
 #include "gpushare/core/preemption.h"
+#include "gpushare/extender/dra_scoring.h"
 #include "gpushare/extender/read_back.h"
 
 namespace gpushare::extender {
@@ -269,6 +270,11 @@ std::vector<HostPriority> SchedulingService::prioritize_impl(const ExtenderArgs&
   std::unique_lock cache_lock(score_cache_mutex_, std::try_to_lock);
   core::ScoreCache* cache = cache_lock.owns_lock() ? &score_cache_ : nullptr;
   store_.read([&](const core::ClusterModel& model, const core::PlacementPolicy& policy) {
+    // A pod with DRA claims: kube's allocator picks the devices, scored as it will pick them.
+    if (auto dra = dra_raw_scores(model, policy, args.pod, offered)) {
+      raw = std::move(*dra);
+      return;
+    }
     if (cache != nullptr) cache->begin(demand, policy.state_version(), model.node_count());
     model.visit_nodes(
         offered,
