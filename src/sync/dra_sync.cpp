@@ -42,6 +42,10 @@ class DraSync::Handler final : public apiclient::ReflectorHandler {
     });
     kind_.clear();
     spdlog::info("{} listed at resourceVersion {}", kind_.name, rv);
+    if (!listed_) {
+      listed_ = true;
+      ++owner_.listed_kinds_;
+    }
     owner_.check_warnings();
   }
   void on_event(apiclient::WatchEventType type, const json::Value& object) override {
@@ -61,6 +65,7 @@ class DraSync::Handler final : public apiclient::ReflectorHandler {
  private:
   DraSync& owner_;
   DraKind kind_;
+  bool listed_ = false;  // listed once; reflector thread only
 };
 
 namespace {
@@ -163,6 +168,8 @@ std::vector<std::string> DraSync::warnings() const {
 }
 
 void DraSync::check_warnings() {
+  // Until every kind has been listed once, a claim may name a slice not listed yet.
+  if (listed_kinds_.load() < handlers_.size()) return;
   const std::vector<std::string> now =
       store_.read([](const core::ClusterModel& model, const core::PlacementPolicy&) {
         return model.dra().warnings(

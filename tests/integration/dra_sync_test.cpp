@@ -89,9 +89,10 @@ Json inspected_gpu(LiveExtender& extender, const std::string& node, int gpu) {
   auto result = extender.http().Get("/gpushare-scheduler/inspect/" + node);
   if (!result || result->status != 200) return nullptr;
   const Json document = Json::parse(result->body, nullptr, false);
-  if (!document.contains("devs") || document["devs"].size() <= static_cast<std::size_t>(gpu))
-    return nullptr;
-  return document["devs"][static_cast<std::size_t>(gpu)];
+  if (!document.contains("nodes") || document["nodes"].size() != 1) return nullptr;
+  const Json& devs = document["nodes"][0]["devs"];
+  if (!devs.is_array() || devs.size() <= static_cast<std::size_t>(gpu)) return nullptr;
+  return devs[static_cast<std::size_t>(gpu)];
 }
 
 class DraSync : public ::testing::Test {

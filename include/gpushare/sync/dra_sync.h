@@ -54,6 +54,7 @@ class DraSync {
   bool enabled_ = false;
   mutable std::mutex warnings_mutex_;  // guards warnings_
   std::set<std::string> warnings_;
+  std::atomic<std::size_t> listed_kinds_{0};  // kinds listed at least once
   std::vector<std::unique_ptr<Handler>> handlers_;
   std::vector<std::unique_ptr<apiclient::Reflector>> reflectors_;  // after handlers_: stopped first
 };
