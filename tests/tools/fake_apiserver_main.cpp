@@ -254,8 +254,8 @@ void load_seed(FakeApiServer& fake, const std::string& path) {
                                  ? item["kind"].get<std::string>()
                                  : "";
     std::optional<Resource> resource;
-    for (const Resource known : kAllResources) {
-      if (info(known).kind == kind) resource = known;
+    for (const Resource known : gpushare::testing::kAllResources) {
+      if (gpushare::testing::info(known).kind == kind) resource = known;
     }
     if (!resource) {
       throw std::runtime_error(fmt::format(
