@@ -97,8 +97,14 @@ const NodeState* ClusterModel::find_node(std::string_view name) const {
 void ClusterModel::upsert_node(NodeSpec spec) {
   // Rebuild the node from its spec and the pods recorded against it: a capacity change
   // (GPU count, memory) then re-derives every GPU's usage exactly, with nothing carried over.
-  NodeState fresh(std::move(spec));
-  const std::string name = fresh.name();
+  const std::string name = spec.name;
+  NodeSpec effective = dra_.overlay(spec);
+  if (effective == spec) {
+    if (auto it = dra_base_.find(name); it != dra_base_.end()) dra_base_.erase(it);
+  } else {
+    dra_base_.insert_or_assign(name, std::move(spec));
+  }
+  NodeState fresh(std::move(effective));
   if (auto it = unhealthy_.find(name); it != unhealthy_.end()) fresh.set_unhealthy(it->second);
   const std::uint64_t hash = hash_name(name);
   count_model(fresh.spec(), +1);
@@ -117,11 +123,26 @@ void ClusterModel::upsert_node(NodeSpec spec) {
   if (auto it = pods_by_node_.find(name); it != pods_by_node_.end()) {
     for (const auto& uid : it->second) attach(pods_.at(uid));
   }
+  const std::vector<DraHolding> held = dra_.holdings_on(name);
+  if (!held.empty()) {
+    NodeState* node = mutable_node(name);
+    for (const auto& holding : held) node->add_usage(holding.gpu, holding.amount);
+  }
+}
+
+void ClusterModel::refresh_dra() {
+  for (const auto& name : dra_.take_dirty_nodes()) {
+    const NodeState* node = find_node(name);
+    if (node == nullptr) continue;  // its GPUs attach when its Node object arrives
+    auto base = dra_base_.find(name);
+    upsert_node(base != dra_base_.end() ? base->second : node->spec());
+  }
 }
 
 bool ClusterModel::remove_node(std::string_view name) {
   const std::size_t slot = index_find(name, hash_name(name));
   if (slot == std::string_view::npos) return false;
+  if (auto base = dra_base_.find(name); base != dra_base_.end()) dra_base_.erase(base);
   const std::uint32_t index = index_[slot].node;
   count_model(nodes_[index].spec(), -1);
   index_erase(slot);

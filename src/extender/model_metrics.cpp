@@ -39,6 +39,9 @@ void collect_model(std::vector<prometheus::MetricFamily>& out, const ModelGauges
       .sample(static_cast<double>(unhealthy), {{"healthy", "false"}});
   f.family("gpushare_pods", gauge, "Pods holding GPU memory, assumed ones included.")
       .sample(static_cast<double>(model.pods));
+  f.family("gpushare_dra_claim_allocations", gauge,
+           "Allocated DRA devices (ResourceClaim results) holding memory of a GPU in the model.")
+      .sample(static_cast<double>(model.dra_holdings));
   f.family("gpushare_assumed_pods", gauge,
            "Pods bound by the extender that the API server has not yet shown bound.")
       .sample(static_cast<double>(model.assumed_pods));
@@ -104,6 +107,7 @@ ModelGauges model_gauges(const core::ClusterModel& model) {
   gauges.capacity = model.total_capacity();
   gauges.allocated = model.total_used();
   for (const core::NodeState& node : model.nodes()) {
+    gauges.dra_holdings += model.dra().holdings_on(node.name()).size();
     const bool misconfigured = !node.spec().misconfiguration.empty();
     if (node.gpu_count() == 0 && !misconfigured) continue;  // CPU-only: no series
     NodeGauge& out = gauges.nodes.emplace_back();

@@ -8,6 +8,7 @@
 #include <tuple>
 
 #include "gpushare/core/placement_policy.h"
+#include "gpushare/core/quantity.h"
 #include "gpushare/extender/text_file.h"
 #include "gpushare/extender/yaml_json.h"
 #include "gpushare/version.h"
@@ -230,6 +231,19 @@ ParsedOptions parse_options(const std::vector<std::string>& raw_args,
          "live mode: /readyz reports not ready while a list/watch has been failing this long")
       ->check(CLI::Range(1, 86400))
       ->capture_default_str();
+  std::string dra = "auto", dra_memory_unit = "1Gi";
+  app.add_option("--dra", dra,
+                 "live mode: read resource.k8s.io/v1 ResourceSlices and ResourceClaims and score "
+                 "DRA pods (auto: when the API server serves it)")
+      ->check(CLI::IsMember({"auto", "off"}))
+      ->capture_default_str();
+  app.add_option("--dra-driver", o.dra_driver,
+                 "DRA driver whose devices with a memory capacity are GPUs")
+      ->capture_default_str();
+  app.add_option("--dra-memory-unit", dra_memory_unit,
+                 "bytes of DRA memory per unit of --resource-name (1Gi when the device plugin "
+                 "advertises GiB, 1Mi for MiB)")
+      ->capture_default_str();
   app.add_option("--assume-ttl-seconds", o.assume_ttl_seconds,
                  "deprecated, ignored: reservations no longer expire by time (see "
                  "--reservation-check-seconds)")
@@ -335,6 +349,14 @@ ParsedOptions parse_options(const std::vector<std::string>& raw_args,
   if (o.connections.header_timeout.count() <= 0 || o.connections.body_timeout.count() <= 0) {
     return usage_error("--http-header-timeout and --http-body-timeout must be positive");
   }
+  o.dra = dra != "off";
+  try {
+    o.dra_bytes_per_unit = core::Quantity::parse(dra_memory_unit).units_ceil();
+  } catch (const std::exception&) {
+    o.dra_bytes_per_unit = 0;
+  }
+  if (o.dra_bytes_per_unit <= 0)
+    return usage_error(fmt::format("--dra-memory-unit: \"{}\" is not a positive quantity (e.g. 1Gi)", dra_memory_unit));
   if (o.leader_elect) {
     // client-go's rules (leaderelection.NewLeaderElector).
     if (o.leader_elect_lease_duration < std::chrono::seconds(1)) {

@@ -12,6 +12,7 @@
 #include "gpushare/core/fit.h"
 #include "gpushare/core/node_state_key.h"
 #include "gpushare/core/preemption.h"
+#include "gpushare/extender/dra_scoring.h"
 #include "gpushare/extender/read_back.h"
 
 namespace gpushare::extender {
@@ -291,6 +292,11 @@ std::vector<HostPriority> SchedulingService::prioritize_impl(const ExtenderArgs&
   std::unique_lock cache_lock(score_cache_mutex_, std::try_to_lock);
   core::ScoreCache* cache = cache_lock.owns_lock() ? &score_cache_ : nullptr;
   store_.read([&](const core::ClusterModel& model, const core::PlacementPolicy& policy) {
+    // A pod with DRA claims: kube's allocator picks the devices, scored as it will pick them.
+    if (auto dra = dra_raw_scores(model, policy, args.pod, offered)) {
+      raw = std::move(*dra);
+      return;
+    }
     resolve_pin(demand, args.pod, model);
     gpu_only.allowed_models = demand.allowed_models;
     core::StateMemo* memo =

@@ -7,6 +7,7 @@
 #include "gpushare/core/fragmentation.h"
 #include "gpushare/core/policies/fgd.h"
 #include "gpushare/core/policies/fgd_plus.h"
+#include "gpushare/inspect/dra_view.h"
 
 namespace gpushare::inspect {
 
@@ -91,6 +92,7 @@ std::optional<Json> inspect_node(const core::ClusterModel& model, std::string_vi
                  {"unindexedPods", std::move(unindexed)},
                  {"invalidIndexPods", std::move(invalid_index)}};
   if (!spec.misconfiguration.empty()) result["misconfiguration"] = spec.misconfiguration;
+  add_dra_holders(result, model, name);
   return result;
 }
 

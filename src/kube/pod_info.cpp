@@ -6,6 +6,7 @@
 
 #include "gpushare/core/quantity.h"
 #include "gpushare/kube/annotations.h"
+#include "gpushare/kube/dra_objects.h"
 #include "gpushare/kube/json_fields.h"
 #include "gpushare/kube/pod_pin.h"
 #include "gpushare/kube/pod_requests.h"
@@ -118,6 +119,7 @@ PodInfo decode_pod(const simdjson::dom::element& pod_value, const ResourceNames&
   if (const auto annotations = object_field(*metadata, "annotations", "pod annotations")) {
     read_annotations(*annotations, info);
   }
+  info.resource_claims = decode_pod_claims(pod_value);
   return info;
 }
 

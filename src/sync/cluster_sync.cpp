@@ -127,7 +127,7 @@ class ClusterSync::NodeHandler final : public apiclient::ReflectorHandler {
   static void upsert(core::ClusterModel& model, core::NodeSpec spec) {
     // Node status heartbeats arrive all the time; only a change of what we use rebuilds.
     if (const core::NodeState* current = model.find_node(spec.name);
-        current && current->spec() == spec) {
+        current && current->spec() == model.effective_spec(spec)) {
       return;
     }
     if (!spec.misconfiguration.empty())

@@ -510,9 +510,14 @@ TEST(DeployManifests, RbacCoversWhatTheExtenderDoesAndNoMore) {
     for (const auto& p : permissions_of(role)) namespaced[b.object["metadata"]["namespace"]].insert(p);
   }
   // The list/watch of nodes and pods, the GET before a bind, patch-bind's PATCH, the Binding.
+  // With DRA, the list/watch of resource.k8s.io's four kinds.
   const Permissions want_cluster{{"nodes", "get"},  {"nodes", "list"}, {"nodes", "watch"},
                                  {"pods", "get"},   {"pods", "list"},  {"pods", "watch"},
-                                 {"pods", "patch"}, {"pods/binding", "create"}};
+                                 {"pods", "patch"}, {"pods/binding", "create"},
+                                 {"resourceslices", "list"}, {"resourceslices", "watch"},
+                                 {"resourceclaims", "list"}, {"resourceclaims", "watch"},
+                                 {"resourceclaimtemplates", "list"}, {"resourceclaimtemplates", "watch"},
+                                 {"deviceclasses", "list"}, {"deviceclasses", "watch"}};
   EXPECT_EQ(cluster_wide, want_cluster);
   // unhealthy-gpu-<node> ConfigMaps, watched in the default --unhealthy-configmap-namespace
   // only, and the --leader-elect Lease in the default --leader-elect-resource-namespace (both

@@ -18,6 +18,7 @@
 #include "gpushare/extender/scheduling_service.h"
 #include "gpushare/sync/api_pod_binder.h"
 #include "gpushare/sync/cluster_sync.h"
+#include "gpushare/sync/dra_sync.h"
 #include "gpushare/sync/leader_binder.h"
 #include "gpushare/sync/leader_gate.h"
 #include "gpushare/sync/leader_metrics.h"
@@ -79,6 +80,7 @@ struct LiveOptions {
   std::optional<apiclient::LeaderElectionConfig> leader_election;
   std::chrono::milliseconds shutdown_grace = 10s;
   kube::ResourceNames names;  // --resource-name and friends, as main hands them on
+  bool dra = false;           // also run the DRA sync (--dra auto)
 };
 
 // Lease timings for tests: kube-scheduler's proportions (15 s / 10 s / 2 s) scaled down, but with
@@ -188,6 +190,12 @@ class LiveExtender {
         std::make_unique<extender::HttpServer>(*service_, store_, metrics_, rejections_, http);
     port_ = server_->bind("127.0.0.1", 0);
     sync_->start();
+    if (options.dra) {
+      sync::DraSyncOptions dra_options;
+      dra_options.tune_reflector = sync_options.tune_reflector;
+      dra_ = std::make_unique<sync::DraSync>(*client_, store_, dra_options);
+      dra_->start();
+    }
     if (gate_) gate_->start();
     thread_ = std::jthread([this] { server_->serve(); });
     while (!server_->is_running()) std::this_thread::yield();
@@ -196,6 +204,7 @@ class LiveExtender {
     server_->stop();
     if (thread_.joinable()) thread_.join();
     if (gate_) gate_->stop();
+    if (dra_) dra_->stop();
     sync_->stop();
     if (owns_kubeconfig_) std::filesystem::remove(kubeconfig_);
   }
@@ -268,6 +277,7 @@ class LiveExtender {
   }
 
   sync::ClusterSync& sync() { return *sync_; }
+  sync::DraSync* dra() { return dra_.get(); }  // null unless LiveOptions::dra
   extender::MetricRegistry& metrics() { return metrics_; }
 
  private:
@@ -278,6 +288,7 @@ class LiveExtender {
   extender::RejectionLog rejections_;
   std::unique_ptr<apiclient::ApiClient> client_;
   std::unique_ptr<sync::ClusterSync> sync_;
+  std::unique_ptr<sync::DraSync> dra_;  // with LiveOptions::dra
   std::unique_ptr<sync::ApiPodBinder> binder_;
   std::unique_ptr<sync::LeaderGate> gate_;
   std::unique_ptr<sync::LeaderBinder> leader_binder_;

@@ -96,6 +96,8 @@ struct FakeApiServerOptions {
   bool binding_copies_labels = true;
   bool binding_clears_nominated_node_name = true;
   std::string server_git_version = "v1.34.0";
+  // Serve resource.k8s.io/v1 (DRA); false: a server without it (404s, absent from discovery).
+  bool serve_dra = true;
   // Idle keep-alive connections are closed after this (TLS: at most 2 s, because httplib's
   // TLS loop only notices a stop after it).
   std::chrono::seconds keep_alive_timeout{30};

@@ -33,6 +33,13 @@ json coordination_group() {
           {"preferredVersion", group_version_entry()}};
 }
 
+json resource_group() {
+  const json version = {{"groupVersion", "resource.k8s.io/v1"}, {"version", "v1"}};
+  return {{"name", "resource.k8s.io"},
+          {"versions", json::array({version})},
+          {"preferredVersion", version}};
+}
+
 }  // namespace
 
 std::optional<json> discovery_document(std::string_view path, const FakeApiServerOptions& options,
@@ -79,13 +86,31 @@ std::optional<json> discovery_document(std::string_view path, const FakeApiServe
   if (path == "/apis") {
     return json{{"kind", "APIGroupList"},
                 {"apiVersion", "v1"},
-                {"groups", json::array({coordination_group()})}};
+                {"groups", options.serve_dra ? json::array({coordination_group(), resource_group()})
+                                             : json::array({coordination_group()})}};
   }
   if (path == "/apis/coordination.k8s.io") {
     json group = coordination_group();
     group["kind"] = "APIGroup";
     group["apiVersion"] = "v1";
     return group;
+  }
+  if (options.serve_dra && path == "/apis/resource.k8s.io") {
+    json group = resource_group();
+    group["kind"] = "APIGroup";
+    group["apiVersion"] = "v1";
+    return group;
+  }
+  if (options.serve_dra && path == "/apis/resource.k8s.io/v1") {
+    return json{
+        {"kind", "APIResourceList"},
+        {"apiVersion", "v1"},
+        {"groupVersion", "resource.k8s.io/v1"},
+        {"resources", json::array({resource_entry("deviceclasses", "deviceclass", false, "DeviceClass", kObjectVerbs),
+                                   resource_entry("resourceclaims", "resourceclaim", true, "ResourceClaim", kObjectVerbs),
+                                   resource_entry("resourceclaims/status", "", true, "ResourceClaim", {"get", "patch", "update"}),
+                                   resource_entry("resourceclaimtemplates", "resourceclaimtemplate", true, "ResourceClaimTemplate", kObjectVerbs),
+                                   resource_entry("resourceslices", "resourceslice", false, "ResourceSlice", kObjectVerbs)})}};
   }
   if (path == "/apis/coordination.k8s.io/v1") {
     return json{{"kind", "APIResourceList"},

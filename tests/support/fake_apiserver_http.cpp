@@ -540,7 +540,9 @@ bool FakeApiServer::Impl::wait_interruptibly(std::chrono::milliseconds delay) {
 
 void FakeApiServer::Impl::handle(const httplib::Request& request, httplib::Response& response) {
   const bool watch_param = parse_bool(request.get_param_value("watch")).value_or(false);
-  const Route route = parse_route(request.method, request.path, watch_param);
+  Route route = parse_route(request.method, request.path, watch_param);
+  // A server without DRA knows nothing under resource.k8s.io.
+  if (!options.serve_dra && request.path.starts_with("/apis/resource.k8s.io")) route = Route{};
   {
     RequestRecord record;
     record.method = request.method;

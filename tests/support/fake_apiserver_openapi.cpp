@@ -125,6 +125,12 @@ const json& tree_of(Resource resource) {
     all["Node"] = node;
     all["ConfigMap"] = config_map;
     all["Lease"] = lease;
+    // resource.k8s.io: spec and status taken as they come.
+    json dra = top;
+    dra["spec"] = kAny;
+    dra["status"] = kAny;
+    for (const char* kind : {"ResourceSlice", "ResourceClaim", "ResourceClaimTemplate", "DeviceClass"})
+      all[kind] = dra;
     return all;
   }();
   return trees.at(std::string(info(resource).kind));
@@ -205,7 +211,7 @@ std::optional<json> openapi_document(std::string_view path, std::string_view ser
   path = path.substr(0, query);
   if (path == "/openapi/v3") {
     json paths = json::object();
-    for (const char* gv : {"api/v1", "apis/coordination.k8s.io/v1"}) {
+    for (const char* gv : {"api/v1", "apis/coordination.k8s.io/v1", "apis/resource.k8s.io/v1"}) {
       // The hash lets clients cache a document; the fake's never change.
       paths[gv] = {
           {"serverRelativeURL", fmt::format("/openapi/v3/{}?hash=fake-{}", gv, server_version)}};
@@ -215,6 +221,9 @@ std::optional<json> openapi_document(std::string_view path, std::string_view ser
   if (path == "/openapi/v3/api/v1") return group_version_document("v1", server_version);
   if (path == "/openapi/v3/apis/coordination.k8s.io/v1") {
     return group_version_document("coordination.k8s.io/v1", server_version);
+  }
+  if (path == "/openapi/v3/apis/resource.k8s.io/v1") {
+    return group_version_document("resource.k8s.io/v1", server_version);
   }
   return std::nullopt;
 }

@@ -82,6 +82,10 @@ std::optional<std::string> field_label_value(Resource resource, std::string_view
       return std::nullopt;
     case Resource::ConfigMaps:
     case Resource::Leases:
+    case Resource::ResourceSlices:
+    case Resource::ResourceClaims:
+    case Resource::ResourceClaimTemplates:
+    case Resource::DeviceClasses:
       return std::nullopt;
   }
   return std::nullopt;

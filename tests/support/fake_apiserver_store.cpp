@@ -28,13 +28,22 @@ std::string_view to_string(Verb verb) {
 }
 
 namespace {
-constexpr std::array<ResourceInfo, 4> kResourceInfos = {{
+constexpr std::array<ResourceInfo, 8> kResourceInfos = {{
     {Resource::Nodes, "nodes", "node", "Node", "NodeList", "", "v1", "v1", "no", false, true},
     {Resource::Pods, "pods", "pod", "Pod", "PodList", "", "v1", "v1", "po", true, true},
     {Resource::ConfigMaps, "configmaps", "configmap", "ConfigMap", "ConfigMapList", "", "v1", "v1",
      "cm", true, false},
     {Resource::Leases, "leases", "lease", "Lease", "LeaseList", "coordination.k8s.io", "v1",
      "coordination.k8s.io/v1", "", true, false},
+    {Resource::ResourceSlices, "resourceslices", "resourceslice", "ResourceSlice",
+     "ResourceSliceList", "resource.k8s.io", "v1", "resource.k8s.io/v1", "", false, false},
+    {Resource::ResourceClaims, "resourceclaims", "resourceclaim", "ResourceClaim",
+     "ResourceClaimList", "resource.k8s.io", "v1", "resource.k8s.io/v1", "", true, true},
+    {Resource::ResourceClaimTemplates, "resourceclaimtemplates", "resourceclaimtemplate",
+     "ResourceClaimTemplate", "ResourceClaimTemplateList", "resource.k8s.io", "v1",
+     "resource.k8s.io/v1", "", true, false},
+    {Resource::DeviceClasses, "deviceclasses", "deviceclass", "DeviceClass", "DeviceClassList",
+     "resource.k8s.io", "v1", "resource.k8s.io/v1", "", false, false},
 }};
 }  // namespace
 

@@ -74,6 +74,11 @@ json columns_of(Resource resource) {
            column("Holder",
                   "holderIdentity contains the identity of the holder of a current lease."),
            age});
+    case Resource::ResourceSlices:
+    case Resource::ResourceClaims:
+    case Resource::ResourceClaimTemplates:
+    case Resource::DeviceClasses:
+      break;
   }
   return json::array({name, age});
 }
@@ -301,6 +306,11 @@ json cells_of(Resource resource, const json& object) {
     case Resource::Leases:
       return json::array({text(field(metadata, "name")),
                           text(field(field(object, "spec"), "holderIdentity")), age});
+    case Resource::ResourceSlices:
+    case Resource::ResourceClaims:
+    case Resource::ResourceClaimTemplates:
+    case Resource::DeviceClasses:
+      break;
   }
   return json::array({text(field(metadata, "name")), age});
 }

@@ -10,9 +10,16 @@
 namespace gpushare::testing {
 
 // The resources the fake serves.
-enum class Resource { Nodes, Pods, ConfigMaps, Leases };
-inline constexpr std::array<Resource, 4> kAllResources = {Resource::Nodes, Resource::Pods,
-                                                          Resource::ConfigMaps, Resource::Leases};
+// resource.k8s.io/v1 (Dynamic Resource Allocation): ResourceSlices, ResourceClaims,
+// ResourceClaimTemplates, DeviceClasses.
+enum class Resource {
+  Nodes, Pods, ConfigMaps, Leases,
+  ResourceSlices, ResourceClaims, ResourceClaimTemplates, DeviceClasses
+};
+inline constexpr std::array<Resource, 8> kAllResources = {
+    Resource::Nodes,          Resource::Pods,           Resource::ConfigMaps,
+    Resource::Leases,         Resource::ResourceSlices, Resource::ResourceClaims,
+    Resource::ResourceClaimTemplates, Resource::DeviceClasses};
 
 // What a request did, for fault targeting and request counters.
 enum class Verb { Discovery, Get, List, Watch, Create, Update, Patch, Delete, Bind, Other };

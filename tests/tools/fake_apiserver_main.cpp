@@ -35,7 +35,9 @@ Json realistic_node(int index, int gpus, long long per_gpu) {
   const std::string name = fmt::format("gpu-node-{:05d}", index);
   Json images = Json::array();
   for (int i = 0; i < 8; ++i) {
-    images.push_back({{"names", {fmt::format("registry.example.com/team-{}/image-{}@sha256:{:064x}", i, index % 97, i * 7919 + index)}},
+    images.push_back({{"names",
+                       {fmt::format("registry.example.com/team-{}/image-{}@sha256:{:064x}", i,
+                                    index % 97, i * 7919 + index)}},
                       {"sizeBytes", 1'000'000'000LL + i * 1234567}});
   }
   Json conditions = Json::array();
@@ -47,7 +49,10 @@ Json realistic_node(int index, int gpus, long long per_gpu) {
                           {"reason", std::string("Kubelet") + type},
                           {"message", "kubelet is posting ready status"}});
   }
-  const Json capacity = {{"cpu", "96"}, {"memory", "791Gi"}, {"pods", "110"}, {"ephemeral-storage", "1844Gi"},
+  const Json capacity = {{"cpu", "96"},
+                         {"memory", "791Gi"},
+                         {"pods", "110"},
+                         {"ephemeral-storage", "1844Gi"},
                          {"aliyun.com/gpu-mem", std::to_string(per_gpu * gpus)},
                          {"aliyun.com/gpu-count", std::to_string(gpus)}};
   return {{"apiVersion", "v1"},
@@ -55,18 +60,32 @@ Json realistic_node(int index, int gpus, long long per_gpu) {
           {"metadata",
            {{"name", name},
             {"labels",
-             {{"kubernetes.io/hostname", name}, {"kubernetes.io/os", "linux"}, {"kubernetes.io/arch", "amd64"},
+             {{"kubernetes.io/hostname", name},
+              {"kubernetes.io/os", "linux"},
+              {"kubernetes.io/arch", "amd64"},
               {"node.kubernetes.io/instance-type", "gn7i-c32g1.32xlarge"},
               {"topology.kubernetes.io/zone", fmt::format("zone-{}", index % 3)},
-              {"nvidia.com/gpu.product", "NVIDIA-A10"}, {"gpushare", "true"}}},
-            {"annotations", {{"node.alpha.kubernetes.io/ttl", "0"}, {"volumes.kubernetes.io/controller-managed-attach-detach", "true"}}}}},
-          {"spec", {{"podCIDR", fmt::format("10.{}.{}.0/24", index / 256, index % 256)}, {"providerID", "cloud://" + name}}},
+              {"nvidia.com/gpu.product", "NVIDIA-A10"},
+              {"gpushare", "true"}}},
+            {"annotations",
+             {{"node.alpha.kubernetes.io/ttl", "0"},
+              {"volumes.kubernetes.io/controller-managed-attach-detach", "true"}}}}},
+          {"spec",
+           {{"podCIDR", fmt::format("10.{}.{}.0/24", index / 256, index % 256)},
+            {"providerID", "cloud://" + name}}},
           {"status",
-           {{"capacity", capacity}, {"allocatable", capacity}, {"conditions", conditions},
-            {"addresses", Json::array({{{"type", "InternalIP"}, {"address", fmt::format("10.0.{}.{}", index / 256, index % 256)}},
-                                       {{"type", "Hostname"}, {"address", name}}})},
-            {"nodeInfo", {{"kubeletVersion", "v1.34.0"}, {"containerRuntimeVersion", "containerd://1.7.0"},
-                          {"kernelVersion", "5.15.0"}, {"osImage", "Debian GNU/Linux 12 (bookworm)"}}},
+           {{"capacity", capacity},
+            {"allocatable", capacity},
+            {"conditions", conditions},
+            {"addresses",
+             Json::array({{{"type", "InternalIP"},
+                           {"address", fmt::format("10.0.{}.{}", index / 256, index % 256)}},
+                          {{"type", "Hostname"}, {"address", name}}})},
+            {"nodeInfo",
+             {{"kubeletVersion", "v1.34.0"},
+              {"containerRuntimeVersion", "containerd://1.7.0"},
+              {"kernelVersion", "5.15.0"},
+              {"osImage", "Debian GNU/Linux 12 (bookworm)"}}},
             {"images", images}}}};
 }
 
@@ -74,45 +93,75 @@ Json realistic_node(int index, int gpus, long long per_gpu) {
 Json realistic_pod(int index, const std::string& node, int gpu, long long request) {
   const std::string name = fmt::format("trainer-{:06d}", index);
   Json env = Json::array();
-  for (int i = 0; i < 10; ++i) env.push_back({{"name", fmt::format("SETTING_{}", i)}, {"value", fmt::format("value-{}-{}", index, i)}});
+  for (int i = 0; i < 10; ++i)
+    env.push_back(
+        {{"name", fmt::format("SETTING_{}", i)}, {"value", fmt::format("value-{}-{}", index, i)}});
   return {{"apiVersion", "v1"},
           {"kind", "Pod"},
           {"metadata",
            {{"name", name},
             {"namespace", fmt::format("team-{}", index % 20)},
-            {"labels", {{"app", "trainer"}, {"pod-template-hash", "5d8f7c9b6"}, {"team", fmt::format("team-{}", index % 20)}}},
+            {"labels",
+             {{"app", "trainer"},
+              {"pod-template-hash", "5d8f7c9b6"},
+              {"team", fmt::format("team-{}", index % 20)}}},
             {"annotations",
-             {{"ALIYUN_COM_GPU_MEM_IDX", std::to_string(gpu)}, {"ALIYUN_COM_GPU_MEM_POD", std::to_string(request)},
-              {"ALIYUN_COM_GPU_MEM_DEV", "16"}, {"ALIYUN_COM_GPU_MEM_ASSIGNED", "true"},
+             {{"ALIYUN_COM_GPU_MEM_IDX", std::to_string(gpu)},
+              {"ALIYUN_COM_GPU_MEM_POD", std::to_string(request)},
+              {"ALIYUN_COM_GPU_MEM_DEV", "16"},
+              {"ALIYUN_COM_GPU_MEM_ASSIGNED", "true"},
               {"ALIYUN_COM_GPU_MEM_ASSUME_TIME", std::to_string(1763700000000000000LL + index)}}},
-            {"ownerReferences", Json::array({{{"apiVersion", "apps/v1"}, {"kind", "ReplicaSet"}, {"name", "trainer-5d8f7c9b6"},
-                                              {"uid", fmt::format("00000000-0000-4000-8000-{:012d}", index % 1000)},
-                                              {"controller", true}, {"blockOwnerDeletion", true}}})}}},
+            {"ownerReferences",
+             Json::array({{{"apiVersion", "apps/v1"},
+                           {"kind", "ReplicaSet"},
+                           {"name", "trainer-5d8f7c9b6"},
+                           {"uid", fmt::format("00000000-0000-4000-8000-{:012d}", index % 1000)},
+                           {"controller", true},
+                           {"blockOwnerDeletion", true}}})}}},
           {"spec",
            {{"nodeName", node},
             {"schedulerName", "default-scheduler"},
             {"containers",
-             Json::array({{{"name", "main"},
-                           {"image", "registry.example.com/ml/trainer:2.14.1"},
-                           {"command", {"python", "-m", "train", "--config", "/etc/train/config.yaml"}},
-                           {"env", env},
-                           {"resources", {{"limits", {{"aliyun.com/gpu-mem", std::to_string(request)}, {"cpu", "4"}, {"memory", "16Gi"}}},
-                                          {"requests", {{"aliyun.com/gpu-mem", std::to_string(request)}, {"cpu", "2"}, {"memory", "8Gi"}}}}},
-                           {"volumeMounts", Json::array({{{"name", "config"}, {"mountPath", "/etc/train"}},
-                                                         {{"name", "kube-api-access"}, {"mountPath", "/var/run/secrets/kubernetes.io/serviceaccount"}, {"readOnly", true}}})}}})},
-            {"volumes", Json::array({{{"name", "config"}, {"configMap", {{"name", "trainer-config"}}}},
-                                     {{"name", "kube-api-access"}, {"projected", {{"defaultMode", 420}}}}})},
-            {"tolerations", Json::array({{{"key", "node.kubernetes.io/not-ready"}, {"operator", "Exists"}, {"effect", "NoExecute"}, {"tolerationSeconds", 300}}})}}},
+             Json::array(
+                 {{{"name", "main"},
+                   {"image", "registry.example.com/ml/trainer:2.14.1"},
+                   {"command", {"python", "-m", "train", "--config", "/etc/train/config.yaml"}},
+                   {"env", env},
+                   {"resources",
+                    {{"limits",
+                      {{"aliyun.com/gpu-mem", std::to_string(request)},
+                       {"cpu", "4"},
+                       {"memory", "16Gi"}}},
+                     {"requests",
+                      {{"aliyun.com/gpu-mem", std::to_string(request)},
+                       {"cpu", "2"},
+                       {"memory", "8Gi"}}}}},
+                   {"volumeMounts",
+                    Json::array({{{"name", "config"}, {"mountPath", "/etc/train"}},
+                                 {{"name", "kube-api-access"},
+                                  {"mountPath", "/var/run/secrets/kubernetes.io/serviceaccount"},
+                                  {"readOnly", true}}})}}})},
+            {"volumes",
+             Json::array({{{"name", "config"}, {"configMap", {{"name", "trainer-config"}}}},
+                          {{"name", "kube-api-access"}, {"projected", {{"defaultMode", 420}}}}})},
+            {"tolerations", Json::array({{{"key", "node.kubernetes.io/not-ready"},
+                                          {"operator", "Exists"},
+                                          {"effect", "NoExecute"},
+                                          {"tolerationSeconds", 300}}})}}},
           {"status",
            {{"phase", "Running"},
             {"podIP", fmt::format("172.16.{}.{}", index / 256 % 256, index % 256)},
             {"hostIP", "10.0.0.1"},
             {"startTime", "2026-11-21T09:00:00Z"},
-            {"conditions", Json::array({{{"type", "Ready"}, {"status", "True"}}, {{"type", "PodScheduled"}, {"status", "True"}}})},
-            {"containerStatuses", Json::array({{{"name", "main"}, {"ready", true}, {"restartCount", 0},
-                                                {"image", "registry.example.com/ml/trainer:2.14.1"},
-                                                {"containerID", fmt::format("containerd://{:064x}", index)},
-                                                {"state", {{"running", {{"startedAt", "2026-11-21T09:00:05Z"}}}}}}})}}}};
+            {"conditions", Json::array({{{"type", "Ready"}, {"status", "True"}},
+                                        {{"type", "PodScheduled"}, {"status", "True"}}})},
+            {"containerStatuses",
+             Json::array({{{"name", "main"},
+                           {"ready", true},
+                           {"restartCount", 0},
+                           {"image", "registry.example.com/ml/trainer:2.14.1"},
+                           {"containerID", fmt::format("containerd://{:064x}", index)},
+                           {"state", {{"running", {{"startedAt", "2026-11-21T09:00:05Z"}}}}}}})}}}};
 }
 
 // A running pod that asks for CPU and memory only, as most pods even on GPU nodes do (~2.5 KB):
@@ -121,18 +170,31 @@ Json realistic_pod(int index, const std::string& node, int gpu, long long reques
 Json realistic_cpu_pod(int index, const std::string& node) {
   const std::string name = fmt::format("web-{:06d}", index);
   Json env = Json::array();
-  for (int i = 0; i < 8; ++i) env.push_back({{"name", fmt::format("WEB_SETTING_{}", i)}, {"value", fmt::format("value-{}-{}", index, i)}});
-  const Json mount = Json::array({{{"name", "kube-api-access"}, {"mountPath", "/var/run/secrets/kubernetes.io/serviceaccount"}, {"readOnly", true}}});
+  for (int i = 0; i < 8; ++i)
+    env.push_back({{"name", fmt::format("WEB_SETTING_{}", i)},
+                   {"value", fmt::format("value-{}-{}", index, i)}});
+  const Json mount = Json::array({{{"name", "kube-api-access"},
+                                   {"mountPath", "/var/run/secrets/kubernetes.io/serviceaccount"},
+                                   {"readOnly", true}}});
   return {{"apiVersion", "v1"},
           {"kind", "Pod"},
           {"metadata",
            {{"name", name},
             {"namespace", fmt::format("web-{}", index % 20)},
-            {"labels", {{"app", "web"}, {"pod-template-hash", "7c6d9f8b5"}, {"security.istio.io/tlsMode", "istio"}}},
-            {"annotations", {{"kubectl.kubernetes.io/default-container", "web"}, {"sidecar.istio.io/status", "{\"initContainers\":[\"istio-proxy\"]}"}}},
-            {"ownerReferences", Json::array({{{"apiVersion", "apps/v1"}, {"kind", "ReplicaSet"}, {"name", "web-7c6d9f8b5"},
-                                              {"uid", fmt::format("00000000-0000-4000-9000-{:012d}", index % 1000)},
-                                              {"controller", true}, {"blockOwnerDeletion", true}}})}}},
+            {"labels",
+             {{"app", "web"},
+              {"pod-template-hash", "7c6d9f8b5"},
+              {"security.istio.io/tlsMode", "istio"}}},
+            {"annotations",
+             {{"kubectl.kubernetes.io/default-container", "web"},
+              {"sidecar.istio.io/status", "{\"initContainers\":[\"istio-proxy\"]}"}}},
+            {"ownerReferences",
+             Json::array({{{"apiVersion", "apps/v1"},
+                           {"kind", "ReplicaSet"},
+                           {"name", "web-7c6d9f8b5"},
+                           {"uid", fmt::format("00000000-0000-4000-9000-{:012d}", index % 1000)},
+                           {"controller", true},
+                           {"blockOwnerDeletion", true}}})}}},
           {"spec",
            {{"nodeName", node},
             {"schedulerName", "default-scheduler"},
@@ -140,7 +202,9 @@ Json realistic_cpu_pod(int index, const std::string& node) {
              Json::array({{{"name", "istio-proxy"},
                            {"image", "docker.io/istio/proxyv2:1.24.0"},
                            {"restartPolicy", "Always"},
-                           {"resources", {{"limits", {{"cpu", "2"}, {"memory", "1Gi"}}}, {"requests", {{"cpu", "100m"}, {"memory", "128Mi"}}}}},
+                           {"resources",
+                            {{"limits", {{"cpu", "2"}, {"memory", "1Gi"}}},
+                             {"requests", {{"cpu", "100m"}, {"memory", "128Mi"}}}}},
                            {"volumeMounts", mount}},
                           {{"name", "migrate"},
                            {"image", "registry.example.com/web/migrate:3.2.0"},
@@ -152,20 +216,30 @@ Json realistic_cpu_pod(int index, const std::string& node) {
                            {"image", "registry.example.com/web/frontend:5.9.3"},
                            {"env", env},
                            {"ports", Json::array({{{"containerPort", 8080}, {"protocol", "TCP"}}})},
-                           {"resources", {{"limits", {{"memory", "2Gi"}}}, {"requests", {{"cpu", "500m"}, {"memory", "1Gi"}}}}},
+                           {"resources",
+                            {{"limits", {{"memory", "2Gi"}}},
+                             {"requests", {{"cpu", "500m"}, {"memory", "1Gi"}}}}},
                            {"volumeMounts", mount}}})},
-            {"volumes", Json::array({{{"name", "kube-api-access"}, {"projected", {{"defaultMode", 420}}}}})},
-            {"tolerations", Json::array({{{"key", "node.kubernetes.io/not-ready"}, {"operator", "Exists"}, {"effect", "NoExecute"}, {"tolerationSeconds", 300}}})}}},
+            {"volumes",
+             Json::array({{{"name", "kube-api-access"}, {"projected", {{"defaultMode", 420}}}}})},
+            {"tolerations", Json::array({{{"key", "node.kubernetes.io/not-ready"},
+                                          {"operator", "Exists"},
+                                          {"effect", "NoExecute"},
+                                          {"tolerationSeconds", 300}}})}}},
           {"status",
            {{"phase", "Running"},
             {"podIP", fmt::format("172.17.{}.{}", index / 256 % 256, index % 256)},
             {"hostIP", "10.0.0.1"},
             {"startTime", "2026-11-21T09:00:00Z"},
-            {"conditions", Json::array({{{"type", "Ready"}, {"status", "True"}}, {{"type", "PodScheduled"}, {"status", "True"}}})},
-            {"containerStatuses", Json::array({{{"name", "web"}, {"ready", true}, {"restartCount", 0},
-                                                {"image", "registry.example.com/web/frontend:5.9.3"},
-                                                {"containerID", fmt::format("containerd://{:064x}", index)},
-                                                {"state", {{"running", {{"startedAt", "2026-11-21T09:00:05Z"}}}}}}})}}}};
+            {"conditions", Json::array({{{"type", "Ready"}, {"status", "True"}},
+                                        {{"type", "PodScheduled"}, {"status", "True"}}})},
+            {"containerStatuses",
+             Json::array({{{"name", "web"},
+                           {"ready", true},
+                           {"restartCount", 0},
+                           {"image", "registry.example.com/web/frontend:5.9.3"},
+                           {"containerID", fmt::format("containerd://{:064x}", index)},
+                           {"state", {{"running", {{"startedAt", "2026-11-21T09:00:05Z"}}}}}}})}}}};
 }
 
 // Creates every object of a v1 List file; throws naming the item that cannot be created.
@@ -180,13 +254,14 @@ void load_seed(FakeApiServer& fake, const std::string& path) {
                                  ? item["kind"].get<std::string>()
                                  : "";
     std::optional<Resource> resource;
-    if (kind == "Node") resource = Resource::Nodes;
-    if (kind == "Pod") resource = Resource::Pods;
-    if (kind == "ConfigMap") resource = Resource::ConfigMaps;
-    if (kind == "Lease") resource = Resource::Leases;
+    for (const Resource known : gpushare::testing::kAllResources) {
+      if (gpushare::testing::info(known).kind == kind) resource = known;
+    }
     if (!resource) {
       throw std::runtime_error(fmt::format(
-          "items[{}]: kind \"{}\" is not served (Node, Pod, ConfigMap, Lease)", i, kind));
+          "items[{}]: kind \"{}\" is not served (Node, Pod, ConfigMap, Lease, ResourceSlice, "
+          "ResourceClaim, ResourceClaimTemplate, DeviceClass)",
+          i, kind));
     }
     try {
       fake.create(*resource, item);
@@ -226,7 +301,8 @@ int main(int argc, char** argv) {
   int cpu_only_percent = 20;
   std::string token;
   app.add_option("--port", port, "port on 127.0.0.1 (0 = any; printed)");
-  app.add_option("--kubeconfig-out", kubeconfig_out, "write a kubeconfig for this server here")->required();
+  app.add_option("--kubeconfig-out", kubeconfig_out, "write a kubeconfig for this server here")
+      ->required();
   app.add_option("--seed", seed, "v1 List (YAML or JSON) of objects to create");
   app.add_option("--nodes", nodes, "generate this many realistic GPU nodes");
   app.add_option("--pods", pods, "generate this many realistic running GPU pods on them");
@@ -256,7 +332,8 @@ int main(int argc, char** argv) {
   options.max_history = 200000;
   FakeApiServer fake(options);
   if (port != 0 && fake.port() != port) {
-    std::cerr << "note: --port is not supported by this build of the fake; listening on " << fake.port() << "\n";
+    std::cerr << "note: --port is not supported by this build of the fake; listening on "
+              << fake.port() << "\n";
   }
   if (!seed.empty()) {
     try {
@@ -267,15 +344,19 @@ int main(int argc, char** argv) {
     }
   }
   std::mt19937 random(42);
-  for (int n = 0; n < nodes; ++n) fake.create(Resource::Nodes, realistic_node(n, gpus_per_node, per_gpu));
+  for (int n = 0; n < nodes; ++n)
+    fake.create(Resource::Nodes, realistic_node(n, gpus_per_node, per_gpu));
   if (nodes > 0) {
     // Spread pods over GPUs without overfilling any: 1..4 units each. Every so often a pod asks
     // for CPU and memory only, on any node.
     std::vector<long long> used(static_cast<std::size_t>(nodes) * gpus_per_node, 0);
     const int cpu_only = static_cast<int>(static_cast<long long>(pods) * cpu_only_percent / 100);
     for (int p = 0; p < pods; ++p) {
-      if (cpu_only > 0 && static_cast<long long>(p) * cpu_only / pods != static_cast<long long>(p + 1) * cpu_only / pods) {
-        fake.create(Resource::Pods, realistic_cpu_pod(p, fmt::format("gpu-node-{:05d}", static_cast<int>(random() % nodes))));
+      if (cpu_only > 0 && static_cast<long long>(p) * cpu_only / pods !=
+                              static_cast<long long>(p + 1) * cpu_only / pods) {
+        fake.create(Resource::Pods,
+                    realistic_cpu_pod(
+                        p, fmt::format("gpu-node-{:05d}", static_cast<int>(random() % nodes))));
         continue;
       }
       const long long request = 1 + static_cast<long long>(random() % 4);
@@ -283,15 +364,18 @@ int main(int argc, char** argv) {
         const std::size_t slot = random() % used.size();
         if (used[slot] + request > per_gpu) continue;
         used[slot] += request;
-        fake.create(Resource::Pods, realistic_pod(p, fmt::format("gpu-node-{:05d}", static_cast<int>(slot) / gpus_per_node),
-                                                  static_cast<int>(slot) % gpus_per_node, request));
+        fake.create(
+            Resource::Pods,
+            realistic_pod(p, fmt::format("gpu-node-{:05d}", static_cast<int>(slot) / gpus_per_node),
+                          static_cast<int>(slot) % gpus_per_node, request));
         break;
       }
     }
   }
   fake.write_kubeconfig(kubeconfig_out, token);
-  std::cout << fmt::format("fake API server on {} ({} nodes, {} pods); kubeconfig {}", fake.base_url(),
-                           fake.list(Resource::Nodes).size(), fake.list(Resource::Pods).size(), kubeconfig_out)
+  std::cout << fmt::format("fake API server on {} ({} nodes, {} pods); kubeconfig {}",
+                           fake.base_url(), fake.list(Resource::Nodes).size(),
+                           fake.list(Resource::Pods).size(), kubeconfig_out)
             << std::endl;
   for (;;) {
     int signal = 0;

@@ -13,6 +13,7 @@
 #include <unordered_map>
 #include <vector>
 
+#include "gpushare/core/dra.h"
 #include "gpushare/core/node_state.h"
 #include "gpushare/core/pod_allocation.h"
 
@@ -85,6 +86,18 @@ class ClusterModel {
   Units total_used() const;
   Units total_capacity() const;
 
+  // Dynamic Resource Allocation (core/dra.h): a node's DRA GPUs replace the device plugin's
+  // in its spec (DraState::overlay) and what allocated claims hold counts as their usage, beside
+  // its pods'. update_dra(fn) calls fn(DraState&) and rebuilds the nodes the change touched.
+  const DraState& dra() const { return dra_; }
+  template <typename Fn>
+  void update_dra(Fn&& fn) {
+    std::forward<Fn>(fn)(dra_);
+    refresh_dra();
+  }
+  // The spec a node from `spec` (its Node object) has in this model.
+  NodeSpec effective_spec(NodeSpec spec) const { return dra_.overlay(std::move(spec)); }
+
   // Structural equality of what matters: nodes (GPUs, their usage, CPU and memory used) and pods.
   bool same_allocation_as(const ClusterModel& other) const;
 
@@ -92,6 +105,7 @@ class ClusterModel {
   NodeState* mutable_node(std::string_view name);
   // Counts a node with GPUs under its model (delta +1 or -1) and keeps gpu_models_ in step.
   void count_model(const NodeSpec& spec, int delta);
+  void refresh_dra();
   void attach(const PodAllocation& pod);
   void detach(const PodAllocation& pod);
 
@@ -122,6 +136,9 @@ class ClusterModel {
   std::size_t gpu_pod_count_ = 0;
   std::map<std::string, std::size_t, std::less<>> gpu_nodes_by_model_;
   std::vector<std::string> gpu_models_;  // the keys of gpu_nodes_by_model_
+  DraState dra_;
+  // Node objects' specs of the nodes whose spec DRA changed, to rebuild them from.
+  std::unordered_map<std::string, NodeSpec, StringHash, std::equal_to<>> dra_base_;
 };
 
 template <typename Fn>

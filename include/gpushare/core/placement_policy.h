@@ -19,6 +19,13 @@ struct Placement {
   std::vector<int> gpus;  // GPUs to take (empty for pods that want no GPU)
 };
 
+// GPU memory taken from one GPU by a placement chosen elsewhere (kube's DRA allocator).
+struct GpuTake {
+  int gpu = 0;
+  Units amount = 0;
+  friend bool operator==(const GpuTake&, const GpuTake&) = default;
+};
+
 class PlacementPolicy {
  public:
   virtual ~PlacementPolicy() = default;
@@ -36,6 +43,13 @@ class PlacementPolicy {
     std::optional<Placement> placement = place(node, pod);
     return placement ? std::optional<double>(placement->score) : std::nullopt;
   }
+
+  // The score of a placement already chosen: `takes` from those GPUs, and the pod's CPU and
+  // memory (DRA pods: kube's allocator picks the devices, so the node is judged by what that
+  // pick leaves). The default scores the pod's largest take as if the policy placed it
+  // (policies/score_taken.cpp); fgd-plus measures the node after exactly these takes.
+  virtual std::optional<double> score_taken(const NodeState& node, const PodDemand& pod,
+                                            std::span<const GpuTake> takes) const;
 
   // Told about every pod actually placed, for policies that learn the workload online.
   virtual void observe(const PodDemand& /*pod*/) {}

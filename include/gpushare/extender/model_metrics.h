@@ -35,6 +35,7 @@ struct ModelGauges {
   std::vector<NodeGauge> nodes;  // sorted by name
   std::size_t pods = 0;          // pods holding GPU memory
   std::size_t assumed_pods = 0;  // bound by us, not yet seen bound by the API server
+  std::size_t dra_holdings = 0;  // DRA claims' allocations holding memory of a GPU in the model
   // Reservations by ledger state (binding, accepted, unresolved).
   std::size_t reservations_binding = 0;
   std::size_t reservations_accepted = 0;

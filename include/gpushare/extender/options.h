@@ -43,6 +43,10 @@ struct Options {
   int reservation_check_seconds = 30;
   int bind_landing_seconds = 60;  // kube-apiserver's --request-timeout default
   int sync_stale_seconds = 30;
+  // Dynamic Resource Allocation (live mode): on unless the API server lacks resource.k8s.io/v1.
+  bool dra = true;
+  std::string dra_driver = "gpu.nvidia.com";
+  std::int64_t dra_bytes_per_unit = std::int64_t{1} << 30;  // --dra-memory-unit
   // High availability (live mode only), with kube-scheduler's flag names and defaults.
   bool leader_elect = false;
   std::chrono::milliseconds leader_elect_lease_duration{15000};

@@ -10,6 +10,7 @@
 #include <vector>
 
 #include "gpushare/core/model_pin.h"
+#include "gpushare/core/dra.h"
 #include "gpushare/core/pod_allocation.h"
 #include "gpushare/core/reservation_ledger.h"
 #include "gpushare/kube/json_access.h"
@@ -48,6 +49,8 @@ struct PodInfo {
   std::optional<core::Units> annotated_device_memory;
   std::optional<bool> assigned;
   std::optional<std::int64_t> assume_time_ns;
+  // spec.resourceClaims (Dynamic Resource Allocation), claim names resolved from the status.
+  std::vector<core::DraPodClaim> resource_claims;
   // Non-empty when an annotation's value was out of range and clamped (to log, naming the pod).
   std::string annotation_warning;
 

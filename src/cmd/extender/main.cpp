@@ -26,6 +26,7 @@
 #include "gpushare/apiclient/config_resolution.h"
 #include "gpushare/sync/api_pod_binder.h"
 #include "gpushare/sync/cluster_sync.h"
+#include "gpushare/sync/dra_sync.h"
 #include "gpushare/sync/leader_binder.h"
 #include "gpushare/sync/leader_gate.h"
 #include "gpushare/sync/leader_metrics.h"
@@ -226,6 +227,15 @@ int run_live(const ext::Options& options, ShutdownSignals& signals) {
       store, leader_binder ? static_cast<ext::PodBinder&>(*leader_binder) : binder, metrics,
       rejections, config);
   sync.start();
+  gpushare::sync::DraSyncOptions dra_options;
+  dra_options.config.driver = options.dra_driver;
+  dra_options.config.bytes_per_unit = options.dra_bytes_per_unit;
+  gpushare::sync::DraSync dra(client, store, dra_options);
+  if (options.dra) {
+    dra.start();
+  } else {
+    spdlog::info("DRA off (--dra off)");
+  }
   if (gate) gate->start();
   auto not_ready = [&sync, &gate] {
     std::string reason = sync.not_ready_reason();
@@ -246,6 +256,7 @@ int run_live(const ext::Options& options, ShutdownSignals& signals) {
   const int code = serve(options, service, store, metrics, rejections, not_ready, signals,
                          on_drained, inspect_sources);
   if (gate) gate->stop(true);  // every request has been answered by now
+  dra.stop();
   sync.stop();
   return code;
 }

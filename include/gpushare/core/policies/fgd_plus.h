@@ -46,6 +46,8 @@ class FgdPlusPolicy final : public PlacementPolicy {
   // place()->score without choosing the GPU: only the candidates that can score best are
   // evaluated exactly (see NodeFragmentation::minimum_candidates).
   std::optional<double> score(const NodeState& node, const PodDemand& pod) const override;
+  std::optional<double> score_taken(const NodeState& node, const PodDemand& pod,
+                                    std::span<const GpuTake> takes) const override;
   void observe(const PodDemand& pod) override;
   std::uint64_t state_version() const override;
   std::string describe_state() const override;

@@ -1,0 +1,219 @@
+#pragma once
+// Dynamic Resource Allocation (resource.k8s.io) in the model: GPUs published in ResourceSlices
+// and the GPU memory ResourceClaims hold on them. Pure: kube/dra_objects.h decodes the objects
+// into these types, the sync feeds them in, the ClusterModel turns them into GPUs and usage.
+//
+// How DRA meets the device-plugin model:
+//  - a device of the configured driver with a memory capacity is one GPU of its node (slices
+//    with spec.nodeName; allNodes and node-selector slices publish no node-local GPU);
+//  - DRA capacities are bytes; the model counts GPU memory in the device plugin's unit, so bytes
+//    are divided by DraConfig::bytes_per_unit (--dra-memory-unit, GiB by default): a device's
+//    capacity rounds down, what a claim holds or asks rounds up;
+//  - an allocated claim holds consumedCapacity.memory on each device of its result, or the whole
+//    device when the result records no consumed capacity (a device allocated exclusively);
+//  - only the newest generation of a pool counts, and a pool counts once all its
+//    resourceSliceCount slices of that generation are seen (kube's allocator skips incomplete
+//    pools), with device names unique across them;
+//  - a node's DRA GPUs are numbered in the order kube's allocator tries them: pools by (driver,
+//    name), slices by name, devices in slice order.
+
+#include <cstdint>
+#include <functional>
+#include <map>
+#include <optional>
+#include <set>
+#include <span>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "gpushare/core/node_state.h"
+#include "gpushare/core/placement_policy.h"
+#include "gpushare/core/pod_demand.h"
+
+namespace gpushare::core {
+
+inline constexpr std::int64_t kGiB = std::int64_t{1} << 30;
+
+struct DraConfig {
+  std::string driver = "gpu.nvidia.com";
+  std::int64_t bytes_per_unit = kGiB;
+};
+
+struct DraDevice {
+  std::string name;
+  std::optional<std::int64_t> memory_bytes;  // capacity "memory" (or "<driver>/memory")
+  std::string capacity_error;                // set when that capacity could not be read
+  std::string product;                       // attribute productName, if any
+  bool shareable = false;                    // allowMultipleAllocations
+  friend bool operator==(const DraDevice&, const DraDevice&) = default;
+};
+
+struct DraSlice {
+  std::string name;
+  std::string driver;
+  std::string pool;
+  std::int64_t generation = 0;
+  std::int64_t slice_count = 1;  // resourceSliceCount
+  std::string node;              // spec.nodeName; empty for allNodes / nodeSelector slices
+  std::vector<DraDevice> devices;
+  friend bool operator==(const DraSlice&, const DraSlice&) = default;
+};
+
+// One request of a claim, exact-count mode (allocationMode All counts as every device).
+struct DraRequest {
+  std::string name;
+  std::string device_class;
+  std::int64_t count = 1;
+  bool all = false;
+  std::optional<std::int64_t> memory_bytes;  // capacity.requests.memory
+  friend bool operator==(const DraRequest&, const DraRequest&) = default;
+};
+
+struct DraResult {
+  std::string request;
+  std::string driver;
+  std::string pool;
+  std::string device;
+  std::optional<std::int64_t> consumed_bytes;  // consumedCapacity.memory
+  std::string share_id;
+  friend bool operator==(const DraResult&, const DraResult&) = default;
+};
+
+struct DraClaim {
+  std::string namespace_name;
+  std::string name;
+  std::string uid;
+  std::vector<DraRequest> requests;
+  bool allocated = false;
+  std::vector<DraResult> results;
+  std::string node;                       // from status.allocation.nodeSelector, if it names one
+  std::vector<std::string> reserved_for;  // pod names in status.reservedFor
+  std::string key() const { return namespace_name + "/" + name; }
+  friend bool operator==(const DraClaim&, const DraClaim&) = default;
+};
+
+struct DraClaimTemplate {
+  std::string namespace_name;
+  std::string name;
+  std::vector<DraRequest> requests;
+  friend bool operator==(const DraClaimTemplate&, const DraClaimTemplate&) = default;
+};
+
+struct DraDeviceClass {
+  std::string name;
+  std::string driver;  // from a selector `device.driver == "..."`; empty = not known
+  friend bool operator==(const DraDeviceClass&, const DraDeviceClass&) = default;
+};
+
+// A pod's entry in spec.resourceClaims, with the claim generated for a template when the pod's
+// status names it.
+struct DraPodClaim {
+  std::string name;
+  std::string claim;  // resourceClaimName, or the generated claim's name
+  std::string template_name;
+  friend bool operator==(const DraPodClaim&, const DraPodClaim&) = default;
+};
+
+// One of a node's DRA GPUs.
+struct DraGpu {
+  int index = 0;  // the GPU's index in the node's NodeState
+  std::string driver, pool, slice, device;
+  Units capacity = 0;
+  std::string product;
+  bool shareable = false;
+};
+
+// GPU memory a claim holds on one GPU.
+struct DraHolding {
+  int gpu = 0;
+  Units amount = 0;
+  std::string claim;  // namespace/name
+  std::string pod;    // a pod in status.reservedFor (namespace/name), empty if none
+  std::string device;
+  std::string share_id;
+};
+
+class DraState {
+ public:
+  explicit DraState(DraConfig config = {}) : config_(std::move(config)) {}
+  const DraConfig& config() const { return config_; }
+  void set_config(DraConfig config);
+
+  // Objects by name (slices, classes) or namespace/name (claims, templates). Each change marks
+  // the nodes it may touch; take_dirty_nodes() hands them to the model to rebuild.
+  void upsert_slice(DraSlice slice);
+  void remove_slice(std::string_view name);
+  void upsert_claim(DraClaim claim);
+  void remove_claim(std::string_view key);
+  void upsert_template(DraClaimTemplate claim_template);
+  void remove_template(std::string_view key);
+  void upsert_class(DraDeviceClass device_class);
+  void remove_class(std::string_view name);
+  // Replace everything of one kind (a relist).
+  void replace_slices(std::vector<DraSlice> slices);
+  void replace_claims(std::vector<DraClaim> claims);
+  void replace_templates(std::vector<DraClaimTemplate> templates);
+  void replace_classes(std::vector<DraDeviceClass> classes);
+
+  std::set<std::string> take_dirty_nodes();
+
+  const std::map<std::string, DraSlice, std::less<>>& slices() const { return slices_; }
+  const std::map<std::string, DraClaim, std::less<>>& claims() const { return claims_; }
+  const DraClaim* find_claim(std::string_view namespace_name, std::string_view name) const;
+  const DraClaimTemplate* find_template(std::string_view namespace_name,
+                                        std::string_view name) const;
+  const DraDeviceClass* find_class(std::string_view name) const;
+
+  // The node's DRA GPUs in allocator order (empty when it has none).
+  std::vector<DraGpu> gpus_of(std::string_view node) const;
+  // `base` (from the Node object) with the node's DRA GPUs in place of the device plugin's: GPU
+  // count, memory per GPU (the smallest device's, so no pod is promised more than any GPU has)
+  // and model. A node that also advertises device-plugin GPUs keeps those (and gets a warning).
+  NodeSpec overlay(NodeSpec base) const;
+  // What allocated claims hold on the node's DRA GPUs.
+  std::vector<DraHolding> holdings_on(std::string_view node) const;
+  // Nodes that have DRA GPUs or hold allocated claims.
+  std::set<std::string> nodes() const;
+
+  // Problems in the objects as they stand (each names its object), sorted.
+  // `node_known` tells which nodes the model has: a claim allocated on another is reported.
+  std::vector<std::string> warnings(const std::function<bool(std::string_view)>& node_known) const;
+
+  // Whether the request asks for devices of the configured driver (by its DeviceClass).
+  bool ours(const DraRequest& request) const;
+  // The GPUs kube's allocator would give `requests` on `node` (its first fit: allocator order,
+  // a shareable device while it has the memory asked for, any other device while nothing holds
+  // it; the devices of one request distinct), and the memory each takes; nullopt when they do
+  // not fit. Requests for other drivers are skipped.
+  std::optional<std::vector<GpuTake>> first_fit(const NodeState& node,
+                                                std::span<const DraRequest> requests) const;
+
+  Units units_of_capacity(std::int64_t bytes) const { return bytes / config_.bytes_per_unit; }
+  Units units_of_claim(std::int64_t bytes) const {
+    return bytes / config_.bytes_per_unit + (bytes % config_.bytes_per_unit != 0 ? 1 : 0);
+  }
+
+ private:
+  struct NodeView {
+    std::vector<DraGpu> gpus;
+    std::vector<std::string> warnings;
+  };
+  NodeView view_of(std::string_view node) const;
+  void mark_slice(const DraSlice& slice);
+  void mark_claim(const DraClaim& claim);
+
+  DraConfig config_;
+  std::map<std::string, DraSlice, std::less<>> slices_;
+  std::map<std::string, DraClaim, std::less<>> claims_;
+  std::map<std::string, DraClaimTemplate, std::less<>> templates_;
+  std::map<std::string, DraDeviceClass, std::less<>> classes_;
+  // Indexes: slice names by node and by "driver/pool", claim keys by allocated node ("" when
+  // the claim names none).
+  std::map<std::string, std::set<std::string>, std::less<>> slices_by_node_;
+  std::map<std::string, std::set<std::string>, std::less<>> slices_by_pool_;
+  std::map<std::string, std::set<std::string>, std::less<>> claims_by_node_;
+  std::set<std::string> dirty_;
+};
+
+}  // namespace gpushare::core

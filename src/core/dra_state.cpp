@@ -1,0 +1,389 @@
+#include <fmt/format.h>
+
+#include <algorithm>
+#include <limits>
+#include <utility>
+
+#include "gpushare/core/dra.h"
+
+namespace gpushare::core {
+namespace {
+
+std::string pool_key(std::string_view driver, std::string_view pool) {
+  return fmt::format("{}/{}", driver, pool);
+}
+
+template <typename Index>
+void index_erase(Index& index, const std::string& key, const std::string& value) {
+  auto it = index.find(key);
+  if (it == index.end()) return;
+  it->second.erase(value);
+  if (it->second.empty()) index.erase(it);
+}
+
+}  // namespace
+
+void DraState::set_config(DraConfig config) {
+  config_ = std::move(config);
+  for (const auto& node : nodes()) dirty_.insert(node);
+}
+
+void DraState::mark_slice(const DraSlice& slice) {
+  // A pool's generation or completeness decides for every node with slices in it.
+  if (auto it = slices_by_pool_.find(pool_key(slice.driver, slice.pool));
+      it != slices_by_pool_.end()) {
+    for (const auto& name : it->second) {
+      if (auto s = slices_.find(name); s != slices_.end() && !s->second.node.empty())
+        dirty_.insert(s->second.node);
+    }
+  }
+  if (!slice.node.empty()) dirty_.insert(slice.node);
+}
+
+void DraState::mark_claim(const DraClaim& claim) {
+  if (!claim.node.empty()) {
+    dirty_.insert(claim.node);
+    return;
+  }
+  for (const auto& result : claim.results) {
+    auto it = slices_by_pool_.find(pool_key(result.driver, result.pool));
+    if (it == slices_by_pool_.end()) continue;
+    for (const auto& name : it->second) {
+      if (auto s = slices_.find(name); s != slices_.end() && !s->second.node.empty())
+        dirty_.insert(s->second.node);
+    }
+  }
+}
+
+void DraState::upsert_slice(DraSlice slice) {
+  remove_slice(slice.name);
+  slices_by_node_[slice.node].insert(slice.name);
+  slices_by_pool_[pool_key(slice.driver, slice.pool)].insert(slice.name);
+  mark_slice(slice);
+  std::string name = slice.name;
+  slices_.emplace(std::move(name), std::move(slice));
+}
+
+void DraState::remove_slice(std::string_view name) {
+  auto it = slices_.find(name);
+  if (it == slices_.end()) return;
+  const DraSlice old = std::move(it->second);
+  slices_.erase(it);
+  index_erase(slices_by_node_, old.node, old.name);
+  index_erase(slices_by_pool_, pool_key(old.driver, old.pool), old.name);
+  mark_slice(old);
+}
+
+void DraState::upsert_claim(DraClaim claim) {
+  const std::string key = claim.key();
+  remove_claim(key);
+  mark_claim(claim);
+  claims_by_node_[claim.node].insert(key);
+  claims_.emplace(key, std::move(claim));
+}
+
+void DraState::remove_claim(std::string_view key) {
+  auto it = claims_.find(key);
+  if (it == claims_.end()) return;
+  const DraClaim old = std::move(it->second);
+  claims_.erase(it);
+  index_erase(claims_by_node_, old.node, old.key());
+  mark_claim(old);
+}
+
+void DraState::upsert_template(DraClaimTemplate claim_template) {
+  std::string key = claim_template.namespace_name + "/" + claim_template.name;
+  templates_.insert_or_assign(std::move(key), std::move(claim_template));
+}
+
+void DraState::remove_template(std::string_view key) {
+  if (auto it = templates_.find(key); it != templates_.end()) templates_.erase(it);
+}
+
+void DraState::upsert_class(DraDeviceClass device_class) {
+  std::string key = device_class.name;
+  classes_.insert_or_assign(std::move(key), std::move(device_class));
+}
+
+void DraState::remove_class(std::string_view name) {
+  if (auto it = classes_.find(name); it != classes_.end()) classes_.erase(it);
+}
+
+void DraState::replace_slices(std::vector<DraSlice> slices) {
+  std::vector<std::string> old;
+  for (const auto& [name, slice] : slices_) old.push_back(name);
+  for (const auto& name : old) remove_slice(name);
+  for (auto& slice : slices) upsert_slice(std::move(slice));
+}
+
+void DraState::replace_claims(std::vector<DraClaim> claims) {
+  std::vector<std::string> old;
+  for (const auto& [key, claim] : claims_) old.push_back(key);
+  for (const auto& key : old) remove_claim(key);
+  for (auto& claim : claims) upsert_claim(std::move(claim));
+}
+
+void DraState::replace_templates(std::vector<DraClaimTemplate> templates) {
+  templates_.clear();
+  for (auto& t : templates) upsert_template(std::move(t));
+}
+
+void DraState::replace_classes(std::vector<DraDeviceClass> classes) {
+  classes_.clear();
+  for (auto& c : classes) upsert_class(std::move(c));
+}
+
+std::set<std::string> DraState::take_dirty_nodes() {
+  return std::exchange(dirty_, {});
+}
+
+const DraClaim* DraState::find_claim(std::string_view namespace_name, std::string_view name) const {
+  auto it = claims_.find(fmt::format("{}/{}", namespace_name, name));
+  return it == claims_.end() ? nullptr : &it->second;
+}
+
+const DraClaimTemplate* DraState::find_template(std::string_view namespace_name,
+                                                std::string_view name) const {
+  auto it = templates_.find(fmt::format("{}/{}", namespace_name, name));
+  return it == templates_.end() ? nullptr : &it->second;
+}
+
+const DraDeviceClass* DraState::find_class(std::string_view name) const {
+  auto it = classes_.find(name);
+  return it == classes_.end() ? nullptr : &it->second;
+}
+
+DraState::NodeView DraState::view_of(std::string_view node) const {
+  NodeView view;
+  auto on_node = slices_by_node_.find(node);
+  if (node.empty() || on_node == slices_by_node_.end()) return view;
+  // The node's slices of our driver, by pool (a std::map: pools in (driver, name) order).
+  std::map<std::string, std::vector<const DraSlice*>> pools;
+  for (const auto& name : on_node->second) {
+    const DraSlice& slice = slices_.at(name);
+    if (slice.driver == config_.driver) pools[pool_key(slice.driver, slice.pool)].push_back(&slice);
+  }
+  for (auto& [key, mine] : pools) {
+    const auto& all_names = slices_by_pool_.at(key);
+    std::int64_t newest = std::numeric_limits<std::int64_t>::min();
+    for (const auto& name : all_names) newest = std::max(newest, slices_.at(name).generation);
+    std::vector<const DraSlice*> current;  // the pool's slices of its newest generation
+    for (const auto& name : all_names) {
+      if (slices_.at(name).generation == newest) current.push_back(&slices_.at(name));
+    }
+    std::erase_if(mine, [&](const DraSlice* s) { return s->generation != newest; });
+    if (mine.empty()) continue;  // this node's slices are outdated
+    const std::int64_t expected = current.front()->slice_count;
+    const auto disagrees = std::find_if(current.begin(), current.end(), [&](const DraSlice* s) {
+      return s->slice_count != expected;
+    });
+    if (disagrees != current.end()) {
+      view.warnings.push_back(fmt::format(
+          "ResourceSlice {}: pool {} generation {}: resourceSliceCount {} disagrees with {} of "
+          "ResourceSlice {}; the pool's devices are ignored",
+          (*disagrees)->name, key, newest, (*disagrees)->slice_count, expected,
+          current.front()->name));
+      continue;
+    }
+    if (static_cast<std::int64_t>(current.size()) < expected) {
+      view.warnings.push_back(fmt::format(
+          "pool {} generation {}: {} of {} ResourceSlices seen (ResourceSlice {}); the pool is "
+          "incomplete and its devices are ignored until the rest arrive",
+          key, newest, current.size(), expected, mine.front()->name));
+      continue;
+    }
+    std::set<std::string_view> device_names;
+    std::string duplicate;
+    for (const DraSlice* s : current) {
+      for (const auto& device : s->devices) {
+        if (!device_names.insert(device.name).second)
+          duplicate = s->name + " device " + device.name;
+      }
+    }
+    if (!duplicate.empty()) {
+      view.warnings.push_back(fmt::format(
+          "ResourceSlice {} repeats a device name of pool {}; the pool's devices are ignored",
+          duplicate, key));
+      continue;
+    }
+    std::sort(mine.begin(), mine.end(),
+              [](const DraSlice* a, const DraSlice* b) { return a->name < b->name; });
+    for (const DraSlice* s : mine) {
+      for (const auto& device : s->devices) {
+        if (!device.capacity_error.empty()) {
+          view.warnings.push_back(fmt::format("ResourceSlice {} device {}: {}; device ignored",
+                                              s->name, device.name, device.capacity_error));
+          continue;
+        }
+        if (!device.memory_bytes) continue;  // not a GPU with memory
+        const Units capacity = units_of_capacity(*device.memory_bytes);
+        if (capacity <= 0) {
+          view.warnings.push_back(fmt::format(
+              "ResourceSlice {} device {}: memory {} bytes is less than one unit ({} bytes); "
+              "device ignored",
+              s->name, device.name, *device.memory_bytes, config_.bytes_per_unit));
+          continue;
+        }
+        DraGpu gpu;
+        gpu.index = static_cast<int>(view.gpus.size());
+        gpu.driver = s->driver;
+        gpu.pool = s->pool;
+        gpu.slice = s->name;
+        gpu.device = device.name;
+        gpu.capacity = capacity;
+        gpu.product = device.product;
+        gpu.shareable = device.shareable;
+        view.gpus.push_back(std::move(gpu));
+      }
+    }
+  }
+  return view;
+}
+
+std::vector<DraGpu> DraState::gpus_of(std::string_view node) const {
+  return view_of(node).gpus;
+}
+
+NodeSpec DraState::overlay(NodeSpec base) const {
+  if (base.gpu_count > 0 || !base.misconfiguration.empty()) return base;  // device plugin's node
+  const std::vector<DraGpu> gpus = gpus_of(base.name);
+  if (gpus.empty()) return base;
+  Units smallest = gpus.front().capacity;
+  for (const auto& gpu : gpus) smallest = std::min(smallest, gpu.capacity);
+  base.gpu_count = static_cast<int>(gpus.size());
+  base.memory_per_gpu = smallest;
+  if (base.gpu_model.empty()) base.gpu_model = gpus.front().product;
+  return base;
+}
+
+std::vector<DraHolding> DraState::holdings_on(std::string_view node) const {
+  std::vector<DraHolding> result;
+  const std::vector<DraGpu> gpus = gpus_of(node);
+  if (gpus.empty()) return result;
+  auto find_gpu = [&](const DraResult& r) -> const DraGpu* {
+    for (const auto& gpu : gpus) {
+      if (gpu.driver == r.driver && gpu.pool == r.pool && gpu.device == r.device) return &gpu;
+    }
+    return nullptr;
+  };
+  for (const std::string_view bucket : {node, std::string_view{}}) {
+    auto it = claims_by_node_.find(bucket);
+    if (it == claims_by_node_.end()) continue;
+    for (const auto& key : it->second) {
+      const DraClaim& claim = claims_.at(key);
+      if (!claim.allocated) continue;
+      for (const auto& r : claim.results) {
+        const DraGpu* gpu = r.driver == config_.driver ? find_gpu(r) : nullptr;
+        if (gpu == nullptr) continue;
+        DraHolding holding;
+        holding.gpu = gpu->index;
+        holding.amount = r.consumed_bytes
+                             ? std::min(gpu->capacity, units_of_claim(*r.consumed_bytes))
+                             : gpu->capacity;
+        holding.claim = key;
+        if (!claim.reserved_for.empty())
+          holding.pod = claim.namespace_name + "/" + claim.reserved_for.front();
+        holding.device = r.device;
+        holding.share_id = r.share_id;
+        result.push_back(std::move(holding));
+      }
+    }
+  }
+  return result;
+}
+
+std::set<std::string> DraState::nodes() const {
+  std::set<std::string> result;
+  for (const auto& [node, names] : slices_by_node_) {
+    if (!node.empty()) result.insert(node);
+  }
+  for (const auto& [node, keys] : claims_by_node_) {
+    if (!node.empty()) result.insert(node);
+  }
+  return result;
+}
+
+std::vector<std::string> DraState::warnings(
+    const std::function<bool(std::string_view)>& node_known) const {
+  std::vector<std::string> result;
+  // Every device of our driver that counts, by "driver/pool/device", and its node.
+  std::map<std::string, std::string, std::less<>> devices;
+  for (const auto& [node, names] : slices_by_node_) {
+    if (node.empty()) continue;
+    NodeView view = view_of(node);
+    for (auto& warning : view.warnings) result.push_back(std::move(warning));
+    for (const auto& gpu : view.gpus)
+      devices.emplace(pool_key(gpu.driver, gpu.pool) + "/" + gpu.device, node);
+  }
+  for (const auto& [key, claim] : claims_) {
+    if (!claim.allocated) continue;
+    for (const auto& r : claim.results) {
+      if (r.driver != config_.driver) continue;
+      auto device = devices.find(pool_key(r.driver, r.pool) + "/" + r.device);
+      if (device == devices.end()) {
+        result.push_back(fmt::format(
+            "ResourceClaim {}: allocated device {}/{}/{} is not published by any current "
+            "ResourceSlice; its memory is not counted",
+            key, r.driver, r.pool, r.device));
+      } else if (!node_known(device->second)) {
+        result.push_back(fmt::format(
+            "ResourceClaim {}: allocated on node {}, which is not a node of the cluster; its "
+            "memory is not counted",
+            key, device->second));
+      }
+    }
+  }
+  std::sort(result.begin(), result.end());
+  result.erase(std::unique(result.begin(), result.end()), result.end());
+  return result;
+}
+
+bool DraState::ours(const DraRequest& request) const {
+  const DraDeviceClass* device_class = find_class(request.device_class);
+  // A class we have not seen (or whose selector we cannot read) is taken as ours when it is
+  // named after the driver, as the NVIDIA driver's classes are (gpu.nvidia.com).
+  if (device_class == nullptr || device_class->driver.empty())
+    return request.device_class == config_.driver;
+  return device_class->driver == config_.driver;
+}
+
+std::optional<std::vector<GpuTake>> DraState::first_fit(
+    const NodeState& node, std::span<const DraRequest> requests) const {
+  const std::vector<DraGpu> gpus = gpus_of(node.name());
+  std::vector<Units> free(gpus.size(), 0);
+  std::vector<char> held(gpus.size(), 0);
+  for (std::size_t i = 0; i < gpus.size(); ++i) {
+    const auto index = static_cast<std::size_t>(gpus[i].index);
+    if (index >= node.gpus().size() || !node.gpus()[index].healthy) continue;
+    const GpuState& state = node.gpus()[index];
+    free[i] = std::min(state.free(), gpus[i].capacity);
+    held[i] = state.used > 0;
+  }
+  std::vector<GpuTake> takes;
+  for (const DraRequest& request : requests) {
+    if (!ours(request)) continue;
+    std::vector<char> taken_here(gpus.size(), 0);
+    const std::int64_t wanted = request.all ? static_cast<std::int64_t>(gpus.size())
+                                            : std::max<std::int64_t>(1, request.count);
+    std::int64_t got = 0;
+    for (std::size_t i = 0; i < gpus.size() && got < wanted; ++i) {
+      const Units need = gpus[i].shareable && request.memory_bytes
+                             ? units_of_claim(*request.memory_bytes)
+                             : gpus[i].capacity;
+      const bool available = gpus[i].shareable ? free[i] >= need : !held[i] && free[i] >= need;
+      if (!available || taken_here[i]) {
+        if (request.all) return std::nullopt;  // All wants every device
+        continue;
+      }
+      taken_here[i] = 1;
+      free[i] -= need;
+      held[i] = 1;
+      takes.push_back({gpus[i].index, need});
+      ++got;
+    }
+    if (got < wanted || (request.all && gpus.empty())) return std::nullopt;
+  }
+  return takes;
+}
+
+}  // namespace gpushare::core

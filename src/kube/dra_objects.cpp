@@ -1,0 +1,338 @@
+#include "gpushare/kube/dra_objects.h"
+
+#include <fmt/format.h>
+
+#include "gpushare/kube/json_fields.h"
+#include "gpushare/kube/quantity_json.h"
+
+namespace gpushare::kube {
+namespace {
+
+json::Object object_of(const json::Value& value, std::string_view kind) {
+  json::Object object;
+  if (value.get_object().get(object) != simdjson::SUCCESS)
+    throw BadInput(fmt::format("{} must be an object, got {}", kind, json::type_name(value)));
+  return object;
+}
+
+struct Meta {
+  std::string namespace_name, name, uid;
+};
+
+Meta meta_of(json::Object object, std::string_view kind) {
+  const auto metadata = object_field(object, "metadata", kind);
+  if (!metadata) throw BadInput(fmt::format("{} has no metadata", kind));
+  Meta meta;
+  meta.name = string_field(*metadata, "name", kind);
+  meta.namespace_name = string_field(*metadata, "namespace", kind, "default");
+  meta.uid = string_field(*metadata, "uid", kind);
+  if (meta.name.empty()) throw BadInput(fmt::format("{} metadata.name is empty", kind));
+  return meta;
+}
+
+// The object, checked, with its namespace, name (and uid) copied into `out`.
+template <typename T>
+json::Object named_object(const json::Value& value, std::string_view kind, T& out) {
+  const json::Object object = object_of(value, kind);
+  Meta meta = meta_of(object, kind);
+  out.namespace_name = std::move(meta.namespace_name);
+  out.name = std::move(meta.name);
+  if constexpr (requires { out.uid; }) out.uid = std::move(meta.uid);
+  return object;
+}
+
+std::int64_t int_field(json::Object object, std::string_view key, std::string_view what,
+                       std::int64_t fallback) {
+  const auto value = present_field(object, key);
+  if (!value) return fallback;
+  std::int64_t number = 0;
+  if (value->get_int64().get(number) != simdjson::SUCCESS)
+    throw BadInput(fmt::format("{} must be an integer", what));
+  return number;
+}
+
+bool bool_field(json::Object object, std::string_view key) {
+  const auto value = present_field(object, key);
+  bool flag = false;
+  return value && value->get_bool().get(flag) == simdjson::SUCCESS && flag;
+}
+
+// Bytes of a memory quantity ("80Gi"); BadInput naming `what` when it is not one.
+std::int64_t bytes_of(const json::Value& value, std::string_view what) {
+  return quantity_of(value, what).units_ceil();
+}
+
+// "memory" in a map keyed by capacity names, with or without a domain prefix; `driver` empty
+// accepts any domain (a claim's request names no driver).
+std::optional<json::Value> memory_member(json::Object map, std::string_view driver) {
+  for (const auto field : map) {
+    const std::string_view key = field.key;
+    const bool match = key == "memory" || (driver.empty() ? key.ends_with("/memory")
+                                                          : is_memory_capacity(key, driver));
+    if (match && !field.value.is_null()) return field.value;
+  }
+  return std::nullopt;
+}
+
+core::DraDevice decode_device(json::Object device, std::string_view driver) {
+  core::DraDevice result;
+  result.name = string_field(device, "name", "ResourceSlice device name");
+  // v1beta1 nests the device's fields under `basic`.
+  json::Object fields = device;
+  if (const auto basic = object_field(device, "basic", "ResourceSlice device basic"))
+    fields = *basic;
+  result.shareable = bool_field(fields, "allowMultipleAllocations");
+  if (const auto attributes = object_field(fields, "attributes", "device attributes")) {
+    for (const auto field : *attributes) {
+      const std::string_view key = field.key;
+      if (key != "productName" && key != fmt::format("{}/productName", driver)) continue;
+      json::Object attribute;
+      if (field.value.get_object().get(attribute) != simdjson::SUCCESS) continue;
+      result.product = string_field(attribute, "string", "device attribute productName");
+    }
+  }
+  if (const auto capacity = object_field(fields, "capacity", "device capacity")) {
+    if (const auto memory = memory_member(*capacity, driver)) {
+      try {
+        // v1: {value: "80Gi"}; a bare quantity is read too.
+        json::Object wrapped;
+        const json::Value quantity = memory->get_object().get(wrapped) == simdjson::SUCCESS
+                                         ? present_field(wrapped, "value").value_or(*memory)
+                                         : *memory;
+        result.memory_bytes = bytes_of(quantity, "capacity memory");
+      } catch (const std::exception& e) {
+        result.capacity_error = e.what();
+      }
+    }
+  }
+  return result;
+}
+
+std::vector<core::DraRequest> decode_requests(json::Object spec, std::string_view what) {
+  std::vector<core::DraRequest> requests;
+  const auto devices = object_field(spec, "devices", what);
+  if (!devices) return requests;
+  const auto list = array_field(*devices, "requests", what);
+  if (!list) return requests;
+  for (const json::Value item : *list) {
+    const json::Object request = object_of(item, "device request");
+    core::DraRequest result;
+    result.name = string_field(request, "name", "device request name");
+    // v1 (and v1beta2): the fields under `exactly`; v1beta1: on the request itself.
+    json::Object exact = request;
+    if (const auto exactly = object_field(request, "exactly", "device request exactly")) {
+      exact = *exactly;
+    } else if (const auto first = array_field(request, "firstAvailable", "firstAvailable")) {
+      // Prioritised alternatives: kube tries them in order; the first one is what a free
+      // node gives, so that is what the prediction uses.
+      for (const json::Value sub : *first) {
+        exact = object_of(sub, "device subrequest");
+        break;
+      }
+    }
+    result.device_class = string_field(exact, "deviceClassName", "deviceClassName");
+    result.all = string_field(exact, "allocationMode", "allocationMode") == "All";
+    result.count = int_field(exact, "count", "device request count", 1);
+    if (result.count < 1) throw BadInput(fmt::format("device request {} count < 1", result.name));
+    if (const auto capacity = object_field(exact, "capacity", "device request capacity")) {
+      if (const auto asked = object_field(*capacity, "requests", "capacity requests")) {
+        if (const auto memory = memory_member(*asked, {}))
+          result.memory_bytes = bytes_of(*memory, "capacity.requests.memory");
+      }
+    }
+    requests.push_back(std::move(result));
+  }
+  return requests;
+}
+
+// The node of an allocation's nodeSelector when it names exactly one (kube-scheduler writes
+// matchFields metadata.name In [node] for node-local devices).
+std::string selected_node(json::Object selector) {
+  const auto terms = array_field(selector, "nodeSelectorTerms", "nodeSelectorTerms");
+  if (!terms) return {};
+  for (const json::Value term_value : *terms) {
+    json::Object term;
+    if (term_value.get_object().get(term) != simdjson::SUCCESS) continue;
+    for (const char* kind : {"matchFields", "matchExpressions"}) {
+      const auto requirements = array_field(term, kind, "node selector requirements");
+      if (!requirements) continue;
+      for (const json::Value requirement_value : *requirements) {
+        const json::Object requirement = object_of(requirement_value, "node selector requirement");
+        const std::string key = string_field(requirement, "key", "node selector key");
+        if (key != "metadata.name" && key != "kubernetes.io/hostname") continue;
+        if (string_field(requirement, "operator", "node selector operator") != "In") continue;
+        const auto values = array_field(requirement, "values", "node selector values");
+        if (!values || values->size() != 1) continue;
+        std::string_view node;
+        if (values->at(0).get_string().get(node) == simdjson::SUCCESS) return std::string(node);
+      }
+    }
+  }
+  return {};
+}
+
+template <typename Decode>
+auto parse_with(std::string_view text, std::string_view what, Decode&& decode) {
+  thread_local json::Parser parser;
+  return decode(parse_text(parser, text, what));
+}
+
+}  // namespace
+
+bool is_memory_capacity(std::string_view name, std::string_view driver) {
+  if (name == "memory") return true;
+  return name.size() == driver.size() + 7 && name.starts_with(driver) &&
+         name.substr(driver.size()) == "/memory";
+}
+
+core::DraSlice decode_resource_slice(const json::Value& value) {
+  const json::Object object = object_of(value, "ResourceSlice");
+  core::DraSlice slice;
+  slice.name = meta_of(object, "ResourceSlice").name;
+  const auto spec = object_field(object, "spec", "ResourceSlice spec");
+  if (!spec) throw BadInput(fmt::format("ResourceSlice {} has no spec", slice.name));
+  slice.driver = string_field(*spec, "driver", "ResourceSlice spec.driver");
+  slice.node = string_field(*spec, "nodeName", "ResourceSlice spec.nodeName");
+  if (const auto pool = object_field(*spec, "pool", "ResourceSlice spec.pool")) {
+    slice.pool = string_field(*pool, "name", "ResourceSlice pool name");
+    slice.generation = int_field(*pool, "generation", "ResourceSlice pool generation", 0);
+    slice.slice_count =
+        int_field(*pool, "resourceSliceCount", "ResourceSlice resourceSliceCount", 1);
+  }
+  if (const auto devices = array_field(*spec, "devices", "ResourceSlice spec.devices")) {
+    for (const json::Value item : *devices)
+      slice.devices.push_back(decode_device(object_of(item, "ResourceSlice device"), slice.driver));
+  }
+  return slice;
+}
+
+core::DraClaim decode_resource_claim(const json::Value& value) {
+  core::DraClaim claim;
+  const json::Object object = named_object(value, "ResourceClaim", claim);
+  const std::string what = fmt::format("ResourceClaim {}", claim.key());
+  if (const auto spec = object_field(object, "spec", what))
+    claim.requests = decode_requests(*spec, what);
+  const auto status = object_field(object, "status", what);
+  if (!status) return claim;
+  if (const auto allocation = object_field(*status, "allocation", what)) {
+    claim.allocated = true;
+    if (const auto selector = object_field(*allocation, "nodeSelector", what))
+      claim.node = selected_node(*selector);
+    const auto devices = object_field(*allocation, "devices", what);
+    const auto results = devices ? array_field(*devices, "results", what) : std::nullopt;
+    if (results) {
+      for (const json::Value item : *results) {
+        const json::Object result = object_of(item, "allocation result");
+        core::DraResult r;
+        r.request = string_field(result, "request", what);
+        r.driver = string_field(result, "driver", what);
+        r.pool = string_field(result, "pool", what);
+        r.device = string_field(result, "device", what);
+        r.share_id = string_field(result, "shareID", what);
+        if (const auto consumed = object_field(result, "consumedCapacity", what)) {
+          if (const auto memory = memory_member(*consumed, r.driver))
+            r.consumed_bytes = bytes_of(*memory, what + " consumedCapacity memory");
+        }
+        claim.results.push_back(std::move(r));
+      }
+    }
+  }
+  if (const auto reserved = array_field(*status, "reservedFor", what)) {
+    for (const json::Value item : *reserved) {
+      const json::Object consumer = object_of(item, "reservedFor entry");
+      if (string_field(consumer, "resource", what) == "pods")
+        claim.reserved_for.push_back(string_field(consumer, "name", what));
+    }
+  }
+  return claim;
+}
+
+core::DraClaimTemplate decode_claim_template(const json::Value& value) {
+  core::DraClaimTemplate result;
+  const json::Object object = named_object(value, "ResourceClaimTemplate", result);
+  const std::string what =
+      fmt::format("ResourceClaimTemplate {}/{}", result.namespace_name, result.name);
+  if (const auto spec = object_field(object, "spec", what)) {
+    if (const auto claim_spec = object_field(*spec, "spec", what))
+      result.requests = decode_requests(*claim_spec, what);
+  }
+  return result;
+}
+
+core::DraDeviceClass decode_device_class(const json::Value& value) {
+  const json::Object object = object_of(value, "DeviceClass");
+  core::DraDeviceClass result;
+  result.name = meta_of(object, "DeviceClass").name;
+  const auto spec = object_field(object, "spec", "DeviceClass spec");
+  const auto selectors =
+      spec ? array_field(*spec, "selectors", "DeviceClass selectors") : std::nullopt;
+  if (!selectors) return result;
+  for (const json::Value item : *selectors) {
+    const json::Object selector = object_of(item, "DeviceClass selector");
+    const auto cel = object_field(selector, "cel", "DeviceClass selector cel");
+    if (!cel) continue;
+    // The driver of a selector `device.driver == "name"` (either quote, any spacing).
+    const std::string expression = string_field(*cel, "expression", "cel expression");
+    std::size_t at = expression.find("device.driver");
+    if (at == std::string::npos) continue;
+    at = expression.find("==", at);
+    if (at == std::string::npos) continue;
+    at = expression.find_first_not_of(" \t\n", at + 2);
+    if (at == std::string::npos || (expression[at] != '"' && expression[at] != '\'')) continue;
+    const std::size_t end = expression.find(expression[at], at + 1);
+    if (end == std::string::npos) continue;
+    result.driver = expression.substr(at + 1, end - at - 1);
+    break;
+  }
+  return result;
+}
+
+std::vector<core::DraPodClaim> decode_pod_claims(const json::Value& value) {
+  std::vector<core::DraPodClaim> claims;
+  json::Object pod;
+  if (value.get_object().get(pod) != simdjson::SUCCESS) return claims;
+  const auto spec = object_field(pod, "spec", "pod spec");
+  const auto list =
+      spec ? array_field(*spec, "resourceClaims", "pod spec.resourceClaims") : std::nullopt;
+  if (!list) return claims;
+  for (const json::Value item : *list) {
+    const json::Object entry = object_of(item, "pod resourceClaims entry");
+    core::DraPodClaim claim;
+    claim.name = string_field(entry, "name", "pod resourceClaims name");
+    claim.claim = string_field(entry, "resourceClaimName", "resourceClaimName");
+    claim.template_name =
+        string_field(entry, "resourceClaimTemplateName", "resourceClaimTemplateName");
+    claims.push_back(std::move(claim));
+  }
+  const auto status = object_field(pod, "status", "pod status");
+  const auto generated =
+      status ? array_field(*status, "resourceClaimStatuses", "resourceClaimStatuses")
+             : std::nullopt;
+  if (generated) {
+    for (const json::Value item : *generated) {
+      const json::Object entry = object_of(item, "resourceClaimStatuses entry");
+      const std::string name = string_field(entry, "name", "resourceClaimStatuses name");
+      for (auto& claim : claims) {
+        if (claim.name == name && claim.claim.empty())
+          claim.claim = string_field(entry, "resourceClaimName", "resourceClaimName");
+      }
+    }
+  }
+  return claims;
+}
+
+core::DraSlice parse_resource_slice(std::string_view text) {
+  return parse_with(text, "ResourceSlice", [](json::Value v) { return decode_resource_slice(v); });
+}
+core::DraClaim parse_resource_claim(std::string_view text) {
+  return parse_with(text, "ResourceClaim", [](json::Value v) { return decode_resource_claim(v); });
+}
+core::DraClaimTemplate parse_claim_template(std::string_view text) {
+  return parse_with(text, "ResourceClaimTemplate",
+                    [](json::Value v) { return decode_claim_template(v); });
+}
+core::DraDeviceClass parse_device_class(std::string_view text) {
+  return parse_with(text, "DeviceClass", [](json::Value v) { return decode_device_class(v); });
+}
+
+}  // namespace gpushare::kube
