@@ -380,6 +380,7 @@ BindReply SchedulingService::bind(const BindingArgs& args) {
       allocation.memory = demand.memory;
       ledger.reserve(model, std::move(allocation), assume_time);
       policy.observe(demand);
+      policy.observe_cluster(model.nodes());
     });
     if (!error.empty()) return fail(outcome, error);
   }

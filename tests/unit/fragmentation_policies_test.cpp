@@ -40,9 +40,13 @@ PodDemand pod(Units per_gpu, int count = 1, std::int64_t cpu = 1000, std::int64_
   return demand;
 }
 
-PodDemand cpu_only(std::int64_t cpu) { return pod(0, 0, cpu); }
+PodDemand cpu_only(std::int64_t cpu) {
+  return pod(0, 0, cpu);
+}
 
-TargetWorkload only(WorkloadShape shape) { return {{std::move(shape), 1.0}}; }
+TargetWorkload only(WorkloadShape shape) {
+  return {{std::move(shape), 1.0}};
+}
 
 WorkloadShape shape(Units per_gpu, int count = 1, std::int64_t cpu = 0) {
   WorkloadShape s;
@@ -167,8 +171,7 @@ TEST(BestFit, ScoresLeftoverCpuAndGpuAsThePaper) {
   const BestFitPolicy best_fit;
   // 128 cores and 8 idle GPUs; the pod takes 1 GPU and no CPU:
   // raw = 0.5 * 128/128 + 0.5 * 7/8 = 0.9375 -> floor(6.25) = 6.
-  EXPECT_EQ(best_fit.place(node("n", std::vector<Units>(8, 0), 128000), pod(1000, 1, 0))->score,
-            6);
+  EXPECT_EQ(best_fit.place(node("n", std::vector<Units>(8, 0), 128000), pod(1000, 1, 0))->score, 6);
   // Half the CPU and 1 GPU left after: raw = 0.25 + 0.0625 -> floor(68.75) = 68.
   EXPECT_EQ(best_fit.place(node("n", {0, 0}, 128000, 64000), pod(1000, 1, 0))->score, 68);
   EXPECT_EQ(best_fit.place(node("n", {700, 300}), pod(300))->gpus, std::vector<int>{0});
@@ -177,8 +180,7 @@ TEST(BestFit, ScoresLeftoverCpuAndGpuAsThePaper) {
 TEST(DotProduct, PrefersTheNodeLeastAlignedWithThePod) {
   const DotProductPolicy dot;
   // 8 idle GPUs, 128 cores; pod 1 GPU, 16 cores: d = (1 * 1/8 + 1 * 1/8) / 2 = 0.125 -> 87.
-  EXPECT_EQ(dot.place(node("n", std::vector<Units>(8, 0), 128000), pod(1000, 1, 16000))->score,
-            87);
+  EXPECT_EQ(dot.place(node("n", std::vector<Units>(8, 0), 128000), pod(1000, 1, 16000))->score, 87);
   EXPECT_GT(dot.place(node("small", {0}, 8000), pod(1000, 1, 4000))->score,
             dot.place(node("big", std::vector<Units>(8, 0), 128000), pod(1000, 1, 4000))->score);
 }
@@ -220,8 +222,8 @@ TEST(Random, PicksAmongFittingGpusOnly) {
 }
 
 TEST(PaperPolicies, AreRegisteredAndFgdPlusIsTheDefault) {
-  for (std::string_view name : {"fgd", "fgd-plus", "best-fit", "dot-product", "gpu-packing",
-                                "random"}) {
+  for (std::string_view name :
+       {"fgd", "fgd-plus", "best-fit", "dot-product", "gpu-packing", "random"}) {
     const auto policy = make_policy(name);
     ASSERT_TRUE(policy) << name;
     EXPECT_EQ(policy->name(), name);
@@ -240,6 +242,97 @@ TEST(PaperPolicies, WholeGpuPodsNeverShareAGpu) {
     ASSERT_TRUE(placement) << name;
     EXPECT_EQ(placement->gpus, (std::vector<int>{1, 3})) << name;
   }
+}
+
+// Scarce GPU models. Target: 5 % of the GPU demand pinned to model S, the rest unpinned. Node s
+// (model S) has one of its two GPUs free, node p (model P) all eight: 9 000 idle in all, so the
+// pinned demand still to come is 0.05 x 9 000 = 450 against S's 1 000 idle: price 0.45.
+struct ScarceFleet {
+  TargetWorkload target() const {
+    WorkloadShape pinned = shape(1000);
+    pinned.allowed_models = {"S"};
+    return {{pinned, 0.05}, {shape(1000), 0.95}};
+  }
+  std::vector<NodeState> nodes{node("s", {1000, 0}, 64000, 0, 262144, "S"),
+                               node("p", std::vector<Units>(8, 0), 64000, 0, 262144, "P")};
+};
+
+TEST(FgdPlusScarcity, PricesAPinnedModelByItsDemandAgainstItsIdleMemory) {
+  const ScarceFleet fleet;
+  const FgdPlusPolicy plus(fleet.target());
+  const auto prices = plus.model_prices(fleet.nodes);
+  ASSERT_EQ(prices.size(), 1U);
+  EXPECT_EQ(prices[0].models, std::vector<std::string>{"S"});
+  EXPECT_NEAR(prices[0].price, 0.45, 1e-12);
+  // Pinned demand beyond the model's idle memory: the price stops at 1.
+  const std::vector<NodeState> full{node("s", {1000, 990}, 64000, 0, 262144, "S"),
+                                    node("p", std::vector<Units>(8, 0), 64000, 0, 262144, "P")};
+  EXPECT_EQ(plus.model_prices(full)[0].price, 1.0);
+}
+
+TEST(FgdPlusScarcity, AnUnpinnedPodLeavesTheScarceModelToThePinnedDemand) {
+  const ScarceFleet fleet;
+  const NodeState& s = fleet.nodes[0];
+  const NodeState& p = fleet.nodes[1];
+  const PodDemand unpinned = pod(1000);
+  PodDemand pinned = pod(1000);
+  pinned.allowed_models = {"S"};
+
+  // Without prices the pod fills s (score 0: nothing idle after) rather than open p
+  // (+0.05 for the pinned shape p cannot host, -0.1 x 7/8 for the GPUs left idle).
+  FgdPlusPolicy::Options off;
+  off.scarcity_weight = 0;
+  FgdPlusPolicy blind(fleet.target(), off);
+  blind.observe_cluster(fleet.nodes);
+  EXPECT_NEAR(blind.place(s, unpinned)->score, 0.0, 1e-12);
+  EXPECT_NEAR(blind.place(p, unpinned)->score, 0.05 - 0.0875, 1e-12);
+
+  // With them s costs weight x 0.45 per GPU taken, and p wins.
+  FgdPlusPolicy::Options on;
+  on.scarcity_weight = 4;
+  FgdPlusPolicy plus(fleet.target(), on);
+  const std::uint64_t before = plus.state_version();
+  plus.observe_cluster(fleet.nodes);
+  EXPECT_NE(plus.state_version(), before);  // cached scores must not survive new prices
+  EXPECT_NEAR(plus.place(s, unpinned)->score, -4 * 0.45, 1e-12);
+  EXPECT_NEAR(plus.place(p, unpinned)->score, 0.05 - 0.0875, 1e-12);
+  // The pinned pod is the demand the price protects: it pays nothing on s.
+  EXPECT_NEAR(plus.place(s, pinned)->score, 0.0, 1e-12);
+  EXPECT_FALSE(plus.place(p, pinned).has_value());
+  // A sharing pod pays for what it takes; score() and the reference agree with place().
+  const PodDemand half = pod(500);
+  for (const NodeState* n : {&s, &p}) {
+    for (const PodDemand& d : {unpinned, pinned, half}) {
+      const auto placed = plus.place(*n, d);
+      const auto reference = plus.reference_place(*n, d);
+      ASSERT_EQ(placed.has_value(), reference.has_value());
+      if (!placed) continue;
+      EXPECT_EQ(placed->score, *plus.score(*n, d));
+      EXPECT_EQ(placed->score, reference->score);
+      EXPECT_EQ(placed->gpus, reference->gpus);
+    }
+  }
+  EXPECT_NEAR(plus.scarcity_cost("S", 1000, half, 500), 4 * 0.45 * 0.5, 1e-12);
+  EXPECT_EQ(plus.scarcity_cost("P", 1000, half, 500), 0.0);
+}
+
+TEST(FgdPlusScarcity, PricesFollowTheClusterOnlyEveryRefresh) {
+  const ScarceFleet fleet;
+  FgdPlusPolicy::Options options;
+  options.scarcity_refresh = 3;
+  FgdPlusPolicy plus(fleet.target(), options);
+  plus.observe_cluster(fleet.nodes);
+  const std::uint64_t version = plus.state_version();
+  // s is now full: the price would be 1, but it is read again only on the third call.
+  const std::vector<NodeState> filled{node("s", {1000, 1000}, 64000, 0, 262144, "S"),
+                                      fleet.nodes[1]};
+  plus.observe_cluster(filled);
+  plus.observe_cluster(filled);
+  EXPECT_EQ(plus.state_version(), version);
+  EXPECT_NEAR(plus.prices()[0].price, 0.45, 1e-12);
+  plus.observe_cluster(filled);
+  EXPECT_NE(plus.state_version(), version);
+  EXPECT_EQ(plus.prices()[0].price, 1.0);
 }
 
 }  // namespace

@@ -36,6 +36,10 @@ class PlacementPolicy {
 
   // Told about every pod actually placed, for policies that learn the workload online.
   virtual void observe(const PodDemand& /*pod*/) {}
+  // Told the whole cluster after each observe() (and whenever the owner's view of the nodes
+  // changed a lot), for policies that weigh what is scarce cluster-wide. The policy may read
+  // it only now and then; state_version() changes when that changed what place() returns.
+  virtual void observe_cluster(std::span<const NodeState> /*nodes*/) {}
   // Changes whenever observe() changed what place() returns; caches key on it.
   virtual std::uint64_t state_version() const { return 0; }
   // Policy-specific state for /inspect (JSON text), empty if none.

@@ -1,10 +1,10 @@
 #include "gpushare/core/policies/fgd_plus.h"
 
+#include <fmt/format.h>
+
 #include <algorithm>
 #include <array>
 #include <limits>
-
-#include <fmt/format.h>
 
 #include "gpushare/core/fit.h"
 
@@ -56,6 +56,93 @@ void FgdPlusPolicy::update_ratios() {
   cpu_per_gpu_unit_ = gpu > 0 ? cpu / gpu : 0;
   memory_per_gpu_unit_ = gpu > 0 ? memory / gpu : 0;
   compiled_ = CompiledWorkload(target());
+  prices_stale_ = true;
+}
+
+std::vector<ModelPrice> FgdPlusPolicy::model_prices(std::span<const NodeState> nodes) const {
+  std::vector<ModelPrice> prices;
+  if (options_.scarcity_weight == 0) return prices;
+  // Idle GPU memory and GPUs per model, and in all.
+  std::vector<std::pair<std::string_view, double>> idle_by_model;
+  double idle = 0;
+  double capacity = 0;
+  double gpus = 0;
+  for (const NodeState& node : nodes) {
+    if (node.gpu_count() == 0) continue;
+    Units free = 0;
+    for (const GpuState& gpu : node.gpus()) free += gpu.healthy ? gpu.free() : 0;
+    const std::string_view model = node.spec().gpu_model;
+    auto it = std::find_if(idle_by_model.begin(), idle_by_model.end(),
+                           [&](const auto& entry) { return entry.first == model; });
+    if (it == idle_by_model.end()) it = idle_by_model.insert(idle_by_model.end(), {model, 0.0});
+    it->second += static_cast<double>(free);
+    idle += static_cast<double>(free);
+    capacity += static_cast<double>(node.spec().memory_per_gpu) * node.gpu_count();
+    gpus += node.gpu_count();
+  }
+  if (gpus == 0) return prices;
+  // The shapes' shares of GPU demand (relative shapes at the cluster's mean GPU size), summed
+  // per pinned model set.
+  const auto per_gpu = static_cast<Units>(capacity / gpus);
+  double demand_total = 0;
+  std::vector<double> pinned;  // parallel to prices
+  for (const auto& [shape, weight] : target()) {
+    if (!shape.wants_gpu()) continue;
+    const double demand = weight * static_cast<double>(shape.per_gpu_on(per_gpu) * shape.gpu_count);
+    demand_total += demand;
+    if (shape.allowed_models.empty()) continue;
+    auto it = std::find_if(prices.begin(), prices.end(),
+                           [&](const ModelPrice& p) { return p.models == shape.allowed_models; });
+    if (it == prices.end()) {
+      prices.push_back({shape.allowed_models, 0});
+      pinned.push_back(0);
+      it = prices.end() - 1;
+    }
+    pinned[static_cast<std::size_t>(it - prices.begin())] += demand;
+  }
+  if (demand_total <= 0) return {};
+  for (std::size_t a = 0; a < prices.size(); ++a) {
+    double supply = 0;
+    for (const auto& [model, free] : idle_by_model) {
+      if (std::binary_search(prices[a].models.begin(), prices[a].models.end(), model))
+        supply += free;
+    }
+    const double demand = pinned[a] / demand_total * idle;
+    prices[a].price = supply > 0 ? std::min(1.0, demand / supply) : 1.0;
+  }
+  return prices;
+}
+
+double FgdPlusPolicy::scarcity_cost(std::string_view model, Units capacity, const PodDemand& pod,
+                                    Units taken) const {
+  if (prices_.empty() || taken <= 0) return 0;
+  double price = 0;
+  for (const ModelPrice& set : prices_) {
+    if (set.price <= price || !std::binary_search(set.models.begin(), set.models.end(), model)) {
+      continue;
+    }
+    // A pod whose own pin lies within the set is the demand the price protects.
+    const bool covered =
+        !pod.allowed_models.empty() &&
+        std::all_of(pod.allowed_models.begin(), pod.allowed_models.end(),
+                    [&](const std::string& m) {
+                      return std::binary_search(set.models.begin(), set.models.end(), m);
+                    });
+    if (!covered) price = set.price;
+  }
+  return options_.scarcity_weight * price * static_cast<double>(taken) /
+         static_cast<double>(std::max<Units>(1, capacity));
+}
+
+void FgdPlusPolicy::observe_cluster(std::span<const NodeState> nodes) {
+  if (options_.scarcity_weight == 0) return;
+  if (!prices_stale_ && ++since_prices_ < options_.scarcity_refresh) return;
+  since_prices_ = 0;
+  prices_stale_ = false;
+  std::vector<ModelPrice> prices = model_prices(nodes);
+  if (prices == prices_) return;
+  prices_ = std::move(prices);
+  ++prices_version_;
 }
 
 double FgdPlusPolicy::stranded_gpu(Units idle_units, std::int64_t cpu_free,
@@ -63,12 +150,12 @@ double FgdPlusPolicy::stranded_gpu(Units idle_units, std::int64_t cpu_free,
   const double idle = static_cast<double>(idle_units);
   double usable = idle;
   if (cpu_per_gpu_unit_ > 0 && cpu_free != kUntracked) {
-    usable = std::min(usable, static_cast<double>(std::max<std::int64_t>(0, cpu_free)) /
-                                  cpu_per_gpu_unit_);
+    usable = std::min(usable,
+                      static_cast<double>(std::max<std::int64_t>(0, cpu_free)) / cpu_per_gpu_unit_);
   }
   if (memory_per_gpu_unit_ > 0 && memory_free != kUntracked) {
-    usable = std::min(usable, static_cast<double>(std::max<std::int64_t>(0, memory_free)) /
-                                  memory_per_gpu_unit_);
+    usable = std::min(
+        usable, static_cast<double>(std::max<std::int64_t>(0, memory_free)) / memory_per_gpu_unit_);
   }
   return idle - usable;
 }
@@ -121,7 +208,8 @@ Placement FgdPlusPolicy::place_with(const NodeFragmentation& fragmentation, cons
   const auto score = [&](double fragmentation_after, Units idle_after) {
     return -(measure(fragmentation_after, idle_after, fragmentation.cpu_after(),
                      fragmentation.memory_after()) -
-             measure_before) / capacity -
+             measure_before) /
+               capacity -
            options_.pack_weight * static_cast<double>(idle_after) / (8 * capacity);
   };
   const auto set_before = [&](double fragmentation_before) {
@@ -132,7 +220,8 @@ Placement FgdPlusPolicy::place_with(const NodeFragmentation& fragmentation, cons
   const int count = fragmentation.candidates();
   if (!pod.wants_gpu() || pod.needs_whole_gpus()) {
     if (pod.wants_gpu()) placement.gpus = lowest_whole_gpus(node, pod.gpu_count);
-    const Units taken = pod.wants_gpu() ? pod.per_gpu * static_cast<Units>(placement.gpus.size()) : 0;
+    const Units taken =
+        pod.wants_gpu() ? pod.per_gpu * static_cast<Units>(placement.gpus.size()) : 0;
     double before = 0;
     double after = 0;
     fragmentation.before_and_after(placement.gpus, before, after);
@@ -150,7 +239,8 @@ Placement FgdPlusPolicy::place_with(const NodeFragmentation& fragmentation, cons
     set_before(before);
     placement.score = score(after[0], idle - pod.per_gpu);
     for (int k = 1; k < window; ++k) {
-      placement.score = std::max(placement.score, score(after[static_cast<std::size_t>(k)], idle - pod.per_gpu));
+      placement.score =
+          std::max(placement.score, score(after[static_cast<std::size_t>(k)], idle - pod.per_gpu));
     }
   } else {
     set_before(fragmentation.before());
@@ -165,6 +255,10 @@ Placement FgdPlusPolicy::place_with(const NodeFragmentation& fragmentation, cons
       }
     }
     placement.gpus = {best_gpu};
+  }
+  if (pod.wants_gpu()) {
+    placement.score -= scarcity_cost(node.spec().gpu_model, node.spec().memory_per_gpu, pod,
+                                     pod.per_gpu * pod.gpu_count);
   }
   if (score_only != nullptr) *score_only = placement.score;
   return placement;
@@ -187,10 +281,14 @@ std::optional<Placement> FgdPlusPolicy::reference_place(const NodeState& node,
     FreeResources after = before;
     after.take(pod, placement.gpus);
     placement.score = score(after);
+    if (pod.wants_gpu()) {
+      placement.score -= scarcity_cost(node.spec().gpu_model, node.spec().memory_per_gpu, pod,
+                                       pod.per_gpu * pod.gpu_count);
+    }
     return placement;
   }
   FreeResources after = before;
-  after.take(pod, {});  // CPU and memory once; the GPU one candidate at a time
+  after.take(pod, {});       // CPU and memory once; the GPU one candidate at a time
   std::vector<Units> tried;  // GPUs with equal free memory give the same node after placement
   int best_gpu = -1;
   double best_score = 0;
@@ -208,7 +306,8 @@ std::optional<Placement> FgdPlusPolicy::reference_place(const NodeState& node,
     }
   }
   placement.gpus = {best_gpu};
-  placement.score = best_score;
+  placement.score = best_score - scarcity_cost(node.spec().gpu_model, node.spec().memory_per_gpu,
+                                               pod, pod.per_gpu);
   return placement;
 }
 
@@ -219,12 +318,13 @@ void FgdPlusPolicy::observe(const PodDemand& pod) {
   if (learned_->version() != version) update_ratios();
 }
 
-std::uint64_t FgdPlusPolicy::state_version() const { return learned_ ? learned_->version() : 0; }
+std::uint64_t FgdPlusPolicy::state_version() const {
+  return (learned_ ? learned_->version() : 0) + prices_version_;
+}
 
 std::string FgdPlusPolicy::describe_state() const {
   const std::string workload =
-      learned_ ? learned_->describe()
-               : fmt::format("{{\"fixedTargetShapes\":{}}}", fixed_.size());
+      learned_ ? learned_->describe() : fmt::format("{{\"fixedTargetShapes\":{}}}", fixed_.size());
   return fmt::format(
       "{{\"policy\":\"fgd-plus\",\"balanceWeight\":{},\"packWeight\":{},"
       "\"cpuMilliPerGpuUnit\":{:.4f},\"memoryPerGpuUnit\":{:.4f},\"workload\":{}}}",
