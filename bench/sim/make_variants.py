@@ -26,8 +26,10 @@ CPU-heavy and sharing-heavy:
   quartershare   default trace, every one-whole-GPU pod asks for 250, 500 or 750 thousandths
   multigpu60     multigpu20 trace with 40 % of its single-GPU pods made 2-, 4- or 8-GPU pods
 
-Writes bench/data/openb/variants/openb_pod_list_<name>.csv (same columns as the source trace).
+Writes bench/data/openb/variants/openb_pod_list_<name>.csv (same columns as the source trace);
+`--seed N --out DIR` writes fresh draws (every seed + N) elsewhere, for held-out checks.
 """
+import argparse
 import collections
 import csv
 import os
@@ -36,6 +38,11 @@ import random
 HERE = os.path.dirname(os.path.abspath(__file__))
 DATA = os.path.join(HERE, "..", "data", "openb")
 OUT = os.path.join(DATA, "variants")
+SEED_OFFSET = 0  # --seed: added to every variant's seed (0 = the committed variants)
+
+
+def rng_for(seed):
+    return random.Random(seed + SEED_OFFSET)
 
 
 def read(name):
@@ -59,7 +66,7 @@ def write(name, rows, fields):
 
 def constrained(share, groups):
     rows, fields = read("openb_pod_list_default.csv")
-    rng = random.Random(7)
+    rng = rng_for(7)
     gpu = [r for r in rows if int(r["num_gpu"]) > 0 and not r["gpu_spec"]]
     pinned = rng.sample(gpu, int(len(gpu) * share))
     for i, row in enumerate(pinned):
@@ -74,7 +81,7 @@ def constrained_by_capacity(share):
         for node in csv.DictReader(f):
             gpus[node["model"]] += int(node["gpu"])
     models = sorted(gpus)
-    rng = random.Random(7)
+    rng = rng_for(7)
     gpu = [r for r in rows if int(r["num_gpu"]) > 0 and not r["gpu_spec"]]
     for row in rng.sample(gpu, int(len(gpu) * share)):
         row["gpu_spec"] = rng.choices(models, weights=[gpus[m] for m in models])[0]
@@ -95,7 +102,7 @@ def pinned(trace, share, pick, seed):
     if "gpu_spec" not in rows[0]:
         for row in rows:
             row["gpu_spec"] = ""
-    rng = random.Random(seed)
+    rng = rng_for(seed)
     gpu = [r for r in rows if int(r["num_gpu"]) > 0 and not r["gpu_spec"]]
     for row in rng.sample(gpu, int(len(gpu) * share)):
         row["gpu_spec"] = pick(rng)
@@ -104,7 +111,7 @@ def pinned(trace, share, pick, seed):
 
 def multi_gpu(share, seed):
     rows, fields = read("openb_pod_list_multigpu20.csv")
-    rng = random.Random(seed)
+    rng = rng_for(seed)
     multi = [int(r["num_gpu"]) for r in rows if int(r["num_gpu"]) > 1]
     singles = [r for r in rows if r["num_gpu"] == "1"]
     for row in rng.sample(singles, int(len(singles) * share)):
@@ -143,7 +150,7 @@ def heterogeneous():
             row["cpu_milli"] = str(min(96000, int(int(row["cpu_milli"]) * 1.5)))
     yield "cpuheavy", (rows, fields)
     rows, fields = read("openb_pod_list_default.csv")
-    rng = random.Random(18)
+    rng = rng_for(18)
     for row in rows:
         if row["num_gpu"] == "1" and row["gpu_milli"] == "1000":
             row["gpu_milli"] = str(rng.choice([250, 500, 750]))
@@ -152,6 +159,14 @@ def heterogeneous():
 
 
 def main():
+    global OUT, SEED_OFFSET
+    parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    parser.add_argument("--seed", type=int, default=0,
+                        help="added to every variant's seed: fresh draws of the same variants "
+                             "(held-out checks); 0 = the committed ones")
+    parser.add_argument("--out", default=OUT, help="output folder (default: %(default)s)")
+    args = parser.parse_args()
+    OUT, SEED_OFFSET = args.out, args.seed
     rows, fields = constrained_by_capacity(0.10)
     write("constrained10", rows, fields)
     rows, fields = constrained(0.30, ["V100M16|V100M32", "T4"])
@@ -166,7 +181,7 @@ def main():
     write("halfshare", rows, fields)
 
     rows, fields = read("openb_pod_list_multigpu20.csv")
-    rng = random.Random(7)
+    rng = rng_for(7)
     multi = [int(r["num_gpu"]) for r in rows if int(r["num_gpu"]) > 1]
     singles = [r for r in rows if r["num_gpu"] == "1"]
     for row in rng.sample(singles, int(len(singles) * 0.2)):

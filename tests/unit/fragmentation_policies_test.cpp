@@ -1,7 +1,9 @@
 // FGD, fgd-plus and the FGD paper's baselines, on small hand-made nodes.
 #include <gtest/gtest.h>
 
+#include <cmath>
 #include <set>
+#include <string>
 
 #include "gpushare/core/fit.h"
 #include "gpushare/core/placement_policy.h"
@@ -333,6 +335,111 @@ TEST(FgdPlusScarcity, PricesFollowTheClusterOnlyEveryRefresh) {
   plus.observe_cluster(filled);
   EXPECT_NE(plus.state_version(), version);
   EXPECT_EQ(plus.prices()[0].price, 1.0);
+}
+
+// Hosts of multi-GPU pods. Target by GPU demand: half single-GPU pods, a quarter 8-GPU pods of
+// 120 cores (only node g3 has the CPU), a quarter 8-GPU pods of 64 cores (g3 or g2). Weights
+// are per pod x sqrt(GPUs), so an 8-GPU shape's weight is its pods' share x sqrt(8). Both nodes
+// are free: 16 idle GPUs, 4 of them wanted by the big pods against g3's 8 (ratio 0.5), 8 (big
+// and mid pods both fit every host of the mid shape) against 16 (0.5). With host_threshold
+// 0.2 both prices are (0.5 - 0.2) / 0.8 = 0.375.
+struct HostFleet {
+  static WorkloadShape eight(std::int64_t cpu) { return shape(1000, 8, cpu); }
+  TargetWorkload target() const {
+    const double eight_gpu = 0.25 / std::sqrt(8.0);
+    return {{shape(1000, 1, 1000), 0.5}, {eight(120000), eight_gpu}, {eight(64000), eight_gpu}};
+  }
+  static FgdPlusPolicy::Options options() {
+    FgdPlusPolicy::Options options;
+    options.host_weight = 2;
+    options.host_threshold = 0.2;
+    return options;
+  }
+  std::vector<NodeState> nodes{node("g3", std::vector<Units>(8, 0), 128000, 0, 786432, "G3"),
+                               node("g2", std::vector<Units>(8, 0), 96000, 0, 393216, "G2")};
+};
+
+TEST(FgdPlusHosts, PricesAMultiGpuShapeByTheDemandForItsHostsAgainstTheHostsLeft) {
+  const HostFleet fleet;
+  FgdPlusPolicy plus(fleet.target(), HostFleet::options());
+  const auto prices = plus.host_prices(fleet.nodes);
+  ASSERT_EQ(prices.size(), 2U);
+  for (const HostPrice& price : prices) EXPECT_NEAR(price.price, 0.375, 1e-12);
+  // g2 half used: 12 idle GPUs, 3 wanted by big pods against g3 (0.375, below the threshold
+  // after the ramp: (0.375 - 0.2) / 0.8), 6 by both against g3 alone (0.75).
+  const std::vector<NodeState> half{
+      fleet.nodes[0], node("g2", {1000, 1000, 1000, 1000, 0, 0, 0, 0}, 96000, 0, 393216, "G2")};
+  const auto after = plus.host_prices(half);
+  ASSERT_EQ(after.size(), 2U);
+  EXPECT_NEAR(after[0].price, (0.375 - 0.2) / 0.8, 1e-12);
+  EXPECT_NEAR(after[1].price, (0.75 - 0.2) / 0.8, 1e-12);
+  // No host left for a shape: nothing to protect, no price.
+  const std::vector<NodeState> none{
+      node("g3", {1000, 0, 0, 0, 0, 0, 0, 0}, 128000, 0, 786432, "G3"), fleet.nodes[1]};
+  const auto left = plus.host_prices(none);
+  ASSERT_EQ(left.size(), 1U);
+  EXPECT_EQ(left[0].shape.cpu_milli, 64000);
+}
+
+TEST(FgdPlusHosts, APodPaysForTheHostsItBreaks) {
+  const HostFleet fleet;
+  const NodeState& g3 = fleet.nodes[0];
+  const NodeState& g2 = fleet.nodes[1];
+  FgdPlusPolicy plus(fleet.target(), HostFleet::options());
+  const std::uint64_t before = plus.state_version();
+  plus.observe_cluster(fleet.nodes);
+  EXPECT_NE(plus.state_version(), before);  // cached scores must not survive new prices
+  // One GPU on g3 breaks a host of both shapes: 2 x 0.375 x 8 GPUs each; on g2 only the mid.
+  const PodDemand single = pod(1000, 1, 4000);
+  EXPECT_NEAR(plus.host_cost(g3, single), 12.0, 1e-12);
+  EXPECT_NEAR(plus.host_cost(g2, single), 6.0, 1e-12);
+  // A CPU-only pod breaks g3 for the big pods once it leaves less than 120 cores there.
+  EXPECT_EQ(plus.host_cost(g3, cpu_only(8000)), 0.0);
+  EXPECT_NEAR(plus.host_cost(g3, cpu_only(9000)), 6.0, 1e-12);
+  // A sharing pod that fits on a used GPU breaks nothing (a ninth GPU, half used).
+  const NodeState shared = node("g3", {500, 0, 0, 0, 0, 0, 0, 0, 0}, 128000, 0, 786432, "G3");
+  EXPECT_EQ(plus.host_cost(shared, pod(500, 1, 1000)), 0.0);
+  EXPECT_NEAR(plus.host_cost(shared, pod(600, 1, 1000)), 12.0, 1e-12);  // takes a whole GPU
+
+  FgdPlusPolicy blind(fleet.target(), [] {
+    auto options = HostFleet::options();
+    options.host_weight = 0;
+    return options;
+  }());
+  blind.observe_cluster(fleet.nodes);
+  for (const NodeState* n : {&g3, &g2, &shared}) {
+    for (const PodDemand& d : {single, pod(500, 1, 1000), cpu_only(9000), pod(1000, 8, 64000)}) {
+      const auto placed = plus.place(*n, d);
+      const auto reference = plus.reference_place(*n, d);
+      ASSERT_EQ(placed.has_value(), reference.has_value());
+      if (!placed) continue;
+      EXPECT_EQ(placed->score, *plus.score(*n, d));
+      EXPECT_NEAR(placed->score, reference->score, 1e-12);
+      EXPECT_EQ(placed->gpus, reference->gpus);
+      EXPECT_NEAR(placed->score, blind.place(*n, d)->score - plus.host_cost(*n, d), 1e-12);
+    }
+  }
+  // The 64-core 8-GPU pod goes to g2 and leaves g3 to the pods only g3 can host.
+  EXPECT_GT(plus.place(g2, pod(1000, 8, 64000))->score, plus.place(g3, pod(1000, 8, 64000))->score);
+}
+
+TEST(FgdPlusHosts, ProtectsTheHostsOfARareShapeBelowTheTargetsCoverage) {
+  // 300 single-GPU pods and one 8-GPU pod of 120 cores: the big shape is under 1 % of the
+  // learned weight, below the target's 95 % coverage, yet its pods need g3.
+  FgdPlusPolicy plus(FgdPlusPolicy::default_learning(), HostFleet::options());
+  for (int i = 0; i < 300; ++i) plus.observe(pod(1000, 1, 4000, 16384));
+  plus.observe(pod(1000, 8, 120000, 16384));
+  for (const auto& [shape, weight] : plus.target()) EXPECT_EQ(shape.gpu_count, 1);
+  // One host among 60 free 8-GPU nodes: 480 idle GPUs, about 2.6 % of them wanted by big pods.
+  std::vector<NodeState> nodes{node("g3", std::vector<Units>(8, 0), 128000, 0, 786432, "G3")};
+  for (int i = 0; i < 59; ++i) {
+    nodes.push_back(
+        node("g2-" + std::to_string(i), std::vector<Units>(8, 0), 96000, 0, 393216, "G2"));
+  }
+  const auto prices = plus.host_prices(nodes);
+  ASSERT_EQ(prices.size(), 1U);
+  EXPECT_EQ(prices[0].shape.cpu_milli, 120000);
+  EXPECT_GT(prices[0].price, 0.5);
 }
 
 }  // namespace

@@ -13,6 +13,68 @@ namespace {
 
 constexpr std::int64_t kUntracked = std::numeric_limits<std::int64_t>::max();
 
+// 0 up to `threshold`, rising linearly to 1 at 1, 1 beyond.
+double ramp(double ratio, double threshold) {
+  if (threshold >= 1) return ratio >= 1 ? 1.0 : 0.0;
+  return std::clamp((ratio - threshold) / (1 - threshold), 0.0, 1.0);
+}
+
+int whole_free_gpus(const NodeState& node) {
+  int whole = 0;
+  for (const GpuState& gpu : node.gpus()) whole += gpu.healthy && gpu.used == 0 ? 1 : 0;
+  return whole;
+}
+
+// How many pods of the multi-GPU `shape` fit in what a node has free (its model allowed).
+std::int64_t hosts(const WorkloadShape& shape, int whole_free, std::int64_t cpu_free,
+                   std::int64_t memory_free) {
+  std::int64_t count = whole_free / shape.gpu_count;
+  if (shape.cpu_milli > 0 && cpu_free != kUntracked) {
+    count = std::min(count, std::max<std::int64_t>(0, cpu_free) / shape.cpu_milli);
+  }
+  if (shape.memory > 0 && memory_free != kUntracked) {
+    count = std::min(count, std::max<std::int64_t>(0, memory_free) / shape.memory);
+  }
+  return count;
+}
+
+// Every host of `bigger` is a host of `smaller`: the two compete for the latter's hosts.
+bool needs_at_least(const WorkloadShape& bigger, const WorkloadShape& smaller) {
+  if (bigger.gpu_count < smaller.gpu_count || bigger.cpu_milli < smaller.cpu_milli ||
+      bigger.memory < smaller.memory) {
+    return false;
+  }
+  if (smaller.allowed_models.empty()) return true;
+  return !bigger.allowed_models.empty() &&
+         std::all_of(bigger.allowed_models.begin(), bigger.allowed_models.end(),
+                     [&](const std::string& m) { return smaller.allows_model(m); });
+}
+
+// Idle GPU memory, GPU capacity and GPUs of the cluster.
+struct ClusterGpus {
+  double idle = 0;
+  double capacity = 0;
+  double gpus = 0;
+  Units mean_per_gpu() const { return static_cast<Units>(capacity / gpus); }
+};
+
+Units healthy_free(const NodeState& node) {
+  Units free = 0;
+  for (const GpuState& gpu : node.gpus()) free += gpu.healthy ? gpu.free() : 0;
+  return free;
+}
+
+ClusterGpus cluster_gpus(std::span<const NodeState> nodes) {
+  ClusterGpus cluster;
+  for (const NodeState& node : nodes) {
+    if (node.gpu_count() == 0) continue;
+    cluster.idle += static_cast<double>(healthy_free(node));
+    cluster.capacity += static_cast<double>(node.spec().memory_per_gpu) * node.gpu_count();
+    cluster.gpus += node.gpu_count();
+  }
+  return cluster;
+}
+
 }  // namespace
 
 WorkloadHistogram::Options FgdPlusPolicy::default_learning() {
@@ -30,7 +92,7 @@ TargetWorkload FgdPlusPolicy::target_for(std::span<const PodDemand> pods) {
 FgdPlusPolicy::FgdPlusPolicy() : FgdPlusPolicy(default_learning(), Options{}) {}
 
 FgdPlusPolicy::FgdPlusPolicy(WorkloadHistogram::Options learning, Options options)
-    : learned_(WorkloadHistogram(learning)), options_(options) {
+    : learned_(WorkloadHistogram(learning)), weighting_(learning.weighting), options_(options) {
   update_ratios();
 }
 
@@ -59,38 +121,52 @@ void FgdPlusPolicy::update_ratios() {
   prices_stale_ = true;
 }
 
+const std::vector<WeightedShape>& FgdPlusPolicy::demand_mix() const {
+  return learned_ ? learned_->shapes() : fixed_;
+}
+
+std::vector<double> FgdPlusPolicy::demand_shares(Units per_gpu) const {
+  std::vector<double> shares;
+  shares.reserve(demand_mix().size());
+  double total = 0;
+  for (const auto& [shape, weight] : demand_mix()) {
+    double demand = 0;
+    if (shape.wants_gpu()) {
+      // The target weighs a pod of g GPUs sqrt(g) (or 1) times; its demand is one pod's.
+      PodDemand pod;
+      pod.per_gpu = 1;
+      pod.gpu_count = shape.gpu_count;
+      demand = weight / pod_weight(pod, weighting_) *
+               static_cast<double>(shape.per_gpu_on(per_gpu) * shape.gpu_count);
+    }
+    shares.push_back(demand);
+    total += demand;
+  }
+  for (double& share : shares) share = total > 0 ? share / total : 0;
+  return shares;
+}
+
 std::vector<ModelPrice> FgdPlusPolicy::model_prices(std::span<const NodeState> nodes) const {
   std::vector<ModelPrice> prices;
   if (options_.scarcity_weight == 0) return prices;
-  // Idle GPU memory and GPUs per model, and in all.
+  const ClusterGpus cluster = cluster_gpus(nodes);
+  if (cluster.gpus == 0) return prices;
+  // Idle GPU memory per model.
   std::vector<std::pair<std::string_view, double>> idle_by_model;
-  double idle = 0;
-  double capacity = 0;
-  double gpus = 0;
   for (const NodeState& node : nodes) {
     if (node.gpu_count() == 0) continue;
-    Units free = 0;
-    for (const GpuState& gpu : node.gpus()) free += gpu.healthy ? gpu.free() : 0;
     const std::string_view model = node.spec().gpu_model;
     auto it = std::find_if(idle_by_model.begin(), idle_by_model.end(),
                            [&](const auto& entry) { return entry.first == model; });
     if (it == idle_by_model.end()) it = idle_by_model.insert(idle_by_model.end(), {model, 0.0});
-    it->second += static_cast<double>(free);
-    idle += static_cast<double>(free);
-    capacity += static_cast<double>(node.spec().memory_per_gpu) * node.gpu_count();
-    gpus += node.gpu_count();
+    it->second += static_cast<double>(healthy_free(node));
   }
-  if (gpus == 0) return prices;
-  // The shapes' shares of GPU demand (relative shapes at the cluster's mean GPU size), summed
-  // per pinned model set.
-  const auto per_gpu = static_cast<Units>(capacity / gpus);
-  double demand_total = 0;
+  // The shapes' shares of GPU demand summed per pinned model set.
+  const std::vector<double> shares = demand_shares(cluster.mean_per_gpu());
   std::vector<double> pinned;  // parallel to prices
-  for (const auto& [shape, weight] : target()) {
-    if (!shape.wants_gpu()) continue;
-    const double demand = weight * static_cast<double>(shape.per_gpu_on(per_gpu) * shape.gpu_count);
-    demand_total += demand;
-    if (shape.allowed_models.empty()) continue;
+  for (std::size_t i = 0; i < shares.size(); ++i) {
+    const WorkloadShape& shape = demand_mix()[i].shape;
+    if (shares[i] <= 0 || shape.allowed_models.empty()) continue;
     auto it = std::find_if(prices.begin(), prices.end(),
                            [&](const ModelPrice& p) { return p.models == shape.allowed_models; });
     if (it == prices.end()) {
@@ -98,19 +174,84 @@ std::vector<ModelPrice> FgdPlusPolicy::model_prices(std::span<const NodeState> n
       pinned.push_back(0);
       it = prices.end() - 1;
     }
-    pinned[static_cast<std::size_t>(it - prices.begin())] += demand;
+    pinned[static_cast<std::size_t>(it - prices.begin())] += shares[i];
   }
-  if (demand_total <= 0) return {};
   for (std::size_t a = 0; a < prices.size(); ++a) {
     double supply = 0;
     for (const auto& [model, free] : idle_by_model) {
       if (std::binary_search(prices[a].models.begin(), prices[a].models.end(), model))
         supply += free;
     }
-    const double demand = pinned[a] / demand_total * idle;
-    prices[a].price = supply > 0 ? std::min(1.0, demand / supply) : 1.0;
+    const double demand = pinned[a] * cluster.idle;
+    prices[a].price = supply > 0 ? ramp(demand / supply, options_.scarcity_threshold) : 1.0;
   }
   return prices;
+}
+
+std::vector<HostPrice> FgdPlusPolicy::host_prices(std::span<const NodeState> nodes) const {
+  std::vector<HostPrice> prices;
+  if (options_.host_weight == 0) return prices;
+  const ClusterGpus cluster = cluster_gpus(nodes);
+  if (cluster.gpus == 0) return prices;
+  const std::vector<double> shares = demand_shares(cluster.mean_per_gpu());
+  std::vector<std::size_t> multi;  // demand_mix() indices of the multi-GPU shapes
+  for (std::size_t i = 0; i < shares.size(); ++i) {
+    if (shares[i] > 0 && demand_mix()[i].shape.gpu_count > 1) multi.push_back(i);
+  }
+  if (multi.empty()) return prices;
+  std::vector<double> supply(multi.size(), 0.0);  // pods each shape can still be hosted
+  for (const NodeState& node : nodes) {
+    const int whole = node.gpu_count() > 1 ? whole_free_gpus(node) : 0;
+    if (whole < 2) continue;
+    for (std::size_t k = 0; k < multi.size(); ++k) {
+      const WorkloadShape& shape = demand_mix()[multi[k]].shape;
+      if (!shape.allows_model(node.spec().gpu_model)) continue;
+      supply[k] += static_cast<double>(hosts(shape, whole, node.cpu_free(), node.memory_free()));
+    }
+  }
+  const double idle_gpus = cluster.idle / static_cast<double>(cluster.mean_per_gpu());
+  for (std::size_t k = 0; k < multi.size(); ++k) {
+    const WorkloadShape& shape = demand_mix()[multi[k]].shape;
+    if (supply[k] == 0) continue;  // no host left to protect
+    double demand = 0;             // GPUs still to come that need a host of `shape`
+    for (std::size_t i : multi) {
+      if (needs_at_least(demand_mix()[i].shape, shape)) demand += shares[i] * idle_gpus;
+    }
+    const double price = ramp(demand / (supply[k] * shape.gpu_count), options_.host_threshold);
+    if (price > 0) prices.push_back({shape, price});
+  }
+  return prices;
+}
+
+double FgdPlusPolicy::host_cost(const NodeState& node, const PodDemand& pod) const {
+  if (host_prices_.empty() || node.gpu_count() < 2) return 0;
+  const int whole = whole_free_gpus(node);
+  if (whole < 2) return 0;
+  int taken = 0;  // whole GPUs the pod takes
+  if (pod.needs_whole_gpus()) {
+    taken = pod.gpu_count;
+  } else if (pod.wants_gpu()) {
+    // A sharing pod goes to a used GPU where one has room (see place_with's candidates).
+    taken = std::any_of(node.gpus().begin(), node.gpus().end(),
+                        [&](const GpuState& gpu) {
+                          return gpu.healthy && gpu.used > 0 && gpu.free() >= pod.per_gpu;
+                        })
+                ? 0
+                : 1;
+  }
+  const std::int64_t cpu = node.cpu_free();
+  const std::int64_t memory = node.memory_free();
+  const std::int64_t cpu_after = cpu == kUntracked ? cpu : cpu - pod.cpu_milli;
+  const std::int64_t memory_after = memory == kUntracked ? memory : memory - pod.memory;
+  double cost = 0;
+  for (const HostPrice& host : host_prices_) {
+    if (!host.shape.allows_model(node.spec().gpu_model)) continue;
+    const std::int64_t before = hosts(host.shape, whole, cpu, memory);
+    if (before == 0) continue;
+    const std::int64_t lost = before - hosts(host.shape, whole - taken, cpu_after, memory_after);
+    cost += host.price * static_cast<double>(lost * host.shape.gpu_count);
+  }
+  return options_.host_weight * cost;
 }
 
 double FgdPlusPolicy::scarcity_cost(std::string_view model, Units capacity, const PodDemand& pod,
@@ -135,13 +276,15 @@ double FgdPlusPolicy::scarcity_cost(std::string_view model, Units capacity, cons
 }
 
 void FgdPlusPolicy::observe_cluster(std::span<const NodeState> nodes) {
-  if (options_.scarcity_weight == 0) return;
+  if (options_.scarcity_weight == 0 && options_.host_weight == 0) return;
   if (!prices_stale_ && ++since_prices_ < options_.scarcity_refresh) return;
   since_prices_ = 0;
   prices_stale_ = false;
   std::vector<ModelPrice> prices = model_prices(nodes);
-  if (prices == prices_) return;
+  std::vector<HostPrice> host = host_prices(nodes);
+  if (prices == prices_ && host == host_prices_) return;
   prices_ = std::move(prices);
+  host_prices_ = std::move(host);
   ++prices_version_;
 }
 
@@ -260,6 +403,7 @@ Placement FgdPlusPolicy::place_with(const NodeFragmentation& fragmentation, cons
     placement.score -= scarcity_cost(node.spec().gpu_model, node.spec().memory_per_gpu, pod,
                                      pod.per_gpu * pod.gpu_count);
   }
+  placement.score -= host_cost(node, pod);
   if (score_only != nullptr) *score_only = placement.score;
   return placement;
 }
@@ -285,6 +429,7 @@ std::optional<Placement> FgdPlusPolicy::reference_place(const NodeState& node,
       placement.score -= scarcity_cost(node.spec().gpu_model, node.spec().memory_per_gpu, pod,
                                        pod.per_gpu * pod.gpu_count);
     }
+    placement.score -= host_cost(node, pod);
     return placement;
   }
   FreeResources after = before;
@@ -306,8 +451,10 @@ std::optional<Placement> FgdPlusPolicy::reference_place(const NodeState& node,
     }
   }
   placement.gpus = {best_gpu};
-  placement.score = best_score - scarcity_cost(node.spec().gpu_model, node.spec().memory_per_gpu,
-                                               pod, pod.per_gpu);
+  placement.score =
+      best_score -
+      scarcity_cost(node.spec().gpu_model, node.spec().memory_per_gpu, pod, pod.per_gpu) -
+      host_cost(node, pod);
   return placement;
 }
 
