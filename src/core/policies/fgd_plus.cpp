@@ -192,7 +192,7 @@ std::vector<HostPrice> FgdPlusPolicy::host_prices(std::span<const NodeState> nod
   std::vector<HostPrice> prices;
   if (options_.host_weight == 0) return prices;
   const ClusterGpus cluster = cluster_gpus(nodes);
-  if (cluster.gpus == 0) return prices;
+  if (cluster.gpus == 0 || cluster.mean_per_gpu() <= 0) return prices;
   const std::vector<double> shares = demand_shares(cluster.mean_per_gpu());
   std::vector<std::size_t> multi;  // demand_mix() indices of the multi-GPU shapes
   for (std::size_t i = 0; i < shares.size(); ++i) {
