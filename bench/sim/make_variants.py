@@ -12,8 +12,24 @@
   multigpu40     multigpu20 trace with another 20 % of its single-GPU pods turned into 2-, 4- or
                  8-GPU pods in the trace's own proportions
 
-Writes bench/data/openb/variants/openb_pod_list_<name>.csv (same columns as the source trace).
+Heterogeneous fleets (GPU pods pinned to GPU models), each drawn with its own seed:
+  pin5scarce     5 % of GPU pods pinned to V100M16, the scarcest model with real capacity (3 %)
+  pin20scarce    20 % pinned to V100M32 alone (3 % of the GPUs: far more demand than it holds)
+  pin33family    33 % pinned: a third each to V100M16|V100M32, T4|P100 and G3
+  pin45multi     45 % pinned, each to 1-3 models drawn in proportion to their GPUs
+  pin30plenty    30 % pinned to G2, the most plentiful model (71 % of the GPUs)
+  pin60plenty    60 % pinned to G2
+  pin25multigpu  multigpu20 trace, 25 % of GPU pods (multi-GPU ones included) pinned to one
+                 model each in proportion to the models' GPUs
+CPU-heavy and sharing-heavy:
+  cpuheavy       default trace, every GPU pod's CPU request x1.5 (capped at 96 cores)
+  quartershare   default trace, every one-whole-GPU pod asks for 250, 500 or 750 thousandths
+  multigpu60     multigpu20 trace with 40 % of its single-GPU pods made 2-, 4- or 8-GPU pods
+
+Writes bench/data/openb/variants/openb_pod_list_<name>.csv (same columns as the source trace);
+`--seed N --out DIR` writes fresh draws (every seed + N) elsewhere, for held-out checks.
 """
+import argparse
 import collections
 import csv
 import os
@@ -22,6 +38,11 @@ import random
 HERE = os.path.dirname(os.path.abspath(__file__))
 DATA = os.path.join(HERE, "..", "data", "openb")
 OUT = os.path.join(DATA, "variants")
+SEED_OFFSET = 0  # --seed: added to every variant's seed (0 = the committed variants)
+
+
+def rng_for(seed):
+    return random.Random(seed + SEED_OFFSET)
 
 
 def read(name):
@@ -45,7 +66,7 @@ def write(name, rows, fields):
 
 def constrained(share, groups):
     rows, fields = read("openb_pod_list_default.csv")
-    rng = random.Random(7)
+    rng = rng_for(7)
     gpu = [r for r in rows if int(r["num_gpu"]) > 0 and not r["gpu_spec"]]
     pinned = rng.sample(gpu, int(len(gpu) * share))
     for i, row in enumerate(pinned):
@@ -60,14 +81,92 @@ def constrained_by_capacity(share):
         for node in csv.DictReader(f):
             gpus[node["model"]] += int(node["gpu"])
     models = sorted(gpus)
-    rng = random.Random(7)
+    rng = rng_for(7)
     gpu = [r for r in rows if int(r["num_gpu"]) > 0 and not r["gpu_spec"]]
     for row in rng.sample(gpu, int(len(gpu) * share)):
         row["gpu_spec"] = rng.choices(models, weights=[gpus[m] for m in models])[0]
     return rows, fields
 
 
+def gpus_per_model():
+    with open(os.path.join(DATA, "openb_node_list_gpu_node.csv"), newline="") as f:
+        gpus = collections.Counter()
+        for node in csv.DictReader(f):
+            gpus[node["model"]] += int(node["gpu"])
+    return gpus
+
+
+def pinned(trace, share, pick, seed):
+    """`share` of the trace's GPU pods pinned to pick(rng) (a gpu_spec string)."""
+    rows, fields = read(trace)
+    if "gpu_spec" not in rows[0]:
+        for row in rows:
+            row["gpu_spec"] = ""
+    rng = rng_for(seed)
+    gpu = [r for r in rows if int(r["num_gpu"]) > 0 and not r["gpu_spec"]]
+    for row in rng.sample(gpu, int(len(gpu) * share)):
+        row["gpu_spec"] = pick(rng)
+    return rows, fields
+
+
+def multi_gpu(share, seed):
+    rows, fields = read("openb_pod_list_multigpu20.csv")
+    rng = rng_for(seed)
+    multi = [int(r["num_gpu"]) for r in rows if int(r["num_gpu"]) > 1]
+    singles = [r for r in rows if r["num_gpu"] == "1"]
+    for row in rng.sample(singles, int(len(singles) * share)):
+        count = rng.choice(multi)
+        row["num_gpu"] = str(count)
+        row["gpu_milli"] = "1000"
+        row["cpu_milli"] = str(int(row["cpu_milli"]) * count)
+        row["memory_mib"] = str(int(row["memory_mib"]) * count)
+    return rows, fields
+
+
+def heterogeneous():
+    gpus = gpus_per_model()
+    models = sorted(m for m in gpus if gpus[m] >= 100)  # A10's two GPUs are no real pool
+    by_capacity = lambda rng: rng.choices(models, weights=[gpus[m] for m in models])[0]
+
+    def several(rng):
+        count = rng.choice([1, 2, 3])
+        chosen = set()
+        while len(chosen) < count:
+            chosen.add(by_capacity(rng))
+        return "|".join(sorted(chosen))
+
+    families = ["V100M16|V100M32", "P100|T4", "G3"]
+    yield "pin5scarce", pinned("openb_pod_list_default.csv", 0.05, lambda rng: "V100M16", 11)
+    yield "pin20scarce", pinned("openb_pod_list_default.csv", 0.20, lambda rng: "V100M32", 12)
+    yield "pin33family", pinned("openb_pod_list_default.csv", 0.33, lambda rng: rng.choice(families), 13)
+    yield "pin45multi", pinned("openb_pod_list_default.csv", 0.45, several, 14)
+    yield "pin30plenty", pinned("openb_pod_list_default.csv", 0.30, lambda rng: "G2", 15)
+    yield "pin60plenty", pinned("openb_pod_list_default.csv", 0.60, lambda rng: "G2", 16)
+    yield "pin25multigpu", pinned("openb_pod_list_multigpu20.csv", 0.25, by_capacity, 17)
+
+    rows, fields = read("openb_pod_list_default.csv")
+    for row in rows:
+        if int(row["num_gpu"]) > 0:
+            row["cpu_milli"] = str(min(96000, int(int(row["cpu_milli"]) * 1.5)))
+    yield "cpuheavy", (rows, fields)
+    rows, fields = read("openb_pod_list_default.csv")
+    rng = rng_for(18)
+    for row in rows:
+        if row["num_gpu"] == "1" and row["gpu_milli"] == "1000":
+            row["gpu_milli"] = str(rng.choice([250, 500, 750]))
+    yield "quartershare", (rows, fields)
+    yield "multigpu60", multi_gpu(0.4, 19)
+
+
 def main():
+    global OUT, SEED_OFFSET
+    parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    parser.add_argument("--seed", type=int, default=0,
+                        help="added to every variant's seed: fresh draws of the same variants "
+                             "(held-out checks); 0 = the committed ones")
+    parser.add_argument("--out", default=OUT, help="output folder (default: %(default)s)")
+    args = parser.parse_args()
+    OUT, SEED_OFFSET = args.out, args.seed
     rows, fields = constrained_by_capacity(0.10)
     write("constrained10", rows, fields)
     rows, fields = constrained(0.30, ["V100M16|V100M32", "T4"])
@@ -82,7 +181,7 @@ def main():
     write("halfshare", rows, fields)
 
     rows, fields = read("openb_pod_list_multigpu20.csv")
-    rng = random.Random(7)
+    rng = rng_for(7)
     multi = [int(r["num_gpu"]) for r in rows if int(r["num_gpu"]) > 1]
     singles = [r for r in rows if r["num_gpu"] == "1"]
     for row in rng.sample(singles, int(len(singles) * 0.2)):
@@ -92,6 +191,9 @@ def main():
         row["cpu_milli"] = str(int(row["cpu_milli"]) * count)
         row["memory_mib"] = str(int(row["memory_mib"]) * count)
     write("multigpu40", rows, fields)
+
+    for name, (rows, fields) in heterogeneous():
+        write(name, rows, fields)
 
 
 if __name__ == "__main__":

@@ -438,6 +438,7 @@ BindReply SchedulingService::bind(const BindingArgs& args) {
       allocation.model_pin = pod.model_pin;
       ledger.reserve(model, std::move(allocation), assume_time);
       policy.observe(demand);
+      policy.observe_cluster(model.nodes());
     });
     if (!error.empty()) return fail(outcome, error);
   }

@@ -1,14 +1,14 @@
 #include "gpushare/sim/simulator.h"
 
+#include <fmt/format.h>
+
 #include <chrono>
-#include <ctime>
 #include <cmath>
+#include <ctime>
 #include <limits>
 #include <map>
 #include <stdexcept>
 #include <tuple>
-
-#include <fmt/format.h>
 
 #include "gpushare/core/cluster_model.h"
 #include "gpushare/core/fragmentation.h"
@@ -34,8 +34,8 @@ struct CachedPlacement {
 void check_placement(const core::NodeState& node, const core::PodDemand& pod,
                      const core::Placement& placement, std::string_view policy) {
   const auto fail = [&](std::string_view what) {
-    throw std::logic_error(fmt::format("policy {} placed a pod on node {}: {}", policy,
-                                       node.name(), what));
+    throw std::logic_error(
+        fmt::format("policy {} placed a pod on node {}: {}", policy, node.name(), what));
   };
   if (!pod.wants_gpu()) {
     if (!placement.gpus.empty()) fail("GPUs for a pod that wants none");
@@ -204,10 +204,15 @@ RunResult Simulator::run(Contender& contender, std::uint64_t seed) const {
       result.allocated += demand.total_gpu();
       ++result.pods_placed;
       policy.observe(demand);
+      policy.observe_cluster(nodes);
       if (contender.observer != nullptr) contender.observer->placed(node, demand);
       fragmentation_total -= node_fragmentation[best_node];
       node_fragmentation[best_node] = core::fragmentation(node, typical_);
       fragmentation_total += node_fragmentation[best_node];
+    }
+    if (best_node == nodes.size()) {
+      result.failures.push_back(
+          {arrivals[sequence], 100.0 * static_cast<double>(result.arrived) / capacity});
     }
     records.push_back({100.0 * static_cast<double>(result.arrived) / capacity,
                        100.0 * static_cast<double>(result.allocated) / capacity,

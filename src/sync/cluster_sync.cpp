@@ -235,8 +235,10 @@ class ClusterSync::PodHandler final : public apiclient::ReflectorHandler {
           const bool new_to_the_model = model.find_pod(pod->uid) == nullptr;
           const auto applied =
               apply_pod(model, ledger, *pod, core::EvidenceSource::kWatch, warnings);
-          if (new_to_the_model && model.find_pod(pod->uid) != nullptr)
+          if (new_to_the_model && model.find_pod(pod->uid) != nullptr) {
             policy.observe(pod->demand(model.gpu_models()));
+            policy.observe_cluster(model.nodes());
+          }
           return applied;
         });
     owner_.reservation_metrics_.count_reservation_end(outcome,

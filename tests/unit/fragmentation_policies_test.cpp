@@ -1,7 +1,9 @@
 // FGD, fgd-plus and the FGD paper's baselines, on small hand-made nodes.
 #include <gtest/gtest.h>
 
+#include <cmath>
 #include <set>
+#include <string>
 
 #include "gpushare/core/fit.h"
 #include "gpushare/core/placement_policy.h"
@@ -40,9 +42,13 @@ PodDemand pod(Units per_gpu, int count = 1, std::int64_t cpu = 1000, std::int64_
   return demand;
 }
 
-PodDemand cpu_only(std::int64_t cpu) { return pod(0, 0, cpu); }
+PodDemand cpu_only(std::int64_t cpu) {
+  return pod(0, 0, cpu);
+}
 
-TargetWorkload only(WorkloadShape shape) { return {{std::move(shape), 1.0}}; }
+TargetWorkload only(WorkloadShape shape) {
+  return {{std::move(shape), 1.0}};
+}
 
 WorkloadShape shape(Units per_gpu, int count = 1, std::int64_t cpu = 0) {
   WorkloadShape s;
@@ -167,8 +173,7 @@ TEST(BestFit, ScoresLeftoverCpuAndGpuAsThePaper) {
   const BestFitPolicy best_fit;
   // 128 cores and 8 idle GPUs; the pod takes 1 GPU and no CPU:
   // raw = 0.5 * 128/128 + 0.5 * 7/8 = 0.9375 -> floor(6.25) = 6.
-  EXPECT_EQ(best_fit.place(node("n", std::vector<Units>(8, 0), 128000), pod(1000, 1, 0))->score,
-            6);
+  EXPECT_EQ(best_fit.place(node("n", std::vector<Units>(8, 0), 128000), pod(1000, 1, 0))->score, 6);
   // Half the CPU and 1 GPU left after: raw = 0.25 + 0.0625 -> floor(68.75) = 68.
   EXPECT_EQ(best_fit.place(node("n", {0, 0}, 128000, 64000), pod(1000, 1, 0))->score, 68);
   EXPECT_EQ(best_fit.place(node("n", {700, 300}), pod(300))->gpus, std::vector<int>{0});
@@ -177,8 +182,7 @@ TEST(BestFit, ScoresLeftoverCpuAndGpuAsThePaper) {
 TEST(DotProduct, PrefersTheNodeLeastAlignedWithThePod) {
   const DotProductPolicy dot;
   // 8 idle GPUs, 128 cores; pod 1 GPU, 16 cores: d = (1 * 1/8 + 1 * 1/8) / 2 = 0.125 -> 87.
-  EXPECT_EQ(dot.place(node("n", std::vector<Units>(8, 0), 128000), pod(1000, 1, 16000))->score,
-            87);
+  EXPECT_EQ(dot.place(node("n", std::vector<Units>(8, 0), 128000), pod(1000, 1, 16000))->score, 87);
   EXPECT_GT(dot.place(node("small", {0}, 8000), pod(1000, 1, 4000))->score,
             dot.place(node("big", std::vector<Units>(8, 0), 128000), pod(1000, 1, 4000))->score);
 }
@@ -220,8 +224,8 @@ TEST(Random, PicksAmongFittingGpusOnly) {
 }
 
 TEST(PaperPolicies, AreRegisteredAndFgdPlusIsTheDefault) {
-  for (std::string_view name : {"fgd", "fgd-plus", "best-fit", "dot-product", "gpu-packing",
-                                "random"}) {
+  for (std::string_view name :
+       {"fgd", "fgd-plus", "best-fit", "dot-product", "gpu-packing", "random"}) {
     const auto policy = make_policy(name);
     ASSERT_TRUE(policy) << name;
     EXPECT_EQ(policy->name(), name);
@@ -240,6 +244,202 @@ TEST(PaperPolicies, WholeGpuPodsNeverShareAGpu) {
     ASSERT_TRUE(placement) << name;
     EXPECT_EQ(placement->gpus, (std::vector<int>{1, 3})) << name;
   }
+}
+
+// Scarce GPU models. Target: 5 % of the GPU demand pinned to model S, the rest unpinned. Node s
+// (model S) has one of its two GPUs free, node p (model P) all eight: 9 000 idle in all, so the
+// pinned demand still to come is 0.05 x 9 000 = 450 against S's 1 000 idle: price 0.45.
+struct ScarceFleet {
+  TargetWorkload target() const {
+    WorkloadShape pinned = shape(1000);
+    pinned.allowed_models = {"S"};
+    return {{pinned, 0.05}, {shape(1000), 0.95}};
+  }
+  std::vector<NodeState> nodes{node("s", {1000, 0}, 64000, 0, 262144, "S"),
+                               node("p", std::vector<Units>(8, 0), 64000, 0, 262144, "P")};
+};
+
+TEST(FgdPlusScarcity, PricesAPinnedModelByItsDemandAgainstItsIdleMemory) {
+  const ScarceFleet fleet;
+  const FgdPlusPolicy plus(fleet.target());
+  const auto prices = plus.model_prices(fleet.nodes);
+  ASSERT_EQ(prices.size(), 1U);
+  EXPECT_EQ(prices[0].models, std::vector<std::string>{"S"});
+  EXPECT_NEAR(prices[0].price, 0.45, 1e-12);
+  // Pinned demand beyond the model's idle memory: the price stops at 1.
+  const std::vector<NodeState> full{node("s", {1000, 990}, 64000, 0, 262144, "S"),
+                                    node("p", std::vector<Units>(8, 0), 64000, 0, 262144, "P")};
+  EXPECT_EQ(plus.model_prices(full)[0].price, 1.0);
+}
+
+TEST(FgdPlusScarcity, AnUnpinnedPodLeavesTheScarceModelToThePinnedDemand) {
+  const ScarceFleet fleet;
+  const NodeState& s = fleet.nodes[0];
+  const NodeState& p = fleet.nodes[1];
+  const PodDemand unpinned = pod(1000);
+  PodDemand pinned = pod(1000);
+  pinned.allowed_models = {"S"};
+
+  // Without prices the pod fills s (score 0: nothing idle after) rather than open p
+  // (+0.05 for the pinned shape p cannot host, -0.1 x 7/8 for the GPUs left idle).
+  FgdPlusPolicy::Options off;
+  off.scarcity_weight = 0;
+  FgdPlusPolicy blind(fleet.target(), off);
+  blind.observe_cluster(fleet.nodes);
+  EXPECT_NEAR(blind.place(s, unpinned)->score, 0.0, 1e-12);
+  EXPECT_NEAR(blind.place(p, unpinned)->score, 0.05 - 0.0875, 1e-12);
+
+  // With them s costs weight x 0.45 per GPU taken, and p wins.
+  FgdPlusPolicy::Options on;
+  on.scarcity_weight = 4;
+  FgdPlusPolicy plus(fleet.target(), on);
+  const std::uint64_t before = plus.state_version();
+  plus.observe_cluster(fleet.nodes);
+  EXPECT_NE(plus.state_version(), before);  // cached scores must not survive new prices
+  EXPECT_NEAR(plus.place(s, unpinned)->score, -4 * 0.45, 1e-12);
+  EXPECT_NEAR(plus.place(p, unpinned)->score, 0.05 - 0.0875, 1e-12);
+  // The pinned pod is the demand the price protects: it pays nothing on s.
+  EXPECT_NEAR(plus.place(s, pinned)->score, 0.0, 1e-12);
+  EXPECT_FALSE(plus.place(p, pinned).has_value());
+  // A sharing pod pays for what it takes; score() and the reference agree with place().
+  const PodDemand half = pod(500);
+  for (const NodeState* n : {&s, &p}) {
+    for (const PodDemand& d : {unpinned, pinned, half}) {
+      const auto placed = plus.place(*n, d);
+      const auto reference = plus.reference_place(*n, d);
+      ASSERT_EQ(placed.has_value(), reference.has_value());
+      if (!placed) continue;
+      EXPECT_EQ(placed->score, *plus.score(*n, d));
+      EXPECT_EQ(placed->score, reference->score);
+      EXPECT_EQ(placed->gpus, reference->gpus);
+    }
+  }
+  EXPECT_NEAR(plus.scarcity_cost("S", 1000, half, 500), 4 * 0.45 * 0.5, 1e-12);
+  EXPECT_EQ(plus.scarcity_cost("P", 1000, half, 500), 0.0);
+}
+
+TEST(FgdPlusScarcity, PricesFollowTheClusterOnlyEveryRefresh) {
+  const ScarceFleet fleet;
+  FgdPlusPolicy::Options options;
+  options.scarcity_refresh = 3;
+  FgdPlusPolicy plus(fleet.target(), options);
+  plus.observe_cluster(fleet.nodes);
+  const std::uint64_t version = plus.state_version();
+  // s is now full: the price would be 1, but it is read again only on the third call.
+  const std::vector<NodeState> filled{node("s", {1000, 1000}, 64000, 0, 262144, "S"),
+                                      fleet.nodes[1]};
+  plus.observe_cluster(filled);
+  plus.observe_cluster(filled);
+  EXPECT_EQ(plus.state_version(), version);
+  EXPECT_NEAR(plus.prices()[0].price, 0.45, 1e-12);
+  plus.observe_cluster(filled);
+  EXPECT_NE(plus.state_version(), version);
+  EXPECT_EQ(plus.prices()[0].price, 1.0);
+}
+
+// Hosts of multi-GPU pods. Target by GPU demand: half single-GPU pods, a quarter 8-GPU pods of
+// 120 cores (only node g3 has the CPU), a quarter 8-GPU pods of 64 cores (g3 or g2). Weights
+// are per pod x sqrt(GPUs), so an 8-GPU shape's weight is its pods' share x sqrt(8). Both nodes
+// are free: 16 idle GPUs, 4 of them wanted by the big pods against g3's 8 (ratio 0.5), 8 (big
+// and mid pods both fit every host of the mid shape) against 16 (0.5). With host_threshold
+// 0.2 both prices are (0.5 - 0.2) / 0.8 = 0.375.
+struct HostFleet {
+  static WorkloadShape eight(std::int64_t cpu) { return shape(1000, 8, cpu); }
+  TargetWorkload target() const {
+    const double eight_gpu = 0.25 / std::sqrt(8.0);
+    return {{shape(1000, 1, 1000), 0.5}, {eight(120000), eight_gpu}, {eight(64000), eight_gpu}};
+  }
+  static FgdPlusPolicy::Options options() {
+    FgdPlusPolicy::Options options;
+    options.host_weight = 2;
+    options.host_threshold = 0.2;
+    return options;
+  }
+  std::vector<NodeState> nodes{node("g3", std::vector<Units>(8, 0), 128000, 0, 786432, "G3"),
+                               node("g2", std::vector<Units>(8, 0), 96000, 0, 393216, "G2")};
+};
+
+TEST(FgdPlusHosts, PricesAMultiGpuShapeByTheDemandForItsHostsAgainstTheHostsLeft) {
+  const HostFleet fleet;
+  FgdPlusPolicy plus(fleet.target(), HostFleet::options());
+  const auto prices = plus.host_prices(fleet.nodes);
+  ASSERT_EQ(prices.size(), 2U);
+  for (const HostPrice& price : prices) EXPECT_NEAR(price.price, 0.375, 1e-12);
+  // g2 half used: 12 idle GPUs, 3 wanted by big pods against g3 (0.375, below the threshold
+  // after the ramp: (0.375 - 0.2) / 0.8), 6 by both against g3 alone (0.75).
+  const std::vector<NodeState> half{
+      fleet.nodes[0], node("g2", {1000, 1000, 1000, 1000, 0, 0, 0, 0}, 96000, 0, 393216, "G2")};
+  const auto after = plus.host_prices(half);
+  ASSERT_EQ(after.size(), 2U);
+  EXPECT_NEAR(after[0].price, (0.375 - 0.2) / 0.8, 1e-12);
+  EXPECT_NEAR(after[1].price, (0.75 - 0.2) / 0.8, 1e-12);
+  // No host left for a shape: nothing to protect, no price.
+  const std::vector<NodeState> none{
+      node("g3", {1000, 0, 0, 0, 0, 0, 0, 0}, 128000, 0, 786432, "G3"), fleet.nodes[1]};
+  const auto left = plus.host_prices(none);
+  ASSERT_EQ(left.size(), 1U);
+  EXPECT_EQ(left[0].shape.cpu_milli, 64000);
+}
+
+TEST(FgdPlusHosts, APodPaysForTheHostsItBreaks) {
+  const HostFleet fleet;
+  const NodeState& g3 = fleet.nodes[0];
+  const NodeState& g2 = fleet.nodes[1];
+  FgdPlusPolicy plus(fleet.target(), HostFleet::options());
+  const std::uint64_t before = plus.state_version();
+  plus.observe_cluster(fleet.nodes);
+  EXPECT_NE(plus.state_version(), before);  // cached scores must not survive new prices
+  // One GPU on g3 breaks a host of both shapes: 2 x 0.375 x 8 GPUs each; on g2 only the mid.
+  const PodDemand single = pod(1000, 1, 4000);
+  EXPECT_NEAR(plus.host_cost(g3, single), 12.0, 1e-12);
+  EXPECT_NEAR(plus.host_cost(g2, single), 6.0, 1e-12);
+  // A CPU-only pod breaks g3 for the big pods once it leaves less than 120 cores there.
+  EXPECT_EQ(plus.host_cost(g3, cpu_only(8000)), 0.0);
+  EXPECT_NEAR(plus.host_cost(g3, cpu_only(9000)), 6.0, 1e-12);
+  // A sharing pod that fits on a used GPU breaks nothing (a ninth GPU, half used).
+  const NodeState shared = node("g3", {500, 0, 0, 0, 0, 0, 0, 0, 0}, 128000, 0, 786432, "G3");
+  EXPECT_EQ(plus.host_cost(shared, pod(500, 1, 1000)), 0.0);
+  EXPECT_NEAR(plus.host_cost(shared, pod(600, 1, 1000)), 12.0, 1e-12);  // takes a whole GPU
+
+  FgdPlusPolicy blind(fleet.target(), [] {
+    auto options = HostFleet::options();
+    options.host_weight = 0;
+    return options;
+  }());
+  blind.observe_cluster(fleet.nodes);
+  for (const NodeState* n : {&g3, &g2, &shared}) {
+    for (const PodDemand& d : {single, pod(500, 1, 1000), cpu_only(9000), pod(1000, 8, 64000)}) {
+      const auto placed = plus.place(*n, d);
+      const auto reference = plus.reference_place(*n, d);
+      ASSERT_EQ(placed.has_value(), reference.has_value());
+      if (!placed) continue;
+      EXPECT_EQ(placed->score, *plus.score(*n, d));
+      EXPECT_NEAR(placed->score, reference->score, 1e-12);
+      EXPECT_EQ(placed->gpus, reference->gpus);
+      EXPECT_NEAR(placed->score, blind.place(*n, d)->score - plus.host_cost(*n, d), 1e-12);
+    }
+  }
+  // The 64-core 8-GPU pod goes to g2 and leaves g3 to the pods only g3 can host.
+  EXPECT_GT(plus.place(g2, pod(1000, 8, 64000))->score, plus.place(g3, pod(1000, 8, 64000))->score);
+}
+
+TEST(FgdPlusHosts, ProtectsTheHostsOfARareShapeBelowTheTargetsCoverage) {
+  // 300 single-GPU pods and one 8-GPU pod of 120 cores: the big shape is under 1 % of the
+  // learned weight, below the target's 95 % coverage, yet its pods need g3.
+  FgdPlusPolicy plus(FgdPlusPolicy::default_learning(), HostFleet::options());
+  for (int i = 0; i < 300; ++i) plus.observe(pod(1000, 1, 4000, 16384));
+  plus.observe(pod(1000, 8, 120000, 16384));
+  for (const auto& [shape, weight] : plus.target()) EXPECT_EQ(shape.gpu_count, 1);
+  // One host among 60 free 8-GPU nodes: 480 idle GPUs, about 2.6 % of them wanted by big pods.
+  std::vector<NodeState> nodes{node("g3", std::vector<Units>(8, 0), 128000, 0, 786432, "G3")};
+  for (int i = 0; i < 59; ++i) {
+    nodes.push_back(
+        node("g2-" + std::to_string(i), std::vector<Units>(8, 0), 96000, 0, 393216, "G2"));
+  }
+  const auto prices = plus.host_prices(nodes);
+  ASSERT_EQ(prices.size(), 1U);
+  EXPECT_EQ(prices[0].shape.cpu_milli, 120000);
+  EXPECT_GT(prices[0].price, 0.5);
 }
 
 }  // namespace

@@ -53,6 +53,10 @@ class PlacementPolicy {
 
   // Told about every pod actually placed, for policies that learn the workload online.
   virtual void observe(const PodDemand& /*pod*/) {}
+  // Told the whole cluster after each observe() (and whenever the owner's view of the nodes
+  // changed a lot), for policies that weigh what is scarce cluster-wide. The policy may read
+  // it only now and then.
+  virtual void observe_cluster(std::span<const NodeState> /*nodes*/) {}
   // Changes whenever what place() or score() returns for some (node, pod) may have changed:
   // after observe() changed the learned workload, and after any change of cluster-wide state
   // the policy reads. Prioritize keeps raw scores per (node stamp, demand, state_version())

@@ -91,6 +91,9 @@ class WorkloadHistogram {
   // The target the policy plans for; recomputed only now and then (see refresh_every) so
   // that callers caching on version() are not invalidated by every pod.
   const TargetWorkload& target() const { return target_; }
+  // Every tracked shape with its decayed weight (the prior's included; not normalised), also
+  // the rare ones below the target's coverage cut.
+  const std::vector<WeightedShape>& shapes() const { return weights_; }
   std::uint64_t version() const { return version_; }
   std::uint64_t observed() const { return observed_; }
   // Share of the histogram's weight that still comes from the prior, in [0, 1].

@@ -19,7 +19,7 @@
 namespace gpushare::sim {
 
 struct SimulationOptions {
-  double max_arrival = 1.3;  // stop when arrived GPU demand reaches this x capacity
+  double max_arrival = 1.3;       // stop when arrived GPU demand reaches this x capacity
   double target_coverage = 0.95;  // FGD's typical workload: top shapes covering this share
   // Drop multi-GPU pods from each seed's arrival sequence (drawn from the whole trace, so the
   // single-GPU pods arrive in the same order as with them): gpushare places single-GPU pods only.
@@ -35,6 +35,12 @@ struct CurvePoint {
   double frag_pct = 0;   // fragmented idle GPU memory (vs. the typical workload) / capacity
 };
 
+// A pod that fit nowhere: where it stood in the arrival sequence.
+struct Failure {
+  std::size_t pod = 0;     // index into Simulator::pods()
+  double arrived_pct = 0;  // arrived GPU demand when it failed (itself included)
+};
+
 struct RunResult {
   std::string policy;
   std::uint64_t seed = 0;
@@ -44,10 +50,11 @@ struct RunResult {
   core::Units capacity = 0;
   core::Units arrived = 0;
   core::Units allocated = 0;
-  double final_alloc_pct = 0;  // after the last pod
-  double seconds = 0;          // wall time of the run
-  double cpu_seconds = 0;      // CPU time of the thread that ran it: robust to a busy machine
+  double final_alloc_pct = 0;     // after the last pod
+  double seconds = 0;             // wall time of the run
+  double cpu_seconds = 0;         // CPU time of the thread that ran it: robust to a busy machine
   std::uint64_t place_calls = 0;  // policy evaluations (cache misses)
+  std::vector<Failure> failures;  // in arrival order
 };
 
 class Simulator {
@@ -71,7 +78,7 @@ class Simulator {
  private:
   std::vector<core::NodeSpec> nodes_;
   std::vector<TracePod> pods_;
-  std::vector<core::PodDemand> demands_;  // the pods' demands, for policies' targets
+  std::vector<core::PodDemand> demands_;   // the pods' demands, for policies' targets
   std::vector<std::size_t> shape_of_pod_;  // pods with equal demands share cached scores
   std::size_t shape_count_ = 0;
   SimulationOptions options_;

@@ -1,4 +1,10 @@
 // gpushare-sim: trace-driven placement simulator running the service's placement policies.
+#include <fmt/format.h>
+#include <fmt/ostream.h>
+#include <fmt/ranges.h>
+#include <spdlog/spdlog.h>
+
+#include <CLI/CLI.hpp>
 #include <algorithm>
 #include <atomic>
 #include <cstdio>
@@ -6,12 +12,6 @@
 #include <iostream>
 #include <mutex>
 #include <thread>
-
-#include <CLI/CLI.hpp>
-#include <fmt/format.h>
-#include <fmt/ostream.h>
-#include <fmt/ranges.h>
-#include <spdlog/spdlog.h>
 
 #include "gpushare/core/placement_policy.h"
 #include "gpushare/core/score_mapping.h"
@@ -73,8 +73,8 @@ std::vector<RunResult> run_all(const gpushare::sim::Simulator& simulator,
             "; GPU pods {} ({} failed), CPU-only pods {} ({} failed, {} on GPU nodes); "
             "{} taken without scoring, {} retried; extender: {} filter, {} prioritize, {} bind",
             stats.gpu_pods, stats.failed_gpu_pods, stats.cpu_only_pods, stats.failed_cpu_only_pods,
-            stats.cpu_only_on_gpu_nodes, stats.single_feasible, stats.retries, stats.extender_filter_calls,
-            stats.extender_prioritize_calls, stats.extender_binds);
+            stats.cpu_only_on_gpu_nodes, stats.single_feasible, stats.retries,
+            stats.extender_filter_calls, stats.extender_prioritize_calls, stats.extender_binds);
       } else {
         results[i] = simulator.run(jobs[i].policy, jobs[i].seed);
       }
@@ -112,6 +112,7 @@ int main(int argc, char** argv) {
   std::string title;
   std::vector<std::string> plot_policies;
   std::string arrivals_path;
+  std::string failures_path;
   unsigned jobs = 1;
   bool verbose = false;
   bool arrivals_only = false;
@@ -126,11 +127,12 @@ int main(int argc, char** argv) {
   std::string score_mapping = "rank";
   app.add_option("--nodes", nodes_path, "node list CSV (sn,cpu_milli,memory_mib,gpu,model)")
       ->required();
-  app.add_option("--pods", pods_path, "pod list CSV (name,cpu_milli,memory_mib,num_gpu,gpu_milli,...)")
+  app.add_option("--pods", pods_path,
+                 "pod list CSV (name,cpu_milli,memory_mib,num_gpu,gpu_milli,...)")
       ->required();
-  app.add_option("--policy", policies,
-                 fmt::format("policies, comma-separated (default {})",
-                             gpushare::core::kDefaultPolicy))
+  app.add_option(
+         "--policy", policies,
+         fmt::format("policies, comma-separated (default {})", gpushare::core::kDefaultPolicy))
       ->delimiter(',')
       ->check([&names](const std::string& value) -> std::string {
         std::string_view name = value;
@@ -150,7 +152,8 @@ int main(int argc, char** argv) {
                  "stop when arrived GPU demand reaches this multiple of capacity")
       ->capture_default_str()
       ->check(CLI::Range(0.01, 100.0));
-  app.add_option("--out", out_path, "CSV of every point: " + std::string(gpushare::sim::kCsvHeader));
+  app.add_option("--out", out_path,
+                 "CSV of every point: " + std::string(gpushare::sim::kCsvHeader));
   app.add_option("--plot", plot_path, "SVG line plot of allocation vs. arrived demand");
   app.add_option("--title", title, "plot title (default: the pod file's name)");
   app.add_option("--plot-policy", plot_policies, "policies to draw in the plot (default: all)")
@@ -158,31 +161,38 @@ int main(int argc, char** argv) {
   app.add_option("--dump-arrivals", arrivals_path,
                  "write each seed's arrival sequence as CSV (seed,position,pod,num_gpu,gpu_milli,"
                  "arrived_pct), e.g. for bench/sim/packing_bound.py");
+  app.add_option("--failures", failures_path,
+                 "CSV of every pod that fit nowhere: policy,seed,arrived_pct,pod,num_gpu,gpu_milli,"
+                 "cpu_milli,memory_mib,gpu_spec (simulated runs only)");
   app.add_flag("--arrivals-only", arrivals_only, "only write --dump-arrivals, run no policy");
   app.add_option("-j,--jobs", jobs, "runs in parallel")
       ->capture_default_str()
       ->check(CLI::Range(1u, 64u));
   app.add_flag("--single-gpu-only", single_gpu_only,
                "drop multi-GPU pods from each seed's arrivals (always so with --scheduler-config)");
-  app.add_flag("--gpu-pods-only", gpu_pods_only, "drop pods that want no GPU from each seed's arrivals");
-  app.add_option("--scheduler-config", scheduler_config_path,
-                 "the deployed path: place pods through a model of kube-scheduler configured by this "
-                 "KubeSchedulerConfiguration file (e.g. deploy/scheduler/kube-scheduler-config.yaml), "
-                 "with the extender's service in process; --policy then names the extender's policy");
-  app.add_flag("--with-ideal", with_ideal,
-               "with --scheduler-config, also run each policy alone on the same pods (the simulator's "
-               "ideal: fgd and fgd-plus as their -online variants, as the service learns), for the "
-               "table and the plot");
+  app.add_flag("--gpu-pods-only", gpu_pods_only,
+               "drop pods that want no GPU from each seed's arrivals");
+  app.add_option(
+      "--scheduler-config", scheduler_config_path,
+      "the deployed path: place pods through a model of kube-scheduler configured by this "
+      "KubeSchedulerConfiguration file (e.g. deploy/scheduler/kube-scheduler-config.yaml), "
+      "with the extender's service in process; --policy then names the extender's policy");
+  app.add_flag(
+      "--with-ideal", with_ideal,
+      "with --scheduler-config, also run each policy alone on the same pods (the simulator's "
+      "ideal: fgd and fgd-plus as their -online variants, as the service learns), for the "
+      "table and the plot");
   app.add_option("--kube-version", kube_version,
                  "kube-scheduler's scoring formulas: 1.20 (1.20-1.22) or current (1.23 and later)")
       ->capture_default_str()
       ->check(CLI::IsMember({"1.20", "1.21", "1.22", "current"}));
   app.add_option("--scheduler-name", scheduler_name,
                  "the profile GPU pods name (default: the configuration's first profile)");
-  app.add_option("--cpu-only-pods", cpu_only_pods,
-                 "which scheduler CPU-only pods go through: same (the configured profile), default (a "
-                 "plain default-scheduler, as in a second-scheduler set-up) or auto (same if the "
-                 "profile is default-scheduler)")
+  app.add_option(
+         "--cpu-only-pods", cpu_only_pods,
+         "which scheduler CPU-only pods go through: same (the configured profile), default (a "
+         "plain default-scheduler, as in a second-scheduler set-up) or auto (same if the "
+         "profile is default-scheduler)")
       ->capture_default_str()
       ->check(CLI::IsMember({"auto", "same", "default"}));
   app.add_option("--max-pods", max_pods, "pods per node (kubelet's maxPods) in the deployed path")
@@ -217,18 +227,18 @@ int main(int argc, char** argv) {
       }
       deployment->options.version = version;
       deployment->options.scheduler_name = scheduler_name;
-      deployment->options.cpu_only_pods = cpu_only_pods == "same" ? gpushare::kubesim::CpuOnlyPods::kSameProfile
-                                          : cpu_only_pods == "default"
-                                              ? gpushare::kubesim::CpuOnlyPods::kDefaultScheduler
-                                              : gpushare::kubesim::CpuOnlyPods::kAuto;
+      deployment->options.cpu_only_pods =
+          cpu_only_pods == "same"      ? gpushare::kubesim::CpuOnlyPods::kSameProfile
+          : cpu_only_pods == "default" ? gpushare::kubesim::CpuOnlyPods::kDefaultScheduler
+                                       : gpushare::kubesim::CpuOnlyPods::kAuto;
       deployment->options.max_pods_per_node = max_pods;
       deployment->options.score_mapping = score_mapping;
       deployment->label = std::filesystem::path(scheduler_config_path).stem().string();
       for (const auto& policy : policies) {
         if (!gpushare::core::make_policy(policy)) {
-          throw gpushare::sim::TraceError(fmt::format(
-              "--policy {}: the deployed path runs the service's policies: {}", policy,
-              fmt::join(gpushare::core::policy_names(), ", ")));
+          throw gpushare::sim::TraceError(
+              fmt::format("--policy {}: the deployed path runs the service's policies: {}", policy,
+                          fmt::join(gpushare::core::policy_names(), ", ")));
         }
       }
       single_gpu_only = true;
@@ -238,12 +248,13 @@ int main(int argc, char** argv) {
     options.single_gpu_only = single_gpu_only;
     options.gpu_pods_only = gpu_pods_only;
     const gpushare::sim::Simulator simulator(std::move(nodes), std::move(pods), options);
-    const double capacity_gpus =
-        static_cast<double>(simulator.capacity()) / static_cast<double>(gpushare::sim::kUnitsPerGpu);
-    fmt::print("{} nodes, {:.0f} GPUs; {} pods in the trace, {} typical shapes (95 %); "
-               "seeds {}..{}; arrival up to {:.0f} %\n\n",
-               node_count, capacity_gpus, pod_count, simulator.typical_workload().size(),
-               first_seed, first_seed + seeds - 1, max_arrival * 100);
+    const double capacity_gpus = static_cast<double>(simulator.capacity()) /
+                                 static_cast<double>(gpushare::sim::kUnitsPerGpu);
+    fmt::print(
+        "{} nodes, {:.0f} GPUs; {} pods in the trace, {} typical shapes (95 %); "
+        "seeds {}..{}; arrival up to {:.0f} %\n\n",
+        node_count, capacity_gpus, pod_count, simulator.typical_workload().size(), first_seed,
+        first_seed + seeds - 1, max_arrival * 100);
 
     if (!arrivals_path.empty()) {
       std::ofstream out(arrivals_path);
@@ -255,10 +266,10 @@ int main(int argc, char** argv) {
         for (std::size_t position = 0; position < order.size(); ++position) {
           const auto& pod = trace[order[position]];
           arrived += pod.demand.total_gpu();
-          fmt::print(out, "{},{},{},{},{},{:.4f}\n", first_seed + s, position, pod.name,
-                     pod.demand.gpu_count, pod.demand.per_gpu,
-                     100.0 * static_cast<double>(arrived) /
-                         static_cast<double>(simulator.capacity()));
+          fmt::print(
+              out, "{},{},{},{},{},{:.4f}\n", first_seed + s, position, pod.name,
+              pod.demand.gpu_count, pod.demand.per_gpu,
+              100.0 * static_cast<double>(arrived) / static_cast<double>(simulator.capacity()));
         }
       }
       if (!out) throw gpushare::sim::TraceError("cannot write " + arrivals_path);
@@ -268,23 +279,40 @@ int main(int argc, char** argv) {
     std::vector<Job> job_list;
     for (const auto& policy : policies) {
       if (deployment && with_ideal) {
-        for (unsigned s = 0; s < seeds; ++s) job_list.push_back({ideal_of(policy), first_seed + s, false});
+        for (unsigned s = 0; s < seeds; ++s)
+          job_list.push_back({ideal_of(policy), first_seed + s, false});
       }
-      for (unsigned s = 0; s < seeds; ++s) job_list.push_back({policy, first_seed + s, deployment.has_value()});
+      for (unsigned s = 0; s < seeds; ++s)
+        job_list.push_back({policy, first_seed + s, deployment.has_value()});
     }
-    const std::vector<RunResult> results =
-        run_all(simulator, job_list, std::min<unsigned>(jobs, static_cast<unsigned>(job_list.size())),
-                verbose, deployment ? &*deployment : nullptr);
+    const std::vector<RunResult> results = run_all(
+        simulator, job_list, std::min<unsigned>(jobs, static_cast<unsigned>(job_list.size())),
+        verbose, deployment ? &*deployment : nullptr);
     const auto summaries = gpushare::sim::summarize(results);
-    fmt::print("GPU allocation (%) at arrived GPU demand of 80..120 % of capacity, mean of {} "
-               "seed(s):\n\n",
-               seeds);
+    fmt::print(
+        "GPU allocation (%) at arrived GPU demand of 80..120 % of capacity, mean of {} "
+        "seed(s):\n\n",
+        seeds);
     gpushare::sim::write_table(std::cout, summaries, capacity_gpus);
 
     if (!out_path.empty()) {
       std::ofstream out(out_path);
       gpushare::sim::write_curve_csv(out, results);
       if (!out) throw gpushare::sim::TraceError("cannot write " + out_path);
+    }
+    if (!failures_path.empty()) {
+      std::ofstream out(failures_path);
+      out << "policy,seed,arrived_pct,pod,num_gpu,gpu_milli,cpu_milli,memory_mib,gpu_spec\n";
+      for (const auto& result : results) {
+        for (const auto& failure : result.failures) {
+          const auto& pod = simulator.pods()[failure.pod];
+          fmt::print(out, "{},{},{:.4f},{},{},{},{},{},{}\n", result.policy, result.seed,
+                     failure.arrived_pct, pod.name, pod.demand.gpu_count, pod.demand.per_gpu,
+                     pod.demand.cpu_milli, pod.demand.memory,
+                     fmt::join(pod.demand.allowed_models, "|"));
+        }
+      }
+      if (!out) throw gpushare::sim::TraceError("cannot write " + failures_path);
     }
     if (!plot_path.empty()) {
       std::ofstream out(plot_path);

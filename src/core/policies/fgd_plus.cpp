@@ -1,10 +1,10 @@
 #include "gpushare/core/policies/fgd_plus.h"
 
+#include <fmt/format.h>
+
 #include <algorithm>
 #include <array>
 #include <limits>
-
-#include <fmt/format.h>
 
 #include "gpushare/core/fit.h"
 
@@ -12,6 +12,68 @@ namespace gpushare::core {
 namespace {
 
 constexpr std::int64_t kUntracked = std::numeric_limits<std::int64_t>::max();
+
+// 0 up to `threshold`, rising linearly to 1 at 1, 1 beyond.
+double ramp(double ratio, double threshold) {
+  if (threshold >= 1) return ratio >= 1 ? 1.0 : 0.0;
+  return std::clamp((ratio - threshold) / (1 - threshold), 0.0, 1.0);
+}
+
+int whole_free_gpus(const NodeState& node) {
+  int whole = 0;
+  for (const GpuState& gpu : node.gpus()) whole += gpu.healthy && gpu.used == 0 ? 1 : 0;
+  return whole;
+}
+
+// How many pods of the multi-GPU `shape` fit in what a node has free (its model allowed).
+std::int64_t hosts(const WorkloadShape& shape, int whole_free, std::int64_t cpu_free,
+                   std::int64_t memory_free) {
+  std::int64_t count = whole_free / shape.gpu_count;
+  if (shape.cpu_milli > 0 && cpu_free != kUntracked) {
+    count = std::min(count, std::max<std::int64_t>(0, cpu_free) / shape.cpu_milli);
+  }
+  if (shape.memory > 0 && memory_free != kUntracked) {
+    count = std::min(count, std::max<std::int64_t>(0, memory_free) / shape.memory);
+  }
+  return count;
+}
+
+// Every host of `bigger` is a host of `smaller`: the two compete for the latter's hosts.
+bool needs_at_least(const WorkloadShape& bigger, const WorkloadShape& smaller) {
+  if (bigger.gpu_count < smaller.gpu_count || bigger.cpu_milli < smaller.cpu_milli ||
+      bigger.memory < smaller.memory) {
+    return false;
+  }
+  if (smaller.allowed_models.empty()) return true;
+  return !bigger.allowed_models.empty() &&
+         std::all_of(bigger.allowed_models.begin(), bigger.allowed_models.end(),
+                     [&](const std::string& m) { return smaller.allows_model(m); });
+}
+
+// Idle GPU memory, GPU capacity and GPUs of the cluster.
+struct ClusterGpus {
+  double idle = 0;
+  double capacity = 0;
+  double gpus = 0;
+  Units mean_per_gpu() const { return static_cast<Units>(capacity / gpus); }
+};
+
+Units healthy_free(const NodeState& node) {
+  Units free = 0;
+  for (const GpuState& gpu : node.gpus()) free += gpu.healthy ? gpu.free() : 0;
+  return free;
+}
+
+ClusterGpus cluster_gpus(std::span<const NodeState> nodes) {
+  ClusterGpus cluster;
+  for (const NodeState& node : nodes) {
+    if (node.gpu_count() == 0) continue;
+    cluster.idle += static_cast<double>(healthy_free(node));
+    cluster.capacity += static_cast<double>(node.spec().memory_per_gpu) * node.gpu_count();
+    cluster.gpus += node.gpu_count();
+  }
+  return cluster;
+}
 
 }  // namespace
 
@@ -30,7 +92,7 @@ TargetWorkload FgdPlusPolicy::target_for(std::span<const PodDemand> pods) {
 FgdPlusPolicy::FgdPlusPolicy() : FgdPlusPolicy(default_learning(), Options{}) {}
 
 FgdPlusPolicy::FgdPlusPolicy(WorkloadHistogram::Options learning, Options options)
-    : learned_(WorkloadHistogram(learning)), options_(options) {
+    : learned_(WorkloadHistogram(learning)), weighting_(learning.weighting), options_(options) {
   update_ratios();
 }
 
@@ -56,6 +118,174 @@ void FgdPlusPolicy::update_ratios() {
   cpu_per_gpu_unit_ = gpu > 0 ? cpu / gpu : 0;
   memory_per_gpu_unit_ = gpu > 0 ? memory / gpu : 0;
   compiled_ = CompiledWorkload(target());
+  prices_stale_ = true;
+}
+
+const std::vector<WeightedShape>& FgdPlusPolicy::demand_mix() const {
+  return learned_ ? learned_->shapes() : fixed_;
+}
+
+std::vector<double> FgdPlusPolicy::demand_shares(Units per_gpu) const {
+  std::vector<double> shares;
+  shares.reserve(demand_mix().size());
+  double total = 0;
+  for (const auto& [shape, weight] : demand_mix()) {
+    double demand = 0;
+    if (shape.wants_gpu()) {
+      // The target weighs a pod of g GPUs sqrt(g) (or 1) times; its demand is one pod's.
+      PodDemand pod;
+      pod.per_gpu = 1;
+      pod.gpu_count = shape.gpu_count;
+      demand = weight / pod_weight(pod, weighting_) *
+               static_cast<double>(shape.per_gpu_on(per_gpu) * shape.gpu_count);
+    }
+    shares.push_back(demand);
+    total += demand;
+  }
+  for (double& share : shares) share = total > 0 ? share / total : 0;
+  return shares;
+}
+
+std::vector<ModelPrice> FgdPlusPolicy::model_prices(std::span<const NodeState> nodes) const {
+  std::vector<ModelPrice> prices;
+  if (options_.scarcity_weight == 0) return prices;
+  const ClusterGpus cluster = cluster_gpus(nodes);
+  if (cluster.gpus == 0) return prices;
+  // Idle GPU memory per model.
+  std::vector<std::pair<std::string_view, double>> idle_by_model;
+  for (const NodeState& node : nodes) {
+    if (node.gpu_count() == 0) continue;
+    const std::string_view model = node.spec().gpu_model;
+    auto it = std::find_if(idle_by_model.begin(), idle_by_model.end(),
+                           [&](const auto& entry) { return entry.first == model; });
+    if (it == idle_by_model.end()) it = idle_by_model.insert(idle_by_model.end(), {model, 0.0});
+    it->second += static_cast<double>(healthy_free(node));
+  }
+  // The shapes' shares of GPU demand summed per pinned model set.
+  const std::vector<double> shares = demand_shares(cluster.mean_per_gpu());
+  std::vector<double> pinned;  // parallel to prices
+  for (std::size_t i = 0; i < shares.size(); ++i) {
+    const WorkloadShape& shape = demand_mix()[i].shape;
+    if (shares[i] <= 0 || shape.allowed_models.empty()) continue;
+    auto it = std::find_if(prices.begin(), prices.end(),
+                           [&](const ModelPrice& p) { return p.models == shape.allowed_models; });
+    if (it == prices.end()) {
+      prices.push_back({shape.allowed_models, 0});
+      pinned.push_back(0);
+      it = prices.end() - 1;
+    }
+    pinned[static_cast<std::size_t>(it - prices.begin())] += shares[i];
+  }
+  for (std::size_t a = 0; a < prices.size(); ++a) {
+    double supply = 0;
+    for (const auto& [model, free] : idle_by_model) {
+      if (std::binary_search(prices[a].models.begin(), prices[a].models.end(), model))
+        supply += free;
+    }
+    const double demand = pinned[a] * cluster.idle;
+    prices[a].price = supply > 0 ? ramp(demand / supply, options_.scarcity_threshold) : 1.0;
+  }
+  return prices;
+}
+
+std::vector<HostPrice> FgdPlusPolicy::host_prices(std::span<const NodeState> nodes) const {
+  std::vector<HostPrice> prices;
+  if (options_.host_weight == 0) return prices;
+  const ClusterGpus cluster = cluster_gpus(nodes);
+  if (cluster.gpus == 0 || cluster.mean_per_gpu() <= 0) return prices;
+  const std::vector<double> shares = demand_shares(cluster.mean_per_gpu());
+  std::vector<std::size_t> multi;  // demand_mix() indices of the multi-GPU shapes
+  for (std::size_t i = 0; i < shares.size(); ++i) {
+    if (shares[i] > 0 && demand_mix()[i].shape.gpu_count > 1) multi.push_back(i);
+  }
+  if (multi.empty()) return prices;
+  std::vector<double> supply(multi.size(), 0.0);  // pods each shape can still be hosted
+  for (const NodeState& node : nodes) {
+    const int whole = node.gpu_count() > 1 ? whole_free_gpus(node) : 0;
+    if (whole < 2) continue;
+    for (std::size_t k = 0; k < multi.size(); ++k) {
+      const WorkloadShape& shape = demand_mix()[multi[k]].shape;
+      if (!shape.allows_model(node.spec().gpu_model)) continue;
+      supply[k] += static_cast<double>(hosts(shape, whole, node.cpu_free(), node.memory_free()));
+    }
+  }
+  const double idle_gpus = cluster.idle / static_cast<double>(cluster.mean_per_gpu());
+  for (std::size_t k = 0; k < multi.size(); ++k) {
+    const WorkloadShape& shape = demand_mix()[multi[k]].shape;
+    if (supply[k] == 0) continue;  // no host left to protect
+    double demand = 0;             // GPUs still to come that need a host of `shape`
+    for (std::size_t i : multi) {
+      if (needs_at_least(demand_mix()[i].shape, shape)) demand += shares[i] * idle_gpus;
+    }
+    const double price = ramp(demand / (supply[k] * shape.gpu_count), options_.host_threshold);
+    if (price > 0) prices.push_back({shape, price});
+  }
+  return prices;
+}
+
+double FgdPlusPolicy::host_cost(const NodeState& node, const PodDemand& pod) const {
+  if (host_prices_.empty() || node.gpu_count() < 2) return 0;
+  const int whole = whole_free_gpus(node);
+  if (whole < 2) return 0;
+  int taken = 0;  // whole GPUs the pod takes
+  if (pod.needs_whole_gpus()) {
+    taken = pod.gpu_count;
+  } else if (pod.wants_gpu()) {
+    // A sharing pod goes to a used GPU where one has room (see place_with's candidates).
+    taken = std::any_of(node.gpus().begin(), node.gpus().end(),
+                        [&](const GpuState& gpu) {
+                          return gpu.healthy && gpu.used > 0 && gpu.free() >= pod.per_gpu;
+                        })
+                ? 0
+                : 1;
+  }
+  const std::int64_t cpu = node.cpu_free();
+  const std::int64_t memory = node.memory_free();
+  const std::int64_t cpu_after = cpu == kUntracked ? cpu : cpu - pod.cpu_milli;
+  const std::int64_t memory_after = memory == kUntracked ? memory : memory - pod.memory;
+  double cost = 0;
+  for (const HostPrice& host : host_prices_) {
+    if (!host.shape.allows_model(node.spec().gpu_model)) continue;
+    const std::int64_t before = hosts(host.shape, whole, cpu, memory);
+    if (before == 0) continue;
+    const std::int64_t lost = before - hosts(host.shape, whole - taken, cpu_after, memory_after);
+    cost += host.price * static_cast<double>(lost * host.shape.gpu_count);
+  }
+  return options_.host_weight * cost;
+}
+
+double FgdPlusPolicy::scarcity_cost(std::string_view model, Units capacity, const PodDemand& pod,
+                                    Units taken) const {
+  if (prices_.empty() || taken <= 0) return 0;
+  double price = 0;
+  for (const ModelPrice& set : prices_) {
+    if (set.price <= price || !std::binary_search(set.models.begin(), set.models.end(), model)) {
+      continue;
+    }
+    // A pod whose own pin lies within the set is the demand the price protects.
+    const bool covered =
+        !pod.allowed_models.empty() &&
+        std::all_of(pod.allowed_models.begin(), pod.allowed_models.end(),
+                    [&](const std::string& m) {
+                      return std::binary_search(set.models.begin(), set.models.end(), m);
+                    });
+    if (!covered) price = set.price;
+  }
+  return options_.scarcity_weight * price * static_cast<double>(taken) /
+         static_cast<double>(std::max<Units>(1, capacity));
+}
+
+void FgdPlusPolicy::observe_cluster(std::span<const NodeState> nodes) {
+  if (options_.scarcity_weight == 0 && options_.host_weight == 0) return;
+  if (!prices_stale_ && ++since_prices_ < options_.scarcity_refresh) return;
+  since_prices_ = 0;
+  prices_stale_ = false;
+  std::vector<ModelPrice> prices = model_prices(nodes);
+  std::vector<HostPrice> host = host_prices(nodes);
+  if (prices == prices_ && host == host_prices_) return;
+  prices_ = std::move(prices);
+  host_prices_ = std::move(host);
+  ++prices_version_;
 }
 
 double FgdPlusPolicy::stranded_gpu(Units idle_units, std::int64_t cpu_free,
@@ -63,12 +293,12 @@ double FgdPlusPolicy::stranded_gpu(Units idle_units, std::int64_t cpu_free,
   const double idle = static_cast<double>(idle_units);
   double usable = idle;
   if (cpu_per_gpu_unit_ > 0 && cpu_free != kUntracked) {
-    usable = std::min(usable, static_cast<double>(std::max<std::int64_t>(0, cpu_free)) /
-                                  cpu_per_gpu_unit_);
+    usable = std::min(usable,
+                      static_cast<double>(std::max<std::int64_t>(0, cpu_free)) / cpu_per_gpu_unit_);
   }
   if (memory_per_gpu_unit_ > 0 && memory_free != kUntracked) {
-    usable = std::min(usable, static_cast<double>(std::max<std::int64_t>(0, memory_free)) /
-                                  memory_per_gpu_unit_);
+    usable = std::min(
+        usable, static_cast<double>(std::max<std::int64_t>(0, memory_free)) / memory_per_gpu_unit_);
   }
   return idle - usable;
 }
@@ -121,7 +351,8 @@ Placement FgdPlusPolicy::place_with(const NodeFragmentation& fragmentation, cons
   const auto score = [&](double fragmentation_after, Units idle_after) {
     return -(measure(fragmentation_after, idle_after, fragmentation.cpu_after(),
                      fragmentation.memory_after()) -
-             measure_before) / capacity -
+             measure_before) /
+               capacity -
            options_.pack_weight * static_cast<double>(idle_after) / (8 * capacity);
   };
   const auto set_before = [&](double fragmentation_before) {
@@ -132,7 +363,8 @@ Placement FgdPlusPolicy::place_with(const NodeFragmentation& fragmentation, cons
   const int count = fragmentation.candidates();
   if (!pod.wants_gpu() || pod.needs_whole_gpus()) {
     if (pod.wants_gpu()) placement.gpus = lowest_whole_gpus(node, pod.gpu_count);
-    const Units taken = pod.wants_gpu() ? pod.per_gpu * static_cast<Units>(placement.gpus.size()) : 0;
+    const Units taken =
+        pod.wants_gpu() ? pod.per_gpu * static_cast<Units>(placement.gpus.size()) : 0;
     double before = 0;
     double after = 0;
     fragmentation.before_and_after(placement.gpus, before, after);
@@ -150,7 +382,8 @@ Placement FgdPlusPolicy::place_with(const NodeFragmentation& fragmentation, cons
     set_before(before);
     placement.score = score(after[0], idle - pod.per_gpu);
     for (int k = 1; k < window; ++k) {
-      placement.score = std::max(placement.score, score(after[static_cast<std::size_t>(k)], idle - pod.per_gpu));
+      placement.score =
+          std::max(placement.score, score(after[static_cast<std::size_t>(k)], idle - pod.per_gpu));
     }
   } else {
     set_before(fragmentation.before());
@@ -166,6 +399,11 @@ Placement FgdPlusPolicy::place_with(const NodeFragmentation& fragmentation, cons
     }
     placement.gpus = {best_gpu};
   }
+  if (pod.wants_gpu()) {
+    placement.score -= scarcity_cost(node.spec().gpu_model, node.spec().memory_per_gpu, pod,
+                                     pod.per_gpu * pod.gpu_count);
+  }
+  placement.score -= host_cost(node, pod);
   if (score_only != nullptr) *score_only = placement.score;
   return placement;
 }
@@ -187,10 +425,15 @@ std::optional<Placement> FgdPlusPolicy::reference_place(const NodeState& node,
     FreeResources after = before;
     after.take(pod, placement.gpus);
     placement.score = score(after);
+    if (pod.wants_gpu()) {
+      placement.score -= scarcity_cost(node.spec().gpu_model, node.spec().memory_per_gpu, pod,
+                                       pod.per_gpu * pod.gpu_count);
+    }
+    placement.score -= host_cost(node, pod);
     return placement;
   }
   FreeResources after = before;
-  after.take(pod, {});  // CPU and memory once; the GPU one candidate at a time
+  after.take(pod, {});       // CPU and memory once; the GPU one candidate at a time
   std::vector<Units> tried;  // GPUs with equal free memory give the same node after placement
   int best_gpu = -1;
   double best_score = 0;
@@ -208,7 +451,10 @@ std::optional<Placement> FgdPlusPolicy::reference_place(const NodeState& node,
     }
   }
   placement.gpus = {best_gpu};
-  placement.score = best_score;
+  placement.score =
+      best_score -
+      scarcity_cost(node.spec().gpu_model, node.spec().memory_per_gpu, pod, pod.per_gpu) -
+      host_cost(node, pod);
   return placement;
 }
 
@@ -219,12 +465,13 @@ void FgdPlusPolicy::observe(const PodDemand& pod) {
   if (learned_->version() != version) update_ratios();
 }
 
-std::uint64_t FgdPlusPolicy::state_version() const { return learned_ ? learned_->version() : 0; }
+std::uint64_t FgdPlusPolicy::state_version() const {
+  return (learned_ ? learned_->version() : 0) + prices_version_;
+}
 
 std::string FgdPlusPolicy::describe_state() const {
   const std::string workload =
-      learned_ ? learned_->describe()
-               : fmt::format("{{\"fixedTargetShapes\":{}}}", fixed_.size());
+      learned_ ? learned_->describe() : fmt::format("{{\"fixedTargetShapes\":{}}}", fixed_.size());
   return fmt::format(
       "{{\"policy\":\"fgd-plus\",\"balanceWeight\":{},\"packWeight\":{},"
       "\"cpuMilliPerGpuUnit\":{:.4f},\"memoryPerGpuUnit\":{:.4f},\"workload\":{}}}",
