@@ -13,6 +13,7 @@
 #include "gpushare/core/fragmentation.h"
 #include "gpushare/core/model_pin.h"
 #include "gpushare/core/placement_policy.h"
+#include "gpushare/extender/dra_scoring.h"
 #include "gpushare/extender/metric_registry.h"
 #include "gpushare/extender/model_store.h"
 #include "gpushare/extender/pod_binder.h"
@@ -437,8 +438,8 @@ DeployedResult run_deployed(const std::vector<core::NodeSpec>& node_specs, const
         }
         store.write([&](core::ClusterModel& model, core::PlacementPolicy& policy) {
           model.update_dra([&](core::DraState& dra) { dra.upsert_claim(claim); });
-          // What the extender's watch learns from the bound pod (its claim holds its GPUs).
-          policy.observe(info.demand(model.gpu_models()));
+          // What the extender's watch learns from the bound pod and its claim.
+          policy.observe(extender::learned_demand(model, info));
           kube::PodInfo bound = info;
           bound.node_name = node.name;
           bound.phase = "Running";
