@@ -1,5 +1,7 @@
 #include "gpushare/kubesim/deployed_run.h"
 
+#include <fmt/format.h>
+
 #include <algorithm>
 #include <chrono>
 #include <ctime>
@@ -8,22 +10,27 @@
 #include <stdexcept>
 #include <unordered_map>
 
-#include <fmt/format.h>
-
 #include "gpushare/core/fragmentation.h"
 #include "gpushare/core/model_pin.h"
 #include "gpushare/core/placement_policy.h"
+#include "gpushare/extender/dra_scoring.h"
 #include "gpushare/extender/metric_registry.h"
 #include "gpushare/extender/model_store.h"
 #include "gpushare/extender/pod_binder.h"
 #include "gpushare/extender/rejection_log.h"
 #include "gpushare/extender/scheduling_service.h"
+#include "gpushare/kubesim/dra_allocator.h"
 #include "gpushare/sim/arrivals.h"
 
 namespace gpushare::kubesim {
 namespace {
 
 constexpr std::int64_t kMiB = 1024 * 1024;
+// The DRA set-up: the driver and DeviceClass GPU pods' claims name, and the bytes one unit of
+// GPU memory is published and requested as (the service's --dra-memory-unit default).
+constexpr std::string_view kDraDriver = "gpu.nvidia.com";
+constexpr std::int64_t kDraBytesPerUnit = core::kGiB;
+constexpr std::string_view kDraRequest = "gpu";
 
 // A node as kube-scheduler's cache holds it.
 struct KubeNode {
@@ -41,6 +48,7 @@ struct KubeNode {
   std::int64_t nonzero_memory = 0;
   std::int64_t requested_gpu_mem = 0;
   std::int64_t pods = 0;
+  std::vector<core::Units> dra_free;  // DRA: memory left on each device, in allocator order
 };
 
 // A pod as kube-scheduler reads it.
@@ -50,6 +58,8 @@ struct KubePod {
   std::int64_t cpu = 0;     // milli
   std::int64_t memory = 0;  // bytes
   std::int64_t gpu_mem = 0;
+  std::int64_t dra_count = 0;  // DRA: devices its claim asks for, each with dra_memory
+  core::Units dra_memory = 0;
   std::int64_t nonzero_cpu = 0;
   std::int64_t nonzero_memory = 0;
   std::vector<std::string> resources;  // what its containers request, for IsInterested
@@ -181,10 +191,41 @@ DeployedResult run_deployed(const std::vector<core::NodeSpec>& node_specs, const
       node.allocatable_cpu = spec.cpu_milli;
       node.allocatable_memory = spec.memory;
       node.allocatable_pods = options.max_pods_per_node;
-      node.allocatable_gpu_mem = spec.memory_per_gpu * spec.gpu_count;
-      node.allocatable_gpu_count = spec.gpu_count;
+      if (options.dra) {
+        // The Node object advertises no GPU resource; its ResourceSlice publishes the GPUs.
+        node.dra_free.assign(static_cast<std::size_t>(std::max(0, spec.gpu_count)),
+                             spec.memory_per_gpu);
+        spec.gpu_count = 0;
+        spec.memory_per_gpu = 0;
+      } else {
+        node.allocatable_gpu_mem = spec.memory_per_gpu * spec.gpu_count;
+        node.allocatable_gpu_count = spec.gpu_count;
+      }
       nodes.push_back(std::move(node));
       model.upsert_node(std::move(spec));
+    }
+    if (options.dra) {
+      model.update_dra([&](core::DraState& dra) {
+        dra.set_config({std::string(kDraDriver), kDraBytesPerUnit});
+        dra.upsert_class({std::string(kDraDriver), std::string(kDraDriver)});
+        for (const core::NodeSpec& trace_spec : node_specs) {
+          if (trace_spec.gpu_count <= 0) continue;
+          core::DraSlice slice;
+          slice.name = fmt::format("{}-{}", trace_spec.name, kDraDriver);
+          slice.driver = kDraDriver;
+          slice.pool = trace_spec.name;
+          slice.generation = 1;
+          slice.node = trace_spec.name;
+          for (int gpu = 0; gpu < trace_spec.gpu_count; ++gpu) {
+            slice.devices.push_back({fmt::format("gpu-{}", gpu),
+                                     trace_spec.memory_per_gpu * kDraBytesPerUnit,
+                                     {},
+                                     trace_spec.gpu_model,
+                                     true});
+          }
+          dra.upsert_slice(std::move(slice));
+        }
+      });
     }
   });
   for (std::size_t i = 0; i < nodes.size(); ++i) node_index.emplace(nodes[i].name, i);
@@ -235,7 +276,12 @@ DeployedResult run_deployed(const std::vector<core::NodeSpec>& node_specs, const
     pod.uid = fmt::format("sim-{}", sequence);
     pod.cpu = demand.cpu_milli;
     pod.memory = demand.memory * kMiB;
-    pod.gpu_mem = demand.wants_gpu() ? demand.total_gpu() : 0;
+    if (options.dra && demand.wants_gpu()) {
+      pod.dra_count = demand.gpu_count;
+      pod.dra_memory = demand.per_gpu;
+    } else {
+      pod.gpu_mem = demand.wants_gpu() ? demand.total_gpu() : 0;
+    }
     pod.nonzero_cpu = pod.cpu > 0 ? pod.cpu : kDefaultMilliCpuRequest;
     pod.nonzero_memory = pod.memory > 0 ? pod.memory : kDefaultMemoryRequest;
     if (pod.cpu > 0) pod.resources.emplace_back("cpu");
@@ -244,7 +290,8 @@ DeployedResult run_deployed(const std::vector<core::NodeSpec>& node_specs, const
     // The trace's models as the pod's required node affinity (In): kube-scheduler's NodeAffinity
     // below and the extender's model read the same pin with the same matcher.
     pod.pin = core::ModelPin::any_of(demand.allowed_models);
-    const bool wants_gpu = pod.gpu_mem > 0;
+    const bool wants_gpu = demand.wants_gpu();
+    const bool dra_pod = pod.dra_count > 0;
     (wants_gpu ? stats.gpu_pods : stats.cpu_only_pods) += 1;
     SchedulerInstance& scheduler = wants_gpu ? gpu_scheduler : cpu_scheduler;
 
@@ -256,6 +303,20 @@ DeployedResult run_deployed(const std::vector<core::NodeSpec>& node_specs, const
     info.cpu_milli = pod.cpu;
     info.memory = pod.memory;
     info.model_pin = pod.pin;  // as kube::decode_pod reads the pod's node affinity
+    // A DRA pod's claim, generated from its template before the pod is scheduled: pending until
+    // kube's allocator writes its allocation at bind.
+    core::DraClaim claim;
+    if (dra_pod) {
+      claim.namespace_name = "default";
+      claim.name = fmt::format("{}-{}", pod.name, kDraRequest);
+      claim.uid = fmt::format("claim-{}", sequence);
+      claim.requests.push_back({std::string(kDraRequest), std::string(kDraDriver), pod.dra_count,
+                                false, pod.dra_memory * kDraBytesPerUnit});
+      info.resource_claims.push_back({std::string(kDraRequest), claim.name, {}});
+      store.write([&](core::ClusterModel& model, core::PlacementPolicy&) {
+        model.update_dra([&](core::DraState& dra) { dra.upsert_claim(claim); });
+      });
+    }
     binder.set_current(info);
 
     const auto offered_names = [&] {
@@ -285,6 +346,8 @@ DeployedResult run_deployed(const std::vector<core::NodeSpec>& node_specs, const
           continue;
         }
         if (!pod.pin.allows(node.gpu_model)) continue;
+        // DynamicResources: the node's allocator must find the claim's devices.
+        if (dra_pod && !dra_first_fit(node.dra_free, pod.dra_count, pod.dra_memory)) continue;
         feasible.push_back(index);
       }
       scheduler.next_start = (scheduler.next_start + processed) % node_count;
@@ -355,15 +418,42 @@ DeployedResult run_deployed(const std::vector<core::NodeSpec>& node_specs, const
     }
 
     bool placed = false;
+    std::vector<int> dra_devices;
     if (chosen) {
       KubeNode& node = nodes[*chosen];
       const ExtenderConfig* binder_extender = nullptr;
-      if (scheduler.with_extenders) {
+      if (dra_pod) {
+        // kube's allocator (Reserve/PreBind) writes the claim's allocation, then kube binds.
+        const auto taken = dra_first_fit(node.dra_free, pod.dra_count, pod.dra_memory);
+        if (!taken) throw std::logic_error("a DRA pod chosen for a node its claim does not fit");
+        claim.allocated = true;
+        claim.node = node.name;
+        claim.reserved_for.push_back(pod.name);
+        for (const std::size_t device : *taken) {
+          node.dra_free[device] -= pod.dra_memory;
+          dra_devices.push_back(static_cast<int>(device));
+          claim.results.push_back({std::string(kDraRequest), std::string(kDraDriver), node.name,
+                                   fmt::format("gpu-{}", device), pod.dra_memory * kDraBytesPerUnit,
+                                   fmt::format("{}-{}", claim.uid, device)});
+        }
+        store.write([&](core::ClusterModel& model, core::PlacementPolicy& policy) {
+          model.update_dra([&](core::DraState& dra) { dra.upsert_claim(claim); });
+          // What the extender's watch learns from the bound pod and its claim.
+          policy.observe(extender::learned_demand(model, info));
+          kube::PodInfo bound = info;
+          bound.node_name = node.name;
+          bound.phase = "Running";
+          if (auto allocation = kube::allocation_of(bound)) model.add_pod(std::move(*allocation));
+        });
+        placed = true;
+      } else if (scheduler.with_extenders) {
         for (const ExtenderConfig& extender : config.extenders) {
           if (!extender.bind_verb.empty() && extender.interested_in(pod.resources)) binder_extender = &extender;
         }
       }
-      if (binder_extender != nullptr) {
+      if (dra_pod) {
+        // Bound above.
+      } else if (binder_extender != nullptr) {
         const extender::BindReply reply = service.bind({pod.name, "default", pod.uid, node.name});
         ++stats.extender_binds;
         placed = reply.error.empty();
@@ -398,7 +488,14 @@ DeployedResult run_deployed(const std::vector<core::NodeSpec>& node_specs, const
       }
     }
     if (!placed) (wants_gpu ? stats.failed_gpu_pods : stats.failed_cpu_only_pods) += 1;
+    if (dra_pod && !placed) {
+      // The pod stays pending and its claim unallocated: nothing the model needs to keep.
+      store.write([&](core::ClusterModel& model, core::PlacementPolicy&) {
+        model.update_dra([&](core::DraState& dra) { dra.remove_claim(claim.key()); });
+      });
+    }
     out.placements.push_back(placed ? nodes[*chosen].name : std::string());
+    if (options.dra) out.dra_devices.push_back(std::move(dra_devices));
     records.push_back({100.0 * static_cast<double>(result.arrived) / capacity_units,
                        100.0 * static_cast<double>(result.allocated) / capacity_units,
                        100.0 * fragmentation_total / capacity_units});

@@ -20,6 +20,12 @@ namespace gpushare::extender {
 std::vector<core::DraRequest> pending_dra_requests(const core::DraState& dra,
                                                    const kube::PodInfo& pod);
 
+// What the policy learns of the workload from a bound pod: its demand, and for a pod with DRA
+// claims (which ask no GPU resource of the pod itself) the GPU memory its claims ask of the
+// model's driver: as many GPUs as their requests' devices, each with the largest memory asked.
+// Without it a DRA cluster's GPU pods would all count as CPU-only for the learned workload.
+core::PodDemand learned_demand(const core::ClusterModel& model, const kube::PodInfo& pod);
+
 // Raw scores of `offered` for a pod with claims (nullopt per node where they do not fit), or
 // nullopt when the pod asks for no device of the configured driver: score it as any other pod.
 std::optional<std::vector<std::optional<double>>> dra_raw_scores(

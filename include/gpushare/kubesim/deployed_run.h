@@ -19,6 +19,16 @@
 //  5. the highest total wins, ties broken uniformly at random (kube's selectHost);
 //  6. bind: through the extender with a bindVerb that is interested, else kube's own binder; the
 //     extender's model then learns the pod as its watch would.
+//
+// With DeployedOptions::dra, GPUs are Dynamic Resource Allocation devices instead of the device
+// plugin's aliyun.com/gpu-mem: each GPU node publishes one ResourceSlice (pool = node name,
+// driver gpu.nvidia.com) whose devices gpu-0.. have allowMultipleAllocations and a memory
+// capacity, and a GPU pod asks through one ResourceClaim with one request (count = its GPUs,
+// capacity.requests.memory = its memory per GPU). kube's DynamicResources plugin filters (a node
+// is feasible when its allocator, dra_allocator.h, finds devices) and kube binds, writing the
+// claim's allocation; extenders without managedResources still score the pod (the service
+// predicts the allocator's pick from the pending claim, as it does in a cluster), and no
+// extender filters or binds it.
 
 #include <cstdint>
 #include <string>
@@ -48,6 +58,7 @@ struct DeployedOptions {
   std::int64_t max_pods_per_node = 110;  // kubelet's default
   std::string extender_policy = "binpack";  // the service's --policy
   std::string score_mapping = "rank";       // the service's --score-mapping
+  bool dra = false;  // GPUs as DRA devices and GPU pods as ResourceClaims (above)
 };
 
 // What happened to the pods, beyond the allocation curve.
@@ -68,6 +79,7 @@ struct DeployedResult {
   sim::RunResult run;
   DeployedStats stats;
   std::vector<std::string> placements;  // per arrival: the node it went to, empty if it failed
+  std::vector<std::vector<int>> dra_devices;  // with dra, per arrival: the devices its claim got
 };
 
 // Runs the arrivals (indices into `pods`) for one seed. Throws ConfigError for a profile that

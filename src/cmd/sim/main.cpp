@@ -64,7 +64,7 @@ std::vector<RunResult> run_all(const gpushare::sim::Simulator& simulator,
       if (jobs[i].deployed) {
         gpushare::kubesim::DeployedOptions options = deployment->options;
         options.extender_policy = jobs[i].policy;
-        auto [run, stats, placements] = gpushare::kubesim::run_deployed(
+        auto [run, stats, placements, dra_devices] = gpushare::kubesim::run_deployed(
             simulator.nodes(), simulator.pods(), simulator.arrivals(jobs[i].seed),
             simulator.typical_workload(), deployment->config, options, jobs[i].seed,
             deployed_run_name(jobs[i].policy, *deployment));
@@ -125,6 +125,7 @@ int main(int argc, char** argv) {
   std::string cpu_only_pods = "auto";
   std::int64_t max_pods = 110;
   std::string score_mapping = "rank";
+  bool dra = false;
   app.add_option("--nodes", nodes_path, "node list CSV (sn,cpu_milli,memory_mib,gpu,model)")
       ->required();
   app.add_option("--pods", pods_path,
@@ -203,6 +204,11 @@ int main(int argc, char** argv) {
                              gpushare::core::kScoreMappingNames))
       ->capture_default_str()
       ->check(CLI::IsMember({"minmax", "rank"}));
+  app.add_flag(
+      "--dra", dra,
+      "with --scheduler-config: GPUs as DRA devices (one ResourceSlice per node, shared by "
+      "memory) and GPU pods as ResourceClaims; kube's DRA allocator takes the first device "
+      "that fits, kube filters and binds, extenders without managedResources score");
   app.add_flag("-v,--verbose", verbose, "print each run as it finishes");
   app.set_version_flag("--version", gpushare::version_string());
   CLI11_PARSE(app, argc, argv);
@@ -233,7 +239,9 @@ int main(int argc, char** argv) {
                                        : gpushare::kubesim::CpuOnlyPods::kAuto;
       deployment->options.max_pods_per_node = max_pods;
       deployment->options.score_mapping = score_mapping;
-      deployment->label = std::filesystem::path(scheduler_config_path).stem().string();
+      deployment->options.dra = dra;
+      deployment->label =
+          std::filesystem::path(scheduler_config_path).stem().string() + (dra ? "+dra" : "");
       for (const auto& policy : policies) {
         if (!gpushare::core::make_policy(policy)) {
           throw gpushare::sim::TraceError(
