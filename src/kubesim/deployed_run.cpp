@@ -444,6 +444,7 @@ DeployedResult run_deployed(const std::vector<core::NodeSpec>& node_specs, const
           bound.node_name = node.name;
           bound.phase = "Running";
           if (auto allocation = kube::allocation_of(bound)) model.add_pod(std::move(*allocation));
+          policy.observe_cluster(model.nodes());
         });
         placed = true;
       } else if (scheduler.with_extenders) {
