@@ -69,8 +69,10 @@ struct KubePod {
 // Where the extender's bind finds the pod: the one being scheduled.
 class SimPodBinder final : public extender::PodBinder {
  public:
-  std::optional<kube::PodInfo> find_pod(std::string_view namespace_name, std::string_view name) override {
-    if (current_ && current_->namespace_name == namespace_name && current_->name == name) return current_;
+  std::optional<kube::PodInfo> find_pod(std::string_view namespace_name,
+                                        std::string_view name) override {
+    if (current_ && current_->namespace_name == namespace_name && current_->name == name)
+      return current_;
     return std::nullopt;
   }
   extender::BindOutcome bind(const kube::PodInfo&, std::string_view,
@@ -95,7 +97,8 @@ ResourceUse resource_use(std::string_view resource, const KubeNode& node, const 
                          bool use_requested, KubeVersion version) {
   const bool actual = use_requested && version == KubeVersion::kCurrent;
   if (resource == "cpu") {
-    return {node.allocatable_cpu, actual ? node.requested_cpu + pod.cpu : node.nonzero_cpu + pod.nonzero_cpu};
+    return {node.allocatable_cpu,
+            actual ? node.requested_cpu + pod.cpu : node.nonzero_cpu + pod.nonzero_cpu};
   }
   if (resource == "memory") {
     return {node.allocatable_memory,
@@ -119,11 +122,13 @@ std::int64_t plugin_score(const ResourceScorer& scorer, const KubeNode& node, co
       uses.push_back(resource_use("cpu", node, pod, true, version));
       uses.push_back(resource_use("memory", node, pod, true, version));
     } else {
-      for (const ResourceWeight& r : scorer.resources) uses.push_back(resource_use(r.name, node, pod, true, version));
+      for (const ResourceWeight& r : scorer.resources)
+        uses.push_back(resource_use(r.name, node, pod, true, version));
     }
     return balanced_allocation_score(uses, version);
   }
-  for (const ResourceWeight& r : scorer.resources) uses.push_back(resource_use(r.name, node, pod, false, version));
+  for (const ResourceWeight& r : scorer.resources)
+    uses.push_back(resource_use(r.name, node, pod, false, version));
   return resource_strategy_score(scorer.strategy, scorer.resources, scorer.shape, uses, version);
 }
 
@@ -137,9 +142,11 @@ struct SchedulerInstance {
 
 }  // namespace
 
-DeployedResult run_deployed(const std::vector<core::NodeSpec>& node_specs, const std::vector<sim::TracePod>& pods,
-                            const std::vector<std::size_t>& arrivals, const core::TargetWorkload& typical,
-                            const SchedulerConfig& config, const DeployedOptions& options, std::uint64_t seed,
+DeployedResult run_deployed(const std::vector<core::NodeSpec>& node_specs,
+                            const std::vector<sim::TracePod>& pods,
+                            const std::vector<std::size_t>& arrivals,
+                            const core::TargetWorkload& typical, const SchedulerConfig& config,
+                            const DeployedOptions& options, std::uint64_t seed,
                             std::string run_name) {
   const auto started = std::chrono::steady_clock::now();
   const double cpu_started = thread_cpu_seconds();
@@ -147,10 +154,12 @@ DeployedResult run_deployed(const std::vector<core::NodeSpec>& node_specs, const
 
   // The profiles: GPU pods name the configured one; CPU-only pods the same one, or a plain
   // default-scheduler in a second-scheduler set-up.
-  const SchedulerProfile* configured =
-      options.scheduler_name.empty() ? &config.profiles.front() : config.profile(options.scheduler_name);
+  const SchedulerProfile* configured = options.scheduler_name.empty()
+                                           ? &config.profiles.front()
+                                           : config.profile(options.scheduler_name);
   if (configured == nullptr) {
-    throw ConfigError(fmt::format("no profile with schedulerName {} in the configuration", options.scheduler_name));
+    throw ConfigError(fmt::format("no profile with schedulerName {} in the configuration",
+                                  options.scheduler_name));
   }
   const SchedulerProfile plain_default = default_profile(version);
   CpuOnlyPods cpu_only = options.cpu_only_pods;
@@ -160,11 +169,13 @@ DeployedResult run_deployed(const std::vector<core::NodeSpec>& node_specs, const
   }
   SchedulerInstance gpu_scheduler{configured, true, config.percentage_for(*configured), 0};
   SchedulerInstance plain_scheduler{&plain_default, false, 0, 0};
-  SchedulerInstance& cpu_scheduler = cpu_only == CpuOnlyPods::kSameProfile ? gpu_scheduler : plain_scheduler;
+  SchedulerInstance& cpu_scheduler =
+      cpu_only == CpuOnlyPods::kSameProfile ? gpu_scheduler : plain_scheduler;
 
   // The extender, as the service runs it.
   std::unique_ptr<core::PlacementPolicy> policy = core::make_policy(options.extender_policy);
-  if (!policy) throw std::invalid_argument(fmt::format("unknown policy '{}'", options.extender_policy));
+  if (!policy)
+    throw std::invalid_argument(fmt::format("unknown policy '{}'", options.extender_policy));
   extender::ModelStore store(std::move(policy));
   SimPodBinder binder;
   extender::MetricRegistry metrics;
@@ -172,10 +183,25 @@ DeployedResult run_deployed(const std::vector<core::NodeSpec>& node_specs, const
   extender::ServiceConfig service_config;
   std::int64_t clock_ns = 1'700'000'000'000'000'000;
   service_config.now_ns = [&clock_ns] { return ++clock_ns; };
-  const std::optional<core::ScoreMapping> mapping = core::score_mapping_named(options.score_mapping);
-  if (!mapping) throw std::invalid_argument(fmt::format("unknown score mapping '{}'", options.score_mapping));
+  const std::optional<core::ScoreMapping> mapping =
+      core::score_mapping_named(options.score_mapping);
+  if (!mapping)
+    throw std::invalid_argument(fmt::format("unknown score mapping '{}'", options.score_mapping));
   service_config.score_mapping = *mapping;
   extender::SchedulingService service(store, binder, metrics, rejections, service_config);
+  // What the extender's watch makes of a pod kube bound itself: it learns the pod's demand (a DRA
+  // pod's from its claims) and holds what kube::allocation_of reads from the bound pod.
+  const auto watch_sees_bound = [&store](const kube::PodInfo& pending,
+                                         const std::string& node_name) {
+    store.write([&](core::ClusterModel& model, core::PlacementPolicy& policy) {
+      policy.observe(extender::learned_demand(model, pending));
+      kube::PodInfo bound = pending;
+      bound.node_name = node_name;
+      bound.phase = "Running";
+      if (auto allocation = kube::allocation_of(bound)) model.add_pod(std::move(*allocation));
+      policy.observe_cluster(model.nodes());
+    });
+  };
 
   std::vector<KubeNode> nodes;
   nodes.reserve(node_specs.size());
@@ -236,12 +262,14 @@ DeployedResult run_deployed(const std::vector<core::NodeSpec>& node_specs, const
   bool gpu_mem_ignored_by_scheduler = false;
   for (const ExtenderConfig& extender : config.extenders) {
     for (const ManagedResource& managed : extender.managed_resources) {
-      if (managed.name == kGpuMemResource && managed.ignored_by_scheduler) gpu_mem_ignored_by_scheduler = true;
+      if (managed.name == kGpuMemResource && managed.ignored_by_scheduler)
+        gpu_mem_ignored_by_scheduler = true;
     }
   }
 
   core::Units capacity = 0;
-  for (const core::NodeSpec& spec : node_specs) capacity += spec.memory_per_gpu * std::max(0, spec.gpu_count);
+  for (const core::NodeSpec& spec : node_specs)
+    capacity += spec.memory_per_gpu * std::max(0, spec.gpu_count);
   const double capacity_units = static_cast<double>(std::max<core::Units>(1, capacity));
 
   std::vector<double> node_fragmentation(node_count, 0);
@@ -340,7 +368,8 @@ DeployedResult run_deployed(const std::vector<core::NodeSpec>& node_specs, const
         const KubeNode& node = nodes[index];
         if (node.pods + 1 > node.allocatable_pods) continue;
         if (pod.cpu > 0 && pod.cpu > node.allocatable_cpu - node.requested_cpu) continue;
-        if (pod.memory > 0 && pod.memory > node.allocatable_memory - node.requested_memory) continue;
+        if (pod.memory > 0 && pod.memory > node.allocatable_memory - node.requested_memory)
+          continue;
         if (pod.gpu_mem > 0 && !gpu_mem_ignored_by_scheduler &&
             pod.gpu_mem > node.allocatable_gpu_mem - node.requested_gpu_mem) {
           continue;
@@ -368,7 +397,8 @@ DeployedResult run_deployed(const std::vector<core::NodeSpec>& node_specs, const
           std::size_t cursor = 0;
           for (const std::string_view name : filtered.node_names) {
             while (cursor < feasible.size() && nodes[feasible[cursor]].name != name) ++cursor;
-            if (cursor == feasible.size()) throw std::logic_error("extender filter returned a node it was not offered");
+            if (cursor == feasible.size())
+              throw std::logic_error("extender filter returned a node it was not offered");
             kept.push_back(feasible[cursor++]);
           }
           feasible = std::move(kept);
@@ -436,20 +466,15 @@ DeployedResult run_deployed(const std::vector<core::NodeSpec>& node_specs, const
                                    fmt::format("gpu-{}", device), pod.dra_memory * kDraBytesPerUnit,
                                    fmt::format("{}-{}", claim.uid, device)});
         }
-        store.write([&](core::ClusterModel& model, core::PlacementPolicy& policy) {
+        store.write([&](core::ClusterModel& model, core::PlacementPolicy&) {
           model.update_dra([&](core::DraState& dra) { dra.upsert_claim(claim); });
-          // What the extender's watch learns from the bound pod and its claim.
-          policy.observe(extender::learned_demand(model, info));
-          kube::PodInfo bound = info;
-          bound.node_name = node.name;
-          bound.phase = "Running";
-          if (auto allocation = kube::allocation_of(bound)) model.add_pod(std::move(*allocation));
-          policy.observe_cluster(model.nodes());
         });
+        watch_sees_bound(info, node.name);
         placed = true;
       } else if (scheduler.with_extenders) {
         for (const ExtenderConfig& extender : config.extenders) {
-          if (!extender.bind_verb.empty() && extender.interested_in(pod.resources)) binder_extender = &extender;
+          if (!extender.bind_verb.empty() && extender.interested_in(pod.resources))
+            binder_extender = &extender;
         }
       }
       if (dra_pod) {
@@ -460,15 +485,7 @@ DeployedResult run_deployed(const std::vector<core::NodeSpec>& node_specs, const
         placed = reply.error.empty();
       } else {
         // kube's own binder; the extender's watch then sees the bound pod.
-        store.write([&](core::ClusterModel& model, core::PlacementPolicy& policy) {
-          policy.observe(info.demand(model.gpu_models()));  // what the extender's watch learns
-          // What the sync makes of the bound pod (kube::allocation_of), not a copy of it.
-          kube::PodInfo bound = info;
-          bound.node_name = node.name;
-          bound.phase = "Running";
-          if (auto allocation = kube::allocation_of(bound)) model.add_pod(std::move(*allocation));
-          policy.observe_cluster(model.nodes());
-        });
+        watch_sees_bound(info, node.name);
         placed = true;
       }
       if (placed) {
@@ -505,7 +522,8 @@ DeployedResult run_deployed(const std::vector<core::NodeSpec>& node_specs, const
   result.pods_arrived = arrivals.size();
   result.curve = sim::curve_from_records(records);
   result.final_alloc_pct = 100.0 * static_cast<double>(result.allocated) / capacity_units;
-  result.seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - started).count();
+  result.seconds =
+      std::chrono::duration<double>(std::chrono::steady_clock::now() - started).count();
   result.cpu_seconds = thread_cpu_seconds() - cpu_started;
   return out;
 }
