@@ -13,7 +13,7 @@
 #include "gpushare/core/fragmentation.h"
 #include "gpushare/core/model_pin.h"
 #include "gpushare/core/placement_policy.h"
-#include "gpushare/extender/dra_scoring.h"
+#include "gpushare/kube/pod_dra_demand.h"
 #include "gpushare/extender/metric_registry.h"
 #include "gpushare/extender/model_store.h"
 #include "gpushare/extender/pod_binder.h"
@@ -194,7 +194,7 @@ DeployedResult run_deployed(const std::vector<core::NodeSpec>& node_specs,
   const auto watch_sees_bound = [&store](const kube::PodInfo& pending,
                                          const std::string& node_name) {
     store.write([&](core::ClusterModel& model, core::PlacementPolicy& policy) {
-      policy.observe(extender::learned_demand(model, pending));
+      policy.observe(kube::learned_demand(model, pending));
       kube::PodInfo bound = pending;
       bound.node_name = node_name;
       bound.phase = "Running";

@@ -9,10 +9,10 @@
 #include <unordered_set>
 #include <utility>
 
-#include "gpushare/extender/dra_scoring.h"
 #include "gpushare/extender/read_back.h"
 #include "gpushare/kube/claim_check.h"
 #include "gpushare/kube/node_info.h"
+#include "gpushare/kube/pod_dra_demand.h"
 
 namespace gpushare::sync {
 
@@ -237,7 +237,7 @@ class ClusterSync::PodHandler final : public apiclient::ReflectorHandler {
           const auto applied =
               apply_pod(model, ledger, *pod, core::EvidenceSource::kWatch, warnings);
           if (new_to_the_model && model.find_pod(pod->uid) != nullptr) {
-            policy.observe(extender::learned_demand(model, *pod));
+            policy.observe(kube::learned_demand(model, *pod));
             policy.observe_cluster(model.nodes());
           }
           return applied;
