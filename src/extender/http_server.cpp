@@ -222,8 +222,8 @@ bool HttpServer::refuse_client(const httplib::Request& req, httplib::Response& r
 std::string HttpServer::render_metrics() {
   metrics_.set_ready(options_.not_ready_reason().empty());
   const http_connection::ConnectionStats connections = http_connection::connection_stats(*server_);
-  metrics_.set_http_connections(
-      {connections.open, connections.waiting_for_thread, connections.limit});
+  metrics_.set_http_connections({connections.open, connections.waiting_for_thread,
+                                 connections.limit, connections.body_bytes});
   // Copy the model's gauges under the shared lock; format after releasing it.
   const ModelGauges gauges = store_.read(
       [](const core::ClusterModel& model, const core::PlacementPolicy&,

@@ -28,7 +28,12 @@ RequestMetrics::RequestMetrics(MetricRegistry& registry)
       http_limit_(registry
                       .add(prometheus::BuildGauge(), "gpushare_http_connection_limit",
                            "--max-connections: most open HTTP connections.")
-                      .Add({})) {
+                      .Add({})),
+      http_body_bytes_(registry
+                           .add(prometheus::BuildGauge(), "gpushare_http_body_bytes",
+                                "Request-body bytes buffered or being answered, charged to "
+                                "--max-buffered-body-bytes.")
+                           .Add({})) {
   requests_.keep_label_order(registry);
 }
 
@@ -37,12 +42,15 @@ void RequestMetrics::observe_request(std::string_view verb, int status, double s
   latency_.at({verb}).Observe(seconds);
 }
 
-void RequestMetrics::set_ready(bool ready) { ready_.Set(ready ? 1 : 0); }
+void RequestMetrics::set_ready(bool ready) {
+  ready_.Set(ready ? 1 : 0);
+}
 
 void RequestMetrics::set_http_connections(HttpConnections connections) {
   http_served_.Set(static_cast<double>(connections.served));
   http_waiting_.Set(static_cast<double>(connections.waiting));
   http_limit_.Set(static_cast<double>(connections.limit));
+  http_body_bytes_.Set(static_cast<double>(connections.body_bytes));
 }
 
 }  // namespace gpushare::extender

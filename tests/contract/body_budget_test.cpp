@@ -10,6 +10,7 @@
 #include <optional>
 #include <sstream>
 #include <string>
+#include <string_view>
 #include <thread>
 
 #include "contract/extender_fixture.h"
@@ -70,15 +71,21 @@ ExtenderUnderTest budgeted_extender(std::size_t budget) {
                            });
 }
 
-// gpushare_http_connections from /metrics (the scrape's own connection included).
-std::optional<double> open_connections(const ExtenderUnderTest& extender) {
+// An unlabelled gauge from /metrics.
+std::optional<double> metric_value(const ExtenderUnderTest& extender, std::string_view name) {
   auto scrape = extender.client().Get("/metrics");
   if (!scrape) return std::nullopt;
+  const std::string prefix = std::string(name) + " ";
   std::istringstream lines(scrape->body);
   for (std::string line; std::getline(lines, line);) {
-    if (line.starts_with("gpushare_http_connections ")) return std::stod(line.substr(26));
+    if (line.starts_with(prefix)) return std::stod(line.substr(prefix.size()));
   }
   return std::nullopt;
+}
+
+// gpushare_http_connections (the scrape's own connection included).
+std::optional<double> open_connections(const ExtenderUnderTest& extender) {
+  return metric_value(extender, "gpushare_http_connections");
 }
 
 // A holder whose body holds the whole budget (announced, half sent) and a waiter whose complete
@@ -144,17 +151,24 @@ TEST(BodyBudget, AChunkedBodyIsChargedAsItArrives) {
   // The first upload sends 4 KiB and holds back the rest: alone, it may exceed the budget.
   RawHttpConnection holder(port);
   ASSERT_TRUE(holder.send_raw(head + fmt::format("{:x}\r\n{}\r\n", body.size(), body)));
-  // Once the holder's bytes are charged (its worker reads them soon), a second is refused.
+  // Its worker charges the bytes as it decodes them: wait until they show in the gauge, or a
+  // second body charged first would make the holder the one refused.
+  std::optional<double> charged;
+  for (int attempt = 0; attempt < 100; ++attempt) {
+    charged = metric_value(extender, "gpushare_http_body_bytes");
+    if (charged && *charged >= static_cast<double>(body.size())) break;
+    std::this_thread::sleep_for(50ms);
+  }
+  ASSERT_TRUE(charged);
+  ASSERT_GE(*charged, static_cast<double>(body.size()));
+  // A second body would exceed the budget the holder already exceeds: refused, not queued.
   std::optional<int> status;
   std::string retry_after;
-  for (int attempt = 0; attempt < 50 && status != 503; ++attempt) {
-    if (attempt > 0) std::this_thread::sleep_for(100ms);
-    RawHttpConnection other(port);
-    if (!other.send_raw(head + fmt::format("{:x}\r\n{}\r\n0\r\n\r\n", body.size(), body))) continue;
-    if (const auto reply = other.read_head(10s)) {
-      status = reply->status;
-      retry_after = reply->headers.contains("retry-after") ? reply->headers.at("retry-after") : "";
-    }
+  RawHttpConnection other(port);
+  ASSERT_TRUE(other.send_raw(head + fmt::format("{:x}\r\n{}\r\n0\r\n\r\n", body.size(), body)));
+  if (const auto reply = other.read_head(10s)) {
+    status = reply->status;
+    retry_after = reply->headers.contains("retry-after") ? reply->headers.at("retry-after") : "";
   }
   EXPECT_EQ(status, 503);
   EXPECT_EQ(retry_after, "1");

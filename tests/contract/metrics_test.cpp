@@ -401,6 +401,7 @@ TEST(Metrics, ExpositionParsesAndFollowsNamingConventions) {
       {"gpushare_http_connections", "gauge"},
       {"gpushare_http_connections_waiting", "gauge"},
       {"gpushare_http_connection_limit", "gauge"},
+      {"gpushare_http_body_bytes", "gauge"},
   };
   for (const auto& [name, type] : required) {
     const Family* f = e.family(name);

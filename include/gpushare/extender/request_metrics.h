@@ -20,6 +20,7 @@ class RequestMetrics {
     std::size_t served = 0;   // open connections
     std::size_t waiting = 0;  // a request buffered, waiting for a thread (all --http-threads busy)
     std::size_t limit = 0;    // --max-connections
+    std::size_t body_bytes = 0;  // request-body bytes charged to --max-buffered-body-bytes
   };
   // Set per scrape.
   void set_http_connections(HttpConnections connections);
@@ -31,6 +32,7 @@ class RequestMetrics {
   prometheus::Gauge& http_served_;
   prometheus::Gauge& http_waiting_;
   prometheus::Gauge& http_limit_;
+  prometheus::Gauge& http_body_bytes_;
 };
 
 }  // namespace gpushare::extender
