@@ -7,6 +7,9 @@
 // bound pods of mixed sizes, scattered at random. Everything derives from `seed`, so the model,
 // the cluster file and the request bodies of one shape always agree.
 
+#include <fmt/format.h>
+#include <spdlog/spdlog.h>
+
 #include <algorithm>
 #include <cstdint>
 #include <map>
@@ -17,23 +20,21 @@
 #include <string_view>
 #include <vector>
 
-#include <fmt/format.h>
-#include <spdlog/spdlog.h>
-
 #include "gpushare/core/cluster_model.h"
 #include "gpushare/core/placement_policy.h"
-#include "gpushare/extender/metric_registry.h"
-#include "gpushare/extender/model_store.h"
-#include "gpushare/extender/pod_binder.h"
-#include "gpushare/extender/rejection_log.h"
-#include "gpushare/extender/scheduling_service.h"
-#include "gpushare/extender/wire_types.h"
+#include "gpushare/core/policy_registry.h"
+#include "gpushare/extender/metrics/metric_registry.h"
+#include "gpushare/extender/service/model_store.h"
+#include "gpushare/extender/service/pod_binder.h"
+#include "gpushare/extender/service/rejection_log.h"
+#include "gpushare/extender/service/scheduling_service.h"
+#include "gpushare/extender/wire/wire_types.h"
 #include "gpushare/kube/json_access.h"
 
 namespace gpushare::bench {
 
-using kube::Json;
 using core::Units;
+using kube::Json;
 
 struct ClusterShape {
   int nodes = 1000;
@@ -69,7 +70,7 @@ struct BoundPod {
   std::string uid;
   int node = 0;
   int gpu = 0;
-  Units request = 0;  // 0: a pod that wants no GPU (only with track_cpu_memory)
+  Units request = 0;           // 0: a pod that wants no GPU (only with track_cpu_memory)
   std::int64_t cpu_milli = 0;  // only with track_cpu_memory
   std::int64_t memory = 0;     // bytes; only with track_cpu_memory
 };
@@ -79,8 +80,8 @@ struct BoundPod {
 // from their own generator so the GPU scatter stays that of the untracked cluster.
 // Every tenth pod (on average) wants no GPU: 0.5-4 cores, 1-8 GiB.
 inline void assign_cpu_memory(BoundPod& pod, std::mt19937_64& rng) {
-  static constexpr std::int64_t kCpuPerGib[] = {250, 375, 500};      // milli per GiB of GPU
-  static constexpr std::int64_t kMemoryPerGib[] = {2, 4, 6};         // GiB per GiB of GPU
+  static constexpr std::int64_t kCpuPerGib[] = {250, 375, 500};  // milli per GiB of GPU
+  static constexpr std::int64_t kMemoryPerGib[] = {2, 4, 6};     // GiB per GiB of GPU
   const auto pick = [&](std::size_t n) { return static_cast<std::size_t>(rng() % n); };
   pod.cpu_milli = std::max<std::int64_t>(500, pod.request * kCpuPerGib[pick(3)]);
   pod.memory = std::max<std::int64_t>(1, pod.request * kMemoryPerGib[pick(3)]) * kGiB;
@@ -92,7 +93,8 @@ inline std::vector<BoundPod> generate_pods(const ClusterShape& shape) {
   std::vector<BoundPod> pods;
   if (shape.allocated <= 0 || shape.nodes <= 0) return pods;
   std::mt19937_64 rng(shape.seed);
-  const std::size_t gpu_total = static_cast<std::size_t>(shape.nodes) * static_cast<std::size_t>(shape.gpus_per_node);
+  const std::size_t gpu_total =
+      static_cast<std::size_t>(shape.nodes) * static_cast<std::size_t>(shape.gpus_per_node);
   std::vector<Units> used(gpu_total, 0);
   const Units capacity = static_cast<Units>(gpu_total) * shape.memory_per_gpu;
   const Units target = static_cast<Units>(shape.allocated * static_cast<double>(capacity));
@@ -116,10 +118,12 @@ inline std::vector<BoundPod> generate_pods(const ClusterShape& shape) {
     pod.node = static_cast<int>(gpu / static_cast<std::size_t>(shape.gpus_per_node));
     pod.gpu = static_cast<int>(gpu % static_cast<std::size_t>(shape.gpus_per_node));
     pod.request = request;
-    pod.name = fmt::format("train-{:06d}-{:05x}", pods.size(), static_cast<unsigned>(rng() & 0xfffff));
-    pod.uid = fmt::format("{:08x}-{:04x}-4{:03x}-a{:03x}-{:012x}", static_cast<std::uint32_t>(rng()),
-                          static_cast<unsigned>(rng() & 0xffff), static_cast<unsigned>(rng() & 0xfff),
-                          static_cast<unsigned>(rng() & 0xfff), rng() & 0xffffffffffffULL);
+    pod.name =
+        fmt::format("train-{:06d}-{:05x}", pods.size(), static_cast<unsigned>(rng() & 0xfffff));
+    pod.uid =
+        fmt::format("{:08x}-{:04x}-4{:03x}-a{:03x}-{:012x}", static_cast<std::uint32_t>(rng()),
+                    static_cast<unsigned>(rng() & 0xffff), static_cast<unsigned>(rng() & 0xfff),
+                    static_cast<unsigned>(rng() & 0xfff), rng() & 0xffffffffffffULL);
     if (shape.track_cpu_memory) {
       assign_cpu_memory(pod, cpu_rng);
       if (cpu_rng() % 9 == 0) {  // and now and then a pod that wants no GPU, on a random node
@@ -129,8 +133,9 @@ inline std::vector<BoundPod> generate_pods(const ClusterShape& shape) {
         cpu_only.cpu_milli = 500 * static_cast<std::int64_t>(1 + cpu_rng() % 8);
         cpu_only.memory = kGiB * static_cast<std::int64_t>(1 + cpu_rng() % 8);
         cpu_only.name = fmt::format("svc-{:06d}", pods.size());
-        cpu_only.uid = fmt::format("c0{:06x}-{:04x}-4000-8000-{:012x}", pods.size() & 0xffffff,
-                                   static_cast<unsigned>(cpu_rng() & 0xffff), cpu_rng() & 0xffffffffffffULL);
+        cpu_only.uid =
+            fmt::format("c0{:06x}-{:04x}-4000-8000-{:012x}", pods.size() & 0xffffff,
+                        static_cast<unsigned>(cpu_rng() & 0xffff), cpu_rng() & 0xffffffffffffULL);
         pods.push_back(std::move(pod));
         pods.push_back(std::move(cpu_only));
         continue;
@@ -210,7 +215,9 @@ inline Json pending_pod(const std::string& name, const std::string& uid, Units r
                                                         {"HF_HOME", "/cache/huggingface"}}) {
     env.push_back({{"name", key}, {"value", value}});
   }
-  env.push_back({{"name", "POD_NAME"}, {"valueFrom", {{"fieldRef", {{"apiVersion", "v1"}, {"fieldPath", "metadata.name"}}}}}});
+  env.push_back(
+      {{"name", "POD_NAME"},
+       {"valueFrom", {{"fieldRef", {{"apiVersion", "v1"}, {"fieldPath", "metadata.name"}}}}}});
   Json container = {
       {"name", "trainer"},
       {"image", "registry.example.com/ml/trainer:2024.06.1-cuda12.2"},
@@ -230,8 +237,9 @@ inline Json pending_pod(const std::string& name, const std::string& uid, Units r
       {"terminationMessagePolicy", "File"}};
   Json sidecar = {{"name", "log-shipper"},
                   {"image", "registry.example.com/infra/fluent-bit:2.2.0"},
-                  {"resources", {{"limits", {{"cpu", "200m"}, {"memory", "128Mi"}}},
-                                 {"requests", {{"cpu", "50m"}, {"memory", "64Mi"}}}}}};
+                  {"resources",
+                   {{"limits", {{"cpu", "200m"}, {"memory", "128Mi"}}},
+                    {"requests", {{"cpu", "50m"}, {"memory", "64Mi"}}}}}};
   return {
       {"apiVersion", "v1"},
       {"kind", "Pod"},
@@ -242,18 +250,18 @@ inline Json pending_pod(const std::string& name, const std::string& uid, Units r
         {"resourceVersion", "884213377"},
         {"creationTimestamp", "2024-06-11T09:14:03Z"},
         {"generateName", "llm-finetune-"},
-        {"labels", {{"app", "llm-finetune"}, {"team", "research"}, {"pod-template-hash", "6d9f7c8b5"}}},
+        {"labels",
+         {{"app", "llm-finetune"}, {"team", "research"}, {"pod-template-hash", "6d9f7c8b5"}}},
         {"annotations",
          {{"kubectl.kubernetes.io/default-container", "trainer"},
           {"prometheus.io/scrape", "true"},
           {"prometheus.io/port", "8080"}}},
-        {"ownerReferences",
-         Json::array({{{"apiVersion", "apps/v1"},
-                       {"kind", "ReplicaSet"},
-                       {"name", "llm-finetune-6d9f7c8b5"},
-                       {"uid", "0b1c2d3e-4f50-4617-8293-a4b5c6d7e8f9"},
-                       {"controller", true},
-                       {"blockOwnerDeletion", true}}})}}},
+        {"ownerReferences", Json::array({{{"apiVersion", "apps/v1"},
+                                          {"kind", "ReplicaSet"},
+                                          {"name", "llm-finetune-6d9f7c8b5"},
+                                          {"uid", "0b1c2d3e-4f50-4617-8293-a4b5c6d7e8f9"},
+                                          {"controller", true},
+                                          {"blockOwnerDeletion", true}}})}}},
       {"spec",
        {{"containers", Json::array({container, sidecar})},
         {"schedulerName", "default-scheduler"},
@@ -272,12 +280,14 @@ inline Json pending_pod(const std::string& name, const std::string& uid, Units r
                        {"effect", "NoExecute"},
                        {"tolerationSeconds", 300}}})},
         {"volumes",
-         Json::array({{{"name", "config"}, {"configMap", {{"name", "trainer-config"}, {"defaultMode", 420}}}},
+         Json::array({{{"name", "config"},
+                       {"configMap", {{"name", "trainer-config"}, {"defaultMode", 420}}}},
                       {{"name", "cache"}, {"emptyDir", {{"sizeLimit", "100Gi"}}}}})}}},
       {"status", {{"phase", "Pending"}, {"qosClass", "Burstable"}}}};
 }
 
-inline Json bound_pod_object(const BoundPod& pod, std::string_view resource = "aliyun.com/gpu-mem") {
+inline Json bound_pod_object(const BoundPod& pod,
+                             std::string_view resource = "aliyun.com/gpu-mem") {
   Json object = pending_pod(pod.name, pod.uid, pod.request, resource);
   object["spec"]["nodeName"] = node_name(pod.node);
   object["status"]["phase"] = "Running";
@@ -318,12 +328,15 @@ inline Json node_object(const ClusterShape& shape, int index) {
                  {"nvidia.com/cuda.driver.major", "535"},
                  {"gpushare", "true"}};
   Json annotations = {
-      {"container.googleapis.com/instance_id", std::to_string(4410000000000000000ULL + static_cast<unsigned>(index))},
+      {"container.googleapis.com/instance_id",
+       std::to_string(4410000000000000000ULL + static_cast<unsigned>(index))},
       {"csi.volume.kubernetes.io/nodeid",
-       fmt::format(R"({{"pd.csi.storage.gke.io":"projects/ml-prod/zones/{}/instances/{}"}})", zone, name)},
+       fmt::format(R"({{"pd.csi.storage.gke.io":"projects/ml-prod/zones/{}/instances/{}"}})", zone,
+                   name)},
       {"node.alpha.kubernetes.io/ttl", "0"},
       {"node.gke.io/last-applied-node-labels",
-       "cloud.google.com/gke-boot-disk=pd-balanced,cloud.google.com/gke-container-runtime=containerd,"
+       "cloud.google.com/gke-boot-disk=pd-balanced,cloud.google.com/"
+       "gke-container-runtime=containerd,"
        "cloud.google.com/gke-nodepool=a100-pool,cloud.google.com/gke-os-distribution=cos,"
        "cloud.google.com/machine-family=a2"},
       {"node.gke.io/last-applied-node-taints", "nvidia.com/gpu=present:NoSchedule"},
@@ -342,7 +355,8 @@ inline Json node_object(const ClusterShape& shape, int index) {
   allocatable["cpu"] = "95690m";
   allocatable["ephemeral-storage"] = "47093746742";
   allocatable["memory"] = "1320468236Ki";
-  auto condition = [](const char* type, const char* status, const char* reason, const char* message) {
+  auto condition = [](const char* type, const char* status, const char* reason,
+                      const char* message) {
     return Json{{"type", type},
                 {"status", status},
                 {"lastHeartbeatTime", "2024-06-11T09:13:58Z"},
@@ -354,37 +368,51 @@ inline Json node_object(const ClusterShape& shape, int index) {
       {condition("FrequentUnregisterNetDevice", "False", "NoFrequentUnregisterNetDevice",
                  "node is functioning properly"),
        condition("KernelDeadlock", "False", "KernelHasNoDeadlock", "kernel has no deadlock"),
-       condition("NetworkUnavailable", "False", "RouteCreated", "NodeController create implicit route"),
-       condition("MemoryPressure", "False", "KubeletHasSufficientMemory", "kubelet has sufficient memory available"),
-       condition("DiskPressure", "False", "KubeletHasNoDiskPressure", "kubelet has no disk pressure"),
-       condition("PIDPressure", "False", "KubeletHasSufficientPID", "kubelet has sufficient PID available"),
-       condition("Ready", "True", "KubeletReady", "kubelet is posting ready status. AppArmor enabled")});
+       condition("NetworkUnavailable", "False", "RouteCreated",
+                 "NodeController create implicit route"),
+       condition("MemoryPressure", "False", "KubeletHasSufficientMemory",
+                 "kubelet has sufficient memory available"),
+       condition("DiskPressure", "False", "KubeletHasNoDiskPressure",
+                 "kubelet has no disk pressure"),
+       condition("PIDPressure", "False", "KubeletHasSufficientPID",
+                 "kubelet has sufficient PID available"),
+       condition("Ready", "True", "KubeletReady",
+                 "kubelet is posting ready status. AppArmor enabled")});
   Json images = Json::array();
   static constexpr std::string_view kImages[] = {
-      "registry.example.com/ml/trainer",       "registry.example.com/ml/inference-server",
-      "nvcr.io/nvidia/pytorch",                "nvcr.io/nvidia/tritonserver",
-      "nvcr.io/nvidia/k8s-device-plugin",      "registry.example.com/infra/fluent-bit",
-      "gke.gcr.io/gke-metrics-agent",          "gke.gcr.io/kube-proxy-amd64",
-      "gke.gcr.io/prometheus-to-sd",           "registry.k8s.io/pause",
+      "registry.example.com/ml/trainer",
+      "registry.example.com/ml/inference-server",
+      "nvcr.io/nvidia/pytorch",
+      "nvcr.io/nvidia/tritonserver",
+      "nvcr.io/nvidia/k8s-device-plugin",
+      "registry.example.com/infra/fluent-bit",
+      "gke.gcr.io/gke-metrics-agent",
+      "gke.gcr.io/kube-proxy-amd64",
+      "gke.gcr.io/prometheus-to-sd",
+      "registry.k8s.io/pause",
       "gcr.io/google-containers/nvidia-gpu-device-plugin",
-      "registry.aliyuncs.com/acs/k8s-gpushare-plugin", "docker.io/library/busybox",
-      "quay.io/prometheus/node-exporter",      "gke.gcr.io/csi-node-driver-registrar",
+      "registry.aliyuncs.com/acs/k8s-gpushare-plugin",
+      "docker.io/library/busybox",
+      "quay.io/prometheus/node-exporter",
+      "gke.gcr.io/csi-node-driver-registrar",
       "gke.gcr.io/gcp-compute-persistent-disk-csi-driver"};
   std::uint64_t digest = 0x9b2f6a1c4d8e7f03ULL ^ static_cast<std::uint64_t>(index);
   for (std::size_t i = 0; i < std::size(kImages); ++i) {
     digest = digest * 6364136223846793005ULL + 1442695040888963407ULL;
-    images.push_back({{"names",
-                       {fmt::format("{}@sha256:{:016x}{:016x}{:016x}{:016x}", kImages[i], digest,
-                                    digest ^ 0x5555, digest * 3, digest >> 7),
-                        fmt::format("{}:v1.{}.{}", kImages[i], i, index % 7)}},
-                      {"sizeBytes", 50'000'000 + static_cast<std::int64_t>(digest % 4'000'000'000ULL)}});
+    images.push_back(
+        {{"names",
+          {fmt::format("{}@sha256:{:016x}{:016x}{:016x}{:016x}", kImages[i], digest,
+                       digest ^ 0x5555, digest * 3, digest >> 7),
+           fmt::format("{}:v1.{}.{}", kImages[i], i, index % 7)}},
+         {"sizeBytes", 50'000'000 + static_cast<std::int64_t>(digest % 4'000'000'000ULL)}});
   }
   return {
       {"apiVersion", "v1"},
       {"kind", "Node"},
       {"metadata",
        {{"name", name},
-        {"uid", fmt::format("5c1f0a9e-{:04x}-4b2d-9e3f-{:012x}", index % 65536, 0x1234567ULL * static_cast<std::uint64_t>(index + 1))},
+        {"uid", fmt::format("5c1f0a9e-{:04x}-4b2d-9e3f-{:012x}", index % 65536,
+                            0x1234567ULL * static_cast<std::uint64_t>(index + 1))},
         {"resourceVersion", std::to_string(884000000 + index)},
         {"creationTimestamp", "2024-05-02T17:40:31Z"},
         {"labels", labels},
@@ -393,25 +421,32 @@ inline Json node_object(const ClusterShape& shape, int index) {
        {{"podCIDR", fmt::format("10.{}.{}.0/24", 64 + index / 256, index % 256)},
         {"podCIDRs", {fmt::format("10.{}.{}.0/24", 64 + index / 256, index % 256)}},
         {"providerID", fmt::format("gce://ml-prod/{}/{}", zone, name)},
-        {"taints", Json::array({{{"key", "nvidia.com/gpu"}, {"value", "present"}, {"effect", "NoSchedule"}}})}}},
+        {"taints",
+         Json::array(
+             {{{"key", "nvidia.com/gpu"}, {"value", "present"}, {"effect", "NoSchedule"}}})}}},
       {"status",
        {{"capacity", capacity},
         {"allocatable", allocatable},
         {"conditions", conditions},
         {"addresses",
-         Json::array({{{"type", "InternalIP"}, {"address", ip}},
-                      {{"type", "ExternalIP"}, {"address", fmt::format("34.{}.{}.{}", 66 + index / 65536, (index / 256) % 256, index % 256)}},
-                      {{"type", "InternalDNS"}, {"address", name + ".us-central1-a.c.ml-prod.internal"}},
-                      {{"type", "Hostname"}, {"address", name + ".us-central1-a.c.ml-prod.internal"}}})},
+         Json::array(
+             {{{"type", "InternalIP"}, {"address", ip}},
+              {{"type", "ExternalIP"},
+               {"address",
+                fmt::format("34.{}.{}.{}", 66 + index / 65536, (index / 256) % 256, index % 256)}},
+              {{"type", "InternalDNS"}, {"address", name + ".us-central1-a.c.ml-prod.internal"}},
+              {{"type", "Hostname"}, {"address", name + ".us-central1-a.c.ml-prod.internal"}}})},
         {"daemonEndpoints", {{"kubeletEndpoint", {{"Port", 10250}}}}},
         {"nodeInfo",
          {{"architecture", "amd64"},
-          {"bootID", fmt::format("2f3e4d5c-{:04x}-4a1b-8c7d-{:012x}", index % 65536, 0xfedcbaULL * static_cast<std::uint64_t>(index + 7))},
+          {"bootID", fmt::format("2f3e4d5c-{:04x}-4a1b-8c7d-{:012x}", index % 65536,
+                                 0xfedcbaULL * static_cast<std::uint64_t>(index + 7))},
           {"containerRuntimeVersion", "containerd://1.7.10"},
           {"kernelVersion", "6.1.58+"},
           {"kubeProxyVersion", "v1.28.3-gke.1203001"},
           {"kubeletVersion", "v1.28.3-gke.1203001"},
-          {"machineID", fmt::format("{:032x}", 0xabcdef0123ULL * static_cast<std::uint64_t>(index + 3))},
+          {"machineID",
+           fmt::format("{:032x}", 0xabcdef0123ULL * static_cast<std::uint64_t>(index + 3))},
           {"operatingSystem", "linux"},
           {"osImage", "Container-Optimized OS from Google"},
           {"systemUUID", fmt::format("{:08x}-0f1e-2d3c-4b5a-69788796a5b4", index)}}},
@@ -420,7 +455,8 @@ inline Json node_object(const ClusterShape& shape, int index) {
 
 // A bound pod with only what the extender reads (~500 bytes): a 5 000-node cluster at 90 %
 // holds ~220 000 pods, which at full size would make a cluster file of most of a gigabyte.
-inline Json compact_bound_pod(const BoundPod& pod, std::string_view resource = "aliyun.com/gpu-mem") {
+inline Json compact_bound_pod(const BoundPod& pod,
+                              std::string_view resource = "aliyun.com/gpu-mem") {
   const std::string request = std::to_string(pod.request);
   Json limits = Json::object();
   Json annotations = Json::object();
@@ -464,7 +500,8 @@ inline Json cluster_list(const ClusterShape& shape) {
 // ExtenderArgs as kube-scheduler sends them (Go field names; nil slices as null).
 
 inline Json default_pending_pod(Units request = 4) {
-  return pending_pod("llm-finetune-6d9f7c8b5-x7k2p", "7e0c3a55-1b2d-4c6e-8f90-a1b2c3d4e5f6", request);
+  return pending_pod("llm-finetune-6d9f7c8b5-x7k2p", "7e0c3a55-1b2d-4c6e-8f90-a1b2c3d4e5f6",
+                     request);
 }
 
 // The nodes a request offers: all of them, or `offered` spread evenly over the cluster.
@@ -531,7 +568,8 @@ struct Harness {
       populate_model(model, shape, &policy);
     });
     extender::ServiceConfig config;
-    service = std::make_unique<extender::SchedulingService>(store, binder, metrics, rejections, config);
+    service =
+        std::make_unique<extender::SchedulingService>(store, binder, metrics, rejections, config);
   }
   extender::ModelStore store;
   MemoryBinder binder;
@@ -545,9 +583,9 @@ struct Harness {
 inline Harness& cached_harness(const ClusterShape& shape, std::string_view policy = "binpack") {
   static std::unique_ptr<Harness> harness;
   static std::string key;
-  const std::string wanted =
-      fmt::format("{}/{}/{}/{}/{}/{}/{}/{}", shape.nodes, shape.gpus_per_node, shape.memory_per_gpu,
-                  shape.allocated, shape.seed, shape.track_cpu_memory, shape.learned_workload, policy);
+  const std::string wanted = fmt::format(
+      "{}/{}/{}/{}/{}/{}/{}/{}", shape.nodes, shape.gpus_per_node, shape.memory_per_gpu,
+      shape.allocated, shape.seed, shape.track_cpu_memory, shape.learned_workload, policy);
   if (!harness || key != wanted) {
     harness.reset();
     harness = std::make_unique<Harness>(shape, policy);

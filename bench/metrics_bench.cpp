@@ -1,6 +1,7 @@
-// The cost of a /metrics scrape (MetricRegistry::render with the model's gauges) and of the counters on
-// the request path. The model snapshot is synthetic: `nodes` GPU nodes of 8 GPUs with ~40-character
-// names, as cloud providers name them; taking the snapshot (model_gauges) is not included.
+// The cost of a /metrics scrape (MetricRegistry::render with the model's gauges) and of the
+// counters on the request path. The model snapshot is synthetic: `nodes` GPU nodes of 8 GPUs with
+// ~40-character names, as cloud providers name them; taking the snapshot (model_gauges) is not
+// included.
 //
 //   build/bench/metrics_bench --benchmark_filter=Render
 
@@ -9,10 +10,10 @@
 #include <string>
 
 #include "cluster_generator.h"
-#include "gpushare/extender/metric_registry.h"
-#include "gpushare/extender/model_metrics.h"
-#include "gpushare/extender/request_metrics.h"
-#include "gpushare/extender/scheduling_metrics.h"
+#include "gpushare/extender/http/request_metrics.h"
+#include "gpushare/extender/metrics/metric_registry.h"
+#include "gpushare/extender/metrics/model_metrics.h"
+#include "gpushare/extender/metrics/scheduling_metrics.h"
 
 namespace gpushare::bench {
 namespace {
@@ -59,8 +60,10 @@ void BM_Render(benchmark::State& state) {
   Exported metrics;
   std::size_t bytes = 0;
   for (auto _ : state) {
-    const std::string text = metrics.registry.render(
-        [&gauges](std::vector<prometheus::MetricFamily>& out) { extender::collect_model(out, gauges); });
+    const std::string text =
+        metrics.registry.render([&gauges](std::vector<prometheus::MetricFamily>& out) {
+          extender::collect_model(out, gauges);
+        });
     bytes = text.size();
     benchmark::DoNotOptimize(text.data());
   }

@@ -47,6 +47,7 @@
 #include "bench_util.h"
 #include "gpushare/core/policies/fgd.h"
 #include "gpushare/core/policies/fgd_plus.h"
+#include "gpushare/core/policy_registry.h"
 
 namespace gb = gpushare::bench;
 namespace ext = gpushare::extender;

@@ -4,7 +4,7 @@
 #include <cstdint>
 
 #include "fuzz_util.h"
-#include "gpushare/extender/wire_types.h"
+#include "gpushare/extender/wire/wire_types.h"
 
 using namespace gpushare;
 
@@ -13,7 +13,8 @@ extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size
   fuzz::accepts("decode_binding_args", [&] {
     const extender::BindingArgs args = extender::decode_binding_args(body);
     // What bind needs to find the pod; the decoder promises them.
-    if (args.pod_name.empty() || args.node.empty()) fuzz::finding("decode_binding_args", "accepted an empty pod or node name");
+    if (args.pod_name.empty() || args.node.empty())
+      fuzz::finding("decode_binding_args", "accepted an empty pod or node name");
   });
   return 0;
 }

@@ -8,7 +8,7 @@
 #include <vector>
 
 #include "fuzz_util.h"
-#include "gpushare/extender/wire_types.h"
+#include "gpushare/extender/wire/wire_types.h"
 #include "reference_extender_args.h"
 
 using namespace gpushare;
@@ -18,24 +18,26 @@ extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size
   const kube::ResourceNames names;
   reference::ReferenceArgs dom;
   extender::ExtenderArgs text;
-  const bool dom_ok = fuzz::accepts("reference::decode_extender_args", [&] {
-    dom = reference::decode_extender_args(body, names);
-  });
+  const bool dom_ok = fuzz::accepts("reference::decode_extender_args",
+                                    [&] { dom = reference::decode_extender_args(body, names); });
   const bool text_ok = fuzz::accepts("decode_extender_args_body", [&] {
     text = extender::decode_extender_args_body(body, names);
   });
   if (dom_ok != text_ok) {
-    fuzz::finding("decoders disagree", dom_ok ? "only the DOM decoder accepted the body" : "only the text decoder accepted the body");
+    fuzz::finding("decoders disagree", dom_ok ? "only the DOM decoder accepted the body"
+                                              : "only the text decoder accepted the body");
   }
   if (!dom_ok) return 0;
-  if (dom.offered_names() != text.offered_names()) fuzz::finding("decoders disagree", "offered node names differ");
+  if (dom.offered_names() != text.offered_names())
+    fuzz::finding("decoders disagree", "offered node names differ");
   if (dom.pod.uid != text.pod.uid || dom.pod.name != text.pod.name ||
       dom.pod.namespace_name != text.pod.namespace_name || dom.pod.request != text.pod.request ||
       dom.pod.node_name != text.pod.node_name || dom.pod.cpu_milli != text.pod.cpu_milli ||
       dom.pod.memory != text.pod.memory) {
     fuzz::finding("decoders disagree", "pod fields differ");
   }
-  if (dom.nodes.has_value() != text.has_node_objects()) fuzz::finding("decoders disagree", "node objects vs names");
+  if (dom.nodes.has_value() != text.has_node_objects())
+    fuzz::finding("decoders disagree", "node objects vs names");
 
   // The replies are written without a DOM but must be what nlohmann would write, and a filter
   // reply echoes the text decoder's node spans verbatim: they must be the very objects the DOM
@@ -47,12 +49,14 @@ extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size
     for (const extender::NodeText& node : *text.node_texts) passed.node_texts->push_back(node.json);
     passed.node_source = text.node_source;
   }
-  const kube::Json reply = kube::Json::parse(extender::encode_filter_result(passed), nullptr, false);
+  const kube::Json reply =
+      kube::Json::parse(extender::encode_filter_result(passed), nullptr, false);
   if (reply.is_discarded()) fuzz::finding("encode_filter_result", "reply is not valid JSON");
   if (reply["NodeNames"].get<std::vector<std::string>>() != passed.node_names.strings()) {
     fuzz::finding("encode_filter_result", "NodeNames do not round-trip");
   }
-  if (dom.nodes && (!reply["Nodes"].is_object() || reply["Nodes"]["items"] != kube::Json(*dom.nodes))) {
+  if (dom.nodes &&
+      (!reply["Nodes"].is_object() || reply["Nodes"]["items"] != kube::Json(*dom.nodes))) {
     fuzz::finding("encode_filter_result", "echoed node objects differ from the DOM decoder's");
   }
   std::vector<extender::HostPriority> priorities;
@@ -63,7 +67,8 @@ extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size
     expected.push_back({{"Host", name}, {"Score", score}});
     score = score * 7 - 3;
   }
-  if (extender::encode_priorities(priorities) != expected.dump(-1, ' ', false, kube::Json::error_handler_t::replace)) {
+  if (extender::encode_priorities(priorities) !=
+      expected.dump(-1, ' ', false, kube::Json::error_handler_t::replace)) {
     fuzz::finding("encode_priorities", "differs from nlohmann's dump");
   }
   return 0;

@@ -1,11 +1,34 @@
 #include "gpushare/core/score_mapping.h"
 
 #include <algorithm>
+#include <cmath>
 #include <functional>
 
-#include "gpushare/core/placement_policy.h"
-
 namespace gpushare::core {
+
+std::vector<int> min_max_scores(std::span<const std::optional<double>> raw, int max_score) {
+  std::vector<int> result(raw.size(), 0);
+  double lo = 0;
+  double hi = 0;
+  bool any = false;
+  for (const auto& score : raw) {
+    if (!score) continue;
+    lo = any ? std::min(lo, *score) : *score;
+    hi = any ? std::max(hi, *score) : *score;
+    any = true;
+  }
+  if (!any) return result;
+  for (std::size_t i = 0; i < raw.size(); ++i) {
+    if (!raw[i]) continue;
+    if (hi - lo <= 1e-12) {
+      result[i] = max_score;
+    } else {
+      const double scaled = 1.0 + (max_score - 1) * (*raw[i] - lo) / (hi - lo);
+      result[i] = std::clamp(static_cast<int>(std::lround(scaled)), 1, max_score);
+    }
+  }
+  return result;
+}
 
 std::vector<int> rank_scores(std::span<const std::optional<double>> raw, int max_score) {
   std::vector<double> distinct;
@@ -16,19 +39,23 @@ std::vector<int> rank_scores(std::span<const std::optional<double>> raw, int max
   std::sort(distinct.begin(), distinct.end(), std::greater<>());
   distinct.erase(std::unique(distinct.begin(), distinct.end()), distinct.end());
   // Only the best max_score - 1 distinct values get levels of their own; the rest share 1.
-  if (distinct.size() > static_cast<std::size_t>(max_score)) distinct.resize(static_cast<std::size_t>(max_score));
+  if (distinct.size() > static_cast<std::size_t>(max_score))
+    distinct.resize(static_cast<std::size_t>(max_score));
   std::vector<int> result(raw.size(), 0);
   for (std::size_t i = 0; i < raw.size(); ++i) {
     if (!raw[i]) continue;
-    const auto position = std::lower_bound(distinct.begin(), distinct.end(), *raw[i], std::greater<>());
+    const auto position =
+        std::lower_bound(distinct.begin(), distinct.end(), *raw[i], std::greater<>());
     const auto rank = static_cast<int>(position - distinct.begin());  // 0 = best
     result[i] = std::max(1, max_score - rank);
   }
   return result;
 }
 
-std::vector<int> map_scores(std::span<const std::optional<double>> raw, ScoreMapping mapping, int max_score) {
-  return mapping == ScoreMapping::kRank ? rank_scores(raw, max_score) : normalize_scores(raw, max_score);
+std::vector<int> map_scores(std::span<const std::optional<double>> raw, ScoreMapping mapping,
+                            int max_score) {
+  return mapping == ScoreMapping::kRank ? rank_scores(raw, max_score)
+                                        : min_max_scores(raw, max_score);
 }
 
 std::optional<ScoreMapping> score_mapping_named(std::string_view name) {

@@ -1,13 +1,13 @@
 #include "gpushare/kubesim/scheduler_config.h"
 
+#include <fmt/format.h>
+
 #include <algorithm>
 #include <initializer_list>
 #include <map>
-
-#include <fmt/format.h>
 #include <nlohmann/json.hpp>
 
-#include "gpushare/extender/yaml_json.h"
+#include "gpushare/extender/files/yaml_json.h"
 
 namespace gpushare::kubesim {
 namespace {
@@ -19,12 +19,22 @@ constexpr std::string_view kGroup = "kubescheduler.config.k8s.io/";
 // Score plugins whose score is the same on every node for the pods simulated here (no
 // affinity, topology spread constraints, images, taints or tolerations, owners).
 constexpr std::string_view kConstantPlugins[] = {
-    "ImageLocality",   "InterPodAffinity",   "NodeAffinity",       "NodePreferAvoidPods",
-    "PodTopologySpread", "SelectorSpread",   "DefaultPodTopologySpread", "TaintToleration",
-    "VolumeBinding",   "ServiceAffinity",    "NodeLabel",          "NodeResourceLimits",
+    "ImageLocality",
+    "InterPodAffinity",
+    "NodeAffinity",
+    "NodePreferAvoidPods",
+    "PodTopologySpread",
+    "SelectorSpread",
+    "DefaultPodTopologySpread",
+    "TaintToleration",
+    "VolumeBinding",
+    "ServiceAffinity",
+    "NodeLabel",
+    "NodeResourceLimits",
 };
 
-void check_keys(const Json& object, std::string_view where, std::initializer_list<std::string_view> known) {
+void check_keys(const Json& object, std::string_view where,
+                std::initializer_list<std::string_view> known) {
   if (!object.is_object()) throw ConfigError(fmt::format("{} must be a mapping", where));
   for (const auto& [key, value] : object.items()) {
     if (std::find(known.begin(), known.end(), key) == known.end()) {
@@ -40,10 +50,12 @@ std::string text_of(const Json& object, std::string_view key, std::string_view w
   return it->get<std::string>();
 }
 
-std::int64_t integer_of(const Json& object, std::string_view key, std::string_view where, std::int64_t fallback) {
+std::int64_t integer_of(const Json& object, std::string_view key, std::string_view where,
+                        std::int64_t fallback) {
   auto it = object.find(key);
   if (it == object.end() || it->is_null()) return fallback;
-  if (!it->is_number_integer()) throw ConfigError(fmt::format("{}.{} must be an integer", where, key));
+  if (!it->is_number_integer())
+    throw ConfigError(fmt::format("{}.{} must be an integer", where, key));
   return it->get<std::int64_t>();
 }
 
@@ -68,7 +80,8 @@ std::vector<ResourceWeight> resources_of(const Json& list, std::string_view wher
     ResourceWeight resource;
     resource.name = text_of(entry, "name", where);
     resource.weight = integer_of(entry, "weight", where, 1);
-    if (resource.name.empty()) throw ConfigError(fmt::format("{}: a resource without a name", where));
+    if (resource.name.empty())
+      throw ConfigError(fmt::format("{}: a resource without a name", where));
     if (resource.weight <= 0) {
       throw ConfigError(fmt::format("{}: resource {} has weight {}, must be positive", where,
                                     resource.name, resource.weight));
@@ -82,10 +95,12 @@ std::vector<ShapePoint> shape_of(const Json& list, std::string_view where) {
   std::vector<ShapePoint> shape;
   for (const Json& entry : list) {
     check_keys(entry, where, {"utilization", "score"});
-    ShapePoint point{integer_of(entry, "utilization", where, 0), integer_of(entry, "score", where, 0)};
-    if (point.utilization < 0 || point.utilization > 100 || point.score < 0 || point.score > kMaxCustomPriorityScore) {
-      throw ConfigError(fmt::format("{}: point ({}, {}) outside utilization 0..100, score 0..10", where,
-                                    point.utilization, point.score));
+    ShapePoint point{integer_of(entry, "utilization", where, 0),
+                     integer_of(entry, "score", where, 0)};
+    if (point.utilization < 0 || point.utilization > 100 || point.score < 0 ||
+        point.score > kMaxCustomPriorityScore) {
+      throw ConfigError(fmt::format("{}: point ({}, {}) outside utilization 0..100, score 0..10",
+                                    where, point.utilization, point.score));
     }
     if (!shape.empty() && point.utilization <= shape.back().utilization) {
       throw ConfigError(fmt::format("{}: utilization must increase", where));
@@ -117,7 +132,8 @@ std::map<std::string, Json, std::less<>> plugin_args(const Json& profile, std::s
   return args;
 }
 
-ResourceScorer scorer_for(std::string_view plugin, std::int64_t weight, const Json* args, KubeVersion version) {
+ResourceScorer scorer_for(std::string_view plugin, std::int64_t weight, const Json* args,
+                          KubeVersion version) {
   ResourceScorer scorer;
   scorer.plugin = std::string(plugin);
   scorer.weight = weight;
@@ -126,29 +142,37 @@ ResourceScorer scorer_for(std::string_view plugin, std::int64_t weight, const Js
     scorer.kind = ResourceScorer::Kind::kBalancedAllocation;
     if (args != nullptr && !args->is_null()) {
       check_keys(*args, where, {"resources", "apiVersion", "kind"});
-      if (const Json* list = list_of(*args, "resources", where)) scorer.resources = resources_of(*list, where);
+      if (const Json* list = list_of(*args, "resources", where))
+        scorer.resources = resources_of(*list, where);
     }
     return scorer;
   }
   scorer.kind = ResourceScorer::Kind::kFit;
   if (plugin == "NodeResourcesFit") {
     if (args == nullptr || args->is_null()) return scorer;
-    check_keys(*args, where, {"ignoredResources", "ignoredResourceGroups", "scoringStrategy", "apiVersion", "kind"});
+    check_keys(
+        *args, where,
+        {"ignoredResources", "ignoredResourceGroups", "scoringStrategy", "apiVersion", "kind"});
     auto it = args->find("scoringStrategy");
     if (it == args->end() || it->is_null()) return scorer;
     const std::string strategy_where = where + ".scoringStrategy";
     check_keys(*it, strategy_where, {"type", "resources", "requestedToCapacityRatio"});
     const std::string type = text_of(*it, "type", strategy_where);
     const auto strategy = strategy_named(type);
-    if (!strategy) throw ConfigError(fmt::format("{}.type: unknown strategy \"{}\"", strategy_where, type));
+    if (!strategy)
+      throw ConfigError(fmt::format("{}.type: unknown strategy \"{}\"", strategy_where, type));
     scorer.strategy = *strategy;
-    if (const Json* list = list_of(*it, "resources", strategy_where)) scorer.resources = resources_of(*list, strategy_where);
+    if (const Json* list = list_of(*it, "resources", strategy_where))
+      scorer.resources = resources_of(*list, strategy_where);
     if (scorer.strategy == ScoringStrategy::kRequestedToCapacityRatio) {
       auto ratio = it->find("requestedToCapacityRatio");
-      if (ratio == it->end()) throw ConfigError(strategy_where + ": RequestedToCapacityRatio needs requestedToCapacityRatio.shape");
+      if (ratio == it->end())
+        throw ConfigError(strategy_where +
+                          ": RequestedToCapacityRatio needs requestedToCapacityRatio.shape");
       check_keys(*ratio, strategy_where + ".requestedToCapacityRatio", {"shape"});
       const Json* shape = list_of(*ratio, "shape", strategy_where);
-      if (shape == nullptr) throw ConfigError(strategy_where + ": requestedToCapacityRatio without a shape");
+      if (shape == nullptr)
+        throw ConfigError(strategy_where + ": requestedToCapacityRatio without a shape");
       scorer.shape = shape_of(*shape, strategy_where + ".requestedToCapacityRatio.shape");
     }
     return scorer;
@@ -165,7 +189,8 @@ ResourceScorer scorer_for(std::string_view plugin, std::int64_t weight, const Js
   }
   if (args != nullptr && !args->is_null()) {
     check_keys(*args, where, {"resources", "shape", "apiVersion", "kind"});
-    if (const Json* list = list_of(*args, "resources", where)) scorer.resources = resources_of(*list, where);
+    if (const Json* list = list_of(*args, "resources", where))
+      scorer.resources = resources_of(*list, where);
     if (const Json* shape = list_of(*args, "shape", where)) {
       if (scorer.strategy != ScoringStrategy::kRequestedToCapacityRatio) {
         throw ConfigError(where + ": shape is only for RequestedToCapacityRatio");
@@ -184,21 +209,29 @@ bool is_resource_plugin(std::string_view name) {
 }
 
 bool is_constant_plugin(std::string_view name) {
-  return std::find(std::begin(kConstantPlugins), std::end(kConstantPlugins), name) != std::end(kConstantPlugins);
+  return std::find(std::begin(kConstantPlugins), std::end(kConstantPlugins), name) !=
+         std::end(kConstantPlugins);
 }
 
 // Enabled score plugins and weights, in kube's default order, after the profile's
 // enable/disable lists (multiPoint first, then score, as kube-scheduler merges them).
-std::vector<std::pair<std::string, std::int64_t>> score_plugins(const Json& profile, std::string_view where,
+std::vector<std::pair<std::string, std::int64_t>> score_plugins(const Json& profile,
+                                                                std::string_view where,
                                                                 KubeVersion version) {
   std::vector<std::pair<std::string, std::int64_t>> enabled;
   if (version == KubeVersion::k1_20) {
-    enabled = {{"NodeResourcesBalancedAllocation", 1}, {"ImageLocality", 1}, {"InterPodAffinity", 1},
-               {"NodeResourcesLeastAllocated", 1}, {"NodeAffinity", 1}, {"NodePreferAvoidPods", 10000},
-               {"PodTopologySpread", 2}, {"TaintToleration", 1}};
+    enabled = {{"NodeResourcesBalancedAllocation", 1},
+               {"ImageLocality", 1},
+               {"InterPodAffinity", 1},
+               {"NodeResourcesLeastAllocated", 1},
+               {"NodeAffinity", 1},
+               {"NodePreferAvoidPods", 10000},
+               {"PodTopologySpread", 2},
+               {"TaintToleration", 1}};
   } else {
-    enabled = {{"TaintToleration", 3}, {"NodeAffinity", 2}, {"NodeResourcesFit", 1},
-               {"PodTopologySpread", 2}, {"InterPodAffinity", 2}, {"NodeResourcesBalancedAllocation", 1},
+    enabled = {{"TaintToleration", 3},  {"NodeAffinity", 2},
+               {"NodeResourcesFit", 1}, {"PodTopologySpread", 2},
+               {"InterPodAffinity", 2}, {"NodeResourcesBalancedAllocation", 1},
                {"ImageLocality", 1}};
   }
   auto plugins = profile.find("plugins");
@@ -226,8 +259,10 @@ std::vector<std::pair<std::string, std::int64_t>> score_plugins(const Json& prof
         check_keys(entry, set_where + ".enabled[]", {"name", "weight"});
         const std::string name = text_of(entry, "name", set_where);
         std::int64_t weight = integer_of(entry, "weight", set_where, 0);
-        if (weight < 0) throw ConfigError(fmt::format("{}: plugin {} has a negative weight", set_where, name));
-        auto existing = std::find_if(enabled.begin(), enabled.end(), [&](const auto& p) { return p.first == name; });
+        if (weight < 0)
+          throw ConfigError(fmt::format("{}: plugin {} has a negative weight", set_where, name));
+        auto existing = std::find_if(enabled.begin(), enabled.end(),
+                                     [&](const auto& p) { return p.first == name; });
         if (existing != enabled.end()) {
           if (weight > 0) existing->second = weight;
         } else {
@@ -240,11 +275,13 @@ std::vector<std::pair<std::string, std::int64_t>> score_plugins(const Json& prof
 }
 
 SchedulerProfile parse_profile(const Json& profile, std::string_view where, KubeVersion version) {
-  check_keys(profile, where, {"schedulerName", "plugins", "pluginConfig", "percentageOfNodesToScore"});
+  check_keys(profile, where,
+             {"schedulerName", "plugins", "pluginConfig", "percentageOfNodesToScore"});
   SchedulerProfile result;
   const std::string name = text_of(profile, "schedulerName", where);
   if (!name.empty()) result.scheduler_name = name;
-  if (profile.contains("percentageOfNodesToScore") && !profile["percentageOfNodesToScore"].is_null()) {
+  if (profile.contains("percentageOfNodesToScore") &&
+      !profile["percentageOfNodesToScore"].is_null()) {
     result.percentage_of_nodes_to_score =
         static_cast<int>(integer_of(profile, "percentageOfNodesToScore", where, 0));
   }
@@ -252,11 +289,13 @@ SchedulerProfile parse_profile(const Json& profile, std::string_view where, Kube
   for (const auto& [plugin, weight] : score_plugins(profile, where, version)) {
     if (is_resource_plugin(plugin)) {
       auto it = args.find(plugin);
-      result.scorers.push_back(scorer_for(plugin, weight, it == args.end() ? nullptr : &it->second, version));
+      result.scorers.push_back(
+          scorer_for(plugin, weight, it == args.end() ? nullptr : &it->second, version));
     } else if (is_constant_plugin(plugin)) {
       result.constant_plugins.push_back(plugin);
     } else {
-      throw ConfigError(fmt::format("{}: score plugin {} is not modelled by the simulator", where, plugin));
+      throw ConfigError(
+          fmt::format("{}: score plugin {} is not modelled by the simulator", where, plugin));
     }
   }
   return result;
@@ -278,8 +317,8 @@ ExtenderConfig parse_extender(const Json& entry, const std::string& where) {
   extender.ignorable = flag_of(entry, "ignorable", where);
   if (extender.url_prefix.empty()) throw ConfigError(where + ": urlPrefix is required");
   if (!extender.prioritize_verb.empty() && extender.weight <= 0) {
-    throw ConfigError(fmt::format("{}: weight must be positive when prioritizeVerb is set (got {})", where,
-                                  extender.weight));
+    throw ConfigError(fmt::format("{}: weight must be positive when prioritizeVerb is set (got {})",
+                                  where, extender.weight));
   }
   if (const Json* list = list_of(entry, "managedResources", where)) {
     for (const Json& resource : *list) {
@@ -299,7 +338,8 @@ ExtenderConfig parse_extender(const Json& entry, const std::string& where) {
 bool ExtenderConfig::interested_in(std::span<const std::string> pod_resources) const {
   if (managed_resources.empty()) return true;
   for (const ManagedResource& managed : managed_resources) {
-    if (std::find(pod_resources.begin(), pod_resources.end(), managed.name) != pod_resources.end()) return true;
+    if (std::find(pod_resources.begin(), pod_resources.end(), managed.name) != pod_resources.end())
+      return true;
   }
   return false;
 }
@@ -342,17 +382,18 @@ SchedulerConfig parse_scheduler_config(std::string_view yaml, KubeVersion versio
   }
   check_keys(document, "KubeSchedulerConfiguration",
              {"apiVersion", "kind", "parallelism", "leaderElection", "clientConnection",
-              "healthzBindAddress", "metricsBindAddress", "enableProfiling", "enableContentionProfiling",
-              "percentageOfNodesToScore", "podInitialBackoffSeconds", "podMaxBackoffSeconds",
-              "profiles", "extenders", "delayCacheUntilActive"});
-  config.percentage_of_nodes_to_score =
-      static_cast<int>(integer_of(document, "percentageOfNodesToScore", "KubeSchedulerConfiguration", 0));
+              "healthzBindAddress", "metricsBindAddress", "enableProfiling",
+              "enableContentionProfiling", "percentageOfNodesToScore", "podInitialBackoffSeconds",
+              "podMaxBackoffSeconds", "profiles", "extenders", "delayCacheUntilActive"});
+  config.percentage_of_nodes_to_score = static_cast<int>(
+      integer_of(document, "percentageOfNodesToScore", "KubeSchedulerConfiguration", 0));
   if (config.percentage_of_nodes_to_score < 0 || config.percentage_of_nodes_to_score > 100) {
     throw ConfigError("percentageOfNodesToScore must be within 0..100");
   }
   if (const Json* profiles = list_of(document, "profiles", "KubeSchedulerConfiguration")) {
     for (std::size_t i = 0; i < profiles->size(); ++i) {
-      config.profiles.push_back(parse_profile((*profiles)[i], fmt::format("profiles[{}]", i), version));
+      config.profiles.push_back(
+          parse_profile((*profiles)[i], fmt::format("profiles[{}]", i), version));
     }
   }
   if (config.profiles.empty()) config.profiles.push_back(default_profile(version));

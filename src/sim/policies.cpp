@@ -5,9 +5,11 @@
 
 #include "gpushare/core/fit.h"
 #include "gpushare/core/fragmentation.h"
+#include "gpushare/core/policies/best_fit.h"
 #include "gpushare/core/policies/fgd.h"
 #include "gpushare/core/policies/fgd_plus.h"
-#include "gpushare/core/policies/paper_baselines.h"
+#include "gpushare/core/policies/random_choice.h"
+#include "gpushare/core/policy_registry.h"
 
 namespace gpushare::sim {
 namespace {
@@ -67,17 +69,18 @@ std::optional<core::Placement> KubeDefaultPolicy::place(const core::NodeState& n
   const std::int64_t memory_requested =
       node.memory_used() + (pod.memory > 0 ? pod.memory : kDefaultMemoryMiB);
   // NodeResourcesFit, LeastAllocated strategy: weighted mean of per-resource scores.
-  const std::int64_t least =
-      (least_allocated(cpu_requested, cpu_capacity) +
-       least_allocated(memory_requested, memory_capacity)) / 2;
+  const std::int64_t least = (least_allocated(cpu_requested, cpu_capacity) +
+                              least_allocated(memory_requested, memory_capacity)) /
+                             2;
   // NodeResourcesBalancedAllocation: 1 - standard deviation of the requested fractions.
   const auto fraction = [](std::int64_t requested, std::int64_t capacity) {
-    return capacity <= 0 ? 0.0
-                         : std::min(1.0, static_cast<double>(requested) /
-                                             static_cast<double>(capacity));
+    return capacity <= 0
+               ? 0.0
+               : std::min(1.0, static_cast<double>(requested) / static_cast<double>(capacity));
   };
   const double deviation = std::abs(fraction(cpu_requested, cpu_capacity) -
-                                    fraction(memory_requested, memory_capacity)) / 2;
+                                    fraction(memory_requested, memory_capacity)) /
+                           2;
   const auto balanced = static_cast<std::int64_t>((1 - deviation) * 100);
   core::Placement placement;
   placement.score = static_cast<double>(least + balanced);
@@ -85,8 +88,7 @@ std::optional<core::Placement> KubeDefaultPolicy::place(const core::NodeState& n
   return placement;
 }
 
-GpuOnlyView::GpuOnlyView(std::unique_ptr<core::PlacementPolicy> inner)
-    : inner_(std::move(inner)) {}
+GpuOnlyView::GpuOnlyView(std::unique_ptr<core::PlacementPolicy> inner) : inner_(std::move(inner)) {}
 
 std::optional<core::Placement> GpuOnlyView::place(const core::NodeState& node,
                                                   const core::PodDemand& pod) const {

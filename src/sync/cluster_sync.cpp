@@ -9,7 +9,7 @@
 #include <unordered_set>
 #include <utility>
 
-#include "gpushare/extender/read_back.h"
+#include "gpushare/extender/service/read_back.h"
 #include "gpushare/kube/claim_check.h"
 #include "gpushare/kube/node_info.h"
 #include "gpushare/kube/pod_dra_demand.h"
@@ -608,16 +608,6 @@ void ClusterSync::publish_sync_metrics() {
 ClusterSync::Counters ClusterSync::counters() const {
   return {nodes_->counters(), pods_reflector_->counters(), configmaps_->counters(),
           parse_errors_.load(), read_back_settlements_.load()};
-}
-
-void attach_inspect_sources(const ClusterSync& sync, extender::HttpServerOptions& http) {
-  http.pod_phase = [&sync](std::string_view uid, std::string_view namespace_name,
-                           std::string_view name) -> std::optional<std::string> {
-    const auto pod = sync.cached_pod(namespace_name, name);
-    if (!pod || pod->uid != uid) return std::nullopt;  // another pod now has the name
-    return pod->phase;
-  };
-  http.config_warnings = [&sync] { return sync.config_warnings().all(); };
 }
 
 }  // namespace gpushare::sync

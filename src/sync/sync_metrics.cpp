@@ -1,6 +1,6 @@
 #include "gpushare/sync/sync_metrics.h"
 
-#include "gpushare/extender/config_warnings.h"
+#include "gpushare/extender/service/config_warnings.h"
 
 namespace gpushare::sync {
 
@@ -38,7 +38,9 @@ void SyncMetrics::count_watch_restart(std::string_view resource) {
   watch_restarts_.at({resource}).Increment();
 }
 
-void SyncMetrics::count_relist(std::string_view resource) { relists_.at({resource}).Increment(); }
+void SyncMetrics::count_relist(std::string_view resource) {
+  relists_.at({resource}).Increment();
+}
 
 void SyncMetrics::set_sync_failing(std::string_view resource, std::int64_t seconds) {
   sync_failing_.at({resource}).Set(static_cast<double>(seconds));

@@ -6,7 +6,7 @@
 
 #include <new>
 
-#include "gpushare/extender/process_resources.h"
+#include "gpushare/extender/http/process_resources.h"
 
 namespace gpushare::extender {
 namespace {

@@ -9,11 +9,12 @@
 #include <optional>
 
 #include "gpushare/core/placement_policy.h"
-#include "gpushare/extender/metric_registry.h"
-#include "gpushare/extender/model_store.h"
-#include "gpushare/extender/read_back.h"
-#include "gpushare/extender/rejection_log.h"
-#include "gpushare/extender/scheduling_service.h"
+#include "gpushare/core/policy_registry.h"
+#include "gpushare/extender/metrics/metric_registry.h"
+#include "gpushare/extender/service/model_store.h"
+#include "gpushare/extender/service/read_back.h"
+#include "gpushare/extender/service/rejection_log.h"
+#include "gpushare/extender/service/scheduling_service.h"
 
 namespace gpushare::testing {
 namespace {

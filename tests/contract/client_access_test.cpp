@@ -2,7 +2,7 @@
 // (mutual TLS), over real connections with real certificates. Probes, /metrics and /inspect
 // stay open whatever the list says.
 
-#include "gpushare/extender/client_access.h"
+#include "gpushare/extender/http/client_access.h"
 
 #include <fmt/format.h>
 #include <gtest/gtest.h>
@@ -163,10 +163,10 @@ TEST(AllowedClients, EveryRequestOfAKeepAliveConnectionIsServed) {
   ASSERT_GT(extender.port(), 0);
   RawHttpConnection connection(static_cast<std::uint16_t>(extender.port()));
   for (int i = 0; i < 3; ++i) {
-    ASSERT_TRUE(connection.send_raw(fmt::format(
-        "POST /gpushare-scheduler/filter HTTP/1.1\r\nHost: x\r\n"
-        "Content-Type: application/json\r\nContent-Length: {}\r\n\r\n{}",
-        kFilterBody.size(), kFilterBody)));
+    ASSERT_TRUE(connection.send_raw(
+        fmt::format("POST /gpushare-scheduler/filter HTTP/1.1\r\nHost: x\r\n"
+                    "Content-Type: application/json\r\nContent-Length: {}\r\n\r\n{}",
+                    kFilterBody.size(), kFilterBody)));
     const auto head = connection.read_head();
     ASSERT_TRUE(head) << i;
     EXPECT_EQ(head->status, 200) << i;

@@ -1,7 +1,7 @@
 // Standalone mode refuses a cluster file with mistakes, naming the file, the line and the
 // mistake, instead of serving what it could make of it.
 
-#include "gpushare/extender/cluster_file_check.h"
+#include "gpushare/extender/standalone/cluster_file_check.h"
 
 #include <gtest/gtest.h>
 
@@ -9,7 +9,7 @@
 #include <fstream>
 #include <string>
 
-#include "gpushare/extender/standalone_cluster.h"
+#include "gpushare/extender/standalone/standalone_cluster.h"
 
 namespace gpushare::testing {
 namespace {

@@ -1,7 +1,7 @@
 // The HTTP server's thread pool on its own: it grows to one thread per task running at once, up
 // to its limit; queues the rest; shrinks back when idle; and runs every queued task on shutdown.
 
-#include "gpushare/extender/connection_thread_pool.h"
+#include "gpushare/extender/http/connection_thread_pool.h"
 
 #include <gtest/gtest.h>
 

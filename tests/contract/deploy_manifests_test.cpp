@@ -23,12 +23,12 @@
 #include <vector>
 
 #include "contract/extender_fixture.h"
-#include "gpushare/extender/metric_registry.h"
+#include "gpushare/extender/metrics/metric_registry.h"
+#include "gpushare/extender/options.h"
+#include "gpushare/extender/standalone/standalone_cluster.h"
+#include "gpushare/kube/annotations.h"
 #include "gpushare/sync/leader_metrics.h"
 #include "gpushare/sync/sync_metrics.h"
-#include "gpushare/extender/options.h"
-#include "gpushare/extender/standalone_cluster.h"
-#include "gpushare/kube/annotations.h"
 
 namespace gpushare::testing {
 namespace {
@@ -60,7 +60,8 @@ Json to_json(const YAML::Node& node) {
       if (text == "true") return true;
       if (text == "false") return false;
       if (text == "null" || text == "~") return nullptr;
-      if (!text.empty() && text.find_first_not_of("0123456789") == std::string::npos && text.size() < 18) {
+      if (!text.empty() && text.find_first_not_of("0123456789") == std::string::npos &&
+          text.size() < 18) {
         return std::stoll(text);
       }
       return text;
@@ -76,14 +77,16 @@ struct Doc {
 
 std::vector<Doc> load(const fs::path& file) {
   std::vector<Doc> docs;
-  for (const YAML::Node& node : YAML::LoadAllFromFile(file.string())) docs.push_back({file, to_json(node)});
+  for (const YAML::Node& node : YAML::LoadAllFromFile(file.string()))
+    docs.push_back({file, to_json(node)});
   return docs;
 }
 
 std::vector<fs::path> yaml_files(const fs::path& dir) {
   std::vector<fs::path> files;
   for (const auto& entry : fs::recursive_directory_iterator(dir)) {
-    if (entry.is_regular_file() && entry.path().extension() == ".yaml") files.push_back(entry.path());
+    if (entry.is_regular_file() && entry.path().extension() == ".yaml")
+      files.push_back(entry.path());
   }
   std::sort(files.begin(), files.end());
   return files;
@@ -109,7 +112,8 @@ std::vector<Doc> of_kind(const std::vector<Doc>& docs, std::string_view kind) {
 // By value: callers often pass a temporary list of documents.
 Json find_named(const std::vector<Doc>& docs, std::string_view kind, std::string_view name) {
   for (const auto& d : docs) {
-    if (d.object.value("kind", "") == kind && d.object["metadata"].value("name", "") == name) return d.object;
+    if (d.object.value("kind", "") == kind && d.object["metadata"].value("name", "") == name)
+      return d.object;
   }
   ADD_FAILURE() << "no " << kind << " named " << name;
   return Json::object();
@@ -170,7 +174,9 @@ ExtenderEntries extender_entries(const Json& config) {
   return {(*extenders)[0], (*extenders)[1]};
 }
 
-Json sample_cluster() { return extender::read_cluster_file(kDeploy / "samples" / "cluster.yaml"); }
+Json sample_cluster() {
+  return extender::read_cluster_file(kDeploy / "samples" / "cluster.yaml");
+}
 
 Json sample_pod(const Json& cluster, const std::string& name) {
   for (const auto& item : cluster["items"]) {
@@ -179,7 +185,9 @@ Json sample_pod(const Json& cluster, const std::string& name) {
   return nullptr;
 }
 
-const Json& container(const Json& workload) { return workload["spec"]["template"]["spec"]["containers"][0]; }
+const Json& container(const Json& workload) {
+  return workload["spec"]["template"]["spec"]["containers"][0];
+}
 
 std::optional<int> container_port(const Json& workload, const Json& port_ref) {
   const Json& c = container(workload);
@@ -223,9 +231,10 @@ TEST(DeployManifests, EveryYamlFileParsesIntoKubernetesObjects) {
           kind == "List") {
         continue;
       }
-      ASSERT_TRUE(doc.object.contains("metadata") && doc.object["metadata"].contains("name")) << kind;
-      const std::string key =
-          kind + "/" + doc.object["metadata"].value("namespace", "") + "/" + doc.object["metadata"].value("name", "");
+      ASSERT_TRUE(doc.object.contains("metadata") && doc.object["metadata"].contains("name"))
+          << kind;
+      const std::string key = kind + "/" + doc.object["metadata"].value("namespace", "") + "/" +
+                              doc.object["metadata"].value("name", "");
       EXPECT_TRUE(seen.insert(key).second) << "duplicate " << key;
     }
   }
@@ -242,7 +251,8 @@ TEST(DeployManifests, KustomizationsReferenceFilesThatExist) {
     const fs::path dir = k.file.parent_path();
     for (const auto& resource : k.object.value("resources", Json::array())) {
       const fs::path path = dir / resource.get<std::string>();
-      EXPECT_TRUE(fs::is_regular_file(path) || fs::is_regular_file(path / "kustomization.yaml")) << path;
+      EXPECT_TRUE(fs::is_regular_file(path) || fs::is_regular_file(path / "kustomization.yaml"))
+          << path;
     }
     for (const auto& component : k.object.value("components", Json::array())) {
       EXPECT_TRUE(fs::is_regular_file(dir / component.get<std::string>() / "kustomization.yaml"))
@@ -254,7 +264,8 @@ TEST(DeployManifests, KustomizationsReferenceFilesThatExist) {
       }
     }
     for (const auto& generator : k.object.value("configMapGenerator", Json::array())) {
-      for (const auto& file : generator["files"]) EXPECT_TRUE(fs::is_regular_file(dir / file.get<std::string>()));
+      for (const auto& file : generator["files"])
+        EXPECT_TRUE(fs::is_regular_file(dir / file.get<std::string>()));
     }
   }
 }
@@ -263,7 +274,8 @@ TEST(DeployManifests, SchedulerConfigsDeclareTheExtenderAsTheProductNeedsIt) {
   const auto configs = scheduler_configs();
   std::set<std::string> versions;
   for (const auto& doc : configs) versions.insert(doc.object["apiVersion"]);
-  EXPECT_EQ(versions, (std::set<std::string>{"kubescheduler.config.k8s.io/v1", "kubescheduler.config.k8s.io/v1beta2",
+  EXPECT_EQ(versions, (std::set<std::string>{"kubescheduler.config.k8s.io/v1",
+                                             "kubescheduler.config.k8s.io/v1beta2",
                                              "kubescheduler.config.k8s.io/v1beta3"}));
   ASSERT_EQ(configs.size(), 4u);
   for (const auto& doc : configs) {
@@ -278,7 +290,8 @@ TEST(DeployManifests, SchedulerConfigsDeclareTheExtenderAsTheProductNeedsIt) {
     EXPECT_EQ(e["ignorable"], false);
     EXPECT_EQ(e.value("httpTimeout", ""), "5s");
     EXPECT_EQ(e["managedResources"],
-              Json::parse(R"([{"name":")" + std::string(kube::kDefaultResourceName) + R"(","ignoredByScheduler":false}])"));
+              Json::parse(R"([{"name":")" + std::string(kube::kDefaultResourceName) +
+                          R"(","ignoredByScheduler":false}])"));
     const Url url = parse_url(e.value("urlPrefix", ""));
     EXPECT_EQ(url.scheme, "http");
     EXPECT_EQ(url.path, "/gpushare-scheduler");
@@ -286,19 +299,23 @@ TEST(DeployManifests, SchedulerConfigsDeclareTheExtenderAsTheProductNeedsIt) {
     // The scoring entry: the same extender, every pod, prioritize only, skippable.
     EXPECT_EQ(scoring.value("urlPrefix", ""), e.value("urlPrefix", ""));
     EXPECT_EQ(scoring.value("prioritizeVerb", ""), "prioritize");
-    for (const char* verb : {"filterVerb", "bindVerb", "preemptVerb"}) EXPECT_FALSE(scoring.contains(verb)) << verb;
+    for (const char* verb : {"filterVerb", "bindVerb", "preemptVerb"})
+      EXPECT_FALSE(scoring.contains(verb)) << verb;
     EXPECT_FALSE(scoring.contains("managedResources")) << "it must see pods without GPU memory too";
     ASSERT_TRUE(scoring.contains("weight") && scoring["weight"].is_number_integer());
-    EXPECT_GT(scoring["weight"].get<int>(), 0) << "kube-scheduler rejects a prioritizeVerb without a positive weight";
+    EXPECT_GT(scoring["weight"].get<int>(), 0)
+        << "kube-scheduler rejects a prioritizeVerb without a positive weight";
     EXPECT_EQ(scoring["ignorable"], true);
     EXPECT_EQ(scoring["nodeCacheCapable"], true);
     EXPECT_EQ(scoring.value("httpTimeout", ""), "5s");
   }
   // The three control-plane files differ only in apiVersion and comments.
-  const Json reference = of_kind(load(kDeploy / "scheduler" / "kube-scheduler-config.yaml"), "KubeSchedulerConfiguration")
+  const Json reference = of_kind(load(kDeploy / "scheduler" / "kube-scheduler-config.yaml"),
+                                 "KubeSchedulerConfiguration")
                              .at(0)
                              .object;
-  for (const char* other : {"kube-scheduler-config-v1beta2.yaml", "kube-scheduler-config-v1beta3.yaml"}) {
+  for (const char* other :
+       {"kube-scheduler-config-v1beta2.yaml", "kube-scheduler-config-v1beta3.yaml"}) {
     Json config = load(kDeploy / "scheduler" / other).at(0).object;
     config["apiVersion"] = reference["apiVersion"];
     EXPECT_EQ(config, reference) << other;
@@ -323,7 +340,9 @@ TEST(DeployManifests, EveryConfiguredVerbIsServed) {
       return std::pair<int, Json>{result->status, Json::parse(result->body, nullptr, false)};
     };
     ASSERT_TRUE(e["nodeCacheCapable"].get<bool>());  // so kube-scheduler sends NodeNames
-    const Json args = {{"Pod", pod}, {"Nodes", nullptr}, {"NodeNames", {"gpu-node-a", "gpu-node-b", "cpu-node-a"}}};
+    const Json args = {{"Pod", pod},
+                       {"Nodes", nullptr},
+                       {"NodeNames", {"gpu-node-a", "gpu-node-b", "cpu-node-a"}}};
 
     auto [filter_status, filtered] = post(e["filterVerb"], args);
     EXPECT_EQ(filter_status, 200);
@@ -338,9 +357,12 @@ TEST(DeployManifests, EveryConfiguredVerbIsServed) {
     EXPECT_TRUE(scores.is_array());
     EXPECT_EQ(scores.size(), 3u);
     // The scoring entry also gets pods without GPU memory: scored, not refused.
-    const Json plain = {{"Pod", {{"metadata", {{"name", "web"}, {"namespace", "default"}, {"uid", "u-web"}}},
-                                 {"spec", {{"containers", {{{"name", "c"}, {"resources", {{"requests", {{"cpu", "1"}}}}}}}}}}}},
-                        {"NodeNames", {"gpu-node-a", "gpu-node-b", "cpu-node-a"}}};
+    const Json plain = {
+        {"Pod",
+         {{"metadata", {{"name", "web"}, {"namespace", "default"}, {"uid", "u-web"}}},
+          {"spec",
+           {{"containers", {{{"name", "c"}, {"resources", {{"requests", {{"cpu", "1"}}}}}}}}}}}},
+        {"NodeNames", {"gpu-node-a", "gpu-node-b", "cpu-node-a"}}};
     auto [plain_status, plain_scores] = post(scoring["prioritizeVerb"], plain);
     EXPECT_EQ(plain_status, 200);
     EXPECT_EQ(plain_scores.size(), 3u);
@@ -349,15 +371,17 @@ TEST(DeployManifests, EveryConfiguredVerbIsServed) {
                           {"NodeNameToVictims", nullptr},
                           {"NodeNameToMetaVictims",
                            {{"gpu-node-a",
-                             {{"Pods", {{{"UID", "3f1c2a9e-0000-4000-8000-000000000001"}}}}, {"NumPDBViolations", 0}}}}}};
+                             {{"Pods", {{{"UID", "3f1c2a9e-0000-4000-8000-000000000001"}}}},
+                              {"NumPDBViolations", 0}}}}}};
     auto [preempt_status, victims] = post(e["preemptVerb"], preempt);
     EXPECT_EQ(preempt_status, 200);
     EXPECT_TRUE(victims.contains("NodeNameToMetaVictims"));
 
-    auto [bind_status, bound] = post(e["bindVerb"], Json{{"PodName", "demo-pending"},
-                                                         {"PodNamespace", "default"},
-                                                         {"PodUID", "3f1c2a9e-0000-4000-8000-000000000010"},
-                                                         {"Node", "gpu-node-a"}});
+    auto [bind_status, bound] =
+        post(e["bindVerb"], Json{{"PodName", "demo-pending"},
+                                 {"PodNamespace", "default"},
+                                 {"PodUID", "3f1c2a9e-0000-4000-8000-000000000010"},
+                                 {"Node", "gpu-node-a"}});
     EXPECT_EQ(bind_status, 200);
     EXPECT_EQ(bound.value("Error", ""), "");
   }
@@ -373,13 +397,14 @@ TEST(DeployManifests, PortsLineUpFromTheSchedulerToTheExtendersDefault) {
   const int server_default = extender::Options{}.listen_port();
   EXPECT_EQ(server_default, 39999);
   EXPECT_EQ(container_port(deployment, "http"), server_default);
-  const auto parsed = extender::parse_options(container(deployment)["args"].get<std::vector<std::string>>(),
-                                              [](const char* name) -> std::optional<std::string> {
-                                                const std::string n = name;
-                                                if (n == "KUBERNETES_SERVICE_HOST") return "10.0.0.1";
-                                                if (n == "KUBERNETES_SERVICE_PORT") return "443";
-                                                return std::nullopt;
-                                              });
+  const auto parsed =
+      extender::parse_options(container(deployment)["args"].get<std::vector<std::string>>(),
+                              [](const char* name) -> std::optional<std::string> {
+                                const std::string n = name;
+                                if (n == "KUBERNETES_SERVICE_HOST") return "10.0.0.1";
+                                if (n == "KUBERNETES_SERVICE_PORT") return "443";
+                                return std::nullopt;
+                              });
   ASSERT_EQ(parsed.action, extender::ParsedOptions::Action::kRun) << parsed.message;
   EXPECT_EQ(parsed.options.source, extender::ClusterSource::kInCluster);
   EXPECT_EQ(parsed.options.listen_port(), server_default);
@@ -404,7 +429,8 @@ TEST(DeployManifests, PortsLineUpFromTheSchedulerToTheExtendersDefault) {
     EXPECT_EQ(url.port, node_port["spec"]["ports"][0]["nodePort"]) << doc.file;
   }
   // Second scheduler: the ClusterIP Service's DNS name and port.
-  const auto second = of_kind(docs_under(kDeploy / "overlays" / "second-scheduler"), "KubeSchedulerConfiguration");
+  const auto second =
+      of_kind(docs_under(kDeploy / "overlays" / "second-scheduler"), "KubeSchedulerConfiguration");
   ASSERT_EQ(second.size(), 1u);
   const Url url = parse_url(extender_entries(second[0].object).binding["urlPrefix"]);
   EXPECT_EQ(url.host, internal["metadata"]["name"].get<std::string>() + "." +
@@ -413,7 +439,8 @@ TEST(DeployManifests, PortsLineUpFromTheSchedulerToTheExtendersDefault) {
 }
 
 TEST(DeployManifests, ProbesUseThePathsTheServerServes) {
-  const Json deployment = find_named(docs_under(kDeploy / "base"), "Deployment", "gpushare-schd-extender");
+  const Json deployment =
+      find_named(docs_under(kDeploy / "base"), "Deployment", "gpushare-schd-extender");
   const Json& c = container(deployment);
   EXPECT_EQ(c["livenessProbe"]["httpGet"]["path"], "/healthz");
   EXPECT_EQ(c["readinessProbe"]["httpGet"]["path"], "/readyz");
@@ -475,7 +502,8 @@ Permissions permissions_of(const Json& role) {
   for (const auto& rule : role["rules"]) {
     for (const auto& group : rule["apiGroups"]) EXPECT_NE(group, "*");
     for (const auto& resource : rule["resources"]) {
-      for (const auto& verb : rule["verbs"]) out.emplace(resource.get<std::string>(), verb.get<std::string>());
+      for (const auto& verb : rule["verbs"])
+        out.emplace(resource.get<std::string>(), verb.get<std::string>());
     }
   }
   return out;
@@ -491,7 +519,8 @@ TEST(DeployManifests, RbacCoversWhatTheExtenderDoesAndNoMore) {
 
   auto bound_to_account = [&](const Json& binding) {
     for (const auto& s : binding["subjects"]) {
-      if (s["kind"] == "ServiceAccount" && s["name"] == account && s["namespace"] == ns) return true;
+      if (s["kind"] == "ServiceAccount" && s["name"] == account && s["namespace"] == ns)
+        return true;
     }
     return false;
   };
@@ -499,7 +528,8 @@ TEST(DeployManifests, RbacCoversWhatTheExtenderDoesAndNoMore) {
   std::map<std::string, Permissions> namespaced;  // namespace -> permissions
   for (const auto& b : of_kind(base, "ClusterRoleBinding")) {
     if (!bound_to_account(b.object)) continue;
-    for (const auto& p : permissions_of(find_named(base, "ClusterRole", b.object["roleRef"]["name"].get<std::string>()))) {
+    for (const auto& p : permissions_of(
+             find_named(base, "ClusterRole", b.object["roleRef"]["name"].get<std::string>()))) {
       cluster_wide.insert(p);
     }
   }
@@ -507,33 +537,49 @@ TEST(DeployManifests, RbacCoversWhatTheExtenderDoesAndNoMore) {
     if (!bound_to_account(b.object)) continue;
     const Json role = find_named(base, "Role", b.object["roleRef"]["name"].get<std::string>());
     EXPECT_EQ(role["metadata"]["namespace"], b.object["metadata"]["namespace"]);
-    for (const auto& p : permissions_of(role)) namespaced[b.object["metadata"]["namespace"]].insert(p);
+    for (const auto& p : permissions_of(role))
+      namespaced[b.object["metadata"]["namespace"]].insert(p);
   }
   // The list/watch of nodes and pods, the GET before a bind, patch-bind's PATCH, the Binding.
   // With DRA, the list/watch of resource.k8s.io's four kinds.
-  const Permissions want_cluster{{"nodes", "get"},  {"nodes", "list"}, {"nodes", "watch"},
-                                 {"pods", "get"},   {"pods", "list"},  {"pods", "watch"},
-                                 {"pods", "patch"}, {"pods/binding", "create"},
-                                 {"resourceslices", "list"}, {"resourceslices", "watch"},
-                                 {"resourceclaims", "list"}, {"resourceclaims", "watch"},
-                                 {"resourceclaimtemplates", "list"}, {"resourceclaimtemplates", "watch"},
-                                 {"deviceclasses", "list"}, {"deviceclasses", "watch"}};
+  const Permissions want_cluster{{"nodes", "get"},
+                                 {"nodes", "list"},
+                                 {"nodes", "watch"},
+                                 {"pods", "get"},
+                                 {"pods", "list"},
+                                 {"pods", "watch"},
+                                 {"pods", "patch"},
+                                 {"pods/binding", "create"},
+                                 {"resourceslices", "list"},
+                                 {"resourceslices", "watch"},
+                                 {"resourceclaims", "list"},
+                                 {"resourceclaims", "watch"},
+                                 {"resourceclaimtemplates", "list"},
+                                 {"resourceclaimtemplates", "watch"},
+                                 {"deviceclasses", "list"},
+                                 {"deviceclasses", "watch"}};
   EXPECT_EQ(cluster_wide, want_cluster);
   // unhealthy-gpu-<node> ConfigMaps, watched in the default --unhealthy-configmap-namespace
   // only, and the --leader-elect Lease in the default --leader-elect-resource-namespace (both
   // kube-system).
   const extender::Options defaults;
-  ASSERT_EQ(defaults.leader_elect_resource_namespace, std::string(kube::kDefaultUnhealthyNamespace));
+  ASSERT_EQ(defaults.leader_elect_resource_namespace,
+            std::string(kube::kDefaultUnhealthyNamespace));
   const std::map<std::string, Permissions> want_namespaced{
       {std::string(kube::kDefaultUnhealthyNamespace),
-       {{"configmaps", "get"}, {"configmaps", "list"}, {"configmaps", "watch"},
-        {"leases", "create"}, {"leases", "get"}, {"leases", "update"}}}};
+       {{"configmaps", "get"},
+        {"configmaps", "list"},
+        {"configmaps", "watch"},
+        {"leases", "create"},
+        {"leases", "get"},
+        {"leases", "update"}}}};
   EXPECT_EQ(namespaced, want_namespaced);
   EXPECT_EQ(defaults.names.unhealthy_namespace, kube::kDefaultUnhealthyNamespace);
   // get/update are limited to the Lease the extender uses by default.
   const Json lease_role = find_named(base, "Role", "gpushare-schd-extender-leader-election");
   for (const auto& rule : lease_role["rules"]) {
-    if (rule["verbs"].get<std::vector<std::string>>() == std::vector<std::string>{"create"}) continue;
+    if (rule["verbs"].get<std::vector<std::string>>() == std::vector<std::string>{"create"})
+      continue;
     EXPECT_EQ(rule["resourceNames"], Json::array({defaults.leader_elect_resource_name})) << rule;
     EXPECT_EQ(rule["apiGroups"], Json::array({"coordination.k8s.io"}));
   }
@@ -549,16 +595,18 @@ TEST(DeployManifests, TheExtenderRunsHighlyAvailable) {
   std::vector<std::string> args = container["args"];
   EXPECT_NE(std::find(args.begin(), args.end(), "--leader-elect"), args.end());
   // The flags parse in a pod (in-cluster), which --leader-elect needs.
-  const auto parsed = extender::parse_options(args, [](const char* name) -> std::optional<std::string> {
-    const std::string n = name;
-    if (n == "KUBERNETES_SERVICE_HOST") return "10.0.0.1";
-    if (n == "KUBERNETES_SERVICE_PORT") return "443";
-    return std::nullopt;
-  });
+  const auto parsed =
+      extender::parse_options(args, [](const char* name) -> std::optional<std::string> {
+        const std::string n = name;
+        if (n == "KUBERNETES_SERVICE_HOST") return "10.0.0.1";
+        if (n == "KUBERNETES_SERVICE_PORT") return "443";
+        return std::nullopt;
+      });
   ASSERT_EQ(parsed.action, extender::ParsedOptions::Action::kRun) << parsed.message;
   EXPECT_TRUE(parsed.options.leader_elect);
   // The kubelet's SIGKILL comes after the grace period: binds in flight must finish before it.
-  const int grace_seconds = deployment["spec"]["template"]["spec"].value("terminationGracePeriodSeconds", 30);
+  const int grace_seconds =
+      deployment["spec"]["template"]["spec"].value("terminationGracePeriodSeconds", 30);
   EXPECT_GT(std::chrono::seconds(grace_seconds), parsed.options.shutdown_grace_period);
 }
 
@@ -582,15 +630,18 @@ TEST(DeployManifests, SecondSchedulerIsSelfContained) {
   const std::string mount = pod["containers"][0]["volumeMounts"][0]["mountPath"];
   const std::string file = generator["files"][0];
   const auto command = pod["containers"][0]["command"].get<std::vector<std::string>>();
-  EXPECT_NE(std::find(command.begin(), command.end(), "--config=" + mount + "/" + file), command.end());
+  EXPECT_NE(std::find(command.begin(), command.end(), "--config=" + mount + "/" + file),
+            command.end());
 
   // RBAC: the built-in scheduler roles, plus its own lease.
   const std::string account = pod["serviceAccountName"];
   std::set<std::string> cluster_roles;
   for (const auto& b : of_kind(docs, "ClusterRoleBinding")) {
-    if (b.object["subjects"][0]["name"] == account) cluster_roles.insert(b.object["roleRef"]["name"]);
+    if (b.object["subjects"][0]["name"] == account)
+      cluster_roles.insert(b.object["roleRef"]["name"]);
   }
-  EXPECT_EQ(cluster_roles, (std::set<std::string>{"system:kube-scheduler", "system:volume-scheduler"}));
+  EXPECT_EQ(cluster_roles,
+            (std::set<std::string>{"system:kube-scheduler", "system:volume-scheduler"}));
   const Json lease_role = find_named(docs, "Role", "gpushare-scheduler-leader-election");
   bool can_update_own_lease = false;
   for (const auto& rule : lease_role["rules"]) {
@@ -604,10 +655,12 @@ TEST(DeployManifests, SecondSchedulerIsSelfContained) {
   EXPECT_TRUE(can_update_own_lease);
 
   // The sample for this set-up asks for this scheduler.
-  const Json sample = of_kind(docs_under(kDeploy / "samples" / "binpack-gpushare-scheduler"), "Kustomization")
-                           .at(0)
-                           .object;
-  EXPECT_NE(sample["patches"][0]["patch"].get<std::string>().find("value: " + scheduler_name), std::string::npos);
+  const Json sample =
+      of_kind(docs_under(kDeploy / "samples" / "binpack-gpushare-scheduler"), "Kustomization")
+          .at(0)
+          .object;
+  EXPECT_NE(sample["patches"][0]["patch"].get<std::string>().find("value: " + scheduler_name),
+            std::string::npos);
 }
 
 TEST(DeployManifests, SamplesAndDevicePluginReference) {
@@ -618,7 +671,8 @@ TEST(DeployManifests, SamplesAndDevicePluginReference) {
 
   const auto plugin = docs_under(kDeploy / "device-plugin");
   const Json ds = find_named(plugin, "DaemonSet", "gpushare-device-plugin-ds");
-  EXPECT_EQ(container(ds)["image"].get<std::string>().rfind("registry.cn-hangzhou.aliyuncs.com/acs/k8s-gpushare-plugin:", 0),
+  EXPECT_EQ(container(ds)["image"].get<std::string>().rfind(
+                "registry.cn-hangzhou.aliyuncs.com/acs/k8s-gpushare-plugin:", 0),
             0u);
   EXPECT_EQ(ds["spec"]["template"]["spec"]["nodeSelector"]["gpushare"], "true");
   // The selector matches the template (apps/v1 requires both).
@@ -664,14 +718,19 @@ TEST(DeployManifests, MonitoringNamesOnlyServedMetrics) {
     std::stringstream text;
     text << in.rdbuf();
     const std::string body = text.str();
-    for (std::size_t at = body.find("gpushare_"); at != std::string::npos; at = body.find("gpushare_", at + 1)) {
-      if (at > 0 && (std::isalnum(static_cast<unsigned char>(body[at - 1])) || body[at - 1] == '_' || body[at - 1] == '-')) {
+    for (std::size_t at = body.find("gpushare_"); at != std::string::npos;
+         at = body.find("gpushare_", at + 1)) {
+      if (at > 0 && (std::isalnum(static_cast<unsigned char>(body[at - 1])) ||
+                     body[at - 1] == '_' || body[at - 1] == '-')) {
         continue;  // part of another word
       }
       std::size_t end = at;
-      while (end < body.size() && (std::isalnum(static_cast<unsigned char>(body[end])) || body[end] == '_')) ++end;
+      while (end < body.size() &&
+             (std::isalnum(static_cast<unsigned char>(body[end])) || body[end] == '_'))
+        ++end;
       const std::string name = body.substr(at, end - at);
-      EXPECT_TRUE(served.contains(name)) << entry.path() << " names " << name << ", which /metrics does not serve";
+      EXPECT_TRUE(served.contains(name))
+          << entry.path() << " names " << name << ", which /metrics does not serve";
       ++checked;
     }
   }
@@ -705,10 +764,12 @@ std::vector<Json> render_objects(const fs::path& dir) {
 }
 
 TEST(DeployManifests, KustomizeRendersEverySetUp) {
-  if (std::system("kubectl version --client >/dev/null 2>&1") != 0) GTEST_SKIP() << "kubectl not installed";
+  if (std::system("kubectl version --client >/dev/null 2>&1") != 0)
+    GTEST_SKIP() << "kubectl not installed";
   const auto render = render_objects;
   auto count = [](const std::vector<Json>& objects, std::string_view kind) {
-    return std::count_if(objects.begin(), objects.end(), [&](const Json& o) { return o.value("kind", "") == kind; });
+    return std::count_if(objects.begin(), objects.end(),
+                         [&](const Json& o) { return o.value("kind", "") == kind; });
   };
   const auto control_plane = render(kDeploy / "overlays" / "control-plane");
   EXPECT_EQ(count(control_plane, "Service"), 2);
@@ -739,7 +800,8 @@ TEST(DeployManifests, KustomizeRendersEverySetUp) {
     }
   }
 
-  for (const char* dir : {"device-plugin", "samples/binpack"}) EXPECT_FALSE(render(kDeploy / dir).empty()) << dir;
+  for (const char* dir : {"device-plugin", "samples/binpack"})
+    EXPECT_FALSE(render(kDeploy / dir).empty()) << dir;
   const auto sample = render(kDeploy / "samples" / "binpack-gpushare-scheduler");
   for (const auto& o : sample) {
     if (o.value("kind", "") == "StatefulSet") {

@@ -10,9 +10,10 @@
 #include <thread>
 
 #include "gpushare/core/placement_policy.h"
-#include "gpushare/extender/http_server.h"
-#include "gpushare/extender/scheduling_service.h"
-#include "gpushare/extender/standalone_cluster.h"
+#include "gpushare/core/policy_registry.h"
+#include "gpushare/extender/http/http_server.h"
+#include "gpushare/extender/service/scheduling_service.h"
+#include "gpushare/extender/standalone/standalone_cluster.h"
 #include "gpushare/sync/sync_metrics.h"
 
 namespace gpushare::testing {
@@ -34,15 +35,16 @@ inline Json node_object(const std::string& name, int gpus, long long memory_tota
 inline Json pod_object(const std::string& name, const std::string& uid, long long request,
                        const std::string& node = "", int gpu = -1,
                        const std::string& phase = "Running") {
-  Json pod = {{"apiVersion", "v1"},
-              {"kind", "Pod"},
-              {"metadata", {{"name", name}, {"namespace", "default"}, {"uid", uid}}},
-              {"spec",
-               {{"containers",
-                 Json::array({{{"name", "main"},
-                               {"resources",
-                                {{"limits", {{"aliyun.com/gpu-mem", std::to_string(request)}}}}}}})}}},
-              {"status", {{"phase", node.empty() ? "Pending" : phase}}}};
+  Json pod = {
+      {"apiVersion", "v1"},
+      {"kind", "Pod"},
+      {"metadata", {{"name", name}, {"namespace", "default"}, {"uid", uid}}},
+      {"spec",
+       {{"containers",
+         Json::array(
+             {{{"name", "main"},
+               {"resources", {{"limits", {{"aliyun.com/gpu-mem", std::to_string(request)}}}}}}})}}},
+      {"status", {{"phase", node.empty() ? "Pending" : phase}}}};
   if (request <= 0) pod["spec"]["containers"][0]["resources"] = Json::object();
   if (!node.empty()) pod["spec"]["nodeName"] = node;
   if (gpu >= 0) {
@@ -58,23 +60,26 @@ inline Json cluster_list(const std::vector<Json>& items) {
 
 class ExtenderUnderTest {
  public:
-  explicit ExtenderUnderTest(const Json& cluster, std::string policy = "binpack",
-                             std::size_t max_request_bytes = 1 << 20, int http_threads = 0,
-                             const std::function<void(extender::HttpServerOptions&)>& tweak = nullptr)
-      : ExtenderUnderTest(cluster, server_options(max_request_bytes, http_threads, tweak), "127.0.0.1",
-                          std::move(policy)) {}
+  explicit ExtenderUnderTest(
+      const Json& cluster, std::string policy = "binpack", std::size_t max_request_bytes = 1 << 20,
+      int http_threads = 0,
+      const std::function<void(extender::HttpServerOptions&)>& tweak = nullptr)
+      : ExtenderUnderTest(cluster, server_options(max_request_bytes, http_threads, tweak),
+                          "127.0.0.1", std::move(policy)) {}
   // Any server options (TLS, client access...), on `host` and a free port; port() is -1 if the
   // server could not bind (no such address here, a bad certificate).
   ExtenderUnderTest(const Json& cluster, extender::HttpServerOptions options,
                     const std::string& host = "127.0.0.1", std::string_view policy = "binpack")
       : standalone_(cluster, kube::ResourceNames{}), store_(core::make_policy(policy)) {
-    store_.write([&](core::ClusterModel& model, core::PlacementPolicy&) { standalone_.populate(model); });
+    store_.write(
+        [&](core::ClusterModel& model, core::PlacementPolicy&) { standalone_.populate(model); });
     extender::ServiceConfig config;
     config.now_ns = [this] { return ++fake_clock_ns_; };
     service_ = std::make_unique<extender::SchedulingService>(store_, standalone_, metrics_,
                                                              rejections_, config);
     options.pod_phase = standalone_.pod_phases();
-    server_ = std::make_unique<extender::HttpServer>(*service_, store_, metrics_, rejections_, options);
+    server_ =
+        std::make_unique<extender::HttpServer>(*service_, store_, metrics_, rejections_, options);
     port_ = server_->bind(host, 0);
     if (port_ < 0) return;
     thread_ = std::jthread([this] { server_->serve(); });

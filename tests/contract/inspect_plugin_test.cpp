@@ -8,7 +8,7 @@
 #include <sstream>
 
 #include "contract/extender_fixture.h"
-#include "gpushare/extender/standalone_cluster.h"
+#include "gpushare/extender/standalone/standalone_cluster.h"
 #include "gpushare/inspect/cli.h"
 #include "gpushare/inspect/render.h"
 #include "gpushare/inspect/sources.h"
@@ -459,7 +459,8 @@ TEST_F(ApiModeTest, ForbiddenConfigMapsOnlyCostTheHealthNotes) {
   EXPECT_EQ(r.code, 0) << r.err;
   EXPECT_NE(r.err.find("warning: cannot list ConfigMaps in kube-system"), std::string::npos)
       << r.err;
-  EXPECT_EQ(r.err.find("is unhealthy"), std::string::npos) << r.err;  // health unknown: no GPU is marked
+  EXPECT_EQ(r.err.find("is unhealthy"), std::string::npos)
+      << r.err;  // health unknown: no GPU is marked
   EXPECT_NE(r.out.find("gpu-node-c  192.168.0.13  0/16"), std::string::npos) << r.out;
 }
 

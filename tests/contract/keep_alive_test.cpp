@@ -17,8 +17,8 @@
 #include <vector>
 
 #include "extender_fixture.h"
-#include "gpushare/extender/connection_thread_pool.h"
-#include "gpushare/extender/http_server.h"
+#include "gpushare/extender/http/connection_thread_pool.h"
+#include "gpushare/extender/http/http_server.h"
 #include "support/raw_http_connection.h"
 
 namespace gpushare::testing {

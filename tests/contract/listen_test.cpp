@@ -7,7 +7,8 @@
 #include <cerrno>
 
 #include "contract/extender_fixture.h"
-#include "gpushare/extender/listen_error.h"
+#include "gpushare/core/policy_registry.h"
+#include "gpushare/extender/http/listen_error.h"
 #include "support/log_capture.h"
 
 namespace gpushare::testing {

@@ -7,7 +7,7 @@
 #include <sstream>
 
 #include "contract/extender_fixture.h"
-#include "gpushare/extender/logging.h"
+#include "gpushare/extender/logging/logging.h"
 
 namespace gpushare::testing {
 namespace {

@@ -1,4 +1,4 @@
-#include "gpushare/extender/log_throttle.h"
+#include "gpushare/extender/logging/log_throttle.h"
 
 #include <gtest/gtest.h>
 

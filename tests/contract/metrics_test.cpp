@@ -1,13 +1,6 @@
 // /metrics over real HTTP: the text exposition format parses, names follow Prometheus
 // conventions, and the model's gauges say what the sample cluster holds.
 
-#include "gpushare/extender/metric_registry.h"
-#include "gpushare/extender/model_metrics.h"
-#include "gpushare/extender/request_metrics.h"
-#include "gpushare/extender/scheduling_metrics.h"
-#include "gpushare/sync/leader_metrics.h"
-#include "gpushare/sync/sync_metrics.h"
-
 #include <fmt/format.h>
 #include <gtest/gtest.h>
 
@@ -25,6 +18,12 @@
 #include <vector>
 
 #include "contract/extender_fixture.h"
+#include "gpushare/extender/http/request_metrics.h"
+#include "gpushare/extender/metrics/metric_registry.h"
+#include "gpushare/extender/metrics/model_metrics.h"
+#include "gpushare/extender/metrics/scheduling_metrics.h"
+#include "gpushare/sync/leader_metrics.h"
+#include "gpushare/sync/sync_metrics.h"
 
 namespace gpushare::testing {
 namespace {
@@ -41,13 +40,15 @@ struct AllMetrics {
   // What a --leader-elect replica's collector reports from now on.
   void set_leader_election(sync::LeaderElectionState state) {
     leader = state;
-    if (!leader_elect) registry.add_collector(sync::leader_election_collector([this] { return leader; }));
+    if (!leader_elect)
+      registry.add_collector(sync::leader_election_collector([this] { return leader; }));
     leader_elect = true;
   }
   std::string render(const extender::ModelGauges* gauges = nullptr) const {
     if (gauges == nullptr) return registry.render();
-    return registry.render(
-        [gauges](std::vector<prometheus::MetricFamily>& out) { extender::collect_model(out, *gauges); });
+    return registry.render([gauges](std::vector<prometheus::MetricFamily>& out) {
+      extender::collect_model(out, *gauges);
+    });
   }
 };
 
@@ -416,7 +417,7 @@ TEST(Metrics, ExpositionParsesAndFollowsNamingConventions) {
   EXPECT_EQ(e.value("gpushare_ready", Labels{}), 1);  // standalone: ready at once
   EXPECT_EQ(e.family("gpushare_leader"), nullptr) << "leader series only with --leader-elect";
   EXPECT_EQ(e.value("gpushare_http_connection_limit", Labels{}), 4096);  // --max-connections
-  EXPECT_GE(e.value("gpushare_http_connections", Labels{}), 1);  // this scrape's own
+  EXPECT_GE(e.value("gpushare_http_connections", Labels{}), 1);          // this scrape's own
   // cpu-node-a has no GPU memory; gpu-node-b cannot fit 6 more on either GPU? It can (32-24=8
   // on GPU0), so the only rejection is the CPU node.
   double rejections = 0;

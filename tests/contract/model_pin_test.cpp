@@ -7,7 +7,7 @@
 #include <chrono>
 
 #include "contract/extender_fixture.h"
-#include "gpushare/extender/pin_warnings.h"
+#include "gpushare/extender/service/pin_warnings.h"
 #include "gpushare/inspect/render.h"
 #include "gpushare/inspect/view.h"
 #include "support/log_capture.h"

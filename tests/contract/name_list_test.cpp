@@ -1,6 +1,6 @@
 // NameList: node names in one buffer, read back as views (name_list.h).
 
-#include "gpushare/extender/name_list.h"
+#include "gpushare/extender/wire/name_list.h"
 
 #include <gtest/gtest.h>
 
@@ -8,7 +8,7 @@
 #include <string>
 #include <vector>
 
-#include "gpushare/extender/wire_types.h"
+#include "gpushare/extender/wire/wire_types.h"
 #include "gpushare/kube/resource_names.h"
 
 namespace gpushare::extender {

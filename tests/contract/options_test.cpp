@@ -6,7 +6,7 @@
 #include <fstream>
 #include <map>
 
-#include "gpushare/extender/standalone_cluster.h"
+#include "gpushare/extender/standalone/standalone_cluster.h"
 
 namespace gpushare::extender {
 namespace {

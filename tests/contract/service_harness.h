@@ -10,11 +10,11 @@
 
 #include "gpushare/core/placement_policy.h"
 #include "gpushare/core/score_mapping.h"
-#include "gpushare/extender/metric_registry.h"
-#include "gpushare/extender/model_store.h"
-#include "gpushare/extender/pod_binder.h"
-#include "gpushare/extender/rejection_log.h"
-#include "gpushare/extender/scheduling_service.h"
+#include "gpushare/extender/metrics/metric_registry.h"
+#include "gpushare/extender/service/model_store.h"
+#include "gpushare/extender/service/pod_binder.h"
+#include "gpushare/extender/service/rejection_log.h"
+#include "gpushare/extender/service/scheduling_service.h"
 
 namespace gpushare::extender {
 

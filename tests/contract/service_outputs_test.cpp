@@ -25,8 +25,9 @@
 #include "contract/service_harness.h"
 #include "gpushare/core/fit.h"
 #include "gpushare/core/placement_policy.h"
+#include "gpushare/core/policy_registry.h"
 #include "gpushare/core/score_mapping.h"
-#include "gpushare/extender/scheduling_service.h"
+#include "gpushare/extender/service/scheduling_service.h"
 
 namespace gpushare::extender {
 namespace {

@@ -19,6 +19,7 @@
 #include <thread>
 
 #include "contract/extender_fixture.h"
+#include "gpushare/core/policy_registry.h"
 #include "support/log_capture.h"
 
 namespace gpushare::testing {
@@ -233,7 +234,7 @@ TEST(Tls, AClientThatDoesNotTrustTheCertificateIsRefused) {
 }
 
 // The request limits hold on TLS connections too (gpushare serves them itself, see
-// src/extender/http_connection.h): decompressed body size, header block.
+// src/extender/http/http_connection.h): decompressed body size, header block.
 TEST(Tls, RequestLimitsHoldOverHttps) {
   HttpsExtender extender(pki().server_cert.string(), pki().server_key.string(), 1 << 20);
   ASSERT_GT(extender.port(), 0);

@@ -1,7 +1,7 @@
 // WarmParser keeps one parser between large request bodies and frees it when none came for its
 // keep time; a second parser given back while one is kept is freed at once.
 
-#include "gpushare/extender/warm_parser.h"
+#include "gpushare/extender/wire/warm_parser.h"
 
 #include <gtest/gtest.h>
 

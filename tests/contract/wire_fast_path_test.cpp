@@ -9,7 +9,7 @@
 #include <random>
 
 #include "contract/extender_fixture.h"
-#include "gpushare/extender/wire_types.h"
+#include "gpushare/extender/wire/wire_types.h"
 #include "support/reference_extender_args.h"
 
 namespace gpushare::testing {
@@ -40,7 +40,8 @@ Outcome<decltype(std::declval<Fn>()())> run(Fn fn) {
 bool expect_same_decoding(const std::string& body) {
   const kube::ResourceNames names;
   const auto dom = run([&] { return reference::decode_extender_args(body, names); });
-  const auto fast = run([&] { return extender::decode_extender_args_body(std::string_view(body), names); });
+  const auto fast =
+      run([&] { return extender::decode_extender_args_body(std::string_view(body), names); });
   EXPECT_EQ(dom.ok, fast.ok) << "body: " << body.substr(0, 300) << "\ndom error: " << dom.error
                              << "\nfast error: " << fast.error;
   if (!dom.ok || !fast.ok) {
@@ -74,23 +75,33 @@ bool expect_same_decoding(const std::string& body) {
   return true;
 }
 
-Json small_node(const std::string& name) { return node_object(name, 2, 32); }
+Json small_node(const std::string& name) {
+  return node_object(name, 2, 32);
+}
 
 TEST(WireFastPath, DecodesLikeTheDom) {
   const Json pod = pod_object("p", "uid-p", 4);
-  auto with_items = [&](Json items) { return Json{{"Pod", pod}, {"Nodes", Json{{"items", std::move(items)}}}}.dump(); };
+  auto with_items = [&](Json items) {
+    return Json{{"Pod", pod}, {"Nodes", Json{{"items", std::move(items)}}}}.dump();
+  };
   const std::vector<std::string> bodies = {
       Json{{"Pod", pod}, {"Nodes", nullptr}, {"NodeNames", {"n1", "n2"}}}.dump(),
       Json{{"pod", pod}, {"nodes", nullptr}, {"nodenames", {"n1"}}}.dump(),
       Json{{"POD", pod}, {"NODENAMES", Json::array()}}.dump(),
-      Json{{"Pod", pod}, {"Nodes", {{"items", {small_node("a"), small_node("b")}}}}, {"NodeNames", nullptr}}.dump(),
+      Json{{"Pod", pod},
+           {"Nodes", {{"items", {small_node("a"), small_node("b")}}}},
+           {"NodeNames", nullptr}}
+          .dump(),
       Json{{"Pod", pod}, {"Nodes", {{"items", {small_node("a")}}}}, {"NodeNames", {"x"}}}.dump(),
-      Json{{"Pod", pod}, {"Nodes", {{"Items", {small_node("a")}}, {"items", {small_node("b")}}}}}.dump(),
+      Json{{"Pod", pod}, {"Nodes", {{"Items", {small_node("a")}}, {"items", {small_node("b")}}}}}
+          .dump(),
       Json{{"Pod", pod}, {"Nodes", Json::object()}}.dump(),
       Json{{"Pod", pod}, {"Nodes", {{"items", nullptr}}}}.dump(),
       with_items(Json::array({Json{{"metadata", Json{{"Name", "m"}}}}})),
-      with_items(Json::array({Json{{"Metadata", Json{{"name", "m"}}}, {"metadata", Json{{"name", "n"}}}}})),
-      with_items(Json::array({Json{{"METADATA", Json{{"name", "m"}}}, {"Metadata", Json{{"name", "n"}}}}})),
+      with_items(Json::array(
+          {Json{{"Metadata", Json{{"name", "m"}}}, {"metadata", Json{{"name", "n"}}}}})),
+      with_items(Json::array(
+          {Json{{"METADATA", Json{{"name", "m"}}}, {"Metadata", Json{{"name", "n"}}}}})),
       with_items(Json::array({Json{{"metadata", Json{{"name", 3}}}}})),
       with_items(Json::array({Json{{"metadata", Json{{"name", ""}}}}})),
       with_items(Json::array({Json{{"metadata", nullptr}}})),
@@ -109,19 +120,57 @@ TEST(WireFastPath, DecodesLikeTheDom) {
       // Duplicate keys (the DOM keeps the last), escapes, unicode, a BOM, whitespace.
       R"({"Pod":)" + pod.dump() + R"(,"NodeNames":["a"],"NodeNames":["b","c"]})",
       R"({"Pod":)" + pod.dump() + R"(,"nodeNames":["a"],"NodeNAMES":["b"]})",
-      R"({"Pod":)" + pod.dump() + R"(,"Node\u004eames":["\u00e9t\u00e9","\ud83d\ude00","a\"b\\c\/d\n"]})",
-      "\xEF\xBB\xBF" R"( { "Pod" : )" + pod.dump(2) + " ,\n\t\"NodeNames\" : [ \"n1\" ] } \r\n",
+      R"({"Pod":)" + pod.dump() +
+          R"(,"Node\u004eames":["\u00e9t\u00e9","\ud83d\ude00","a\"b\\c\/d\n"]})",
+      "\xEF\xBB\xBF"
+      R"( { "Pod" : )" +
+          pod.dump(2) + " ,\n\t\"NodeNames\" : [ \"n1\" ] } \r\n",
       R"({"Pod":)" + pod.dump() + R"(,"NodeNames":["caf\u00e9","n\u00001"]})",
-      R"({"Pod":)" + pod.dump() + R"(,"NodeNames":["ok"],"extra":[1,-2.5e3,0.0,true,false,null,{"a":[[]]},1E+2]})",
+      R"({"Pod":)" + pod.dump() +
+          R"(,"NodeNames":["ok"],"extra":[1,-2.5e3,0.0,true,false,null,{"a":[[]]},1E+2]})",
       R"({"Pod":)" + pod.dump() + R"(,"NodeNames":["ok"],"big":123456789012345678901234567890})",
       // Invalid JSON of many kinds.
-      "", " ", "{", "}", "[1,2]", "\"text\"", "null", "3", "{\"Pod\": ", "{nope", "{\"a\":1,}", "{\"a\" 1}",
-      "{\"a\":01}", "{\"a\":-}", "{\"a\":1.}", "{\"a\":.5}", "{\"a\":1e}", "{\"a\":tru}", "{\"a\":nul}",
-      "{\"a\":\"\\x\"}", "{\"a\":\"\\u12\"}", "{\"a\":\"\\ud800\"}", "{\"a\":\"\\udc00\"}",
-      "{\"a\":\"\\ud800\\u0041\"}", "{\"a\":\"tab\there\"}", "{\"a\":\"\xC0\xAF\"}", "{\"a\":\"\xED\xA0\x80\"}",
-      "{\"a\":\"\xF4\x90\x80\x80\"}", "{\"a\":\"\xE2\x82\"}", "{\"a\":1e400}", "{\"a\":-1e309}", "{\"a\":1e-400}",
-      "{} {}", "{}x", "\xEF\xBB{}", "{\"a\":[1 2]}", "{\"a\":[1,]}", "{'a':1}", "{\"a\":1}/*c*/",
-      "{\"Pod\":{\"metadata\":{\"name\":\"p\"}},\"NodeNames\":[\"n\"]", "[[[[[[[[[[[[[[[[[[[[[]]]]]]]]]]]]]]]]]]]]",
+      "",
+      " ",
+      "{",
+      "}",
+      "[1,2]",
+      "\"text\"",
+      "null",
+      "3",
+      "{\"Pod\": ",
+      "{nope",
+      "{\"a\":1,}",
+      "{\"a\" 1}",
+      "{\"a\":01}",
+      "{\"a\":-}",
+      "{\"a\":1.}",
+      "{\"a\":.5}",
+      "{\"a\":1e}",
+      "{\"a\":tru}",
+      "{\"a\":nul}",
+      "{\"a\":\"\\x\"}",
+      "{\"a\":\"\\u12\"}",
+      "{\"a\":\"\\ud800\"}",
+      "{\"a\":\"\\udc00\"}",
+      "{\"a\":\"\\ud800\\u0041\"}",
+      "{\"a\":\"tab\there\"}",
+      "{\"a\":\"\xC0\xAF\"}",
+      "{\"a\":\"\xED\xA0\x80\"}",
+      "{\"a\":\"\xF4\x90\x80\x80\"}",
+      "{\"a\":\"\xE2\x82\"}",
+      "{\"a\":1e400}",
+      "{\"a\":-1e309}",
+      "{\"a\":1e-400}",
+      "{} {}",
+      "{}x",
+      "\xEF\xBB{}",
+      "{\"a\":[1 2]}",
+      "{\"a\":[1,]}",
+      "{'a':1}",
+      "{\"a\":1}/*c*/",
+      "{\"Pod\":{\"metadata\":{\"name\":\"p\"}},\"NodeNames\":[\"n\"]",
+      "[[[[[[[[[[[[[[[[[[[[[]]]]]]]]]]]]]]]]]]]]",
   };
   for (const auto& body : bodies) expect_same_decoding(body);
 }
@@ -138,27 +187,52 @@ TEST(WireFastPath, DecodesOddPodsLikeTheDom) {
   };
   variant([](Json& p) { p["metadata"]["Name"] = "other"; });
   variant([](Json& p) { p["metadata"]["NAME"] = 5; });
-  variant([](Json& p) { p["Metadata"] = p["metadata"]; p["Metadata"]["name"] = "second"; });
-  variant([](Json& p) { p["METADATA"] = {{"name", "third"}}; p.erase("metadata"); });
+  variant([](Json& p) {
+    p["Metadata"] = p["metadata"];
+    p["Metadata"]["name"] = "second";
+  });
+  variant([](Json& p) {
+    p["METADATA"] = {{"name", "third"}};
+    p.erase("metadata");
+  });
   variant([](Json& p) { p["metadata"] = "text"; });
   variant([](Json& p) { p["metadata"]["uid"] = Json::object(); });
   variant([](Json& p) { p["metadata"]["namespace"] = nullptr; });
   variant([](Json& p) { p["metadata"]["deletionTimestamp"] = "2024-06-11T09:14:03Z"; });
   variant([](Json& p) { p["metadata"]["DeletionTimestamp"] = nullptr; });
-  variant([](Json& p) { p["metadata"]["annotations"] = {{"ALIYUN_COM_GPU_MEM_IDX", "x"}, {"aliyun_com_gpu_mem_idx", "3"}}; });
-  variant([](Json& p) { p["metadata"]["annotations"] = {{"ALIYUN_COM_GPU_MEM_POD", 7}, {"ALIYUN_COM_GPU_MEM_ASSIGNED", "true"}, {"ALIYUN_COM_GPU_MEM_ASSUME_TIME", "123"}, {"ALIYUN_COM_GPU_MEM_DEV", "16"}}; });
+  variant([](Json& p) {
+    p["metadata"]["annotations"] = {{"ALIYUN_COM_GPU_MEM_IDX", "x"},
+                                    {"aliyun_com_gpu_mem_idx", "3"}};
+  });
+  variant([](Json& p) {
+    p["metadata"]["annotations"] = {{"ALIYUN_COM_GPU_MEM_POD", 7},
+                                    {"ALIYUN_COM_GPU_MEM_ASSIGNED", "true"},
+                                    {"ALIYUN_COM_GPU_MEM_ASSUME_TIME", "123"},
+                                    {"ALIYUN_COM_GPU_MEM_DEV", "16"}};
+  });
   variant([](Json& p) { p["metadata"]["annotations"] = {1, 2}; });
   variant([](Json& p) { p["metadata"]["Annotations"] = {{"ALIYUN_COM_GPU_MEM_IDX", "2"}}; });
   variant([](Json& p) { p["spec"]["NodeName"] = "n2"; });
   variant([](Json& p) { p["spec"]["nodeName"] = 3; });
   variant([](Json& p) { p["spec"]["containers"] = "x"; });
   variant([](Json& p) { p["spec"]["containers"] = {1}; });
-  variant([](Json& p) { p["spec"]["Containers"] = p["spec"]["containers"]; p["spec"]["Containers"][0]["resources"]["limits"]["aliyun.com/gpu-mem"] = "9"; });
+  variant([](Json& p) {
+    p["spec"]["Containers"] = p["spec"]["containers"];
+    p["spec"]["Containers"][0]["resources"]["limits"]["aliyun.com/gpu-mem"] = "9";
+  });
   variant([](Json& p) { p["spec"]["containers"].push_back(p["spec"]["containers"][0]); });
-  variant([](Json& p) { p["spec"]["containers"][0]["resources"] = {{"requests", {{"ALIYUN.COM/GPU-MEM", "6"}}}}; });
-  variant([](Json& p) { p["spec"]["containers"][0]["resources"] = {{"Limits", {{"aliyun.com/gpu-mem", "1k"}}}}; });
-  variant([](Json& p) { p["spec"]["containers"][0]["resources"] = {{"limits", {{"aliyun.com/gpu-mem", 2.5}}}}; });
-  variant([](Json& p) { p["spec"]["containers"][0]["resources"] = {{"limits", {{"aliyun.com/gpu-mem", "-1"}}}}; });
+  variant([](Json& p) {
+    p["spec"]["containers"][0]["resources"] = {{"requests", {{"ALIYUN.COM/GPU-MEM", "6"}}}};
+  });
+  variant([](Json& p) {
+    p["spec"]["containers"][0]["resources"] = {{"Limits", {{"aliyun.com/gpu-mem", "1k"}}}};
+  });
+  variant([](Json& p) {
+    p["spec"]["containers"][0]["resources"] = {{"limits", {{"aliyun.com/gpu-mem", 2.5}}}};
+  });
+  variant([](Json& p) {
+    p["spec"]["containers"][0]["resources"] = {{"limits", {{"aliyun.com/gpu-mem", "-1"}}}};
+  });
   variant([](Json& p) { p["spec"]["containers"][0]["resources"] = "none"; });
   variant([](Json& p) { p["spec"]["containers"][0]["name"] = 4; });
   variant([](Json& p) { p["spec"] = nullptr; });
@@ -174,29 +248,70 @@ TEST(WireFastPath, DecodesOddPodsLikeTheDom) {
     if (!limits.is_null()) r["limits"] = std::move(limits);
     return r;
   };
-  variant([&](Json& p) { p["spec"]["containers"][0]["resources"] = resources({{"cpu", "250m"}, {"memory", "1Gi"}}, {{"aliyun.com/gpu-mem", "4"}, {"cpu", "1"}}); });
-  variant([&](Json& p) { p["spec"]["containers"][0]["resources"] = resources(nullptr, {{"CPU", "2"}, {"Memory", "3Gi"}, {"aliyun.com/gpu-mem", "4"}}); });
-  variant([&](Json& p) { p["spec"]["containers"][0]["resources"] = resources({{"cpu", "0.1m"}, {"memory", "1.5"}}, nullptr); });
-  variant([&](Json& p) { p["spec"]["containers"][0]["resources"] = resources({{"cpu", "lots"}}, nullptr); });
-  variant([&](Json& p) { p["spec"]["containers"][0]["resources"] = resources({{"memory", 7.5}}, nullptr); });
-  variant([&](Json& p) { p["spec"]["containers"][0]["resources"] = resources({{"cpu", "5e15"}}, nullptr); p["spec"]["containers"].push_back(p["spec"]["containers"][0]); });
+  variant([&](Json& p) {
+    p["spec"]["containers"][0]["resources"] = resources(
+        {{"cpu", "250m"}, {"memory", "1Gi"}}, {{"aliyun.com/gpu-mem", "4"}, {"cpu", "1"}});
+  });
+  variant([&](Json& p) {
+    p["spec"]["containers"][0]["resources"] =
+        resources(nullptr, {{"CPU", "2"}, {"Memory", "3Gi"}, {"aliyun.com/gpu-mem", "4"}});
+  });
+  variant([&](Json& p) {
+    p["spec"]["containers"][0]["resources"] =
+        resources({{"cpu", "0.1m"}, {"memory", "1.5"}}, nullptr);
+  });
+  variant([&](Json& p) {
+    p["spec"]["containers"][0]["resources"] = resources({{"cpu", "lots"}}, nullptr);
+  });
+  variant([&](Json& p) {
+    p["spec"]["containers"][0]["resources"] = resources({{"memory", 7.5}}, nullptr);
+  });
+  variant([&](Json& p) {
+    p["spec"]["containers"][0]["resources"] = resources({{"cpu", "5e15"}}, nullptr);
+    p["spec"]["containers"].push_back(p["spec"]["containers"][0]);
+  });
   variant([&](Json& p) {
     p["spec"]["initContainers"] = {
-        {{"name", "proxy"}, {"restartPolicy", "Always"}, {"image", "envoy"}, {"resources", resources({{"cpu", "500m"}, {"memory", "256Mi"}}, nullptr)}},
-        {{"name", "migrate"}, {"resources", resources(nullptr, {{"cpu", "2"}, {"memory", "2Gi"}})}, {"command", {"sh", "-c", "true"}}},
-        {{"name", "logs"}, {"restartPolicy", "Always"}, {"resources", resources({{"cpu", "250m"}}, nullptr)}},
-        {{"name", "seed"}, {"restartPolicy", "OnFailure"}, {"resources", resources({{"cpu", "1800m"}, {"memory", "100Mi"}}, nullptr)}}};
+        {{"name", "proxy"},
+         {"restartPolicy", "Always"},
+         {"image", "envoy"},
+         {"resources", resources({{"cpu", "500m"}, {"memory", "256Mi"}}, nullptr)}},
+        {{"name", "migrate"},
+         {"resources", resources(nullptr, {{"cpu", "2"}, {"memory", "2Gi"}})},
+         {"command", {"sh", "-c", "true"}}},
+        {{"name", "logs"},
+         {"restartPolicy", "Always"},
+         {"resources", resources({{"cpu", "250m"}}, nullptr)}},
+        {{"name", "seed"},
+         {"restartPolicy", "OnFailure"},
+         {"resources", resources({{"cpu", "1800m"}, {"memory", "100Mi"}}, nullptr)}}};
     p["spec"]["overhead"] = {{"cpu", "250m"}, {"memory", "120Mi"}};
   });
-  variant([&](Json& p) { p["spec"]["InitContainers"] = {{{"name", "i"}, {"RestartPolicy", "Always"}, {"Resources", resources({{"cpu", "3"}}, nullptr)}}}; });
-  variant([&](Json& p) { p["spec"]["initContainers"] = {{{"name", "i"}, {"restartPolicy", "Always"}}}; p["spec"]["initcontainers"] = {{{"name", "j"}, {"resources", resources({{"cpu", "9"}}, nullptr)}}}; });
+  variant([&](Json& p) {
+    p["spec"]["InitContainers"] = {{{"name", "i"},
+                                    {"RestartPolicy", "Always"},
+                                    {"Resources", resources({{"cpu", "3"}}, nullptr)}}};
+  });
+  variant([&](Json& p) {
+    p["spec"]["initContainers"] = {{{"name", "i"}, {"restartPolicy", "Always"}}};
+    p["spec"]["initcontainers"] = {
+        {{"name", "j"}, {"resources", resources({{"cpu", "9"}}, nullptr)}}};
+  });
   variant([&](Json& p) { p["spec"]["initContainers"] = {{{"name", "i"}, {"restartPolicy", 3}}}; });
-  variant([&](Json& p) { p["spec"]["initContainers"] = {{{"name", "i"}, {"resources", resources({{"memory", "-1"}}, nullptr)}}}; });
+  variant([&](Json& p) {
+    p["spec"]["initContainers"] = {
+        {{"name", "i"}, {"resources", resources({{"memory", "-1"}}, nullptr)}}};
+  });
   variant([](Json& p) { p["spec"]["initContainers"] = "x"; });
   variant([](Json& p) { p["spec"]["initContainers"] = {1, 2}; });
   variant([](Json& p) { p["spec"]["initContainers"] = nullptr; });
-  variant([](Json& p) { p["spec"]["overhead"] = {{"cpu", "100m"}, {"Memory", "1Mi"}, {"other", {{"x", 1}}}}; });
-  variant([](Json& p) { p["spec"]["Overhead"] = {{"cpu", "1"}}; p["spec"]["overhead"] = {{"cpu", "2"}}; });
+  variant([](Json& p) {
+    p["spec"]["overhead"] = {{"cpu", "100m"}, {"Memory", "1Mi"}, {"other", {{"x", 1}}}};
+  });
+  variant([](Json& p) {
+    p["spec"]["Overhead"] = {{"cpu", "1"}};
+    p["spec"]["overhead"] = {{"cpu", "2"}};
+  });
   variant([](Json& p) { p["spec"]["overhead"] = {{"cpu", "-1"}}; });
   variant([](Json& p) { p["spec"]["overhead"] = "none"; });
   variant([](Json& p) { p["spec"]["overhead"] = nullptr; });
@@ -227,15 +342,21 @@ TEST(WireFastPath, NulByteAfterTheBodyIsRejected) {
 TEST(WireFastPath, RandomMutationsDecodeLikeTheDom) {
   const Json pod = pod_object("p", "uid-p", 4);
   Json with_cpu = pod;
-  with_cpu["spec"]["containers"][0]["resources"]["requests"] = {{"cpu", "1500m"}, {"memory", "2Gi"}};
+  with_cpu["spec"]["containers"][0]["resources"]["requests"] = {{"cpu", "1500m"},
+                                                                {"memory", "2Gi"}};
   with_cpu["spec"]["initContainers"] = {
-      {{"name", "mesh"}, {"restartPolicy", "Always"}, {"resources", {{"requests", {{"cpu", "1"}, {"memory", "64Mi"}}}}}},
+      {{"name", "mesh"},
+       {"restartPolicy", "Always"},
+       {"resources", {{"requests", {{"cpu", "1"}, {"memory", "64Mi"}}}}}},
       {{"name", "init"}, {"resources", {{"limits", {{"cpu", "3"}, {"memory", "1Gi"}}}}}}};
   with_cpu["spec"]["overhead"] = {{"cpu", "100m"}, {"memory", "10Mi"}};
   const std::vector<std::string> seeds = {
       Json{{"Pod", with_cpu}, {"NodeNames", {"n1", "n2"}}}.dump(),
       Json{{"Pod", pod}, {"Nodes", nullptr}, {"NodeNames", {"n1", "n\u00e92", "n3"}}}.dump(),
-      Json{{"Pod", pod}, {"Nodes", {{"items", {small_node("a"), small_node("b")}}}}, {"NodeNames", nullptr}}.dump(),
+      Json{{"Pod", pod},
+           {"Nodes", {{"items", {small_node("a"), small_node("b")}}}},
+           {"NodeNames", nullptr}}
+          .dump(),
   };
   static constexpr char kInteresting[] = "{}[]\",:\\/ue0-+.1 \n\x80\xC3\xA9\xED\xF0tfn";
   std::mt19937 rng(20240611);
@@ -247,10 +368,18 @@ TEST(WireFastPath, RandomMutationsDecodeLikeTheDom) {
       const std::size_t at = rng() % body.size();
       const char c = kInteresting[rng() % (sizeof kInteresting - 1)];
       switch (rng() % 4) {
-        case 0: body[at] = c; break;
-        case 1: body.insert(body.begin() + static_cast<std::ptrdiff_t>(at), c); break;
-        case 2: body.erase(at, 1 + rng() % 4); break;
-        default: body.resize(at); break;
+        case 0:
+          body[at] = c;
+          break;
+        case 1:
+          body.insert(body.begin() + static_cast<std::ptrdiff_t>(at), c);
+          break;
+        case 2:
+          body.erase(at, 1 + rng() % 4);
+          break;
+        default:
+          body.resize(at);
+          break;
       }
     }
     decoded += expect_same_decoding(body);
@@ -268,7 +397,9 @@ std::string dom_filter_result(const extender::FilterResult& result) {
   };
   Json body;
   if (result.nodes) {
-    body["Nodes"] = {{"apiVersion", "v1"}, {"kind", "NodeList"}, {"metadata", Json::object()},
+    body["Nodes"] = {{"apiVersion", "v1"},
+                     {"kind", "NodeList"},
+                     {"metadata", Json::object()},
                      {"items", *result.nodes}};
   } else {
     body["Nodes"] = nullptr;
@@ -282,14 +413,21 @@ std::string dom_filter_result(const extender::FilterResult& result) {
 
 std::string dom_priorities(const std::vector<extender::HostPriority>& priorities) {
   Json body = Json::array();
-  for (const auto& priority : priorities) body.push_back({{"Host", priority.host}, {"Score", priority.score}});
+  for (const auto& priority : priorities)
+    body.push_back({{"Host", priority.host}, {"Score", priority.score}});
   return body.dump(-1, ' ', false, Json::error_handler_t::replace);
 }
 
 TEST(WireFastPath, EncodesByteForByteLikeTheDom) {
-  const std::vector<std::string> awkward = {
-      "", "n1", "quote\"back\\slash/", "ctl\x01\x1f\x7f\b\f\n\r\t", "caf\xC3\xA9 \xF0\x9F\x98\x80",
-      "bad\xC3", "bad\xFF\xFEutf8", "\xED\xA0\x80surrogate", std::string("nul\0byte", 8)};
+  const std::vector<std::string> awkward = {"",
+                                            "n1",
+                                            "quote\"back\\slash/",
+                                            "ctl\x01\x1f\x7f\b\f\n\r\t",
+                                            "caf\xC3\xA9 \xF0\x9F\x98\x80",
+                                            "bad\xC3",
+                                            "bad\xFF\xFEutf8",
+                                            "\xED\xA0\x80surrogate",
+                                            std::string("nul\0byte", 8)};
   extender::FilterResult result;
   EXPECT_EQ(extender::encode_filter_result(result), dom_filter_result(result));
   std::vector<extender::HostPriority> priorities;
@@ -319,7 +457,8 @@ TEST(WireFastPath, EchoesNodeTextsVerbatim) {
   ASSERT_TRUE(args.node_texts);
   extender::FilterResult result;
   result.node_names = {"a", "b"};
-  result.node_texts = std::vector<std::string_view>{(*args.node_texts)[0].json, (*args.node_texts)[1].json};
+  result.node_texts =
+      std::vector<std::string_view>{(*args.node_texts)[0].json, (*args.node_texts)[1].json};
   result.node_source = args.node_source;
   const Json reply = Json::parse(extender::encode_filter_result(result));
   EXPECT_EQ(reply["Nodes"]["items"], items);

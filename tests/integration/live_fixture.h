@@ -14,8 +14,10 @@
 #include "gpushare/apiclient/api_client.h"
 #include "gpushare/apiclient/kubeconfig.h"
 #include "gpushare/core/placement_policy.h"
-#include "gpushare/extender/http_server.h"
-#include "gpushare/extender/scheduling_service.h"
+#include "gpushare/core/policy_registry.h"
+#include "gpushare/extender/http/http_server.h"
+#include "gpushare/extender/inspect_sources.h"
+#include "gpushare/extender/service/scheduling_service.h"
 #include "gpushare/sync/api_pod_binder.h"
 #include "gpushare/sync/cluster_sync.h"
 #include "gpushare/sync/dra_sync.h"
@@ -185,7 +187,7 @@ class LiveExtender {
       metrics_.add_collector(sync::leader_election_collector(
           [this] { return sync::leader_election_state(gate_->elector()); }));
     }
-    sync::attach_inspect_sources(*sync_, http);
+    extender::attach_inspect_sources(*sync_, http);
     server_ =
         std::make_unique<extender::HttpServer>(*service_, store_, metrics_, rejections_, http);
     port_ = server_->bind("127.0.0.1", 0);

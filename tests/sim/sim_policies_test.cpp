@@ -2,6 +2,7 @@
 #include <gtest/gtest.h>
 
 #include "gpushare/core/fit.h"
+#include "gpushare/core/policy_registry.h"
 #include "gpushare/sim/policies.h"
 
 namespace gpushare::sim {
@@ -42,13 +43,13 @@ TEST(GpuClustering, GroupsPodsOfTheSameKind) {
   clustering.placed(sharing, pod(500));
   clustering.placed(whole, pod(1000));
   // base = floor(25 * used / 8 GPUs): 0 for the empty node, 1 after 500 units, 3 after 1000.
-  EXPECT_EQ(clustering.place(empty, pod(300))->score, 25);     // no GPU pods yet
+  EXPECT_EQ(clustering.place(empty, pod(300))->score, 25);        // no GPU pods yet
   EXPECT_EQ(clustering.place(sharing, pod(300))->score, 1 + 75);  // only sharing pods
   EXPECT_EQ(clustering.place(whole, pod(300))->score, 3 + 0);     // other kind only
   EXPECT_EQ(clustering.place(whole, pod(1000))->score, 3 + 75);
   clustering.placed(sharing, pod(1000));
-  EXPECT_EQ(clustering.place(sharing, pod(300))->score, 1 + 50);  // among other kinds
-  EXPECT_EQ(clustering.place(empty, pod(0, 0))->score, 0);        // CPU-only pods: 0
+  EXPECT_EQ(clustering.place(sharing, pod(300))->score, 1 + 50);              // among other kinds
+  EXPECT_EQ(clustering.place(empty, pod(0, 0))->score, 0);                    // CPU-only pods: 0
   EXPECT_EQ(clustering.place(sharing, pod(300))->gpus, std::vector<int>{0});  // best fit
 }
 

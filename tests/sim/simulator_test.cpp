@@ -1,10 +1,12 @@
 // End to end: a small hand-made trace, and one seed of the real default trace.
+#include "gpushare/sim/simulator.h"
+
 #include <gtest/gtest.h>
 
 #include <sstream>
 
+#include "gpushare/core/policy_registry.h"
 #include "gpushare/sim/report.h"
-#include "gpushare/sim/simulator.h"
 
 namespace gpushare::sim {
 namespace {
@@ -114,7 +116,8 @@ TEST(Simulator, ReproducesThePapersOrderingOnTheDefaultTrace) {
                             options);
   EXPECT_EQ(simulator.typical_workload().size(), 35u);  // as the paper's simulator
   std::vector<RunResult> runs;
-  for (const char* policy : {"fgd", "best-fit", "random"}) runs.push_back(simulator.run(policy, 42));
+  for (const char* policy : {"fgd", "best-fit", "random"})
+    runs.push_back(simulator.run(policy, 42));
   const auto summaries = summarize(runs);
   const double fgd = summaries[0].alloc_at(100);
   const double best_fit = summaries[1].alloc_at(100);
@@ -127,14 +130,14 @@ TEST(Simulator, ReproducesThePapersOrderingOnTheDefaultTrace) {
 }
 
 TEST(CurveFromRecords, AveragesRoundedBucketsAndFillsGapsFromNeighbours) {
-  const std::vector<Record> records{{0.2, 0.2, 0}, {0.7, 0.7, 1}, {1.4, 1.0, 1},
-                                    {3.4, 3.0, 2}, {4.4, 3.5, 2}};
+  const std::vector<Record> records{
+      {0.2, 0.2, 0}, {0.7, 0.7, 1}, {1.4, 1.0, 1}, {3.4, 3.0, 2}, {4.4, 3.5, 2}};
   const auto curve = curve_from_records(records);
   ASSERT_EQ(curve.size(), 5u);
   EXPECT_EQ(curve[0].arrived_pct, 0);
   EXPECT_DOUBLE_EQ(curve[0].alloc_pct, 0.2);
   EXPECT_DOUBLE_EQ(curve[1].alloc_pct, (0.7 + 1.0) / 2);  // 0.7 and 1.4 round to 1
-  EXPECT_EQ(curve[2].arrived_pct, 2);                      // nothing rounds to 2: 1 and 3
+  EXPECT_EQ(curve[2].arrived_pct, 2);                     // nothing rounds to 2: 1 and 3
   EXPECT_DOUBLE_EQ(curve[2].alloc_pct, (0.7 + 1.0 + 3.0) / 3);
   EXPECT_DOUBLE_EQ(curve[4].alloc_pct, 3.5);
   EXPECT_DOUBLE_EQ(curve[4].frag_pct, 2.0);

@@ -11,7 +11,7 @@
 #include <string_view>
 #include <vector>
 
-#include "gpushare/extender/wire_types.h"
+#include "gpushare/extender/wire/wire_types.h"
 #include "gpushare/kube/json_access.h"
 #include "gpushare/kube/pod_info.h"
 

@@ -21,7 +21,7 @@
 #include <random>
 #include <sstream>
 
-#include "gpushare/extender/standalone_cluster.h"
+#include "gpushare/extender/standalone/standalone_cluster.h"
 #include "support/fake_apiserver.h"
 
 namespace {

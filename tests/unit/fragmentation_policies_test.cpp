@@ -7,9 +7,13 @@
 
 #include "gpushare/core/fit.h"
 #include "gpushare/core/placement_policy.h"
+#include "gpushare/core/policies/best_fit.h"
+#include "gpushare/core/policies/dot_product.h"
 #include "gpushare/core/policies/fgd.h"
 #include "gpushare/core/policies/fgd_plus.h"
-#include "gpushare/core/policies/paper_baselines.h"
+#include "gpushare/core/policies/gpu_packing.h"
+#include "gpushare/core/policies/random_choice.h"
+#include "gpushare/core/policy_registry.h"
 
 namespace gpushare::core {
 namespace {

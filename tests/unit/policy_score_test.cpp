@@ -6,6 +6,7 @@
 #include <random>
 
 #include "gpushare/core/placement_policy.h"
+#include "gpushare/core/policy_registry.h"
 
 namespace gpushare::core {
 namespace {

@@ -4,6 +4,8 @@
 #include "gpushare/core/placement_policy.h"
 #include "gpushare/core/policies/binpack.h"
 #include "gpushare/core/policies/spread.h"
+#include "gpushare/core/policy_registry.h"
+#include "gpushare/core/score_mapping.h"
 
 namespace gpushare::core {
 namespace {
@@ -169,11 +171,11 @@ TEST(Policies, AgreeWithFitAndChooseFittingGpus) {
 
 TEST(NormalizeScores, BestGetsTenInfeasibleZero) {
   const std::vector<std::optional<double>> raw{0.5, std::nullopt, 0.9, 0.1};
-  EXPECT_EQ(normalize_scores(raw), (std::vector<int>{6, 0, 10, 1}));
+  EXPECT_EQ(min_max_scores(raw), (std::vector<int>{6, 0, 10, 1}));
   const std::vector<std::optional<double>> equal{0.3, 0.3};
-  EXPECT_EQ(normalize_scores(equal), (std::vector<int>{10, 10}));
+  EXPECT_EQ(min_max_scores(equal), (std::vector<int>{10, 10}));
   const std::vector<std::optional<double>> none{std::nullopt};
-  EXPECT_EQ(normalize_scores(none), (std::vector<int>{0}));
+  EXPECT_EQ(min_max_scores(none), (std::vector<int>{0}));
 }
 
 }  // namespace

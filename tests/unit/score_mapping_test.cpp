@@ -2,9 +2,9 @@
 
 #include "gpushare/core/score_mapping.h"
 
-#include "gpushare/core/placement_policy.h"
-
 #include <gtest/gtest.h>
+
+#include "gpushare/core/placement_policy.h"
 
 namespace gpushare::core {
 namespace {
@@ -17,7 +17,7 @@ TEST(RankScores, BestDistinctScoresCountDownFromTen) {
 TEST(RankScores, KeepsTheOrderMinMaxLumpsTogether) {
   // A 4-unit pod: an exact hole (1.0), a near-exact one, and a node with a huge hole far below.
   const std::vector<std::optional<double>> raw{1.0, 0.99, 0.0};
-  EXPECT_EQ(normalize_scores(raw), (std::vector<int>{10, 10, 1}));  // min-max: a tie at 10
+  EXPECT_EQ(min_max_scores(raw), (std::vector<int>{10, 10, 1}));  // min-max: a tie at 10
   EXPECT_EQ(rank_scores(raw), (std::vector<int>{10, 9, 8}));
 }
 

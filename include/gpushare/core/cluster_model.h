@@ -1,6 +1,6 @@
 #pragma once
 // The cluster-wide model: nodes, their GPUs, and every pod's allocation. Not thread-safe:
-// the owner serialises access (see extender/model_store.h).
+// the owner serialises access (see extender/service/model_store.h).
 
 #include <cstdint>
 #include <functional>
@@ -142,7 +142,8 @@ class ClusterModel {
 };
 
 template <typename Fn>
-void ClusterModel::visit_nodes(std::span<const std::string_view> names, Fn&& fn, bool with_gpus) const {
+void ClusterModel::visit_nodes(std::span<const std::string_view> names, Fn&& fn,
+                               bool with_gpus) const {
   const std::size_t n = names.size();
   if (index_.empty()) {
     for (std::size_t i = 0; i < n; ++i) fn(i, static_cast<const NodeState*>(nullptr));
@@ -162,11 +163,13 @@ void ClusterModel::visit_nodes(std::span<const std::string_view> names, Fn&& fn,
     }
     if (i >= kAhead && i - kAhead < n) {
       const std::size_t j = i - kAhead;
-      for (std::size_t slot = hashes[j] & mask; index_[slot].node != kNoNode; slot = (slot + 1) & mask) {
+      for (std::size_t slot = hashes[j] & mask; index_[slot].node != kNoNode;
+           slot = (slot + 1) & mask) {
         if (index_[slot].hash != hashes[j]) continue;
         candidate[j] = index_[slot].node;
         const char* node = reinterpret_cast<const char*>(&nodes_[candidate[j]]);
-        for (std::size_t offset = 0; offset < sizeof(NodeState); offset += 64) __builtin_prefetch(node + offset);
+        for (std::size_t offset = 0; offset < sizeof(NodeState); offset += 64)
+          __builtin_prefetch(node + offset);
         break;
       }
     }
@@ -181,7 +184,8 @@ void ClusterModel::visit_nodes(std::span<const std::string_view> names, Fn&& fn,
     if (i >= 3 * kAhead && i - 3 * kAhead < n) {
       const std::size_t j = i - 3 * kAhead;
       const std::size_t slot = index_find(names[j], hashes[j]);
-      fn(j, slot == std::string_view::npos ? static_cast<const NodeState*>(nullptr) : &nodes_[index_[slot].node]);
+      fn(j, slot == std::string_view::npos ? static_cast<const NodeState*>(nullptr)
+                                           : &nodes_[index_[slot].node]);
     }
   }
 }

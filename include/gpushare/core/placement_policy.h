@@ -72,17 +72,4 @@ class PlacementPolicy {
   virtual std::string describe_state() const { return {}; }
 };
 
-// Maps raw scores of the offered nodes to kube-scheduler's extender scale 0..max_score:
-// infeasible nodes (nullopt) get 0, feasible ones 1..max_score by min-max over the feasible set,
-// so the best node always gets max_score.
-std::vector<int> normalize_scores(std::span<const std::optional<double>> raw, int max_score = 10);
-
-std::unique_ptr<PlacementPolicy> make_policy(std::string_view name);
-// Names make_policy accepts, the default first.
-std::vector<std::string> policy_names();
-// fgd-plus: through kube-scheduler as deployed it leaves 9-31 % fewer GPUs idle than binpack on
-// the openb traces (29-61 % when kube-scheduler alone places the CPU-only pods, spreading them
-// over GPU nodes); docs/placement.md, "As deployed".
-inline constexpr std::string_view kDefaultPolicy = "fgd-plus";
-
 }  // namespace gpushare::core

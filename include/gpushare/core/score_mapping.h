@@ -21,8 +21,12 @@ namespace gpushare::core {
 
 enum class ScoreMapping { kMinMax, kRank };
 
+// Min-max: infeasible nodes (nullopt) get 0, feasible ones 1..max_score by linear position over
+// the feasible set, so the best node always gets max_score.
+std::vector<int> min_max_scores(std::span<const std::optional<double>> raw, int max_score = 10);
 std::vector<int> rank_scores(std::span<const std::optional<double>> raw, int max_score = 10);
-std::vector<int> map_scores(std::span<const std::optional<double>> raw, ScoreMapping mapping, int max_score = 10);
+std::vector<int> map_scores(std::span<const std::optional<double>> raw, ScoreMapping mapping,
+                            int max_score = 10);
 
 // "minmax" or "rank"; nullopt otherwise.
 std::optional<ScoreMapping> score_mapping_named(std::string_view name);

@@ -10,8 +10,9 @@
 #include <string_view>
 #include <vector>
 
-#include "gpushare/extender/client_access.h"
-#include "gpushare/extender/connection_limits.h"
+#include "gpushare/core/policy_registry.h"
+#include "gpushare/extender/http/client_access.h"
+#include "gpushare/extender/http/connection_limits.h"
 #include "gpushare/kube/resource_names.h"
 
 namespace gpushare::extender {

@@ -14,6 +14,7 @@
 #include <vector>
 
 #include "gpushare/core/placement_policy.h"
+#include "gpushare/core/policy_registry.h"
 #include "gpushare/core/workload.h"
 
 namespace gpushare::sim {
@@ -74,7 +75,7 @@ class GpuOnlyView final : public core::PlacementPolicy {
 
 // What a run needs to build policies the paper's way.
 struct TraceContext {
-  core::TargetWorkload typical_workload;  // FGD's target: the trace's top shapes (95 %)
+  core::TargetWorkload typical_workload;        // FGD's target: the trace's top shapes (95 %)
   std::span<const core::PodDemand> trace_pods;  // the trace, for other targets
   std::uint64_t seed = 0;
 };

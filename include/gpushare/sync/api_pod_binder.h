@@ -5,7 +5,7 @@
 #include <chrono>
 
 #include "gpushare/apiclient/api_client.h"
-#include "gpushare/extender/pod_binder.h"
+#include "gpushare/extender/service/pod_binder.h"
 #include "gpushare/sync/cluster_sync.h"
 
 namespace gpushare::sync {
@@ -18,9 +18,10 @@ class ApiPodBinder final : public extender::PodBinder {
                std::chrono::milliseconds timeout = std::chrono::seconds(10));
 
   // The watch's copy first; a GET when the watch has not shown the pod yet.
-  std::optional<kube::PodInfo> find_pod(std::string_view namespace_name, std::string_view name) override;
+  std::optional<kube::PodInfo> find_pod(std::string_view namespace_name,
+                                        std::string_view name) override;
   extender::BindOutcome bind(const kube::PodInfo& pod, std::string_view node,
-                   const std::map<std::string, std::string>& annotations) override;
+                             const std::map<std::string, std::string>& annotations) override;
   // bind() finishing within `budget` in all (patch-bind makes up to three calls); leader
   // election cuts it to what is left of the lease.
   extender::BindOutcome bind_within(const kube::PodInfo& pod, std::string_view node,

@@ -16,16 +16,15 @@
 
 #include "gpushare/apiclient/api_client.h"
 #include "gpushare/apiclient/reflector.h"
-#include "gpushare/extender/config_warnings.h"
-#include "gpushare/extender/http_server.h"
-#include "gpushare/extender/metric_registry.h"
-#include "gpushare/extender/scheduling_metrics.h"
-#include "gpushare/sync/sync_metrics.h"
-#include "gpushare/extender/model_store.h"
-#include "gpushare/extender/pin_warnings.h"
-#include "gpushare/extender/pod_binder.h"
+#include "gpushare/extender/metrics/metric_registry.h"
+#include "gpushare/extender/metrics/scheduling_metrics.h"
+#include "gpushare/extender/service/config_warnings.h"
+#include "gpushare/extender/service/model_store.h"
+#include "gpushare/extender/service/pin_warnings.h"
+#include "gpushare/extender/service/pod_binder.h"
 #include "gpushare/kube/pod_info.h"
 #include "gpushare/kube/resource_names.h"
+#include "gpushare/sync/sync_metrics.h"
 
 namespace gpushare::sync {
 
@@ -49,8 +48,8 @@ struct SyncOptions {
 
 class ClusterSync {
  public:
-  ClusterSync(apiclient::ApiClient& client, extender::ModelStore& store, extender::MetricRegistry& metrics,
-              SyncOptions options);
+  ClusterSync(apiclient::ApiClient& client, extender::ModelStore& store,
+              extender::MetricRegistry& metrics, SyncOptions options);
   ~ClusterSync();
   ClusterSync(const ClusterSync&) = delete;
   ClusterSync& operator=(const ClusterSync&) = delete;
@@ -71,7 +70,8 @@ class ClusterSync {
   const extender::ConfigWarnings& config_warnings() const { return config_warnings_; }
 
   // The pod as last seen by the watch (by namespace/name), or nullopt.
-  std::optional<kube::PodInfo> cached_pod(std::string_view namespace_name, std::string_view name) const;
+  std::optional<kube::PodInfo> cached_pod(std::string_view namespace_name,
+                                          std::string_view name) const;
   std::size_t cached_pod_count() const;
   // The resourceVersion the pod reflector has delivered up to ("" before the first list).
   std::string pods_resource_version() const;
@@ -81,7 +81,8 @@ class ClusterSync {
   // them on what the API server says; also done periodically. Returns how many it settled.
   std::size_t resolve_reservations();
   // The pod as the API server has it now (a GET, not the watch's copy).
-  extender::PodBinder::ReadBack read_back(std::string_view namespace_name, std::string_view name) const;
+  extender::PodBinder::ReadBack read_back(std::string_view namespace_name,
+                                          std::string_view name) const;
 
   struct FailingResource {
     std::string name;
@@ -103,7 +104,7 @@ class ClusterSync {
   class ConfigMapHandler;
 
   // Adds the warning for a pending pod pinned to GPU models no node carries, once per pod
-  // (extender/pin_warnings.h). Under the model's lock; the caller logs after releasing it.
+  // (extender/service/pin_warnings.h). Under the model's lock; the caller logs after releasing it.
   void check_pin(const kube::PodInfo& pod, const core::ClusterModel& model,
                  std::vector<std::string>& warnings);
   void publish_sync_metrics();
@@ -112,7 +113,8 @@ class ClusterSync {
   apiclient::ApiClient& client_;
   extender::ModelStore& store_;
   SyncMetrics metrics_;
-  extender::SchedulingMetrics reservation_metrics_;  // reservations ended by what the API server shows
+  extender::SchedulingMetrics
+      reservation_metrics_;  // reservations ended by what the API server shows
   SyncOptions options_;
 
   mutable std::mutex pods_mutex_;  // guards pods_ (the directory bind reads)
@@ -132,9 +134,5 @@ class ClusterSync {
   std::unique_ptr<apiclient::Reflector> configmaps_;
   std::jthread housekeeping_;  // assumed-pod expiry and metrics; last, stopped first
 };
-
-// Hands /inspect what the sync knows beyond the model: each pod's phase and the configuration
-// warnings. `sync` must outlive the server.
-void attach_inspect_sources(const ClusterSync& sync, extender::HttpServerOptions& http);
 
 }  // namespace gpushare::sync

@@ -17,7 +17,7 @@
 #include "gpushare/apiclient/api_client.h"
 #include "gpushare/apiclient/reflector.h"
 #include "gpushare/core/dra.h"
-#include "gpushare/extender/model_store.h"
+#include "gpushare/extender/service/model_store.h"
 
 namespace gpushare::sync {
 

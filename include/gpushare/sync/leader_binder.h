@@ -9,7 +9,7 @@
 #include <string>
 #include <string_view>
 
-#include "gpushare/extender/pod_binder.h"
+#include "gpushare/extender/service/pod_binder.h"
 #include "gpushare/sync/api_pod_binder.h"
 #include "gpushare/sync/leader_gate.h"
 

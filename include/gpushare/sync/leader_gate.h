@@ -20,7 +20,7 @@
 
 #include "gpushare/apiclient/api_client.h"
 #include "gpushare/apiclient/lease_elector.h"
-#include "gpushare/extender/model_store.h"
+#include "gpushare/extender/service/model_store.h"
 #include "gpushare/sync/cluster_sync.h"
 
 namespace gpushare::sync {
@@ -83,6 +83,5 @@ class LeaderGate {
   apiclient::LeaderElector elector_;
   std::jthread catch_up_thread_;
 };
-
 
 }  // namespace gpushare::sync

@@ -5,7 +5,7 @@
 #include <cstdint>
 #include <functional>
 
-#include "gpushare/extender/metric_registry.h"
+#include "gpushare/extender/metrics/metric_registry.h"
 
 namespace gpushare::apiclient {
 class LeaderElector;
@@ -14,9 +14,9 @@ class LeaderElector;
 namespace gpushare::sync {
 
 struct LeaderElectionState {
-  bool leader = false;             // holds the Lease now
-  std::uint64_t acquisitions = 0;  // times this replica became leader
-  std::uint64_t lost = 0;          // step-downs: no renewal succeeded within the renew deadline
+  bool leader = false;                // holds the Lease now
+  std::uint64_t acquisitions = 0;     // times this replica became leader
+  std::uint64_t lost = 0;             // step-downs: no renewal succeeded within the renew deadline
   std::uint64_t failed_attempts = 0;  // acquire or renew attempts that did not succeed
 };
 

@@ -10,7 +10,7 @@
 #include <string>
 #include <string_view>
 
-#include "gpushare/extender/metric_registry.h"
+#include "gpushare/extender/metrics/metric_registry.h"
 
 namespace gpushare::sync {
 

@@ -14,16 +14,17 @@
 #include <string_view>
 #include <thread>
 
-#include "gpushare/core/placement_policy.h"
-#include "gpushare/core/score_mapping.h"
-#include "gpushare/extender/http_server.h"
-#include "gpushare/extender/logging.h"
-#include "gpushare/extender/options.h"
-#include "gpushare/extender/process_resources.h"
-#include "gpushare/extender/scheduling_service.h"
-#include "gpushare/extender/standalone_cluster.h"
-#ifdef GPUSHARE_HAVE_SYNC
 #include "gpushare/apiclient/config_resolution.h"
+#include "gpushare/core/placement_policy.h"
+#include "gpushare/core/policy_registry.h"
+#include "gpushare/core/score_mapping.h"
+#include "gpushare/extender/http/http_server.h"
+#include "gpushare/extender/http/process_resources.h"
+#include "gpushare/extender/inspect_sources.h"
+#include "gpushare/extender/logging/logging.h"
+#include "gpushare/extender/options.h"
+#include "gpushare/extender/service/scheduling_service.h"
+#include "gpushare/extender/standalone/standalone_cluster.h"
 #include "gpushare/sync/api_pod_binder.h"
 #include "gpushare/sync/cluster_sync.h"
 #include "gpushare/sync/dra_sync.h"
@@ -31,7 +32,6 @@
 #include "gpushare/sync/leader_gate.h"
 #include "gpushare/sync/leader_metrics.h"
 #include "gpushare/sync/sync_metrics.h"
-#endif
 
 namespace ext = gpushare::extender;
 
@@ -144,10 +144,8 @@ int run_standalone(const ext::Options& options, ShutdownSignals& signals) {
                options.cluster_file);
 
   ext::MetricRegistry metrics;
-#ifdef GPUSHARE_HAVE_SYNC
   // Live mode's families, at 0: dashboards and alerts find every name in both modes.
   const gpushare::sync::SyncMetrics sync_metrics(metrics);
-#endif
   ext::RejectionLog rejections;
   ext::ServiceConfig config;
   config.names = options.names;
@@ -162,7 +160,6 @@ int run_standalone(const ext::Options& options, ShutdownSignals& signals) {
       phases);
 }
 
-#ifdef GPUSHARE_HAVE_SYNC
 int run_live(const ext::Options& options, ShutdownSignals& signals) {
   namespace api = gpushare::apiclient;
   api::ClusterConfig cluster;
@@ -251,7 +248,7 @@ int run_live(const ext::Options& options, ShutdownSignals& signals) {
         [&gate] { return gpushare::sync::leader_election_state(gate->elector()); }));
   }
   auto inspect_sources = [&sync](ext::HttpServerOptions& http) {
-    gpushare::sync::attach_inspect_sources(sync, http);
+    gpushare::extender::attach_inspect_sources(sync, http);
   };
   const int code = serve(options, service, store, metrics, rejections, not_ready, signals,
                          on_drained, inspect_sources);
@@ -260,7 +257,6 @@ int run_live(const ext::Options& options, ShutdownSignals& signals) {
   sync.stop();
   return code;
 }
-#endif
 
 }  // namespace
 
@@ -291,12 +287,7 @@ int main(int argc, char** argv) {
       return run_standalone(options, signals);
     case ext::ClusterSource::kKubeconfig:
     case ext::ClusterSource::kInCluster:
-#ifdef GPUSHARE_HAVE_SYNC
       return run_live(options, signals);
-#else
-      std::cerr << "gpushare-extender: built without the API-server client; use --cluster-file\n";
-      return 2;
-#endif
   }
   return 2;
 }

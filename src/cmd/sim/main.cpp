@@ -14,6 +14,7 @@
 #include <thread>
 
 #include "gpushare/core/placement_policy.h"
+#include "gpushare/core/policy_registry.h"
 #include "gpushare/core/score_mapping.h"
 #include "gpushare/kubesim/deployed_run.h"
 #include "gpushare/kubesim/scheduler_config.h"

@@ -7,7 +7,8 @@ namespace gpushare::core {
 // nodes scored so the tightest GPU fit wins, then the fuller node. Keeps large holes open.
 class BinpackPolicy final : public PlacementPolicy {
  public:
-  std::string_view name() const override { return "binpack"; }
+  static constexpr std::string_view kName = "binpack";
+  std::string_view name() const override { return kName; }
   std::optional<Placement> place(const NodeState& node, const PodDemand& pod) const override;
   std::optional<double> score(const NodeState& node, const PodDemand& pod) const override;
 };

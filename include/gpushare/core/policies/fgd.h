@@ -18,7 +18,8 @@ class FgdPolicy final : public PlacementPolicy {
   // The paper's setting: the target workload is known in advance and never changes.
   explicit FgdPolicy(TargetWorkload fixed_target);
 
-  std::string_view name() const override { return "fgd"; }
+  static constexpr std::string_view kName = "fgd";
+  std::string_view name() const override { return kName; }
   // Score: floor(100 * sigmoid(dF / gpu capacity)), dF = F(node) - F(node after placement),
   // as the paper's simulator (integer scores: nearby nodes tie). A sharing pod takes the GPU
   // with the best score (lowest index on a tie); others take the lowest-index free GPUs.

@@ -90,7 +90,8 @@ class FgdPlusPolicy final : public PlacementPolicy {
   // A fixed target workload (the simulator, as the FGD paper).
   explicit FgdPlusPolicy(TargetWorkload fixed_target, Options options = {});
 
-  std::string_view name() const override { return "fgd-plus"; }
+  static constexpr std::string_view kName = "fgd-plus";
+  std::string_view name() const override { return kName; }
   std::optional<Placement> place(const NodeState& node, const PodDemand& pod) const override;
   // place()->score without choosing the GPU: only the candidates that can score best are
   // evaluated exactly (see NodeFragmentation::minimum_candidates).

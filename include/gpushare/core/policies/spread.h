@@ -7,7 +7,8 @@ namespace gpushare::core {
 // emptiest node wins. Lowest interference between tenants, at the cost of fragmentation.
 class SpreadPolicy final : public PlacementPolicy {
  public:
-  std::string_view name() const override { return "spread"; }
+  static constexpr std::string_view kName = "spread";
+  std::string_view name() const override { return kName; }
   std::optional<Placement> place(const NodeState& node, const PodDemand& pod) const override;
   std::optional<double> score(const NodeState& node, const PodDemand& pod) const override;
 };

@@ -1,0 +1,112 @@
+#pragma once
+// The extender's HTTP(S) endpoint: routes (docs/operations.md, "Endpoints") mapped onto
+// SchedulingService.
+
+#include <atomic>
+#include <chrono>
+#include <condition_variable>
+#include <functional>
+#include <memory>
+#include <mutex>
+#include <string>
+
+#include "gpushare/extender/http/client_access.h"
+#include "gpushare/extender/http/connection_limits.h"
+#include "gpushare/extender/http/request_metrics.h"
+#include "gpushare/extender/http/shared_rendering.h"
+#include "gpushare/extender/logging/log_throttle.h"
+#include "gpushare/extender/metrics/metric_registry.h"
+#include "gpushare/extender/service/config_warnings.h"
+#include "gpushare/extender/service/inspect_json.h"
+#include "gpushare/extender/service/model_store.h"
+#include "gpushare/extender/service/rejection_log.h"
+#include "gpushare/extender/service/scheduling_service.h"
+#include "gpushare/inspect/snapshot.h"
+
+namespace httplib {
+class Server;
+struct Request;
+struct Response;
+}  // namespace httplib
+
+namespace gpushare::extender {
+
+class ConnectionThreadPool;
+
+// Requests answered at once. Connections waiting for a request hold no thread (they wait in the
+// reactor, src/extender/http/connection_reactor.h); --max-connections bounds those.
+inline constexpr std::size_t kDefaultHttpThreads = 512;
+
+struct HttpServerOptions {
+  ConnectionLimits connections;
+  int threads = 0;  // most requests answered at once; 0 = kDefaultHttpThreads
+  std::string tls_cert_file;
+  std::string tls_private_key_file;
+  // Who may call the scheduling verbs (client_access.h): --allowed-clients, --tls-client-ca.
+  ClientAccessOptions access;
+  // Readiness: empty string = ready, else why not (first sync pending, not the leader...).
+  std::function<std::string()> not_ready_reason = [] { return std::string(); };
+  // /inspect: each pod's phase, and the configuration warnings standing (both optional).
+  inspect::PodPhaseLookup pod_phase;
+  std::function<std::vector<ConfigWarning>()> config_warnings;
+  // /inspect's reply is rendered once and shared (shared_rendering.h) while the model and the
+  // rejections are unchanged and it is at most this old (pod phases and configuration warnings
+  // come from elsewhere: they show within this time).
+  std::chrono::milliseconds inspect_max_age{1000};
+  // How long stop() waits for binds in flight to finish.
+  std::chrono::milliseconds shutdown_grace{20000};
+};
+
+class HttpServer {
+ public:
+  // /metrics serialises `metrics`; the server counts its requests there (request_metrics.h).
+  HttpServer(SchedulingService& service, ModelStore& store, MetricRegistry& metrics,
+             RejectionLog& rejections, HttpServerOptions options);
+  ~HttpServer();
+  HttpServer(const HttpServer&) = delete;
+  HttpServer& operator=(const HttpServer&) = delete;
+
+  // Binds the socket; port 0 picks a free one. Returns the port, or -1 with an error logged.
+  int bind(const std::string& host, int port);
+  // Serves until stop(); blocks.
+  void serve();
+  // Stops accepting (binds that arrive from now on are refused with 503) and waits up to
+  // shutdown_grace for the binds in flight to finish. Returns false if some are still running.
+  // Safe from any thread; serve() returns once every request in flight has been answered.
+  bool stop();
+  bool is_running() const;
+  int binds_in_flight() const;
+  // How /inspect's replies were made.
+  SharedRendering::Stats inspect_renderings() const { return inspect_.stats(); }
+  SharedRendering::Stats metrics_renderings() const { return metrics_rendering_.stats(); }
+
+ private:
+  void install_routes();
+  std::string render_inspect();
+  std::string render_metrics();
+  bool refuse_client(const httplib::Request& req, httplib::Response& res);
+  bool begin_bind();  // false once stopping
+  void end_bind();
+
+  SchedulingService& service_;
+  ModelStore& store_;
+  MetricRegistry& registry_;
+  RequestMetrics metrics_;
+  RejectionLog& rejections_;
+  HttpServerOptions options_;
+  std::shared_ptr<ConnectionThreadPool> connections_;  // outlives httplib's queue adaptor
+  std::unique_ptr<httplib::Server> server_;
+  ClientAccess access_;
+  std::string access_error_;  // why the client CA could not be set up; bind() fails with it
+  SharedRendering inspect_;
+  SharedRendering metrics_rendering_;
+  LogThrottle out_of_memory_log_;  // a request refused for want of memory
+  LogThrottle bad_request_log_;    // 400s and refused bodies: any client can cause them at will
+
+  mutable std::mutex binds_mutex_;
+  std::condition_variable binds_done_;
+  int binds_in_flight_ = 0;
+  bool stopping_ = false;
+};
+
+}  // namespace gpushare::extender

@@ -1,0 +1,92 @@
+#pragma once
+// The extender's verbs on typed arguments: filter, prioritize, bind, preempt. No HTTP here;
+// http_server.cpp decodes requests, calls these and encodes replies.
+
+#include <chrono>
+#include <cstdint>
+#include <functional>
+#include <map>
+#include <mutex>
+#include <string>
+#include <vector>
+
+#include "gpushare/core/score_cache.h"
+#include "gpushare/core/score_mapping.h"
+#include "gpushare/core/state_memo.h"
+#include "gpushare/extender/logging/log_throttle.h"
+#include "gpushare/extender/metrics/scheduling_metrics.h"
+#include "gpushare/extender/service/model_store.h"
+#include "gpushare/extender/service/pin_warnings.h"
+#include "gpushare/extender/service/pod_binder.h"
+#include "gpushare/extender/service/rejection_log.h"
+#include "gpushare/extender/wire/wire_types.h"
+#include "gpushare/kube/resource_names.h"
+
+namespace gpushare::extender {
+
+struct ServiceConfig {
+  kube::ResourceNames names;
+  // How prioritize maps the policy's raw scores onto 0..10 (--score-mapping).
+  core::ScoreMapping score_mapping = core::ScoreMapping::kMinMax;
+  // Wall clock in Unix nanoseconds (ASSUME_TIME annotation); injectable for tests.
+  std::function<std::int64_t()> now_ns = [] {
+    return std::chrono::duration_cast<std::chrono::nanoseconds>(
+               std::chrono::system_clock::now().time_since_epoch())
+        .count();
+  };
+};
+
+struct BindReply {
+  std::string error;    // empty on success
+  int gpu = -1;         // chosen GPU, -1 if none
+  std::string outcome;  // metrics label
+};
+
+class SchedulingService {
+ public:
+  // The service counts into `metrics` (scheduling_metrics.h).
+  SchedulingService(ModelStore& store, PodBinder& binder, MetricRegistry& metrics,
+                    RejectionLog& rejections, ServiceConfig config);
+
+  FilterResult filter(const ExtenderArgs& args);
+  std::vector<HostPriority> prioritize(const ExtenderArgs& args) const;
+  // The same, moving the offered node names into the result rather than copying them (the
+  // HTTP path, where the decoded arguments are not needed afterwards).
+  FilterResult filter(ExtenderArgs&& args);
+  std::vector<HostPriority> prioritize(ExtenderArgs&& args) const;
+  BindReply bind(const BindingArgs& args);
+  std::map<std::string, MetaVictims> preempt(const PreemptionArgs& args) const;
+
+  const ServiceConfig& config() const { return config_; }
+
+ private:
+  // `movable` is &args when the caller gave the arguments up (its names may then be moved).
+  FilterResult filter_impl(const ExtenderArgs& args, ExtenderArgs* movable);
+  std::vector<HostPriority> prioritize_impl(const ExtenderArgs& args, ExtenderArgs* movable) const;
+
+  // Reads the pod back and settles its reservation made with `token` on what the API server says.
+  core::ReservationOutcome settle_by_read_back(std::string_view namespace_name,
+                                               std::string_view name, std::string_view uid,
+                                               std::int64_t token);
+
+  ModelStore& store_;
+  PodBinder& binder_;
+  SchedulingMetrics metrics_;
+  RejectionLog& rejections_;
+  ServiceConfig config_;
+  // Raw scores of earlier prioritize requests per demand, reused for the nodes that did not
+  // change when a pod asks for a demand seen before (core/score_cache.h), and the scores of the
+  // node states met in one request (core/state_memo.h). The mutex guards score_cache_ and
+  // state_memo_ only; the model they score is read under the store's lock, taken after it.
+  mutable std::mutex score_cache_mutex_;
+  mutable core::ScoreCache score_cache_;
+  mutable core::StateMemo state_memo_;
+  // Anyone who can reach /bind can make binds fail at will: their lines are throttled (every
+  // failure is still counted in gpushare_binds_total).
+  LogThrottle bind_failure_log_{10, std::chrono::seconds(10)};
+  // Pods filtered with a pin no GPU node satisfies (standalone mode, where the cluster file is
+  // not kube-scheduler's cluster); live mode's sync warns about those it watches.
+  UnmatchedPinWarnings unmatched_pins_;
+};
+
+}  // namespace gpushare::extender

@@ -1,0 +1,19 @@
+#include "gpushare/extender/inspect_sources.h"
+
+#include <optional>
+#include <string>
+#include <string_view>
+
+namespace gpushare::extender {
+
+void attach_inspect_sources(const sync::ClusterSync& sync, HttpServerOptions& http) {
+  http.pod_phase = [&sync](std::string_view uid, std::string_view namespace_name,
+                           std::string_view name) -> std::optional<std::string> {
+    const auto pod = sync.cached_pod(namespace_name, name);
+    if (!pod || pod->uid != uid) return std::nullopt;  // another pod now has the name
+    return pod->phase;
+  };
+  http.config_warnings = [&sync] { return sync.config_warnings().all(); };
+}
+
+}  // namespace gpushare::extender
