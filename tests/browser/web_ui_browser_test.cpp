@@ -82,6 +82,7 @@ const char* kReadPage = R"js(
     renders: Number(document.body.dataset.renders || 0),
     allocated: text('#sum-allocated .value'),
     pods: text('#sum-pods .value'),
+    allocatedSub: text('#sum-allocated .sub'),
     draClaims: text('#sum-dra .value'),
     draHeld: text('#sum-dra .sub'),
     assumed: text('#sum-pods .sub'),
@@ -491,6 +492,7 @@ TEST_F(WebUiBrowser, DraClaimsAreDrawnOnTheirGpusBesideDevicePluginPods) {
   EXPECT_EQ(page["draClaims"], "2");
   EXPECT_EQ(page["draHeld"], "45\u00a0GiB of GPU memory held");
   EXPECT_EQ(page["allocated"], "51\u00a0GiB of 184\u00a0GiB");
+  EXPECT_EQ(page["allocatedSub"], "27.7% allocated to pods and DRA claims");
 
   // The filter finds a node by a claim's name.
   EXPECT_EQ(filter_to_one_tile(browser, "serving-gpu"), "dra-node-b");

@@ -274,7 +274,8 @@
     var free = Math.max(0, total - used);
     var out = [];
     card(out, 'sum-allocated', 'GPU memory used', mem(used) + ' of ' + mem(total),
-         pct(used, total).toFixed(1) + '% allocated to pods', '', '', pct(used, total));
+         pct(used, total).toFixed(1) + '% allocated to pods' + (t.draClaims ? ' and DRA claims' : ''), '', '',
+         pct(used, total));
     card(out, 'sum-free', 'GPU memory free', mem(free), 'largest free on one GPU: ' + mem(t.largestFree));
     card(out, 'sum-fragmented', 'Fragmented (frag)', mem(Math.round(t.frag * 100) / 100),
          pct(t.frag, free).toFixed(1) + '% of free memory', '',
@@ -396,7 +397,7 @@
       out.push('<div class="note dra-claims" title="ResourceClaims (Dynamic Resource Allocation) holding memory of this node\'s GPUs.">');
       for (var d = 0; d < draHeld.length; d++) {
         var held = draHeld[d];
-        out.push(d ? ', ' : '', '<span class="dra-claim" data-claim="', esc(held.claim.claim), '" data-gpu="', held.gpu,
+        out.push('<span class="dra-claim" data-claim="', esc(held.claim.claim), '" data-gpu="', held.gpu,
                  '">', esc(claimLabel(held.claim)), ' on GPU\u00a0', held.gpu, ': ', mem(held.claim.usedGPU), '</span>');
       }
       out.push('</div>');
