@@ -143,37 +143,53 @@ std::string render_details(const ClusterView& view) {
     if (pending) text += "Pending(Allocated)\t";
     text += "STATUS\n";
 
-    // One row per pod (by UID): a pod may hold several GPUs.
+    // One row per pod (by UID): a pod may hold several GPUs. Then one per DRA claim (a claim
+    // may hold several GPUs too): the pod it is reserved for in NAME, the claim in STATUS.
     struct Row {
-      const PodView* pod;
+      std::string name;
+      std::string namespace_name;
+      std::string status;
       std::vector<core::Units> per_gpu;
       core::Units pending = 0;
     };
-    std::vector<Row> pod_rows;
+    std::vector<Row> rows_by_holder;
     std::map<std::string, std::size_t> index;
-    auto row_for = [&](const PodView& pod) -> Row& {
-      const std::string key = pod.uid.empty() ? pod.namespace_name + "/" + pod.name : pod.uid;
-      auto [it, added] = index.try_emplace(key, pod_rows.size());
+    auto row_for = [&](const std::string& key, std::string name, std::string namespace_name,
+                       std::string status) -> Row& {
+      auto [it, added] = index.try_emplace(key, rows_by_holder.size());
       if (added)
-        pod_rows.push_back(
-            {&pod, std::vector<core::Units>(static_cast<std::size_t>(columns), 0), 0});
-      return pod_rows[it->second];
+        rows_by_holder.push_back({std::move(name), std::move(namespace_name), std::move(status),
+                                  std::vector<core::Units>(static_cast<std::size_t>(columns), 0),
+                                  0});
+      return rows_by_holder[it->second];
+    };
+    auto pod_row = [&](const PodView& pod) -> Row& {
+      return row_for("pod:" + (pod.uid.empty() ? pod.namespace_name + "/" + pod.name : pod.uid),
+                     pod.name, pod.namespace_name, pod.status());
     };
     for (const auto& gpu : node.gpus) {
       for (const auto& pod : gpu.pods) {
         if (gpu.id >= 0 && gpu.id < columns)
-          row_for(pod).per_gpu[static_cast<std::size_t>(gpu.id)] += pod.used;
+          pod_row(pod).per_gpu[static_cast<std::size_t>(gpu.id)] += pod.used;
       }
     }
-    for (const auto& pod : node.unindexed) row_for(pod).pending += pod.used;
+    for (const auto& pod : node.unindexed) pod_row(pod).pending += pod.used;
+    for (const auto& gpu : node.gpus) {
+      if (gpu.id < 0 || gpu.id >= columns) continue;
+      for (const auto& claim : gpu.dra_claims) {
+        Row& row = row_for("dra:" + claim.claim, claim.pod.empty() ? "-" : claim.pod_name(),
+                           claim.claim_namespace(), "DRA claim " + claim.claim_name());
+        row.per_gpu[static_cast<std::size_t>(gpu.id)] += claim.used;
+      }
+    }
     std::string rows;
     std::size_t original_length = 0;  // of the rows as the original writes them (no STATUS)
-    for (const auto& r : pod_rows) {
-      std::string row = fmt::format("{}\t{}\t", r.pod->name, r.pod->namespace_name);
+    for (const auto& r : rows_by_holder) {
+      std::string row = fmt::format("{}\t{}\t", r.name, r.namespace_name);
       for (auto used : r.per_gpu) row += fmt::format("{}\t", used);
       if (pending) row += fmt::format("{}\t", r.pending);
       original_length += row.size() + 1;
-      rows += row + r.pod->status() + "\n";
+      rows += row + r.status + "\n";
     }
     // The original's rule: its first node's pod rows before alignment, plus 10.
     if (rule == 0) rule = original_length + 10;
@@ -212,6 +228,38 @@ std::string render_notes(const ClusterView& view, bool details) {
     lines.push_back(
         "PENDING(Allocated) is memory of pods bound without a GPU index (no "
         "ALIYUN_COM_GPU_MEM_IDX)");
+  }
+  if (!details) {
+    // DRA-held memory is in the tables' Allocated figures; say whose it is without a column
+    // the original lacks.
+    core::Units dra_used = 0;
+    std::size_t dra_nodes = 0;
+    for (const auto& node : view.nodes) {
+      if (!shown(node) || node.dra_used() == 0) continue;
+      dra_used += node.dra_used();
+      ++dra_nodes;
+    }
+    if (dra_nodes > 0) {
+      lines.push_back(fmt::format(
+          "Allocated includes GPU memory held by DRA ResourceClaims: {} on {} node{} (-d lists "
+          "each claim and its pod)",
+          dra_used, dra_nodes, dra_nodes == 1 ? "" : "s"));
+    }
+  }
+  if (details) {
+    // Which DRA device each GPU column of a DRA node is (driver pool/device).
+    for (const auto& node : view.nodes) {
+      if (!shown(node)) continue;
+      std::vector<std::string> devices;
+      for (const auto& gpu : node.gpus) {
+        if (!gpu.dra_device.empty())
+          devices.push_back(fmt::format("GPU{} {}", gpu.id, gpu.dra_device));
+      }
+      if (!devices.empty()) {
+        lines.push_back(fmt::format("node {}: GPUs published through DRA (pool/device): {}",
+                                    node.name, fmt::join(devices, ", ")));
+      }
+    }
   }
   if (!details) {
     const auto pods = not_running_pods(view);

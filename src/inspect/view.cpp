@@ -56,7 +56,50 @@ std::vector<PodView> pod_views(const Json& object, std::string_view key) {
   return pods;
 }
 
+// devs[].draClaims, sorted by claim so that the tables do not depend on the source's order.
+std::vector<DraClaimView> dra_claim_views(const Json& dev) {
+  std::vector<DraClaimView> claims;
+  const Json* list = kube::find_key(dev, "draClaims");
+  if (list == nullptr || list->is_null()) return claims;
+  if (!list->is_array()) throw InspectError("inspect JSON: draClaims is not an array");
+  for (const Json& claim : *list) {
+    if (!claim.is_object()) throw InspectError("inspect JSON: a draClaims entry is not an object");
+    claims.push_back({field<std::string>(claim, "claim", ""), field<std::string>(claim, "pod", ""),
+                      field<core::Units>(claim, "usedGPU", 0)});
+  }
+  std::sort(claims.begin(), claims.end(), [](const DraClaimView& a, const DraClaimView& b) {
+    return std::tie(a.claim, a.pod) < std::tie(b.claim, b.pod);
+  });
+  return claims;
+}
+
+std::string after_slash(const std::string& key) {
+  const auto slash = key.find('/');
+  return slash == std::string::npos ? key : key.substr(slash + 1);
+}
+
 }  // namespace
+
+std::string DraClaimView::claim_namespace() const {
+  const auto slash = claim.find('/');
+  return slash == std::string::npos ? "" : claim.substr(0, slash);
+}
+
+std::string DraClaimView::claim_name() const {
+  return after_slash(claim);
+}
+
+std::string DraClaimView::pod_name() const {
+  return after_slash(pod);
+}
+
+core::Units NodeView::dra_used() const {
+  core::Units sum = 0;
+  for (const auto& gpu : gpus) {
+    for (const auto& claim : gpu.dra_claims) sum += claim.used;
+  }
+  return sum;
+}
 
 std::string PodView::status() const {
   if (assumed) return "Assumed";
@@ -95,6 +138,8 @@ ClusterView cluster_view(const Json& inspect) {
         gpu.used = field<core::Units>(dev, "usedGPU", 0);
         gpu.healthy = field<bool>(dev, "healthy", true);
         gpu.pods = pod_views(dev, "pods");
+        gpu.dra_device = field<std::string>(dev, "draDevice", "");
+        gpu.dra_claims = dra_claim_views(dev);
         n.gpus.push_back(std::move(gpu));
       }
     }

@@ -14,6 +14,7 @@
 #include <map>
 #include <set>
 #include <string>
+#include <thread>
 #include <tuple>
 #include <vector>
 
@@ -61,14 +62,18 @@ const char* kReadPage = R"js(
             return {pod: s.dataset.pod || '', amount: Number(s.dataset.amount),
                     assumed: s.dataset.assumed === 'true', state: s.dataset.state || '', width: rect(s),
                     title: s.title, other: s.classList.contains('other'),
+                    dra: s.classList.contains('dra'), claim: s.dataset.claim || '',
+                    claimPod: s.dataset.claimPod || '',
                     filled: getComputedStyle(s).backgroundImage === 'none'};
           }),
+          draDevice: g.dataset.draDevice || '', gpuTitle: g.title,
           free: g.querySelector('.gpu-free').textContent
         };
       }),
       stats: t.querySelector('.tile-stats').textContent,
       fragTitle: (t.querySelector('.tile-stats abbr') || {}).title || '',
-      unindexed: Array.prototype.map.call(t.querySelectorAll('.unindexed'), function (u) { return u.dataset.pod; })
+      unindexed: Array.prototype.map.call(t.querySelectorAll('.unindexed'), function (u) { return u.dataset.pod; }),
+      draClaims: Array.prototype.map.call(t.querySelectorAll('.dra-claim'), function (c) { return c.textContent; })
     };
   });
   function text(sel) { var e = document.querySelector(sel); return e ? e.textContent : null; }
@@ -77,6 +82,9 @@ const char* kReadPage = R"js(
     renders: Number(document.body.dataset.renders || 0),
     allocated: text('#sum-allocated .value'),
     pods: text('#sum-pods .value'),
+    allocatedSub: text('#sum-allocated .sub'),
+    draClaims: text('#sum-dra .value'),
+    draHeld: text('#sum-dra .sub'),
     assumed: text('#sum-pods .sub'),
     fragmented: text('#sum-fragmented .value'),
     free: text('#sum-free .value'),
@@ -178,6 +186,19 @@ void expect_page_matches(const Json& page, const Json& inspect, bool measured) {
                          pod["usedGPU"].get<double>(), pod["assumed"].get<bool>(), state_of(pod));
         pods_used += pod["usedGPU"].get<double>();
       }
+      // DRA claims: a segment each, beside the pods, labelled with the claim and its pod.
+      std::multiset<std::tuple<std::string, std::string, double>> expected_claims;
+      for (const Json& claim : dev.value("draClaims", Json::array())) {
+        expected_claims.emplace(claim["claim"], claim["pod"], claim["usedGPU"].get<double>());
+        pods_used += claim["usedGPU"].get<double>();
+      }
+      EXPECT_EQ(bar["draDevice"], dev.value("draDevice", ""));
+      if (dev.contains("draDevice")) {
+        EXPECT_NE(bar["gpuTitle"].get<std::string>().find("DRA device " + dev["draDevice"].get<std::string>()),
+                  std::string::npos)
+            << bar["gpuTitle"];
+      }
+      std::multiset<std::tuple<std::string, std::string, double>> drawn_claims;
       EXPECT_EQ(bar["free"],
                 amount_text(Json(dev["totalGPU"].get<double>() - dev["usedGPU"].get<double>())) +
                     " free");
@@ -187,6 +208,16 @@ void expect_page_matches(const Json& page, const Json& inspect, bool measured) {
         drawn_width += seg["width"].get<double>();
         if (seg["other"].get<bool>()) {
           EXPECT_DOUBLE_EQ(seg["amount"].get<double>(), dev["usedGPU"].get<double>() - pods_used);
+        } else if (seg["dra"].get<bool>()) {
+          drawn_claims.emplace(seg["claim"], seg["claimPod"], seg["amount"].get<double>());
+          const std::string pod = seg["claimPod"];
+          const std::string title = seg["title"];
+          EXPECT_EQ(title.rfind("DRA claim " + seg["claim"].get<std::string>() + " (" +
+                                    (pod.empty() ? "no pod" : pod) + ")\n" + amount_text(seg["amount"]),
+                                0),
+                    0u)
+              << title;
+          EXPECT_FALSE(seg["filled"].get<bool>()) << "a claim is drawn apart from running pods: " << seg;
         } else {
           const std::string state = seg["state"];
           drawn.emplace(seg["pod"].get<std::string>(), seg["amount"].get<double>(),
@@ -205,6 +236,7 @@ void expect_page_matches(const Json& page, const Json& inspect, bool measured) {
         }
       }
       EXPECT_EQ(drawn, expected);
+      EXPECT_EQ(drawn_claims, expected_claims);
       if (measured) {
         EXPECT_GT(bar["barWidth"].get<double>(), 50.0);
         EXPECT_NEAR(drawn_width, dev["usedGPU"].get<double>() / dev["totalGPU"].get<double>() * bar["barWidth"].get<double>(), 1.5);
@@ -229,6 +261,12 @@ void expect_page_matches(const Json& page, const Json& inspect, bool measured) {
     }
     for (const Json& pod : node["unindexedPods"])
       namespaces.insert(pod["namespace"].get<std::string>());
+    for (const Json& dev : node["devs"]) {
+      for (const Json& claim : dev.value("draClaims", Json::array())) {
+        const std::string key = claim["claim"];
+        namespaces.insert(key.substr(0, key.find('/')));
+      }
+    }
   }
   std::set<std::string> legend;
   for (const Json& entry : page["namespaces"]) {
@@ -245,6 +283,18 @@ Json read_page(Browser& browser, bool measure) { return browser.execute(kReadPag
 
 void wait_for_first_render(Browser& browser) {
   browser.wait_for("return Number(document.body.dataset.renders || 0) >= 1;", std::chrono::seconds(60));
+}
+
+// Types `text` into the filter box; the node of the one tile left, once one is left.
+Json filter_to_one_tile(Browser& browser, const std::string& text) {
+  browser.execute(R"js(
+    var f = document.getElementById('filter');
+    f.value = arguments[0];
+    f.dispatchEvent(new Event('input'));)js",
+                  Json::array({text}));
+  return browser.wait_for(R"js(
+    var t = document.querySelectorAll('#nodes .tile');
+    return t.length === 1 ? t[0].dataset.node : null;)js");
 }
 
 Json demo_pod(const std::string& name, const std::string& uid, int request) {
@@ -278,14 +328,7 @@ TEST_F(WebUiBrowser, TilesAndBarsMatchInspectAndFilterAndSortWork) {
   EXPECT_EQ(browser.execute("return document.querySelector('.gpu.unhealthy') !== null;"), true);
 
   // Filtering by a pod's name leaves the tile that holds it.
-  browser.execute(R"js(
-    var f = document.getElementById('filter');
-    f.value = 'inference-1';
-    f.dispatchEvent(new Event('input'));)js");
-  const Json shown = browser.wait_for(R"js(
-    var t = document.querySelectorAll('#nodes .tile');
-    return t.length === 1 ? t[0].dataset.node : null;)js");
-  EXPECT_EQ(shown, "gpu-node-a");
+  EXPECT_EQ(filter_to_one_tile(browser, "inference-1"), "gpu-node-a");
 
   // Sorting by free memory orders the tiles as /inspect's numbers say.
   browser.execute(R"js(
@@ -380,6 +423,81 @@ TEST_F(WebUiBrowser, RefreshesAfterABindShowsRejectionsAndWritesAScreenshot) {
   std::ofstream(out, std::ios::binary) << png;
   std::cout << "screenshot: " << out << " (" << png.size() << " bytes)\n";
 }
+
+#ifdef GPUSHARE_FAKE_APISERVER_BINARY
+// Live mode on a DRA cluster: deploy/samples/dra-cluster.yaml in the fake API server (two nodes
+// whose GPUs are published in ResourceSlices, claims holding 30 and 15 GiB) plus a device-plugin
+// pod on its device-plugin node. Each claim is drawn on its GPU, apart from the pods, labelled
+// "DRA claim ns/name (pod)", listed under the bars, counted in the summary and found by the
+// filter.
+TEST_F(WebUiBrowser, DraClaimsAreDrawnOnTheirGpusBesideDevicePluginPods) {
+  const fs::path seed = work_ / "dra-cluster.yaml";
+  // The sample's List ends with its items: one more item is appended as text.
+  std::ofstream(seed) << read_text(fs::path(GPUSHARE_SOURCE_DIR) / "deploy/samples/dra-cluster.yaml")
+                      << R"(- apiVersion: v1
+  kind: Pod
+  metadata:
+    name: legacy
+    namespace: ops
+    uid: 7d0c6a1e-0000-4000-8000-000000000001
+    annotations: {ALIYUN_COM_GPU_MEM_IDX: "1", ALIYUN_COM_GPU_MEM_POD: "6", ALIYUN_COM_GPU_MEM_ASSIGNED: "true"}
+  spec:
+    nodeName: plugin-node
+    containers:
+    - name: main
+      resources: {limits: {aliyun.com/gpu-mem: "6"}}
+  status: {phase: Running}
+)";
+  FakeApiServerProcess api(seed, work_);
+  Extender extender(std::vector<std::string>{"--kubeconfig", api.kubeconfig().string()}, work_);
+  // The DRA objects arrive through their own watches: wait until both claims are counted.
+  Json inspect;
+  const auto deadline = std::chrono::steady_clock::now() + 60s;
+  for (;;) {
+    auto res = extender.client().Get("/gpushare-scheduler/inspect");
+    inspect = res && res->status == 200 ? Json::parse(res->body) : Json::object();
+    int claims = 0;
+    for (const Json& node : inspect.value("nodes", Json::array())) {
+      for (const Json& dev : node["devs"]) claims += static_cast<int>(dev.value("draClaims", Json::array()).size());
+    }
+    if (claims == 2 && inspect.value("usedGPU", 0) == 51) break;
+    ASSERT_LT(std::chrono::steady_clock::now(), deadline) << inspect.dump();
+    std::this_thread::sleep_for(100ms);
+  }
+  Browser browser(work_);
+  browser.navigate(extender.url("/ui/?refresh=0"));
+  wait_for_first_render(browser);
+  const Json page = read_page(browser, true);
+  expect_page_matches(page, inspect, true);
+
+  std::map<std::string, Json> tiles;
+  for (const Json& tile : page["tiles"]) tiles[tile["node"]] = tile;
+  const Json& node_a = tiles.at("dra-node-a");
+  ASSERT_EQ(node_a["gpus"].size(), 2u);
+  ASSERT_EQ(node_a["gpus"][0]["segs"].size(), 1u);
+  const Json& claim = node_a["gpus"][0]["segs"][0];
+  EXPECT_TRUE(claim["dra"].get<bool>());
+  EXPECT_EQ(claim["title"], "DRA claim ml/notebook-gpu (ml/notebook)\n30\u00a0GiB on GPU 0 (device dra-node-a/gpu-0)");
+  EXPECT_EQ(node_a["gpus"][0]["free"], "10\u00a0GiB free");
+  EXPECT_EQ(node_a["draClaims"], Json::array({"DRA claim ml/notebook-gpu (ml/notebook) on GPU\u00a00: 30\u00a0GiB"}));
+  EXPECT_EQ(tiles.at("dra-node-b")["draClaims"],
+            Json::array({"DRA claim ml/serving-gpu (ml/serving) on GPU\u00a00: 15\u00a0GiB"}));
+  // The device-plugin pod beside them: a pod segment, filled, no claim.
+  const Json& plugin_gpu = tiles.at("plugin-node")["gpus"][1];
+  ASSERT_EQ(plugin_gpu["segs"].size(), 1u);
+  EXPECT_FALSE(plugin_gpu["segs"][0]["dra"].get<bool>());
+  EXPECT_EQ(plugin_gpu["segs"][0]["pod"], "ops/legacy");
+  EXPECT_TRUE(plugin_gpu["segs"][0]["filled"].get<bool>());
+  EXPECT_TRUE(tiles.at("plugin-node")["draClaims"].empty());
+  EXPECT_EQ(page["draClaims"], "2");
+  EXPECT_EQ(page["draHeld"], "45\u00a0GiB of GPU memory held");
+  EXPECT_EQ(page["allocated"], "51\u00a0GiB of 184\u00a0GiB");
+  EXPECT_EQ(page["allocatedSub"], "27.7% allocated to pods and DRA claims");
+
+  // The filter finds a node by a claim's name.
+  EXPECT_EQ(filter_to_one_tile(browser, "serving-gpu"), "dra-node-b");
+}
+#endif
 
 // A synthetic cluster: `nodes` GPU nodes of 1, 2, 4 or 8 GPUs of 16, 24, 32 or 80 units, GPUs
 // filled by pods of common sizes, some GPUs unhealthy. Deterministic.

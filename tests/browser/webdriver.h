@@ -123,12 +123,14 @@ inline int free_loopback_port() {
   return port;
 }
 
-// gpushare-extender in standalone mode on a cluster file, on an ephemeral loopback port.
+// gpushare-extender on an ephemeral loopback port: in standalone mode on a cluster file, or in
+// live mode with `source_args` (e.g. --kubeconfig of a FakeApiServerProcess).
 class Extender {
  public:
   Extender(const std::filesystem::path& cluster_file, const std::filesystem::path& work_dir)
-      : process_({GPUSHARE_EXTENDER_BINARY, "--cluster-file", cluster_file.string(), "--listen", "127.0.0.1:0"},
-                 work_dir / "extender.log") {
+      : Extender(std::vector<std::string>{"--cluster-file", cluster_file.string()}, work_dir) {}
+  Extender(const std::vector<std::string>& source_args, const std::filesystem::path& work_dir)
+      : process_(command(source_args), work_dir / "extender.log") {
     const std::regex serving(R"(serving HTTP on 127\.0\.0\.1:(\d+))");
     const auto deadline = std::chrono::steady_clock::now() + 60s;
     std::smatch match;
@@ -163,9 +165,42 @@ class Extender {
   }
 
  private:
+  static std::vector<std::string> command(const std::vector<std::string>& source_args) {
+    std::vector<std::string> argv{GPUSHARE_EXTENDER_BINARY};
+    argv.insert(argv.end(), source_args.begin(), source_args.end());
+    argv.insert(argv.end(), {"--listen", "127.0.0.1:0"});
+    return argv;
+  }
+
   Process process_;
   int port_ = -1;
 };
+
+#ifdef GPUSHARE_FAKE_APISERVER_BINARY
+// The tests' fake API server as a process (gpushare-fake-apiserver), seeded from a v1 List file,
+// for the extender's live mode.
+class FakeApiServerProcess {
+ public:
+  FakeApiServerProcess(const std::filesystem::path& seed, const std::filesystem::path& work_dir)
+      : kubeconfig_(work_dir / "fake.kubeconfig"),
+        process_({GPUSHARE_FAKE_APISERVER_BINARY, "--kubeconfig-out", kubeconfig_.string(), "--seed",
+                  seed.string()},
+                 work_dir / "fake-apiserver.log") {
+    const auto deadline = std::chrono::steady_clock::now() + 60s;
+    while (std::chrono::steady_clock::now() < deadline) {
+      if (process_.log().find("fake API server on") != std::string::npos) return;
+      if (!process_.running()) throw std::runtime_error("gpushare-fake-apiserver exited:\n" + process_.log());
+      std::this_thread::sleep_for(50ms);
+    }
+    throw std::runtime_error("gpushare-fake-apiserver did not start:\n" + process_.log());
+  }
+  const std::filesystem::path& kubeconfig() const { return kubeconfig_; }
+
+ private:
+  std::filesystem::path kubeconfig_;
+  Process process_;
+};
+#endif
 
 inline std::string base64_decode(const std::string& in) {
   auto value = [](char c) -> int {

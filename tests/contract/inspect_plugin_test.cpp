@@ -5,6 +5,7 @@
 
 #include <filesystem>
 #include <map>
+#include <optional>
 #include <sstream>
 
 #include "contract/extender_fixture.h"
@@ -215,7 +216,7 @@ TEST(InspectPlugin, PercentagesTruncateAsTheOriginalsFloatingPointDoes) {
   node.name = "n";
   node.total = 100;
   node.used = 29;
-  node.gpus.push_back({0, 100, 29, true, {}});
+  node.gpus.push_back({0, 100, 29, true, {}, "", {}});
   view.nodes.push_back(node);
   EXPECT_EQ(last_line(inspect::render_summary(view, "MiB")), "29/100 (28%)  ");
   EXPECT_EQ(last_line(inspect::render_details(view)),
@@ -238,6 +239,53 @@ TEST(InspectPlugin, ConfigurationWarningsOfTheExtenderGoToStderr) {
   const auto view = inspect::cluster_view(document);
   EXPECT_EQ(inspect::render_notes(view, false),
             "warning: ConfigMap kube-system/unhealthy-gpu-n1: oops\n");
+}
+
+// DRA holders in the tables: an /inspect document as the extender serves it, with a claim on
+// two GPUs (count 2), a claim reserved for no pod, and a device-plugin pod on a GPU that a
+// claim shares (the view does not assume they never meet).
+TEST(InspectPlugin, DraClaimsAreCountedAndListedBesideDevicePluginPods) {
+  const Json document = Json::parse(R"({"nodes":[{"name":"dra-1","address":"10.0.0.5",
+    "totalGPU":80,"usedGPU":55,"devs":[
+      {"id":0,"totalGPU":40,"usedGPU":35,"healthy":true,"draDevice":"dra-1/gpu-0",
+       "pods":[{"name":"legacy","namespace":"ops","uid":"u1","usedGPU":5,"phase":"Running"}],
+       "draClaims":[{"claim":"ml/train-gpus","pod":"ml/train","usedGPU":20,"shareID":"a"},
+                    {"claim":"ml/idle","pod":"","usedGPU":10,"shareID":"b"}]},
+      {"id":1,"totalGPU":40,"usedGPU":20,"healthy":true,"draDevice":"dra-1/gpu-1","pods":[],
+       "draClaims":[{"claim":"ml/train-gpus","pod":"ml/train","usedGPU":20,"shareID":"c"}]}]}]})");
+  const auto view = inspect::cluster_view(document);
+  ASSERT_EQ(view.nodes.size(), 1u);
+  EXPECT_EQ(view.nodes[0].dra_used(), 50);
+  // The summary's figures are the GPUs' own, DRA-held memory included.
+  EXPECT_EQ(inspect::render_summary(view, "GiB"),
+            "NAME   IPADDRESS  GPU0(Allocated/Total)  GPU1(Allocated/Total)  GPU Memory(GiB)\n"
+            "dra-1  10.0.0.5   35/40                  20/40                  55/80\n" +
+                dashes(53) +  // "dra-1\t10.0.0.5\t35/40\t20/40\t55/80\n" is 33 bytes
+                "Allocated/Total GPU Memory In Cluster:\n"
+                "55/80 (68%)  \n");
+  EXPECT_EQ(inspect::render_notes(view, false),
+            "note: Allocated includes GPU memory held by DRA ResourceClaims: 50 on 1 node (-d "
+            "lists each claim and its pod)\n");
+  // -d: one row per claim, its memory on each GPU, after the device-plugin pods; the rows add up
+  // to Allocated.
+  EXPECT_EQ(inspect::render_details(view),
+            "\n"
+            "NAME:       dra-1\n"
+            "IPADDRESS:  10.0.0.5\n"
+            "\n"
+            "NAME         NAMESPACE  GPU0(Allocated)  GPU1(Allocated)  STATUS\n"
+            "legacy       ops        5                0                Running\n"
+            "-            ml         10               0                DRA claim idle\n"
+            "train        ml         20               20               DRA claim train-gpus\n"
+            "Allocated :  55 (68%)   \n"
+            "Total :      80         \n" +
+                dashes(53) +  // rows of 16, 11 and 16 bytes without STATUS, plus 10
+                "\n"
+                "\n"
+                "Allocated/Total GPU Memory In Cluster:  55/80 (68%)  \n");
+  EXPECT_EQ(inspect::render_notes(view, true),
+            "note: node dra-1: GPUs published through DRA (pool/device): GPU0 dra-1/gpu-0, GPU1 "
+            "dra-1/gpu-1\n");
 }
 
 TEST(GoTabwriter, LaysOutBlocksAsGoDoes) {
@@ -286,7 +334,7 @@ TEST(InspectPlugin, ReadsTheGoExtendersSmallerDocument) {
 TEST(InspectPlugin, UnitIsGuessedFromTheGpuSizeLikeTheOriginal) {
   inspect::ClusterView view;
   view.nodes.push_back({});
-  view.nodes[0].gpus.push_back({0, 15109, 0, true, {}});
+  view.nodes[0].gpus.push_back({0, 15109, 0, true, {}, "", {}});
   EXPECT_EQ(inspect::guess_unit(view), "MiB");
   view.nodes[0].gpus[0].total = 16;
   EXPECT_EQ(inspect::guess_unit(view), "GiB");
@@ -364,18 +412,19 @@ class TempDir {
   std::filesystem::path path_;
 };
 
-Resource resource_of(const Json& object) {
-  const std::string kind = object.at("kind");
-  if (kind == "Node") return Resource::Nodes;
-  if (kind == "Pod") return Resource::Pods;
-  return Resource::ConfigMaps;
-}
-
-class ApiModeTest : public ::testing::Test {
+// The fake API server holding every object of a v1 List, and a kubeconfig for it.
+class SeededApiTest : public ::testing::Test {
  protected:
-  void SetUp() override {
-    const Json cluster = sample_cluster();  // named: a temporary's items would dangle in the loop
-    for (const Json& item : cluster["items"]) api_.create(resource_of(item), item);
+  void seed(const Json& cluster) {
+    for (const Json& item : cluster["items"]) {
+      const std::string kind = item.at("kind");
+      std::optional<Resource> resource;
+      for (const Resource known : kAllResources) {
+        if (info(known).kind == kind) resource = known;
+      }
+      ASSERT_TRUE(resource) << kind;
+      api_.create(*resource, item);
+    }
     kubeconfig_ = dir_.path() / "config";
     api_.write_kubeconfig(kubeconfig_);
   }
@@ -383,6 +432,11 @@ class ApiModeTest : public ::testing::Test {
   FakeApiServer api_;
   TempDir dir_;
   std::filesystem::path kubeconfig_;
+};
+
+class ApiModeTest : public SeededApiTest {
+ protected:
+  void SetUp() override { seed(sample_cluster()); }
 };
 
 TEST_F(ApiModeTest, SummaryEqualsTheExtendersForTheSameCluster) {
@@ -479,6 +533,139 @@ TEST_F(ApiModeTest, ApiErrorsAreReportedWithAHint) {
   const CliRun missing = run({"no-such-node", "--kubeconfig", kubeconfig_.string()});
   EXPECT_EQ(missing.code, 1);
   EXPECT_NE(missing.err.find("node no-such-node not found"), std::string::npos) << missing.err;
+}
+
+// ---------------------------------------------------------------------------------------------
+// API mode on a DRA cluster: deploy/samples/dra-cluster.yaml (two nodes whose GPUs are
+// published in ResourceSlices, two claims holding memory, a device-plugin node) and a
+// device-plugin pod on that node.
+
+class DraApiModeTest : public SeededApiTest {
+ protected:
+  void SetUp() override {
+    Json pod = make_pod("ops", "legacy", "plugin-node", "Running");
+    pod["spec"]["containers"][0]["resources"] = {{"limits", {{"aliyun.com/gpu-mem", "6"}}}};
+    pod["metadata"]["annotations"] = {{"ALIYUN_COM_GPU_MEM_IDX", "1"},
+                                      {"ALIYUN_COM_GPU_MEM_POD", "6"},
+                                      {"ALIYUN_COM_GPU_MEM_ASSIGNED", "true"}};
+    api_.create(Resource::Pods, pod);
+    seed(extender::read_cluster_file(std::string(GPUSHARE_SOURCE_DIR) +
+                                     "/deploy/samples/dra-cluster.yaml"));
+  }
+};
+
+TEST_F(DraApiModeTest, SummaryCountsClaimsOnTheirGpus) {
+  const CliRun r = run({"--kubeconfig", kubeconfig_.string()});
+  EXPECT_EQ(r.code, 0) << r.err;
+  // 40Gi devices are 40 units (--dra-memory-unit 1Gi); notebook-gpu holds 30 of dra-node-a's
+  // first GPU, serving-gpu 15 of dra-node-b's; legacy 6 of plugin-node's GPU1.
+  EXPECT_EQ(r.out,
+            "NAME         IPADDRESS  GPU0(Allocated/Total)  GPU1(Allocated/Total)  "
+            "GPU2(Allocated/Total)  GPU3(Allocated/Total)  GPU Memory(GiB)\n"
+            "dra-node-a   unknown    30/40                  0/40                   0/0        "
+            "            0/0                    30/80\n"
+            "dra-node-b   unknown    15/40                  0/0                    0/0        "
+            "            0/0                    15/40\n"
+            "plugin-node  unknown    0/16                   6/16                   0/16       "
+            "            0/16                   6/64\n" +
+                dashes(64) +  // "dra-node-a\tunknown\t30/40\t0/40\t0/0\t0/0\t30/80\n" is 44 bytes
+                "Allocated/Total GPU Memory In Cluster:\n"
+                "51/184 (27%)  \n");
+  EXPECT_EQ(r.err,
+            "note: Allocated includes GPU memory held by DRA ResourceClaims: 45 on 2 nodes (-d "
+            "lists each claim and its pod)\n");
+}
+
+TEST_F(DraApiModeTest, DetailsListTheClaimAndItsPodForOneNode) {
+  const CliRun r = run({"-d", "dra-node-a", "--kubeconfig", kubeconfig_.string()});
+  EXPECT_EQ(r.code, 0) << r.err;
+  EXPECT_EQ(r.out,
+            "\n"
+            "NAME:       dra-node-a\n"
+            "IPADDRESS:  unknown\n"
+            "\n"
+            "NAME         NAMESPACE  GPU0(Allocated)  GPU1(Allocated)  STATUS\n"
+            "notebook     ml         30               0                DRA claim notebook-gpu\n"
+            "Allocated :  30 (37%)   \n"
+            "Total :      80         \n" +
+                dashes(28) +  // "notebook\tml\t30\t0\t\n" is 18 bytes
+                "\n"
+                "\n"
+                "Allocated/Total GPU Memory In Cluster:  30/80 (37%)  \n");
+  EXPECT_EQ(r.err,
+            "note: node dra-node-a: GPUs published through DRA (pool/device): GPU0 "
+            "dra-node-a/gpu-0, GPU1 dra-node-a/gpu-1\n");
+  // Only the node's slices of the driver are listed; claims are not selectable by node.
+  std::string slice_selector = "(none)";
+  for (const auto& request : api_.requests()) {
+    if (request.verb == Verb::List && request.resource == Resource::ResourceSlices)
+      slice_selector = request.params.at("fieldSelector");
+  }
+  EXPECT_EQ(slice_selector, "spec.driver=gpu.nvidia.com,spec.nodeName=dra-node-a");
+}
+
+TEST_F(DraApiModeTest, JsonCarriesTheClaimsAsTheExtendersInspectDoes) {
+  const CliRun r = run({"-o", "json", "dra-node-b", "--kubeconfig", kubeconfig_.string()});
+  ASSERT_EQ(r.code, 0) << r.err;
+  const Json doc = Json::parse(r.out);
+  ASSERT_EQ(doc["nodes"].size(), 1u);
+  const Json& gpu = doc["nodes"][0]["devs"][0];
+  EXPECT_EQ(gpu["usedGPU"], 15);
+  EXPECT_EQ(gpu["draDevice"], "dra-node-b/gpu-0");
+  EXPECT_EQ(gpu["draClaims"], Json::parse(R"([{"claim":"ml/serving-gpu","pod":"ml/serving",
+                                               "usedGPU":15,"shareID":"9a7e31"}])"));
+}
+
+TEST_F(DraApiModeTest, ADriverOrUnitOtherThanTheExtendersChangesWhatIsShown) {
+  // In MiB (the device plugin's --memory-unit=MiB): 40Gi is 40960 units, 30Gi 30720.
+  CliRun r = run({"dra-node-a", "--dra-memory-unit", "1Mi", "--kubeconfig", kubeconfig_.string()});
+  EXPECT_EQ(r.code, 0) << r.err;
+  EXPECT_EQ(last_line(r.out), "30720/81920 (37%)  ");
+  // Another driver's devices are not GPUs here: the node has none and is not shown.
+  r = run({"dra-node-a", "--dra-driver", "other.example.com", "--kubeconfig",
+           kubeconfig_.string()});
+  EXPECT_EQ(r.code, 1);
+  EXPECT_NE(r.err.find("node dra-node-a has no aliyun.com/gpu-mem"), std::string::npos) << r.err;
+  r = run({"--dra-memory-unit", "lots", "--kubeconfig", kubeconfig_.string()});
+  EXPECT_EQ(r.code, 2);
+  EXPECT_NE(r.err.find("--dra-memory-unit: \"lots\" is not a positive quantity"),
+            std::string::npos)
+      << r.err;
+}
+
+TEST_F(DraApiModeTest, ForbiddenDraListsOnlyCostTheDraHolders) {
+  RequestFault fault;
+  fault.verb = Verb::List;
+  fault.resource = Resource::ResourceClaims;
+  fault.status = 403;
+  api_.inject_fault(fault, 10);
+  const CliRun r = run({"--kubeconfig", kubeconfig_.string()});
+  EXPECT_EQ(r.code, 0) << r.err;
+  EXPECT_NE(r.err.find("warning: cannot list resource.k8s.io/v1 ResourceSlices and "
+                       "ResourceClaims"),
+            std::string::npos)
+      << r.err;
+  EXPECT_NE(r.err.find("needs list on resourceslices and resourceclaims"), std::string::npos)
+      << r.err;
+  // The device-plugin node as ever; the DRA nodes have no GPUs to show.
+  EXPECT_EQ(r.out.find("dra-node-a"), std::string::npos) << r.out;
+  EXPECT_EQ(last_line(r.out), "6/64 (9%)  ");
+}
+
+TEST(InspectPluginDra, AServerWithoutDraShowsDevicePluginGpusSilently) {
+  FakeApiServerOptions options;
+  options.serve_dra = false;
+  FakeApiServer api(options);
+  Json node = make_node("n1");
+  node["status"]["capacity"] = {{"aliyun.com/gpu-mem", "32"}, {"aliyun.com/gpu-count", "2"}};
+  node["status"]["allocatable"] = node["status"]["capacity"];
+  api.create(Resource::Nodes, node);
+  TempDir dir;
+  api.write_kubeconfig(dir.path() / "config");
+  const CliRun r = run({"--kubeconfig", (dir.path() / "config").string()});
+  EXPECT_EQ(r.code, 0) << r.err;
+  EXPECT_EQ(r.err, "");
+  EXPECT_EQ(last_line(r.out), "0/32 (0%)  ");
 }
 
 TEST(InspectPluginPaging, EveryPageOfPodsIsCounted) {

@@ -18,10 +18,12 @@
 #include <vector>
 
 #include "contract/extender_fixture.h"
+#include "gpushare/core/cluster_model.h"
 #include "gpushare/extender/http/request_metrics.h"
 #include "gpushare/extender/metrics/metric_registry.h"
 #include "gpushare/extender/metrics/model_metrics.h"
 #include "gpushare/extender/metrics/scheduling_metrics.h"
+#include "gpushare/kube/dra_objects.h"
 #include "gpushare/sync/leader_metrics.h"
 #include "gpushare/sync/sync_metrics.h"
 
@@ -537,6 +539,43 @@ TEST(Metrics, GaugesFollowBindsAndCordons) {
       *after.value("gpushare_gpu_memory_allocated", {{"node", "n1"}, {"gpu", "1"}});
   EXPECT_EQ(on_gpus, 5);
   EXPECT_EQ(after.value("gpushare_pods"), 1);
+}
+
+// A DRA claim holds memory of its GPU as a pod does: the allocated gauges (per GPU, per node,
+// cluster) count it, and gpushare_dra_claim_allocations counts the allocation; it is no pod.
+TEST(Metrics, AllocatedGaugesCountDraClaims) {
+  core::ClusterModel model;
+  core::NodeSpec node;
+  node.name = "dra-1";
+  model.upsert_node(node);
+  model.update_dra([](core::DraState& dra) {
+    dra.upsert_slice(kube::parse_resource_slice(R"({"apiVersion":"resource.k8s.io/v1",
+      "kind":"ResourceSlice","metadata":{"name":"dra-1-gpus"},"spec":{"driver":"gpu.nvidia.com",
+      "nodeName":"dra-1","pool":{"name":"dra-1","generation":1,"resourceSliceCount":1},
+      "devices":[{"name":"gpu-0","allowMultipleAllocations":true,"capacity":{"memory":{"value":"40Gi"}}},
+                 {"name":"gpu-1","allowMultipleAllocations":true,"capacity":{"memory":{"value":"40Gi"}}}]}})"));
+    dra.upsert_claim(kube::parse_resource_claim(R"({"apiVersion":"resource.k8s.io/v1",
+      "kind":"ResourceClaim","metadata":{"name":"notebook-gpu","namespace":"ml","uid":"c1"},
+      "spec":{"devices":{"requests":[{"name":"gpu","exactly":{"deviceClassName":"gpu.nvidia.com",
+        "capacity":{"requests":{"memory":"30Gi"}}}}]}},
+      "status":{"allocation":{"devices":{"results":[{"request":"gpu","driver":"gpu.nvidia.com",
+        "pool":"dra-1","device":"gpu-1","consumedCapacity":{"memory":"30Gi"}}]},
+        "nodeSelector":{"nodeSelectorTerms":[{"matchFields":[{"key":"metadata.name",
+          "operator":"In","values":["dra-1"]}]}]}},
+        "reservedFor":[{"resource":"pods","name":"notebook","uid":"p1"}]}})"));
+  });
+  const extender::ModelGauges gauges = extender::model_gauges(model);
+  AllMetrics metrics;
+  const Exposition e = parse_exposition(metrics.render(&gauges));
+  ASSERT_TRUE(e.errors.empty());
+  EXPECT_EQ(e.value("gpushare_gpu_memory_capacity", {{"node", "dra-1"}, {"gpu", "1"}}), 40);
+  EXPECT_EQ(e.value("gpushare_gpu_memory_allocated", {{"node", "dra-1"}, {"gpu", "0"}}), 0);
+  EXPECT_EQ(e.value("gpushare_gpu_memory_allocated", {{"node", "dra-1"}, {"gpu", "1"}}), 30);
+  EXPECT_EQ(e.value("gpushare_node_gpu_memory_allocated", {{"node", "dra-1"}}), 30);
+  EXPECT_EQ(e.value("gpushare_cluster_gpu_memory_allocated"), 30);
+  EXPECT_EQ(e.value("gpushare_cluster_gpu_memory_capacity"), 80);
+  EXPECT_EQ(e.value("gpushare_dra_claim_allocations"), 1);
+  EXPECT_EQ(e.value("gpushare_pods"), 0);
 }
 
 TEST(Metrics, LabelValuesAreEscaped) {

@@ -80,9 +80,13 @@ std::optional<std::string> field_label_value(Resource resource, std::string_view
     case Resource::Nodes:
       if (field == "spec.unschedulable") return bool_text(object, "spec", "unschedulable");
       return std::nullopt;
+    case Resource::ResourceSlices:
+      // kube's selectable fields of ResourceSlices (node-local slices, one driver's slices).
+      if (field == "spec.nodeName") return string_at(object, "spec", "nodeName");
+      if (field == "spec.driver") return string_at(object, "spec", "driver");
+      return std::nullopt;
     case Resource::ConfigMaps:
     case Resource::Leases:
-    case Resource::ResourceSlices:
     case Resource::ResourceClaims:
     case Resource::ResourceClaimTemplates:
     case Resource::DeviceClasses:

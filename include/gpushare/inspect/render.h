@@ -6,11 +6,14 @@
 //            a dashed rule, "Allocated/Total GPU Memory In Cluster:" and, last, "A/T (P%)".
 //   details: per node NAME:/IPADDRESS:, one row per pod with its memory on each GPU, the node's
 //            Allocated/Total, a rule; last, "Allocated/Total GPU Memory In Cluster:  A/T (P%)".
-// The one addition to stdout: -d ends each pod row with its STATUS (Running, Pending, Assumed),
-// in the cell the original leaves empty. Everything else we know (cordoned nodes, unhealthy
-// GPUs, pods not running yet, misconfigured nodes, configuration warnings) is in
-// render_notes(), which the CLI writes to stderr, and in -o json. docs/user-guide.md lists the
-// differences.
+// The additions to stdout: -d ends each pod row with its STATUS (Running, Pending, Assumed),
+// in the cell the original leaves empty, and lists each DRA ResourceClaim holding memory of a
+// node's GPUs as a row of its own (NAME the pod it is reserved for, "-" for none; NAMESPACE the
+// claim's; STATUS "DRA claim <name>"), so that the rows add up to the node's Allocated, which
+// counts DRA-held memory as the GPU columns of the summary do. Everything else we know
+// (cordoned nodes, unhealthy GPUs, pods not running yet, misconfigured nodes, DRA devices,
+// configuration warnings) is in render_notes(), which the CLI writes to stderr, and in -o json.
+// docs/user-guide.md lists the differences.
 
 #include <string>
 #include <string_view>

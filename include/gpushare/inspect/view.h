@@ -35,12 +35,26 @@ struct PodView {
   std::string status() const;  // Assumed, else the phase (Pending, Running, ...), else ""
 };
 
+// A Dynamic Resource Allocation ResourceClaim holding memory of one GPU (/inspect's
+// devs[].draClaims): counted in the GPU's `used`, beside its device-plugin pods.
+struct DraClaimView {
+  std::string claim;  // namespace/name
+  std::string pod;    // namespace/name of the pod it is reserved for, "" when none
+  core::Units used = 0;
+
+  std::string claim_namespace() const;  // before the '/'
+  std::string claim_name() const;       // after it
+  std::string pod_name() const;         // the pod without its namespace, "" when none
+};
+
 struct GpuView {
   int id = 0;
   core::Units total = 0;
-  core::Units used = 0;
+  core::Units used = 0;  // device-plugin pods and DRA claims
   bool healthy = true;
   std::vector<PodView> pods;
+  std::string dra_device;  // pool/device when the GPU is published through DRA, else ""
+  std::vector<DraClaimView> dra_claims;
 };
 
 struct NodeView {
@@ -55,6 +69,7 @@ struct NodeView {
   std::vector<PodView> unindexed;  // bound without ALIYUN_COM_GPU_MEM_IDX, or on an index the node lacks
 
   core::Units unindexed_used() const;
+  core::Units dra_used() const;  // held by DRA claims on its GPUs
 };
 
 // The nodes with GPUs of one model ("" = without the model label) and, from the extender, how

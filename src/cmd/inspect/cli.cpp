@@ -8,6 +8,7 @@
 
 #include "gpushare/apiclient/api_client.h"
 #include "gpushare/apiclient/config_resolution.h"
+#include "gpushare/core/quantity.h"
 #include "gpushare/inspect/render.h"
 #include "gpushare/inspect/sources.h"
 #include "gpushare/inspect/view.h"
@@ -27,6 +28,8 @@ struct CliOptions {
   std::string memory_unit;  // "" = guess
   int timeout_seconds = 30;
   kube::ResourceNames names;
+  core::DraConfig dra;  // as the extender's --dra-driver / --dra-memory-unit
+  std::string dra_memory_unit = "1Gi";
 };
 
 // kubectl's order: --kubeconfig, $KUBECONFIG, ~/.kube/config; then in-cluster (the API client
@@ -69,7 +72,7 @@ kube::Json fetch(const CliOptions& o, const std::optional<std::string>& node, co
   options.stall_warning =
       std::chrono::milliseconds(0);  // its own time-out reports; stdout is the table
   apiclient::ApiClient client(std::move(config), options);
-  return fetch_from_api(client, o.names, node, warnings);
+  return fetch_from_api(client, o.names, o.dra, node, warnings);
 }
 
 // Keeps only `node` in an extender document that lists every node (older extenders have no
@@ -89,7 +92,8 @@ int run_cli(const std::vector<std::string>& args, std::ostream& out, std::ostrea
   CliOptions o;
   CLI::App app{
       "kubectl inspect gpushare: GPU memory allocated and free on each shared GPU.\n"
-      "Reads nodes and pods from the API server (kubeconfig), or the extender's /inspect with --extender.",
+      "Reads nodes, pods and DRA ResourceSlices and ResourceClaims from the API server (kubeconfig),\n"
+      "or the extender's /inspect with --extender.",
       "kubectl-inspect-gpushare"};
   app.option_defaults()->multi_option_policy(CLI::MultiOptionPolicy::TakeLast);
   app.set_version_flag("--version", gpushare::version_string());
@@ -112,6 +116,12 @@ int run_cli(const std::vector<std::string>& args, std::ostream& out, std::ostrea
   app.add_option("--gpu-model-label", o.names.gpu_model_label,
                  "node label carrying the GPU model (and pods' pins to models)")
       ->capture_default_str();
+  app.add_option("--dra-driver", o.dra.driver,
+                 "DRA driver whose devices with a memory capacity are GPUs (the extender's flag)")
+      ->capture_default_str();
+  app.add_option("--dra-memory-unit", o.dra_memory_unit,
+                 "bytes of DRA memory per unit of --resource-name (the extender's flag)")
+      ->capture_default_str();
 
   std::vector<std::string> reversed(args.rbegin(), args.rend());  // CLI11 consumes from the back
   try {
@@ -129,7 +139,21 @@ int run_cli(const std::vector<std::string>& args, std::ostream& out, std::ostrea
     return 2;
   }
 
-  const std::optional<std::string> node = o.node.empty() ? std::nullopt : std::optional<std::string>(o.node);
+  try {
+    o.dra.bytes_per_unit = core::Quantity::parse(o.dra_memory_unit).units_ceil();
+  } catch (const core::QuantityError&) {
+    o.dra.bytes_per_unit = 0;
+  }
+  if (o.dra.bytes_per_unit <= 0) {
+    err << fmt::format(
+        "kubectl-inspect-gpushare: --dra-memory-unit: \"{}\" is not a positive quantity (e.g. "
+        "1Gi) (see --help)\n",
+        o.dra_memory_unit);
+    return 2;
+  }
+
+  const std::optional<std::string> node =
+      o.node.empty() ? std::nullopt : std::optional<std::string>(o.node);
   std::vector<std::string> warnings;
   kube::Json snapshot;
   ClusterView view;

@@ -11,6 +11,7 @@
 #include "gpushare/core/cluster_model.h"
 #include "gpushare/inspect/snapshot.h"
 #include "gpushare/inspect/view.h"
+#include "gpushare/kube/dra_objects.h"
 #include "gpushare/kube/node_info.h"
 #include "gpushare/kube/pod_info.h"
 
@@ -60,17 +61,85 @@ struct ListFailure {
   apiclient::ApiError error;
 };
 
-// Every item of a collection, through the one pager (apiclient/pager.h).
-std::vector<Json> list_all(apiclient::ApiClient& client, const std::string& path, const apiclient::Query& query) {
-  std::vector<Json> items;
+// Every item of a collection, through the one pager (apiclient/pager.h), to `on_item`;
+// `on_begin` drops what was collected when the list restarts.
+void list_each(apiclient::ApiClient& client, const std::string& path, const apiclient::Query& query,
+               const std::function<void()>& on_begin, const apiclient::ListItemCallback& on_item) {
   apiclient::PagerOptions pager;
   pager.query = query;
-  auto listed = apiclient::list_paged(
-      client, path, pager, [&] { items.clear(); },
-      // The plugin's views read trees; a list of a few thousand objects converts quickly.
-      [&](const json::Value& item) { items.push_back(Json::parse(simdjson::minify(item))); });
+  auto listed = apiclient::list_paged(client, path, pager, on_begin, on_item);
   if (!listed) throw ListFailure{listed.error()};
+}
+
+std::vector<Json> list_all(apiclient::ApiClient& client, const std::string& path,
+                           const apiclient::Query& query) {
+  std::vector<Json> items;
+  // The plugin's views read trees; a list of a few thousand objects converts quickly.
+  list_each(
+      client, path, query, [&] { items.clear(); },
+      [&](const json::Value& item) { items.push_back(Json::parse(simdjson::minify(item))); });
   return items;
+}
+
+// Every object of a resource.k8s.io collection, decoded; one that does not decode is skipped
+// with a warning naming it.
+template <typename T, typename Decode>
+std::vector<T> list_decoded(apiclient::ApiClient& client, const std::string& path,
+                            const apiclient::Query& query, std::string_view kind, Decode decode,
+                            std::vector<std::string>& warnings) {
+  std::vector<T> objects;
+  std::vector<std::string> skipped;
+  list_each(
+      client, path, query,
+      [&] {
+        objects.clear();
+        skipped.clear();
+      },
+      [&](const json::Value& item) {
+        try {
+          objects.push_back(decode(item));
+        } catch (const std::exception& e) {
+          skipped.push_back(fmt::format("skipping a {}: {}", kind, e.what()));
+        }
+      });
+  warnings.insert(warnings.end(), skipped.begin(), skipped.end());
+  return objects;
+}
+
+constexpr std::string_view kDraApi = "/apis/resource.k8s.io/v1";
+
+// The DRA objects API mode shows (ResourceSlices of the driver, of `node` only when given, and
+// every ResourceClaim). Not served (404): none, silently, as the extender does. Any other error:
+// a warning, and none.
+DraObjects read_dra(apiclient::ApiClient& client, const core::DraConfig& config,
+                    const std::optional<std::string>& node, std::vector<std::string>& warnings) {
+  DraObjects dra;
+  dra.config = config;
+  dra.whole_cluster = !node.has_value();
+  std::string selector = "spec.driver=" + config.driver;
+  if (node) selector += ",spec.nodeName=" + *node;
+  std::vector<std::string> skipped;
+  try {
+    dra.slices = list_decoded<core::DraSlice>(client, std::string(kDraApi) + "/resourceslices",
+                                              {{"fieldSelector", selector}}, "ResourceSlice",
+                                              kube::decode_resource_slice, skipped);
+    dra.claims =
+        list_decoded<core::DraClaim>(client, std::string(kDraApi) + "/resourceclaims", {},
+                                     "ResourceClaim", kube::decode_resource_claim, skipped);
+  } catch (const ListFailure& failure) {
+    if (!failure.error.is_not_found()) {
+      warnings.push_back(fmt::format(
+          "cannot list {} ResourceSlices and ResourceClaims ({}); GPUs published through DRA "
+          "and the claims holding them are not shown{}",
+          kDraApi.substr(6), failure.error.describe(),
+          failure.error.is_forbidden()
+              ? " (your user needs list on resourceslices and resourceclaims)"
+              : ""));
+    }
+    return {config, {}, {}, dra.whole_cluster};
+  }
+  warnings.insert(warnings.end(), skipped.begin(), skipped.end());
+  return dra;
 }
 
 }  // namespace
@@ -113,9 +182,15 @@ Json fetch_from_extender(const ExtenderSource& source, const std::optional<std::
 }
 
 Json snapshot_from_objects(const std::vector<Json>& nodes, const std::vector<Json>& pods,
-                           const std::vector<Json>& configmaps, const kube::ResourceNames& names,
-                           std::vector<std::string>& warnings) {
+                           const std::vector<Json>& configmaps, const DraObjects& dra,
+                           const kube::ResourceNames& names, std::vector<std::string>& warnings) {
   core::ClusterModel model;
+  // Before the nodes, so that each node is built with its DRA GPUs and their claims at once.
+  model.update_dra([&](core::DraState& state) {
+    state.set_config(dra.config);
+    state.replace_slices(dra.slices);
+    state.replace_claims(dra.claims);
+  });
   for (const Json& configmap : configmaps) {
     if (auto unhealthy = kube::parse_unhealthy_configmap(configmap)) {
       for (const auto& entry : unhealthy->rejected) {
@@ -144,6 +219,13 @@ Json snapshot_from_objects(const std::vector<Json>& nodes, const std::vector<Jso
       warnings.push_back(fmt::format("skipping a pod: {}", e.what()));
     }
   }
+  // The extender logs these; here they explain a GPU or claim missing from the tables. For one
+  // node the claims on every other node name devices not listed: only the slices' are told.
+  for (const auto& warning : model.dra().warnings(
+           [&](std::string_view name) { return model.find_node(name) != nullptr; })) {
+    if (dra.whole_cluster || !warning.starts_with("ResourceClaim "))
+      warnings.push_back("DRA: " + warning);
+  }
   Json snapshot = inspect_cluster(model, "", "");
   snapshot.erase("policy");  // the extender's, not known here
   add_pod_phases(snapshot, [&](std::string_view uid, std::string_view, std::string_view) {
@@ -154,7 +236,8 @@ Json snapshot_from_objects(const std::vector<Json>& nodes, const std::vector<Jso
 }
 
 Json fetch_from_api(apiclient::ApiClient& client, const kube::ResourceNames& names,
-                    const std::optional<std::string>& node, std::vector<std::string>& warnings) {
+                    const core::DraConfig& dra_config, const std::optional<std::string>& node,
+                    std::vector<std::string>& warnings) {
   std::vector<Json> nodes;
   std::vector<Json> pods;
   std::vector<Json> configmaps;
@@ -184,7 +267,8 @@ Json fetch_from_api(apiclient::ApiClient& client, const kube::ResourceNames& nam
     warnings.push_back(fmt::format("cannot list ConfigMaps in {} ({}); unhealthy GPUs are not shown",
                                    names.unhealthy_namespace, failure.error.describe()));
   }
-  return snapshot_from_objects(nodes, pods, configmaps, names, warnings);
+  const DraObjects dra = read_dra(client, dra_config, node, warnings);
+  return snapshot_from_objects(nodes, pods, configmaps, dra, names, warnings);
 }
 
 }  // namespace gpushare::inspect

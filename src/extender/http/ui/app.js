@@ -105,6 +105,17 @@
     running: 'running',
   };
 
+  // A Dynamic Resource Allocation claim holding memory of a GPU (/inspect's devs[].draClaims),
+  // as the page labels it: its namespace/name and the pod it is reserved for.
+  function claimLabel(claim) {
+    return 'DRA claim ' + claim.claim + ' (' + (claim.pod || 'no pod') + ')';
+  }
+
+  function claimNamespace(claim) {
+    var slash = String(claim.claim).indexOf('/');
+    return slash >= 0 ? claim.claim.slice(0, slash) : '';
+  }
+
   var FRAG_TEXT = 'frag: fragmented GPU memory, idle memory that pods of the expected workload could not use ' +
                   '(too little free on any one GPU for them)';
 
@@ -142,7 +153,8 @@
     var serverFrag = typeof data.fragmentedGPU === 'number';
     var typical = serverFrag ? 0 : typicalRequest(nodes);
     var totals = {gpuNodes: 0, cpuNodes: 0, gpus: 0, unhealthy: 0, cordoned: 0, misconfigured: 0,
-                  frag: 0, largestFree: 0};
+                  frag: 0, largestFree: 0, draClaims: 0, draUsed: 0};
+    var draClaims = {};  // claims by namespace/name: one claim may hold several GPUs
     nodes.forEach(function (node) {
       var devs = node.devs || [];
       var free = Math.max(0, (node.totalGPU || 0) - (node.usedGPU || 0));
@@ -156,6 +168,12 @@
         (dev.pods || []).forEach(function (pod) {
           words.push(pod.namespace + '/' + pod.name);
           namespaces[pod.namespace] = true;
+        });
+        (dev.draClaims || []).forEach(function (claim) {
+          words.push(claim.claim, claim.pod || '');
+          namespaces[claimNamespace(claim)] = true;
+          draClaims[claim.claim] = true;
+          totals.draUsed += claim.usedGPU || 0;
         });
       });
       (node.unindexedPods || []).concat(node.invalidIndexPods || []).forEach(function (pod) {
@@ -180,6 +198,7 @@
       totals.frag += node._frag;
       totals.largestFree = Math.max(totals.largestFree, node.largestFreeGPU || 0);
     });
+    totals.draClaims = Object.keys(draClaims).length;
     data._totals = totals;
     data._namespaces = Object.keys(namespaces).sort();
     data._fragSource = serverFrag
@@ -255,7 +274,8 @@
     var free = Math.max(0, total - used);
     var out = [];
     card(out, 'sum-allocated', 'GPU memory used', mem(used) + ' of ' + mem(total),
-         pct(used, total).toFixed(1) + '% allocated to pods', '', '', pct(used, total));
+         pct(used, total).toFixed(1) + '% allocated to pods' + (t.draClaims ? ' and DRA claims' : ''), '', '',
+         pct(used, total));
     card(out, 'sum-free', 'GPU memory free', mem(free), 'largest free on one GPU: ' + mem(t.largestFree));
     card(out, 'sum-fragmented', 'Fragmented (frag)', mem(Math.round(t.frag * 100) / 100),
          pct(t.frag, free).toFixed(1) + '% of free memory', '',
@@ -267,6 +287,11 @@
     card(out, 'sum-pods', 'Pods', String(data.pods || 0),
          (data.assumedPods || 0) + ' assumed, not yet bound', data.assumedPods ? 'alert' : '',
          'Assumed: bound by the extender, not yet seen bound by the API server.');
+    if (t.draClaims) {
+      card(out, 'sum-dra', 'DRA claims', String(t.draClaims), mem(t.draUsed) + ' of GPU memory held', '',
+           'ResourceClaims (Dynamic Resource Allocation) holding memory of GPUs published in ResourceSlices; ' +
+           'counted in the memory used.');
+    }
     el.summary.innerHTML = out.join('');
     var policy = data.policy || {};
     el.policy.textContent = policy.name ? 'policy: ' + policy.name : '';
@@ -322,13 +347,15 @@
              ' \u00b7 free <b>', mem(node._free), '</b> \u00b7 <abbr class="frag" title="', esc(FRAG_TEXT), '">frag</abbr> <b>',
              mem(Math.round(node._frag * 100) / 100), '</b></div>');
     var devs = node.devs || [];
+    var draHeld = [];  // {claim, gpu}: listed under the bars
     for (var i = 0; i < devs.length; i++) {
       var dev = devs[i];
       var total = dev.totalGPU || 0;
       var devFree = total - dev.usedGPU;
       var gpuClass = 'gpu' + (dev.healthy ? '' : ' unhealthy') + (devFree < 0 ? ' over' : '');
       out.push('<div class="', gpuClass, '" data-gpu="', dev.id, '" data-total="', total, '" data-used="',
-               dev.usedGPU, '" title="GPU ', dev.id, ': ', mem(dev.usedGPU), ' of ', mem(total), ' used',
+               dev.usedGPU, dev.draDevice ? '" data-dra-device="' + esc(dev.draDevice) : '', '" title="GPU ', dev.id,
+               dev.draDevice ? esc(' (DRA device ' + dev.draDevice + ')') : '', ': ', mem(dev.usedGPU), ' of ', mem(total), ' used',
                dev.healthy ? '' : ', UNHEALTHY (takes no new pods)', '"><span class="gpu-id">', dev.id,
                '</span><div class="bar">');
       var podsUsed = 0;
@@ -345,6 +372,18 @@
                  pod.modelPin ? '" data-pin="' + esc(pod.modelPin) : '', '" title="',
                  esc(podTitle(pod, 'on GPU ' + dev.id)), '"></div>');
       }
+      var claims = dev.draClaims || [];
+      for (var c = 0; c < claims.length; c++) {
+        var claim = claims[c];
+        podsUsed += claim.usedGPU;
+        // Beside the device-plugin pods, dotted so that they are told apart at a glance.
+        out.push('<div class="seg dra" style="width:', pct(claim.usedGPU, total).toFixed(3), '%;background-color:',
+                 podColor(claimNamespace(claim), claim.claim), '" data-claim="', esc(claim.claim), '" data-claim-pod="',
+                 esc(claim.pod || ''), '" data-amount="', claim.usedGPU, '" title="',
+                 esc(claimLabel(claim) + '\n' + mem(claim.usedGPU) + ' on GPU ' + dev.id +
+                     (dev.draDevice ? ' (device ' + dev.draDevice + ')' : '')), '"></div>');
+        draHeld.push({claim: claim, gpu: dev.id});
+      }
       if (dev.usedGPU > podsUsed) {
         // Allocated on the GPU but by no pod the model lists on it.
         out.push('<div class="seg other" style="width:', pct(dev.usedGPU - podsUsed, total).toFixed(3),
@@ -353,6 +392,15 @@
       }
       out.push('</div><span class="gpu-free" title="free on GPU ', dev.id, '">', mem(Math.max(0, devFree)),
                ' free</span></div>');
+    }
+    if (draHeld.length) {
+      out.push('<div class="note dra-claims" title="ResourceClaims (Dynamic Resource Allocation) holding memory of this node\'s GPUs.">');
+      for (var d = 0; d < draHeld.length; d++) {
+        var held = draHeld[d];
+        out.push('<span class="dra-claim" data-claim="', esc(held.claim.claim), '" data-gpu="', held.gpu,
+                 '">', esc(claimLabel(held.claim)), ' on GPU\u00a0', held.gpu, ': ', mem(held.claim.usedGPU), '</span>');
+      }
+      out.push('</div>');
     }
     var unindexed = node.unindexedPods || [];
     if (unindexed.length) {
