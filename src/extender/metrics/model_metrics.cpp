@@ -56,7 +56,8 @@ void collect_model(std::vector<prometheus::MetricFamily>& out, const ModelGauges
            fmt::format("GPU memory of all GPU nodes, {}.", kUnitNote))
       .sample(static_cast<double>(model.capacity));
   f.family("gpushare_cluster_gpu_memory_allocated", gauge,
-           fmt::format("GPU memory allocated to pods on all GPU nodes, {}.", kUnitNote))
+           fmt::format("GPU memory allocated to pods and DRA ResourceClaims on all GPU nodes, {}.",
+                       kUnitNote))
       .sample(static_cast<double>(model.allocated));
 
   auto per_node = [&](std::string name, std::string help, auto value) {
@@ -66,10 +67,12 @@ void collect_model(std::vector<prometheus::MetricFamily>& out, const ModelGauges
   };
   per_node("gpushare_node_gpu_memory_capacity", fmt::format("GPU memory of a node, {}.", kUnitNote),
            [](const NodeGauge& node) { return node.capacity; });
-  per_node("gpushare_node_gpu_memory_allocated",
-           fmt::format("GPU memory allocated on a node, pods without a GPU index included, {}.",
-                       kUnitNote),
-           [](const NodeGauge& node) { return node.allocated; });
+  per_node(
+      "gpushare_node_gpu_memory_allocated",
+      fmt::format("GPU memory allocated on a node, pods without a GPU index and DRA ResourceClaims "
+                  "included, {}.",
+                  kUnitNote),
+      [](const NodeGauge& node) { return node.allocated; });
   per_node("gpushare_node_unschedulable", "1 if the node is cordoned.",
            [](const NodeGauge& node) { return node.unschedulable ? 1 : 0; });
 
@@ -85,7 +88,7 @@ void collect_model(std::vector<prometheus::MetricFamily>& out, const ModelGauges
   per_gpu("gpushare_gpu_memory_capacity", fmt::format("Memory of one GPU, {}.", kUnitNote),
           [](const GpuGauge& gpu) { return gpu.capacity; });
   per_gpu("gpushare_gpu_memory_allocated",
-          fmt::format("Memory of one GPU allocated to pods, {}.", kUnitNote),
+          fmt::format("Memory of one GPU allocated to pods and DRA ResourceClaims, {}.", kUnitNote),
           [](const GpuGauge& gpu) { return gpu.allocated; });
   per_gpu("gpushare_gpu_healthy",
           "1 if the GPU takes new pods, 0 if listed in its node's unhealthy-gpu ConfigMap.",
