@@ -393,9 +393,11 @@ TEST(FgdPlusHosts, APodPaysForTheHostsItBreaks) {
   const std::uint64_t before = plus.state_version();
   plus.observe_cluster(fleet.nodes);
   EXPECT_NE(plus.state_version(), before);  // cached scores must not survive new prices
-  // One GPU on g3 breaks a host of both shapes: 2 x 0.375 x 8 GPUs each; on g2 only the mid.
+  // One GPU on g3 breaks a host of both shapes, on g2 only the mid one's: either way one slot
+  // of 8 GPUs, which would have held one pod, so the pod pays the dearest loss once,
+  // 2 x 0.375 x 8 GPUs, not one per shape.
   const PodDemand single = pod(1000, 1, 4000);
-  EXPECT_NEAR(plus.host_cost(g3, single), 12.0, 1e-12);
+  EXPECT_NEAR(plus.host_cost(g3, single), 6.0, 1e-12);
   EXPECT_NEAR(plus.host_cost(g2, single), 6.0, 1e-12);
   // A CPU-only pod breaks g3 for the big pods once it leaves less than 120 cores there.
   EXPECT_EQ(plus.host_cost(g3, cpu_only(8000)), 0.0);
@@ -403,7 +405,7 @@ TEST(FgdPlusHosts, APodPaysForTheHostsItBreaks) {
   // A sharing pod that fits on a used GPU breaks nothing (a ninth GPU, half used).
   const NodeState shared = node("g3", {500, 0, 0, 0, 0, 0, 0, 0, 0}, 128000, 0, 786432, "G3");
   EXPECT_EQ(plus.host_cost(shared, pod(500, 1, 1000)), 0.0);
-  EXPECT_NEAR(plus.host_cost(shared, pod(600, 1, 1000)), 12.0, 1e-12);  // takes a whole GPU
+  EXPECT_NEAR(plus.host_cost(shared, pod(600, 1, 1000)), 6.0, 1e-12);  // takes a whole GPU
 
   FgdPlusPolicy blind(fleet.target(), [] {
     auto options = HostFleet::options();
@@ -425,6 +427,31 @@ TEST(FgdPlusHosts, APodPaysForTheHostsItBreaks) {
   }
   // The 64-core 8-GPU pod goes to g2 and leaves g3 to the pods only g3 can host.
   EXPECT_GT(plus.place(g2, pod(1000, 8, 64000))->score, plus.place(g3, pod(1000, 8, 64000))->score);
+}
+
+TEST(FgdPlusHosts, ABrokenSlotCostsItsDearestShapeNotEveryShapeItHosts) {
+  // g2 half used (prices as above): the big shape's price is (0.375 - 0.2) / 0.8, the mid
+  // one's (0.75 - 0.2) / 0.8. A GPU taken on g3 loses a slot of each; the pod pays for the mid
+  // one alone, the dearer, as if the big shape were not priced at all.
+  const HostFleet fleet;
+  const std::vector<NodeState> half{
+      fleet.nodes[0], node("g2", {1000, 1000, 1000, 1000, 0, 0, 0, 0}, 96000, 0, 393216, "G2")};
+  FgdPlusPolicy plus(fleet.target(), HostFleet::options());
+  plus.observe_cluster(half);
+  ASSERT_EQ(plus.host_prices().size(), 2U);
+  const double mid = (0.75 - 0.2) / 0.8;
+  EXPECT_NEAR(plus.host_cost(half[0], pod(1000, 1, 4000)), 2 * mid * 8, 1e-12);
+  // Many variants of one shape (CPU differing by a core) price the same slot no higher.
+  TargetWorkload variants{{shape(1000, 1, 1000), 0.5}};
+  for (int i = 0; i < 8; ++i) {
+    variants.push_back({HostFleet::eight(64000 - 1000 * i), 0.25 / 8 / std::sqrt(8.0)});
+  }
+  FgdPlusPolicy many(variants, HostFleet::options());
+  many.observe_cluster(fleet.nodes);
+  ASSERT_GT(many.host_prices().size(), 1U);  // the variants with enough demand behind them
+  double dearest = 0;
+  for (const HostPrice& price : many.host_prices()) dearest = std::max(dearest, price.price);
+  EXPECT_NEAR(many.host_cost(fleet.nodes[1], pod(1000, 1, 4000)), 2 * dearest * 8, 1e-12);
 }
 
 TEST(FgdPlusHosts, ProtectsTheHostsOfARareShapeBelowTheTargetsCoverage) {

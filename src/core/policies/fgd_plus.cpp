@@ -243,13 +243,14 @@ double FgdPlusPolicy::host_cost(const NodeState& node, const PodDemand& pod) con
   const std::int64_t memory = node.memory_free();
   const std::int64_t cpu_after = cpu == kUntracked ? cpu : cpu - pod.cpu_milli;
   const std::int64_t memory_after = memory == kUntracked ? memory : memory - pod.memory;
+  // The priced shapes overlap, and a broken slot would have held one pod: the dearest loss.
   double cost = 0;
   for (const HostPrice& host : host_prices_) {
     if (!host.shape.allows_model(node.spec().gpu_model)) continue;
     const std::int64_t before = hosts(host.shape, whole, cpu, memory);
     if (before == 0) continue;
     const std::int64_t lost = before - hosts(host.shape, whole - taken, cpu_after, memory_after);
-    cost += host.price * static_cast<double>(lost * host.shape.gpu_count);
+    cost = std::max(cost, host.price * static_cast<double>(lost * host.shape.gpu_count));
   }
   return options_.host_weight * cost;
 }

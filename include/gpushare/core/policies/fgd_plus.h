@@ -28,8 +28,11 @@
 // free CPU / cpu, free memory / memory)) and D_s = the GPU demand still to come (as above) of
 // the multi-GPU shapes that need at least what s needs (their hosts are hosts of s). The price
 // of s rises from 0 to 1 as D_s / (g x H_s) goes from host_threshold to 1; a pod that leaves a
-// node able to host k fewer s pods pays host_weight x price x k x g, in GPUs. Scoring reads
-// only the shapes with a price: O(GPUs + priced shapes) per node.
+// node able to host k fewer s pods loses price x k x g, in GPUs, and the pod pays host_weight
+// x the largest such loss over the priced shapes: the shapes overlap (a slot of 8 wholly free
+// GPUs hosts every shape of up to 8 GPUs and its CPU and memory, each variant a shape), so the
+// slot would have held one pod, the dearest, not one of every variant. Scoring reads only the
+// shapes with a price: O(GPUs + priced shapes) per node.
 //
 // In the simulator (openb trace, 10 seeds) this leaves 14 % fewer GPUs idle than FGD at 100 %
 // arrival on the default trace; see docs/placement.md. Nodes that do not track CPU or memory
@@ -53,10 +56,10 @@ struct FgdPlusOptions {
   // The model price starts at this D_A / I_A and reaches 1 at D_A / I_A = 1: a model whose
   // pinned demand fits its idle memory with room to spare is no reason to keep other pods off.
   double scarcity_threshold = 0.0;
-  // Weight of the host price (see FgdPlusPolicy); 0 = off. With the threshold, tuned on the
-  // openb default and multigpu20 traces (3 seeds): 1 and 0 cost default 39 unallocated GPUs
-  // at 100 % arrival; 2 and 0.1 multigpu20 50; 2 and 0.2 neither, and fix its early failures.
-  double host_weight = 2.0;
+  // Weight of the host price (see FgdPlusPolicy); 0 = off. Above 1 for the reason given for
+  // scarcity_weight. openb traces and variants, 3 seeds, unallocated GPUs at 100 % arrival:
+  // 2 left multigpu60 (seed + 1000) 2 above FGD, 4 cost multigpu20 7 against 3.
+  double host_weight = 3.0;
   // The host price starts at this demand / supply of hosts and reaches 1 at 1.
   double host_threshold = 0.2;
   int scarcity_refresh = 64;  // placements between recomputations of the prices
@@ -112,7 +115,8 @@ class FgdPlusPolicy final : public PlacementPolicy {
   // above 0).
   std::vector<HostPrice> host_prices(std::span<const NodeState> nodes) const;
   const std::vector<HostPrice>& host_prices() const { return host_prices_; }
-  // What `pod` pays, in GPUs, for the hosts of priced multi-GPU shapes it takes on `node`.
+  // What `pod` pays, in GPUs, for the hosts of priced multi-GPU shapes it takes on `node`: the
+  // largest loss over the shapes, not their sum.
   double host_cost(const NodeState& node, const PodDemand& pod) const;
   // What `pod` pays, in GPUs, for taking `taken` GPU memory on a node of `model` with GPUs of
   // `capacity`: scarcity_weight x the highest price of a set holding `model` that does not
