@@ -28,14 +28,17 @@ body="$work/filter-nodes.json"
 mib() { awk -v b="$(stat -c %s "$1")" 'BEGIN { printf "%.1f", b / 1048576 }'; }
 body_mb=$(mib "$body")
 status() { awk -v k="$1:" '$1 == k {print int($2 / 1024)}' "/proc/$server_pid/status"; }
+# Without "Expect: 100-continue" (curl's default for large bodies), as kube-scheduler's Go client
+# sends them: the body arrives with the headers and is buffered by the reactor before a worker
+# reads it (with the Expect header, the worker reads it from the socket itself).
 post() {
-  curl -sS -o /dev/null -w '%{http_code}\n' -H 'Content-Type: application/json' \
+  curl -sS -o /dev/null -w '%{http_code}\n' -H 'Content-Type: application/json' -H 'Expect:' \
     --data-binary @"${1:-$body}" "http://127.0.0.1:$port/gpushare-scheduler/filter"
 }
 # One filter, timed: "STATUS SECONDS".
 timed_post() {
   curl -sS -o /dev/null -w '%{http_code} %{time_total}\n' -H 'Content-Type: application/json' \
-    --data-binary @"$body" "http://127.0.0.1:$port/gpushare-scheduler/filter"
+    -H 'Expect:' --data-binary @"$body" "http://127.0.0.1:$port/gpushare-scheduler/filter"
 }
 cpu_ticks() { awk '{ print $14 + $15 }' "/proc/$server_pid/stat"; }
 ratio() { awk -v g="$1" -v b="$body_mb" 'BEGIN { printf "%.2f", g / b }'; }
