@@ -64,6 +64,19 @@ void set_json(httplib::Response& res, std::string body) {
   res.set_header("Content-Type", kJson);
 }
 
+// A filter reply echoing full Node objects, written from the request body's texts in chunks of
+// at most 256 KiB (one copy of the reply's size is never made).
+void set_filter_reply(httplib::Response& res, FilterResult result) {
+  auto reply = std::make_shared<const FilterReply>(std::move(result));
+  res.set_content_provider(
+      reply->size(), kJson,
+      [reply](std::size_t offset, std::size_t length, httplib::DataSink& sink) {
+        std::string chunk(std::min<std::size_t>(length, 256 * 1024), '\0');
+        const std::size_t copied = reply->copy(offset, chunk);
+        return copied > 0 && sink.write(chunk.data(), copied);
+      });
+}
+
 std::size_t connection_thread_limit(int requested) {
   return requested > 0 ? static_cast<std::size_t>(requested) : kDefaultHttpThreads;
 }
@@ -187,6 +200,11 @@ bool HttpServer::stop() {
   spdlog::warn("{} binds still in flight after {} ms", binds_in_flight_,
                options_.shutdown_grace.count());
   return false;
+}
+
+HttpServer::BodyCounts HttpServer::request_bodies() const {
+  const http_connection::ConnectionStats stats = http_connection::connection_stats(*server_);
+  return {stats.bodies_in_place, stats.bodies_read};
 }
 
 int HttpServer::binds_in_flight() const {
@@ -344,10 +362,16 @@ void HttpServer::install_routes() {
            "filter",
            [this](const httplib::Request&, std::string& body, httplib::Response& res) {
              // The body becomes the source of the survivors' texts, the reply is moved in: with
-             // full Node objects each is as large as the request.
+             // full Node objects each is as large as the request, and the reply is written
+             // from the body's texts instead of being built whole.
              ExtenderArgs args =
                  decode_extender_args_body(std::move(body), service_.config().names);
-             set_json(res, encode_filter_result(service_.filter(std::move(args))));
+             FilterResult result = service_.filter(std::move(args));
+             if (result.node_texts) {
+               set_filter_reply(res, std::move(result));
+             } else {
+               set_json(res, encode_filter_result(result));
+             }
            },
            filter_error));
   post(route("prioritize"),

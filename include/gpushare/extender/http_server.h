@@ -1,9 +1,11 @@
 #pragma once
-// The extender's HTTP(S) endpoint: routes (docs/operations.md, "Endpoints") mapped onto SchedulingService.
+// The extender's HTTP(S) endpoint: routes (docs/operations.md, "Endpoints") mapped onto
+// SchedulingService.
 
 #include <atomic>
 #include <chrono>
 #include <condition_variable>
+#include <cstdint>
 #include <functional>
 #include <memory>
 #include <mutex>
@@ -25,7 +27,7 @@ namespace httplib {
 class Server;
 struct Request;
 struct Response;
-}
+}  // namespace httplib
 
 namespace gpushare::extender {
 
@@ -77,6 +79,13 @@ class HttpServer {
   // How /inspect's replies were made.
   SharedRendering::Stats inspect_renderings() const { return inspect_.stats(); }
   SharedRendering::Stats metrics_renderings() const { return metrics_rendering_.stats(); }
+  // Request bodies handed to handlers as the connection buffered them (no copy), and those read
+  // into a new string (chunked, encoded, sent after "100 Continue").
+  struct BodyCounts {
+    std::uint64_t in_place = 0;
+    std::uint64_t read = 0;
+  };
+  BodyCounts request_bodies() const;
 
  private:
   void install_routes();
