@@ -95,6 +95,12 @@ void dismantle(Json& tree) {
   }
 }
 
+// Dismantles a tree on leaving its scope, whether its rendering succeeded or threw.
+struct DismantleOnExit {
+  Json& tree;
+  ~DismantleOnExit() { dismantle(tree); }
+};
+
 bool accepts_gzip(const httplib::Request& req) {
   return req.get_header_value("Accept-Encoding").find("gzip") != std::string::npos;
 }
@@ -134,7 +140,9 @@ HttpServer::HttpServer(SchedulingService& service, ModelStore& store, MetricRegi
       inspect_(std::max<std::size_t>(1, connection_thread_limit(options_.threads) / 4),
                options_.inspect_max_age),
       metrics_rendering_(std::max<std::size_t>(1, connection_thread_limit(options_.threads) / 4),
-                         std::chrono::milliseconds(0)) {
+                         std::chrono::milliseconds(0)),
+      node_inspect_(std::max<std::size_t>(1, connection_thread_limit(options_.threads) / 4),
+                    options_.inspect_max_age) {
   // httplib's connection loop, with the request limits it lacks (http_connection.h).
   http_connection::Limits limits;
   static_cast<ConnectionLimits&>(limits) = options_.connections;
@@ -257,15 +265,31 @@ std::string HttpServer::render_inspect() {
         add_fragmentation(cluster, model, policy);
         return cluster;
       });
-  struct Dismantled {
-    Json& tree;
-    ~Dismantled() { dismantle(tree); }
-  } dismantled{body};
+  const DismantleOnExit dismantled{body};
   body["recentRejections"] = rejections_json(rejections_.recent());
   add_pod_phases(body, options_.pod_phase);
   body["configWarnings"] = config_warnings_json(
       options_.config_warnings ? options_.config_warnings() : std::vector<ConfigWarning>{});
   return body.dump(-1, ' ', false, Json::error_handler_t::replace);
+}
+
+// One node's /inspect reply; empty when the model does not know the node.
+std::string HttpServer::render_inspect_node(const std::string& node) {
+  auto body = store_.read([&](const core::ClusterModel& model, const core::PlacementPolicy&) {
+    return inspect_node(model, node);
+  });
+  if (!body) return {};
+  Json wrapped = {{"nodes", Json::array({std::move(*body)})}};
+  const DismantleOnExit dismantled{wrapped};
+  add_pod_phases(wrapped, options_.pod_phase);
+  std::vector<ConfigWarning> about_node;
+  if (options_.config_warnings) {
+    for (ConfigWarning& warning : options_.config_warnings()) {
+      if (warning.node == node) about_node.push_back(std::move(warning));
+    }
+  }
+  wrapped["configWarnings"] = config_warnings_json(about_node);
+  return wrapped.dump(-1, ' ', false, Json::error_handler_t::replace);
 }
 
 void HttpServer::install_routes() {
@@ -428,7 +452,7 @@ void HttpServer::install_routes() {
       handle(
           "inspect",
           [this](const httplib::Request& req, std::string&, httplib::Response& res) {
-            const RenderKey key{store_.generation(), rejections_.added()};
+            const RenderKey key{store_.generation(), rejections_.added(), {}};
             const SharedRendering::Reply reply =
                 inspect_.get(key, [this] { return render_inspect(); });
             if (!reply) {
@@ -447,25 +471,23 @@ void HttpServer::install_routes() {
           "inspect",
           [this](const httplib::Request& req, std::string&, httplib::Response& res) {
             const std::string node = req.matches[1];
-            auto body =
-                store_.read([&](const core::ClusterModel& model, const core::PlacementPolicy&) {
-                  return inspect_node(model, node);
-                });
-            if (!body) {
+            const RenderKey key{store_.generation(), rejections_.added(), node};
+            const SharedRendering::Reply reply =
+                node_inspect_.get(key, [&] { return render_inspect_node(node); });
+            if (!reply) {
+              res.status = 503;
+              res.set_header("Retry-After", "1");
+              res.set_content(
+                  encode_error("too many /inspect requests waiting for its reply; retry later"),
+                  kJson);
+              return;
+            }
+            if (reply->identity().empty()) {
               res.status = 404;
               res.set_content(encode_error(fmt::format("node {} is not known", node)), kJson);
               return;
             }
-            Json wrapped = {{"nodes", Json::array({std::move(*body)})}};
-            add_pod_phases(wrapped, options_.pod_phase);
-            std::vector<ConfigWarning> about_node;
-            if (options_.config_warnings) {
-              for (ConfigWarning& warning : options_.config_warnings()) {
-                if (warning.node == node) about_node.push_back(std::move(warning));
-              }
-            }
-            wrapped["configWarnings"] = config_warnings_json(about_node);
-            res.set_content(wrapped.dump(-1, ' ', false, Json::error_handler_t::replace), kJson);
+            set_shared_reply(req, res, reply, kJson);
           },
           plain_error));
 

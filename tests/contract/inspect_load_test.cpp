@@ -80,6 +80,43 @@ TEST(InspectLoad, ConcurrentRequestsShareOneRendering) {
   EXPECT_EQ(extender.server().inspect_renderings().renders, 2u);
 }
 
+// /inspect/<node> built a tree per request: a node's pods are not bounded, and every worker could
+// render one at once. Node replies now take the same path as /inspect: one rendering at a time,
+// shared by the requests for the same node, never served for another node.
+TEST(InspectLoad, NodeRequestsRenderOneAtATimeEachForItsNode) {
+  ExtenderUnderTest extender(generated_cluster(50), "binpack", 1 << 20, /*http_threads=*/128,
+                             [](extender::HttpServerOptions& options) {
+                               options.inspect_max_age = std::chrono::hours(1);
+                             });
+  ASSERT_GT(extender.port(), 0);
+  constexpr int kRequests = 24;
+  std::latch start(kRequests);
+  std::vector<std::future<std::pair<int, std::string>>> replies;
+  for (int i = 0; i < kRequests; ++i) {
+    replies.push_back(std::async(std::launch::async, [&, i] {
+      start.arrive_and_wait();
+      httplib::Client client("127.0.0.1", extender.port());
+      client.set_read_timeout(60);
+      auto reply = client.Get("/gpushare-scheduler/inspect/node-" + std::to_string(i % 3));
+      return reply ? std::pair{reply->status, reply->body} : std::pair{-1, std::string()};
+    }));
+  }
+  for (int i = 0; i < kRequests; ++i) {
+    const auto [status, body] = replies[i].get();
+    ASSERT_EQ(status, 200);
+    const Json nodes = Json::parse(body)["nodes"];
+    ASSERT_EQ(nodes.size(), 1u);
+    EXPECT_EQ(nodes[0]["name"], "node-" + std::to_string(i % 3));
+  }
+  const auto made = extender.server().node_inspect_renderings();
+  EXPECT_EQ(made.most_at_once, 1u);
+  EXPECT_EQ(made.renders + made.shared, static_cast<std::uint64_t>(kRequests));
+  EXPECT_GE(made.renders, 3u);
+  auto unknown = extender.client().Get("/gpushare-scheduler/inspect/node-x");
+  ASSERT_TRUE(unknown);
+  EXPECT_EQ(unknown->status, 404);
+}
+
 // /metrics has per-node and per-GPU series: one rendering at a time too, never reused for a
 // scrape that arrived after it began (its counters move with every request).
 TEST(InspectLoad, MetricsScrapesShareOneRenderingAtATime) {
