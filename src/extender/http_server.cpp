@@ -95,6 +95,14 @@ void dismantle(Json& tree) {
   }
 }
 
+// More requests wait for an /inspect rendering than may (each holds a worker).
+void refuse_inspect_waiting(httplib::Response& res) {
+  res.status = 503;
+  res.set_header("Retry-After", "1");
+  res.set_content(encode_error("too many /inspect requests waiting for its reply; retry later"),
+                  kJson);
+}
+
 // Dismantles a tree on leaving its scope, whether its rendering succeeded or threw.
 struct DismantleOnExit {
   Json& tree;
@@ -455,14 +463,7 @@ void HttpServer::install_routes() {
             const RenderKey key{store_.generation(), rejections_.added(), {}};
             const SharedRendering::Reply reply =
                 inspect_.get(key, [this] { return render_inspect(); });
-            if (!reply) {
-              res.status = 503;
-              res.set_header("Retry-After", "1");
-              res.set_content(
-                  encode_error("too many /inspect requests waiting for its reply; retry later"),
-                  kJson);
-              return;
-            }
+            if (!reply) return refuse_inspect_waiting(res);
             set_shared_reply(req, res, reply, kJson);
           },
           plain_error));
@@ -474,14 +475,7 @@ void HttpServer::install_routes() {
             const RenderKey key{store_.generation(), rejections_.added(), node};
             const SharedRendering::Reply reply =
                 node_inspect_.get(key, [&] { return render_inspect_node(node); });
-            if (!reply) {
-              res.status = 503;
-              res.set_header("Retry-After", "1");
-              res.set_content(
-                  encode_error("too many /inspect requests waiting for its reply; retry later"),
-                  kJson);
-              return;
-            }
+            if (!reply) return refuse_inspect_waiting(res);
             if (reply->identity().empty()) {
               res.status = 404;
               res.set_content(encode_error(fmt::format("node {} is not known", node)), kJson);

@@ -8,6 +8,7 @@
 
 #include <atomic>
 #include <chrono>
+#include <functional>
 #include <future>
 #include <latch>
 #include <new>
@@ -42,6 +43,25 @@ httplib::Result get_inspect(int port) {
   return client.Get("/gpushare-scheduler/inspect");
 }
 
+// `count` GETs sent at once, of path_of(i): each one's status (-1 if none) and body, in order.
+std::vector<std::pair<int, std::string>> at_once(int port, int count,
+                                                 const std::function<std::string(int)>& path_of) {
+  std::latch start(count);
+  std::vector<std::future<std::pair<int, std::string>>> pending;
+  for (int i = 0; i < count; ++i) {
+    pending.push_back(std::async(std::launch::async, [&, i] {
+      start.arrive_and_wait();
+      httplib::Client client("127.0.0.1", port);
+      client.set_read_timeout(60);
+      auto reply = client.Get(path_of(i));
+      return reply ? std::pair{reply->status, reply->body} : std::pair{-1, std::string()};
+    }));
+  }
+  std::vector<std::pair<int, std::string>> replies;
+  for (auto& reply : pending) replies.push_back(reply.get());
+  return replies;
+}
+
 TEST(InspectLoad, ConcurrentRequestsShareOneRendering) {
   ExtenderUnderTest extender(generated_cluster(1000), "binpack", 1 << 20, /*http_threads=*/128,
                              [](extender::HttpServerOptions& options) {
@@ -49,18 +69,9 @@ TEST(InspectLoad, ConcurrentRequestsShareOneRendering) {
                              });
   ASSERT_GT(extender.port(), 0);
   constexpr int kRequests = 24;
-  std::latch start(kRequests);
-  std::vector<std::future<std::pair<int, std::string>>> replies;
-  for (int i = 0; i < kRequests; ++i) {
-    replies.push_back(std::async(std::launch::async, [&] {
-      start.arrive_and_wait();
-      auto reply = get_inspect(extender.port());
-      return reply ? std::pair{reply->status, reply->body} : std::pair{-1, std::string()};
-    }));
-  }
   std::string first;
-  for (auto& reply : replies) {
-    const auto [status, body] = reply.get();
+  for (const auto& [status, body] :
+       at_once(extender.port(), kRequests, [](int) { return "/gpushare-scheduler/inspect"; })) {
     ASSERT_EQ(status, 200);
     if (first.empty()) first = body;
     EXPECT_EQ(body, first);  // one rendering, the same bytes for all
@@ -90,19 +101,11 @@ TEST(InspectLoad, NodeRequestsRenderOneAtATimeEachForItsNode) {
                              });
   ASSERT_GT(extender.port(), 0);
   constexpr int kRequests = 24;
-  std::latch start(kRequests);
-  std::vector<std::future<std::pair<int, std::string>>> replies;
+  const auto replies = at_once(extender.port(), kRequests, [](int i) {
+    return "/gpushare-scheduler/inspect/node-" + std::to_string(i % 3);
+  });
   for (int i = 0; i < kRequests; ++i) {
-    replies.push_back(std::async(std::launch::async, [&, i] {
-      start.arrive_and_wait();
-      httplib::Client client("127.0.0.1", extender.port());
-      client.set_read_timeout(60);
-      auto reply = client.Get("/gpushare-scheduler/inspect/node-" + std::to_string(i % 3));
-      return reply ? std::pair{reply->status, reply->body} : std::pair{-1, std::string()};
-    }));
-  }
-  for (int i = 0; i < kRequests; ++i) {
-    const auto [status, body] = replies[i].get();
+    const auto& [status, body] = replies[i];
     ASSERT_EQ(status, 200);
     const Json nodes = Json::parse(body)["nodes"];
     ASSERT_EQ(nodes.size(), 1u);
