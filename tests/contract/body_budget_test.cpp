@@ -88,6 +88,16 @@ std::optional<double> open_connections(const ExtenderUnderTest& extender) {
   return metric_value(extender, "gpushare_http_connections");
 }
 
+// Whether gpushare_http_body_bytes (the budget in use) reaches `bytes` within 5 s.
+bool body_bytes_reach(const ExtenderUnderTest& extender, std::size_t bytes) {
+  for (int attempt = 0; attempt < 100; ++attempt) {
+    const std::optional<double> charged = metric_value(extender, "gpushare_http_body_bytes");
+    if (charged && *charged >= static_cast<double>(bytes)) return true;
+    std::this_thread::sleep_for(50ms);
+  }
+  return false;
+}
+
 // A holder whose body holds the whole budget (announced, half sent) and a waiter whose complete
 // body waits for it.
 class BodyBudgetWaiter : public ::testing::Test {
@@ -136,6 +146,39 @@ TEST_F(BodyBudgetWaiter, IsDroppedWhenItResets) {
   EXPECT_EQ(head->status, 200);
 }
 
+// A body waits for the budget at most --http-body-timeout, then gets 503 with Retry-After (the
+// holder's charge must outlast that: a body whose reply its client does not read keeps its
+// worker, and its charge, until the write times out; a holder still being received would time
+// out first and free the budget).
+TEST(BodyBudget, ABodyWaitingForTheBudgetPastTheBodyTimeoutGets503) {
+  // One node whose text (echoed back by filter) is far larger than loopback's socket buffers.
+  Json node = node_object("n1", 2, 32);
+  node["metadata"]["annotations"] = {{"padding", std::string(24 << 20, 'x')}};
+  const std::string holder_body =
+      Json{{"Pod", pod_object("p", "uid-p", 4)}, {"Nodes", {{"items", Json::array({node})}}}}
+          .dump();
+  ExtenderUnderTest extender(cluster_list({node_object("n1", 2, 32)}), "binpack", 64 << 20, 0,
+                             [&](extender::HttpServerOptions& options) {
+                               options.connections.body_budget_bytes = holder_body.size();
+                               options.connections.body_timeout = 1s;
+                             });
+  ASSERT_GT(extender.port(), 0);
+  const auto port = static_cast<std::uint16_t>(extender.port());
+  RawHttpConnection holder(port);
+  ASSERT_TRUE(holder.send_raw(filter_request(holder_body)));  // answered, its reply never read
+  // The holder's charge shows until its worker is done writing.
+  ASSERT_TRUE(body_bytes_reach(extender, holder_body.size()));
+
+  RawHttpConnection waiter(port);
+  ASSERT_TRUE(waiter.send_raw(filter_request(valid_filter_body())));
+  const auto head = waiter.read_head(10s);
+  ASSERT_TRUE(head);
+  EXPECT_EQ(head->status, 503);
+  EXPECT_EQ(head->headers.contains("retry-after") ? head->headers.at("retry-after") : "", "1");
+  EXPECT_TRUE(waiter.closed_by_peer());
+  holder.reset();  // frees the holder's worker (its write fails)
+}
+
 // A chunked body announces no size: it was never charged, and 20 uploads of 50 MiB held back
 // their last chunk took 1 GiB under a 1 KiB budget. Now its bytes are charged as they are
 // decoded: while another body holds the budget, one that would exceed it is refused (503,
@@ -153,14 +196,7 @@ TEST(BodyBudget, AChunkedBodyIsChargedAsItArrives) {
   ASSERT_TRUE(holder.send_raw(head + fmt::format("{:x}\r\n{}\r\n", body.size(), body)));
   // Its worker charges the bytes as it decodes them: wait until they show in the gauge, or a
   // second body charged first would make the holder the one refused.
-  std::optional<double> charged;
-  for (int attempt = 0; attempt < 100; ++attempt) {
-    charged = metric_value(extender, "gpushare_http_body_bytes");
-    if (charged && *charged >= static_cast<double>(body.size())) break;
-    std::this_thread::sleep_for(50ms);
-  }
-  ASSERT_TRUE(charged);
-  ASSERT_GE(*charged, static_cast<double>(body.size()));
+  ASSERT_TRUE(body_bytes_reach(extender, body.size()));
   // A second body would exceed the budget the holder already exceeds: refused, not queued.
   std::optional<int> status;
   std::string retry_after;

@@ -8,6 +8,7 @@
 
 #include <atomic>
 #include <chrono>
+#include <functional>
 #include <future>
 #include <latch>
 #include <new>
@@ -42,6 +43,25 @@ httplib::Result get_inspect(int port) {
   return client.Get("/gpushare-scheduler/inspect");
 }
 
+// `count` GETs sent at once, of path_of(i): each one's status (-1 if none) and body, in order.
+std::vector<std::pair<int, std::string>> at_once(int port, int count,
+                                                 const std::function<std::string(int)>& path_of) {
+  std::latch start(count);
+  std::vector<std::future<std::pair<int, std::string>>> pending;
+  for (int i = 0; i < count; ++i) {
+    pending.push_back(std::async(std::launch::async, [&, i] {
+      start.arrive_and_wait();
+      httplib::Client client("127.0.0.1", port);
+      client.set_read_timeout(60);
+      auto reply = client.Get(path_of(i));
+      return reply ? std::pair{reply->status, reply->body} : std::pair{-1, std::string()};
+    }));
+  }
+  std::vector<std::pair<int, std::string>> replies;
+  for (auto& reply : pending) replies.push_back(reply.get());
+  return replies;
+}
+
 TEST(InspectLoad, ConcurrentRequestsShareOneRendering) {
   ExtenderUnderTest extender(generated_cluster(1000), "binpack", 1 << 20, /*http_threads=*/128,
                              [](extender::HttpServerOptions& options) {
@@ -49,18 +69,9 @@ TEST(InspectLoad, ConcurrentRequestsShareOneRendering) {
                              });
   ASSERT_GT(extender.port(), 0);
   constexpr int kRequests = 24;
-  std::latch start(kRequests);
-  std::vector<std::future<std::pair<int, std::string>>> replies;
-  for (int i = 0; i < kRequests; ++i) {
-    replies.push_back(std::async(std::launch::async, [&] {
-      start.arrive_and_wait();
-      auto reply = get_inspect(extender.port());
-      return reply ? std::pair{reply->status, reply->body} : std::pair{-1, std::string()};
-    }));
-  }
   std::string first;
-  for (auto& reply : replies) {
-    const auto [status, body] = reply.get();
+  for (const auto& [status, body] :
+       at_once(extender.port(), kRequests, [](int) { return "/gpushare-scheduler/inspect"; })) {
     ASSERT_EQ(status, 200);
     if (first.empty()) first = body;
     EXPECT_EQ(body, first);  // one rendering, the same bytes for all
@@ -78,6 +89,35 @@ TEST(InspectLoad, ConcurrentRequestsShareOneRendering) {
   ASSERT_TRUE(after);
   EXPECT_EQ(Json::parse(after->body)["nodes"].size(), 999u);
   EXPECT_EQ(extender.server().inspect_renderings().renders, 2u);
+}
+
+// /inspect/<node> built a tree per request: a node's pods are not bounded, and every worker could
+// render one at once. Node replies now take the same path as /inspect: one rendering at a time,
+// shared by the requests for the same node, never served for another node.
+TEST(InspectLoad, NodeRequestsRenderOneAtATimeEachForItsNode) {
+  ExtenderUnderTest extender(generated_cluster(50), "binpack", 1 << 20, /*http_threads=*/128,
+                             [](extender::HttpServerOptions& options) {
+                               options.inspect_max_age = std::chrono::hours(1);
+                             });
+  ASSERT_GT(extender.port(), 0);
+  constexpr int kRequests = 24;
+  const auto replies = at_once(extender.port(), kRequests, [](int i) {
+    return "/gpushare-scheduler/inspect/node-" + std::to_string(i % 3);
+  });
+  for (int i = 0; i < kRequests; ++i) {
+    const auto& [status, body] = replies[i];
+    ASSERT_EQ(status, 200);
+    const Json nodes = Json::parse(body)["nodes"];
+    ASSERT_EQ(nodes.size(), 1u);
+    EXPECT_EQ(nodes[0]["name"], "node-" + std::to_string(i % 3));
+  }
+  const auto made = extender.server().node_inspect_renderings();
+  EXPECT_EQ(made.most_at_once, 1u);
+  EXPECT_EQ(made.renders + made.shared, static_cast<std::uint64_t>(kRequests));
+  EXPECT_GE(made.renders, 3u);
+  auto unknown = extender.client().Get("/gpushare-scheduler/inspect/node-x");
+  ASSERT_TRUE(unknown);
+  EXPECT_EQ(unknown->status, 404);
 }
 
 // /metrics has per-node and per-GPU series: one rendering at a time too, never reused for a

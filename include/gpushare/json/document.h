@@ -42,7 +42,11 @@ class Parser {
   // Parses `text`, copied into the padded buffer. Returns simdjson's error code (SUCCESS = 0).
   simdjson::error_code parse(std::string_view text, Value& out) {
     if (buffer_.size() < text.size() + simdjson::SIMDJSON_PADDING) {
-      buffer_.resize(text.size() + simdjson::SIMDJSON_PADDING);
+      // Exactly the size needed: resize() would at least double the capacity (libstdc++), and a
+      // parser kept warm between large bodies would hold the excess.
+      std::string grown;
+      grown.resize(text.size() + simdjson::SIMDJSON_PADDING);
+      buffer_.swap(grown);
     }
     if (!text.empty()) text.copy(buffer_.data(), text.size());
     return parser_.parse(buffer_.data(), text.size(), /*realloc_if_needed=*/false).get(out);
@@ -64,6 +68,10 @@ class Parser {
     return {parser_.implementation->structural_indexes.get(),
             parser_.implementation->n_structural_indexes};
   }
+
+  // The longest text the parser can take without growing, and its padded copy's capacity.
+  std::size_t capacity() const { return parser_.capacity(); }
+  std::size_t copy_capacity() const { return buffer_.capacity(); }
 
   // Gives back the buffers when a large document grew them beyond `keep` bytes of text: a
   // 40 MB request must not pin ~200 MB of tape on its worker thread for good.

@@ -309,7 +309,12 @@ void Reactor::shutdown() {
 
 ReactorStats Reactor::stats() const {
   std::lock_guard lock(mutex_);
-  return {open_, answering_, body_bytes_};
+  return {open_, answering_, body_bytes_, bodies_in_place_, bodies_read_};
+}
+
+void Reactor::count_body(bool in_place) {
+  std::lock_guard lock(mutex_);
+  ++(in_place ? bodies_in_place_ : bodies_read_);
 }
 
 void Reactor::set_interest(int fd, bool readable) {
@@ -562,7 +567,7 @@ void Reactor::advance(int fd) {
   // A client waiting for httplib's "100 Continue" sends its body only then: the worker reads it,
   // within the body deadline, once the body is admitted.
   if (framing.expect_continue) return hand_over(fd);
-  buffer.reserve(*header + length);
+  buffer.reserve(*header + length + kBufferedBodySpare);
   if (buffer.size() >= *header + length) hand_over(fd);
 }
 

@@ -25,6 +25,7 @@
 #include <chrono>
 #include <condition_variable>
 #include <cstddef>
+#include <cstdint>
 #include <functional>
 #include <map>
 #include <memory>
@@ -62,6 +63,10 @@ Framing parse_framing(std::string_view header_block);
 std::string_view request_path(std::string_view block);
 std::optional<std::size_t> header_block_length(std::string_view buffer);
 
+// Spare capacity the reactor leaves after a buffered body: a handler may then take the buffer as
+// the body and parse it in place (simdjson reads up to 64 bytes past the end).
+inline constexpr std::size_t kBufferedBodySpare = 64;
+
 // An IP address and port, as httplib reports them.
 struct Address {
   std::string ip;
@@ -97,6 +102,10 @@ struct ReactorStats {
   std::size_t open = 0;        // accepted and not yet closed
   std::size_t answering = 0;   // handed to a worker
   std::size_t body_bytes = 0;  // body budget in use
+  // Request bodies handed to handlers: the connection's buffer itself, or read into a new string
+  // (chunked, encoded, after "100 Continue", with pipelined requests behind them).
+  std::uint64_t bodies_in_place = 0;
+  std::uint64_t bodies_read = 0;
 };
 
 class Reactor {
@@ -126,6 +135,8 @@ class Reactor {
   // From a worker: the request's chunked body has been read (or given up on); its slot is free
   // (before the reply's linger, which may hold the worker a while longer).
   void release_chunked(Connection& connection);
+  // From a worker: a body was handed to its handler in place (else read into a new string).
+  void count_body(bool in_place);
   bool stopping() const;
   // Closes the connections waiting for a request, waits until the ones being answered are
   // closed by their workers, and ends the reactor thread.
@@ -181,6 +192,8 @@ class Reactor {
   bool budget_freed_ = false;
   std::size_t budget_waiting_ = 0;  // bodies waiting for the budget (may count closed ones)
   std::size_t chunked_bodies_ = 0;  // chunked bodies handed to workers and not yet answered
+  std::uint64_t bodies_in_place_ = 0;
+  std::uint64_t bodies_read_ = 0;
   bool stopping_ = false;
 
   std::thread thread_;

@@ -20,6 +20,7 @@
 #include <functional>
 #include <string_view>
 #include <type_traits>
+#include <utility>
 
 #include "connection_reactor.h"
 #include "gpushare/extender/http/connection_thread_pool.h"
@@ -31,6 +32,10 @@ namespace {
 
 using std::chrono::milliseconds;
 
+static_assert(kBufferedBodySpare >= kRequestBodyPadding);
+
+class RequestStream;
+
 // What the handlers of the request being served may learn or ask about its connection.
 struct ConnectionState {
   bool close_after_response = false;
@@ -38,6 +43,7 @@ struct ConnectionState {
   // Where the request's body is charged as it is decoded (read_limited_body).
   Reactor* reactor = nullptr;
   Connection* connection = nullptr;
+  RequestStream* stream = nullptr;  // the request's bytes, for read_limited_body
 };
 thread_local ConnectionState* current_connection = nullptr;
 
@@ -246,6 +252,22 @@ class RequestStream final : public httplib::Stream {
     return true;
   }
 
+  // The body of the request being served, when the reactor buffered all of it (Content-Length)
+  // and nothing follows it: the buffer becomes the body, its header block dropped, so a 40 MB
+  // body is not held twice (buffer and copy) while it is answered. nullopt otherwise (chunked,
+  // read from the socket after "100 Continue", pipelined requests behind it).
+  std::optional<std::string> take_buffered_body(std::size_t max_bytes) {
+    if (framing_ != Framing::Kind::kLength || header_left_ > 0 || body_left_ == 0 ||
+        body_left_ > max_bytes || buffer_.size() - offset_ != body_left_) {
+      return std::nullopt;
+    }
+    buffer_.erase(0, offset_);
+    std::string body = std::exchange(buffer_, std::string());
+    offset_ = 0;
+    body_left_ = 0;
+    return body;
+  }
+
   bool is_readable() const override {
     return offset_ < buffer_.size() || transport_.wait_readable(body_timeout());
   }
@@ -417,7 +439,12 @@ class LimitedServer final : public Base, public ReactorOwner {
   ConnectionStats connection_stats() const override {
     const ReactorStats reactor = reactor_->stats();
     const ConnectionPoolStats pool = pool_->stats();
-    return {reactor.open, pool.waiting, limits_.max_connections, reactor.body_bytes};
+    return {reactor.open,
+            pool.waiting,
+            limits_.max_connections,
+            reactor.body_bytes,
+            reactor.bodies_in_place,
+            reactor.bodies_read};
   }
 
   // httplib 0.11 listens with a backlog of 5 (CPPHTTPLIB_LISTEN_BACKLOG, compiled into the
@@ -503,6 +530,7 @@ class LimitedServer final : public Base, public ReactorOwner {
       state = ConnectionState{};
       state.reactor = reactor_.get();
       state.connection = &connection;
+      state.stream = &stream;
       const auto start = stream.begin_request();
       if (start == RequestStream::Start::kIncomplete) return true;  // wait for the rest
       if (start != RequestStream::Start::kRequest) {
@@ -596,6 +624,18 @@ std::optional<std::string> read_limited_body(const httplib::Request& req, httpli
     close_after_response();
     return std::nullopt;
   }
+  // Unencoded and buffered whole by the reactor (as kube-scheduler's bodies are): taken as it
+  // is, already charged to the budget at its announced size.
+  if (!req.has_header("Content-Encoding") && current_connection != nullptr &&
+      current_connection->stream != nullptr) {
+    if (std::optional<std::string> whole =
+            current_connection->stream->take_buffered_body(max_request_bytes)) {
+      if (current_connection->reactor != nullptr) current_connection->reactor->count_body(true);
+      if (whole->capacity() < whole->size() + spare_capacity)
+        whole->reserve(whole->size() + spare_capacity);
+      return whole;
+    }
+  }
   std::string body;
   if (req.has_header("Content-Length")) {
     // Checked against the limit before the request reached us; one allocation for big filters.
@@ -623,7 +663,11 @@ std::optional<std::string> read_limited_body(const httplib::Request& req, httpli
     body.append(data, size);
     return true;
   });
-  if (complete) return body;
+  if (complete) {
+    if (current_connection != nullptr && current_connection->reactor != nullptr)
+      current_connection->reactor->count_body(false);
+    return body;
+  }
   // The rest of the body is unread (or its framing broken): this connection cannot go on.
   close_after_response();
   if (over_budget) {

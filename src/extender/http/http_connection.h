@@ -28,6 +28,7 @@
 
 #include <chrono>
 #include <cstddef>
+#include <cstdint>
 #include <functional>
 #include <memory>
 #include <optional>
@@ -63,6 +64,8 @@ struct ConnectionStats {
   std::size_t waiting_for_thread = 0;  // a request buffered, every worker busy
   std::size_t limit = 0;               // max_connections
   std::size_t body_bytes = 0;          // request bodies buffered or being answered
+  std::uint64_t bodies_in_place = 0;   // handed to handlers as the connection buffered them
+  std::uint64_t bodies_read = 0;       // read into a new string (ReactorStats)
 };
 ConnectionStats connection_stats(const httplib::Server& server);
 // After bind: a listen backlog of SOMAXCONN instead of httplib's 5.

@@ -64,6 +64,19 @@ void set_json(httplib::Response& res, std::string body) {
   res.set_header("Content-Type", kJson);
 }
 
+// A filter reply echoing full Node objects, written from the request body's texts in chunks of
+// at most 256 KiB (one copy of the reply's size is never made).
+void set_filter_reply(httplib::Response& res, FilterResult result) {
+  auto reply = std::make_shared<const FilterReply>(std::move(result));
+  res.set_content_provider(
+      reply->size(), kJson,
+      [reply](std::size_t offset, std::size_t length, httplib::DataSink& sink) {
+        std::string chunk(std::min<std::size_t>(length, 256 * 1024), '\0');
+        const std::size_t copied = reply->copy(offset, chunk);
+        return copied > 0 && sink.write(chunk.data(), copied);
+      });
+}
+
 std::size_t connection_thread_limit(int requested) {
   return requested > 0 ? static_cast<std::size_t>(requested) : kDefaultHttpThreads;
 }
@@ -81,6 +94,20 @@ void dismantle(Json& tree) {
     tree.get_ref<Json::object_t&>().clear();
   }
 }
+
+// More requests wait for an /inspect rendering than may (each holds a worker).
+void refuse_inspect_waiting(httplib::Response& res) {
+  res.status = 503;
+  res.set_header("Retry-After", "1");
+  res.set_content(encode_error("too many /inspect requests waiting for its reply; retry later"),
+                  kJson);
+}
+
+// Dismantles a tree on leaving its scope, whether its rendering succeeded or threw.
+struct DismantleOnExit {
+  Json& tree;
+  ~DismantleOnExit() { dismantle(tree); }
+};
 
 bool accepts_gzip(const httplib::Request& req) {
   return req.get_header_value("Accept-Encoding").find("gzip") != std::string::npos;
@@ -121,7 +148,9 @@ HttpServer::HttpServer(SchedulingService& service, ModelStore& store, MetricRegi
       inspect_(std::max<std::size_t>(1, connection_thread_limit(options_.threads) / 4),
                options_.inspect_max_age),
       metrics_rendering_(std::max<std::size_t>(1, connection_thread_limit(options_.threads) / 4),
-                         std::chrono::milliseconds(0)) {
+                         std::chrono::milliseconds(0)),
+      node_inspect_(std::max<std::size_t>(1, connection_thread_limit(options_.threads) / 4),
+                    options_.inspect_max_age) {
   // httplib's connection loop, with the request limits it lacks (http_connection.h).
   http_connection::Limits limits;
   static_cast<ConnectionLimits&>(limits) = options_.connections;
@@ -189,6 +218,11 @@ bool HttpServer::stop() {
   return false;
 }
 
+HttpServer::BodyCounts HttpServer::request_bodies() const {
+  const http_connection::ConnectionStats stats = http_connection::connection_stats(*server_);
+  return {stats.bodies_in_place, stats.bodies_read};
+}
+
 int HttpServer::binds_in_flight() const {
   std::lock_guard lock(binds_mutex_);
   return binds_in_flight_;
@@ -239,15 +273,31 @@ std::string HttpServer::render_inspect() {
         inspect::add_fragmentation(cluster, model, policy);
         return cluster;
       });
-  struct Dismantled {
-    Json& tree;
-    ~Dismantled() { dismantle(tree); }
-  } dismantled{body};
+  const DismantleOnExit dismantled{body};
   body["recentRejections"] = rejections_json(rejections_.recent());
   inspect::add_pod_phases(body, options_.pod_phase);
   body["configWarnings"] = config_warnings_json(
       options_.config_warnings ? options_.config_warnings() : std::vector<ConfigWarning>{});
   return body.dump(-1, ' ', false, Json::error_handler_t::replace);
+}
+
+// One node's /inspect reply; empty when the model does not know the node.
+std::string HttpServer::render_inspect_node(const std::string& node) {
+  auto body = store_.read([&](const core::ClusterModel& model, const core::PlacementPolicy&) {
+    return inspect::inspect_node(model, node);
+  });
+  if (!body) return {};
+  Json wrapped = {{"nodes", Json::array({std::move(*body)})}};
+  const DismantleOnExit dismantled{wrapped};
+  inspect::add_pod_phases(wrapped, options_.pod_phase);
+  std::vector<ConfigWarning> about_node;
+  if (options_.config_warnings) {
+    for (ConfigWarning& warning : options_.config_warnings()) {
+      if (warning.node == node) about_node.push_back(std::move(warning));
+    }
+  }
+  wrapped["configWarnings"] = config_warnings_json(about_node);
+  return wrapped.dump(-1, ' ', false, Json::error_handler_t::replace);
 }
 
 void HttpServer::install_routes() {
@@ -344,10 +394,16 @@ void HttpServer::install_routes() {
            "filter",
            [this](const httplib::Request&, std::string& body, httplib::Response& res) {
              // The body becomes the source of the survivors' texts, the reply is moved in: with
-             // full Node objects each is as large as the request.
+             // full Node objects each is as large as the request, and the reply is written
+             // from the body's texts instead of being built whole.
              ExtenderArgs args =
                  decode_extender_args_body(std::move(body), service_.config().names);
-             set_json(res, encode_filter_result(service_.filter(std::move(args))));
+             FilterResult result = service_.filter(std::move(args));
+             if (result.node_texts) {
+               set_filter_reply(res, std::move(result));
+             } else {
+               set_json(res, encode_filter_result(result));
+             }
            },
            filter_error));
   post(route("prioritize"),
@@ -404,17 +460,10 @@ void HttpServer::install_routes() {
       handle(
           "inspect",
           [this](const httplib::Request& req, std::string&, httplib::Response& res) {
-            const RenderKey key{store_.generation(), rejections_.added()};
+            const RenderKey key{store_.generation(), rejections_.added(), {}};
             const SharedRendering::Reply reply =
                 inspect_.get(key, [this] { return render_inspect(); });
-            if (!reply) {
-              res.status = 503;
-              res.set_header("Retry-After", "1");
-              res.set_content(
-                  encode_error("too many /inspect requests waiting for its reply; retry later"),
-                  kJson);
-              return;
-            }
+            if (!reply) return refuse_inspect_waiting(res);
             set_shared_reply(req, res, reply, kJson);
           },
           plain_error));
@@ -423,25 +472,16 @@ void HttpServer::install_routes() {
           "inspect",
           [this](const httplib::Request& req, std::string&, httplib::Response& res) {
             const std::string node = req.matches[1];
-            auto body =
-                store_.read([&](const core::ClusterModel& model, const core::PlacementPolicy&) {
-                  return inspect::inspect_node(model, node);
-                });
-            if (!body) {
+            const RenderKey key{store_.generation(), rejections_.added(), node};
+            const SharedRendering::Reply reply =
+                node_inspect_.get(key, [&] { return render_inspect_node(node); });
+            if (!reply) return refuse_inspect_waiting(res);
+            if (reply->identity().empty()) {
               res.status = 404;
               res.set_content(encode_error(fmt::format("node {} is not known", node)), kJson);
               return;
             }
-            Json wrapped = {{"nodes", Json::array({std::move(*body)})}};
-            inspect::add_pod_phases(wrapped, options_.pod_phase);
-            std::vector<ConfigWarning> about_node;
-            if (options_.config_warnings) {
-              for (ConfigWarning& warning : options_.config_warnings()) {
-                if (warning.node == node) about_node.push_back(std::move(warning));
-              }
-            }
-            wrapped["configWarnings"] = config_warnings_json(about_node);
-            res.set_content(wrapped.dump(-1, ' ', false, Json::error_handler_t::replace), kJson);
+            set_shared_reply(req, res, reply, kJson);
           },
           plain_error));
 

@@ -7,7 +7,7 @@
 namespace gpushare::extender {
 
 bool SharedRendering::fresh_locked(const RenderKey& key, Clock::time_point arrived) const {
-  if (!reply_) return false;
+  if (!reply_ || reply_key_.subject != key.subject) return false;
   // Begun after the request arrived: it shows all the request could ask for.
   if (reply_started_ >= arrived) return true;
   return reply_key_.covers(key) && Clock::now() - reply_time_ <= max_age_;

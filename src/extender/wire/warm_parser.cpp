@@ -14,27 +14,43 @@ WarmParser::~WarmParser() {
 
 std::unique_ptr<json::Parser> WarmParser::take() {
   {
-    std::lock_guard lock(mutex_);
-    ++out_;
+    std::unique_lock lock(mutex_);
+    ++waiting_;
+    returned_.wait(lock, [this] { return !out_; });
+    --waiting_;
+    out_ = true;
     if (kept_) return std::move(kept_);
   }
-  return std::make_unique<json::Parser>();
+  // Not under the lock: nobody else may take it meanwhile (out_), and allocation may throw.
+  try {
+    return std::make_unique<json::Parser>();
+  } catch (...) {
+    give_back(nullptr);
+    throw;
+  }
 }
 
 void WarmParser::give_back(std::unique_ptr<json::Parser> parser) {
   {
     std::lock_guard lock(mutex_);
-    --out_;
-    if (kept_ || out_ > 0) return;  // `parser` is freed on return, outside the lock
-    kept_ = std::move(parser);
-    release_at_ = std::chrono::steady_clock::now() + keep_;
+    out_ = false;
+    if (parser) {
+      kept_ = std::move(parser);
+      release_at_ = std::chrono::steady_clock::now() + keep_;
+    }
   }
+  returned_.notify_one();
   changed_.notify_all();
 }
 
 bool WarmParser::holds() const {
   std::lock_guard lock(mutex_);
   return kept_ != nullptr;
+}
+
+std::size_t WarmParser::waiting() const {
+  std::lock_guard lock(mutex_);
+  return waiting_;
 }
 
 void WarmParser::release_when_idle(std::stop_token stop) {
@@ -51,7 +67,7 @@ void WarmParser::release_when_idle(std::stop_token stop) {
     if (kept_ && release_at_ == release_at && std::chrono::steady_clock::now() >= release_at) {
       std::unique_ptr<json::Parser> idle = std::move(kept_);
       lock.unlock();
-      idle.reset();  // frees ~65 MB: not under the lock
+      idle.reset();  // frees ~75 MB: not under the lock
       lock.lock();
     }
   }

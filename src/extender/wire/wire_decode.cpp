@@ -32,14 +32,16 @@ namespace {
 constexpr std::size_t kLargeBody = std::size_t{1} << 20;
 
 // Large bodies come from kube-scheduler's full-Node filters, one after another while it works
-// through its queue: the parser they grew is kept for the next one for this long.
+// through its queue: they are decoded one at a time, and the parser they grew is kept for the
+// next one for this long.
 WarmParser& warm_parser() {
   static WarmParser warm(std::chrono::seconds(10));
   return warm;
 }
 
 // The parser of one request. Ordinary bodies use their worker thread's own (it never grows
-// beyond kLargeBody, so nothing is given back); a large body leases the warm one.
+// beyond kLargeBody, so nothing is given back); a large body leases the warm one, waiting while
+// another large body has it.
 class RequestParser {
  public:
   explicit RequestParser(std::size_t body_size) {

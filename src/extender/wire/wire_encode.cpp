@@ -5,6 +5,7 @@
 #include <algorithm>
 #include <charconv>
 #include <cstring>
+#include <span>
 
 #if defined(__SSE2__)
 #include <emmintrin.h>
@@ -176,20 +177,21 @@ class Writer {
   char* end_;
 };
 
-}  // namespace
+constexpr std::string_view kNodeListHead = "{\"apiVersion\":\"v1\",\"items\":[";
+constexpr std::string_view kNodeListTail = "],\"kind\":\"NodeList\",\"metadata\":{}}}";
 
-// The replies are written directly rather than through a DOM, byte for byte as nlohmann
-// would dump them (keys in its sorted order, compact, invalid UTF-8 replaced).
-std::string encode_filter_result(const FilterResult& result) {
+// The size of a filter reply up to its "Nodes" member, roughly.
+std::size_t filter_head_estimate(const FilterResult& result) {
   std::size_t estimate = 160 + result.error.size();
   for (const auto& name : result.node_names) estimate += name.size() + 3;
   for (const auto* map : {&result.failed, &result.failed_unresolvable}) {
     for (const auto& [node, reason] : *map) estimate += node.size() + reason.size() + 6;
   }
-  if (result.node_texts) {
-    for (std::string_view text : *result.node_texts) estimate += text.size() + 1;
-  }
-  Writer out(estimate);
+  return estimate;
+}
+
+// A filter reply up to and including the "Nodes" member's key.
+void write_filter_head(Writer& out, const FilterResult& result) {
   out.raw("{\"Error\":");
   out.string(result.error);
   out.raw(",\"FailedAndUnresolvableNodes\":");
@@ -202,8 +204,21 @@ std::string encode_filter_result(const FilterResult& result) {
     out.string(result.node_names[i]);
   }
   out.raw("],\"Nodes\":");
+}
+
+}  // namespace
+
+// The replies are written directly rather than through a DOM, byte for byte as nlohmann
+// would dump them (keys in its sorted order, compact, invalid UTF-8 replaced).
+std::string encode_filter_result(const FilterResult& result) {
+  std::size_t estimate = filter_head_estimate(result);
+  if (result.node_texts) {
+    for (std::string_view text : *result.node_texts) estimate += text.size() + 1;
+  }
+  Writer out(estimate);
+  write_filter_head(out, result);
   if (result.nodes || result.node_texts) {
-    out.raw("{\"apiVersion\":\"v1\",\"items\":[");
+    out.raw(kNodeListHead);
     bool first = true;
     if (result.nodes) {
       for (const Json& node : *result.nodes) {
@@ -218,12 +233,65 @@ std::string encode_filter_result(const FilterResult& result) {
         out.raw(text);
       }
     }
-    out.raw("],\"kind\":\"NodeList\",\"metadata\":{}}");
+    out.raw(kNodeListTail);
   } else {
-    out.raw("null");
+    out.raw("null}");
   }
-  out.raw('}');
   return out.finish();
+}
+
+FilterReply::FilterReply(FilterResult result) {
+  if (!result.node_texts || result.nodes) {
+    head_ = encode_filter_result(result);
+    size_ = head_.size();
+    return;
+  }
+  Writer out(filter_head_estimate(result) + kNodeListHead.size());
+  write_filter_head(out, result);
+  out.raw(kNodeListHead);
+  head_ = out.finish();
+  items_ = std::move(*result.node_texts);
+  source_ = std::move(result.node_source);
+  item_starts_.reserve(items_.size());
+  std::size_t at = head_.size();
+  for (std::size_t i = 0; i < items_.size(); ++i) {
+    if (i > 0) ++at;  // the comma before it
+    item_starts_.push_back(at);
+    at += items_[i].size();
+  }
+  tail_ = kNodeListTail;
+  size_ = at + tail_.size();
+}
+
+std::size_t FilterReply::copy(std::size_t offset, std::span<char> out) const {
+  std::size_t pos = offset;  // the reply's byte copied next
+  std::size_t n = 0;
+  // Copies what of `piece` (at `start` in the reply) lies at pos on; false once `out` is full.
+  auto take = [&](std::string_view piece, std::size_t start) {
+    if (pos >= start && pos < start + piece.size()) {
+      const std::size_t count = std::min(start + piece.size() - pos, out.size() - n);
+      std::memcpy(out.data() + n, piece.data() + (pos - start), count);
+      n += count;
+      pos += count;
+    }
+    return n < out.size();
+  };
+  if (!take(head_, 0)) return n;
+  // The item pos is in, or the one before the comma pos is on.
+  const auto after = std::upper_bound(item_starts_.begin(), item_starts_.end(), pos);
+  for (auto i =
+           static_cast<std::size_t>(std::max(after - item_starts_.begin() - 1, std::ptrdiff_t{0}));
+       i < items_.size(); ++i) {
+    if (i > 0 && !take(",", item_starts_[i] - 1)) return n;
+    if (!take(items_[i], item_starts_[i])) return n;
+  }
+  take(tail_, size_ - tail_.size());
+  return n;
+}
+
+std::size_t FilterReply::owned_bytes() const {
+  return head_.capacity() + tail_.capacity() + item_starts_.capacity() * sizeof(std::size_t) +
+         items_.capacity() * sizeof(std::string_view);
 }
 
 std::string encode_priorities(const std::vector<HostPriority>& priorities) {

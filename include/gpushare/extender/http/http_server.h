@@ -5,6 +5,7 @@
 #include <atomic>
 #include <chrono>
 #include <condition_variable>
+#include <cstdint>
 #include <functional>
 #include <memory>
 #include <mutex>
@@ -79,10 +80,19 @@ class HttpServer {
   // How /inspect's replies were made.
   SharedRendering::Stats inspect_renderings() const { return inspect_.stats(); }
   SharedRendering::Stats metrics_renderings() const { return metrics_rendering_.stats(); }
+  SharedRendering::Stats node_inspect_renderings() const { return node_inspect_.stats(); }
+  // Request bodies handed to handlers as the connection buffered them (no copy), and those read
+  // into a new string (chunked, encoded, sent after "100 Continue").
+  struct BodyCounts {
+    std::uint64_t in_place = 0;
+    std::uint64_t read = 0;
+  };
+  BodyCounts request_bodies() const;
 
  private:
   void install_routes();
   std::string render_inspect();
+  std::string render_inspect_node(const std::string& node);
   std::string render_metrics();
   bool refuse_client(const httplib::Request& req, httplib::Response& res);
   bool begin_bind();  // false once stopping
@@ -100,6 +110,9 @@ class HttpServer {
   std::string access_error_;  // why the client CA could not be set up; bind() fails with it
   SharedRendering inspect_;
   SharedRendering metrics_rendering_;
+  // /inspect/<node>: one node at a time (a node's pods are unbounded: 512 requests for a node
+  // with thousands of pods each built their own tree), shared by the requests for that node.
+  SharedRendering node_inspect_;
   LogThrottle out_of_memory_log_;  // a request refused for want of memory
   LogThrottle bad_request_log_;    // 400s and refused bodies: any client can cause them at will
 

@@ -26,8 +26,9 @@ namespace gpushare::extender {
 struct RenderKey {
   std::uint64_t model = 0;
   std::uint64_t rejections = 0;
+  std::string subject;  // what is rendered (a node's name); a rendering serves only its own
   bool covers(const RenderKey& request) const {
-    return model >= request.model && rejections >= request.rejections;
+    return subject == request.subject && model >= request.model && rejections >= request.rejections;
   }
 };
 

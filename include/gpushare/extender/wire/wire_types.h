@@ -7,6 +7,7 @@
 #include <map>
 #include <memory>
 #include <optional>
+#include <span>
 #include <string>
 #include <string_view>
 #include <vector>
@@ -95,6 +96,26 @@ BindingArgs decode_binding_args(std::string_view body);
 PreemptionArgs decode_preemption_args(std::string_view body, const kube::ResourceNames& names);
 
 std::string encode_filter_result(const FilterResult& result);
+// The same reply when it echoes full Node objects, without copying them: the surviving nodes'
+// texts are read from the request body they view (held here) as the reply is written. Such a
+// reply is about as large as the body; built whole, it was one more body-sized buffer per filter.
+class FilterReply {
+ public:
+  explicit FilterReply(FilterResult result);
+  std::size_t size() const { return size_; }
+  // Copies the reply's bytes from `offset` on into `out`, as many as fit; returns how many.
+  std::size_t copy(std::size_t offset, std::span<char> out) const;
+  // What it holds besides the body (head, tail, positions), for tests.
+  std::size_t owned_bytes() const;
+
+ private:
+  std::string head_;  // the reply up to the first item (all of it without node texts)
+  std::vector<std::string_view> items_;   // survivors' texts, viewing source_
+  std::vector<std::size_t> item_starts_;  // where each item is in the reply (commas between)
+  std::string tail_;
+  std::shared_ptr<const std::string> source_;
+  std::size_t size_ = 0;
+};
 std::string encode_priorities(const std::vector<HostPriority>& priorities);
 std::string encode_binding_result(std::string_view error);
 std::string encode_preemption_result(const std::map<std::string, MetaVictims>& victims);
