@@ -9,6 +9,7 @@ packages=(
   libyaml-cpp-dev libcli11-dev libssl-dev zlib1g-dev libbrotli-dev prometheus-cpp-dev
   libgtest-dev libgmock-dev libbenchmark-dev
   curl python3  # the README's commands and the test that runs them (tests/docs)
+  clang-format  # scripts/check-format.sh, run by scripts/test.sh
   ccache  # rebuilds of unchanged files (CMakeLists.txt, GPUSHARE_CCACHE)
 )
 

@@ -7,6 +7,8 @@ scripts/install-deps.sh
 scripts/install-browser.sh || echo "gpushare: no browser installed; the browser tests will skip" >&2
 # Optional: promtool for the monitoring rules' test, which skips without it.
 scripts/install-promtool.sh || echo "gpushare: no promtool installed; the monitoring rules' test will skip" >&2
+# C++ formatting as .clang-format says (about 15 s of CPU); lists the files that differ.
+scripts/check-format.sh
 scripts/build.sh -DGPUSHARE_WERROR=ON -DGPUSHARE_BUILD_TESTS=ON
 cd "${GPUSHARE_BUILD_DIR:-build}"
 ctest --output-on-failure -j "${GPUSHARE_JOBS:-$(nproc)}" --timeout 600

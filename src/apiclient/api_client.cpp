@@ -89,17 +89,6 @@ struct OptionSetter {
 
 }  // namespace
 
-std::string_view to_string(HttpMethod method) {
-  switch (method) {
-    case HttpMethod::kGet: return "GET";
-    case HttpMethod::kPost: return "POST";
-    case HttpMethod::kPut: return "PUT";
-    case HttpMethod::kPatch: return "PATCH";
-    case HttpMethod::kDelete: return "DELETE";
-  }
-  return "GET";
-}
-
 std::string_view content_type_of(PatchType type) {
   switch (type) {
     case PatchType::kStrategicMerge: return "application/strategic-merge-patch+json";

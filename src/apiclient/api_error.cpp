@@ -4,9 +4,10 @@
 
 #include <nlohmann/json.hpp>
 
-#include "gpushare/apiclient/watch_event.h"
-
 namespace gpushare::apiclient {
+
+using Json = nlohmann::json;
+
 namespace {
 
 constexpr std::size_t kMaxMessageFromBody = 512;

@@ -12,7 +12,9 @@
 #include <string_view>
 
 #include "curl_handles.h"
-#include "gpushare/apiclient/api_client.h"
+#include "gpushare/apiclient/clock.h"
+#include "gpushare/apiclient/http_method.h"
+#include "gpushare/apiclient/query.h"
 
 namespace gpushare::apiclient {
 

@@ -22,6 +22,7 @@
 #include "gpushare/apiclient/backoff.h"
 #include "gpushare/apiclient/clock.h"
 #include "gpushare/apiclient/cluster_config.h"
+#include "gpushare/apiclient/http_method.h"
 #include "gpushare/apiclient/list_decoder.h"
 #include "gpushare/apiclient/query.h"
 #include "gpushare/apiclient/result.h"
@@ -31,9 +32,6 @@
 namespace gpushare::apiclient {
 
 using Json = nlohmann::json;
-
-enum class HttpMethod { kGet, kPost, kPut, kPatch, kDelete };
-std::string_view to_string(HttpMethod method);
 
 enum class PatchType { kStrategicMerge, kMerge, kJsonPatch };
 std::string_view content_type_of(PatchType type);

@@ -9,6 +9,8 @@
 #include <string_view>
 #include <vector>
 
+#include <nlohmann/json_fwd.hpp>
+
 namespace gpushare::apiclient {
 
 enum class ErrorKind {
@@ -103,7 +105,9 @@ struct ApiError {
 ApiError error_from_response(int http_code, std::string_view body,
                              std::optional<std::chrono::seconds> retry_after_header = {});
 
-// (The error of an in-stream ERROR event is built by error_from_status_object, watch_event.h.)
+// The error carried by a watch's ERROR event: its Status object (code 410 + reason Expired,
+// typically).
+ApiError error_from_status_object(const nlohmann::json& status);
 
 ApiError transport_error(TransportFailure failure, std::string message);
 ApiError stopped_error();

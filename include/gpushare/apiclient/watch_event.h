@@ -28,8 +28,7 @@ std::string_view to_string(WatchEventType type);
 // JSON, a missing or unknown type, or a missing object.
 WatchEvent parse_watch_event(std::string_view text, json::Parser& parser);
 
-// The error carried by an ERROR event's Status object (code 410 + reason Expired, typically).
-ApiError error_from_status_object(const Json& status);
+// The error carried by an ERROR event's Status object (error_from_status_object, api_error.h).
 ApiError error_from_status_value(const json::Value& status);
 
 // metadata.resourceVersion of an object, or "" if absent.

@@ -30,7 +30,6 @@ class WatchFramer {
 
   // True while the bytes of an unfinished value are buffered (e.g. when the stream ends).
   bool mid_value() const { return in_value_; }
-  std::size_t buffered_bytes() const { return buffer_.size(); }
 
  private:
   std::size_t max_value_bytes_;

@@ -21,7 +21,6 @@ class Quantity {
   // Throws QuantityError on syntax errors, negative values and values beyond int64 milli-units.
   static Quantity parse(std::string_view text);
   static constexpr Quantity from_units(std::int64_t units) { return Quantity(units * 1000); }
-  static constexpr Quantity from_milli(std::int64_t milli) { return Quantity(milli); }
 
   constexpr std::int64_t milli() const { return milli_; }
   // Whole units, rounded up as Kubernetes' Quantity.Value() does.

@@ -93,15 +93,8 @@ std::vector<RunResult> run_all(const gpushare::sim::Simulator& simulator,
   return results;
 }
 
-}  // namespace
-
-int main(int argc, char** argv) {
-  const std::vector<std::string> names = gpushare::sim::sim_policy_names();
-  CLI::App app{fmt::format(
-      "Trace-driven GPU placement simulator (method of Weng et al., USENIX ATC'23) running the "
-      "gpushare service's placement policies.\nPolicies: {} (each also as NAME{}: scored "
-      "without CPU and memory, as the extender sees nodes)",
-      fmt::join(names, ", "), gpushare::sim::kGpuOnlySuffix)};
+// The command line's values.
+struct SimFlags {
   std::string nodes_path;
   std::string pods_path;
   std::vector<std::string> policies{std::string(gpushare::core::kDefaultPolicy)};
@@ -127,13 +120,16 @@ int main(int argc, char** argv) {
   std::int64_t max_pods = 110;
   std::string score_mapping = "rank";
   bool dra = false;
-  app.add_option("--nodes", nodes_path, "node list CSV (sn,cpu_milli,memory_mib,gpu,model)")
+};
+
+void add_flags(CLI::App& app, SimFlags& f, const std::vector<std::string>& names) {
+  app.add_option("--nodes", f.nodes_path, "node list CSV (sn,cpu_milli,memory_mib,gpu,model)")
       ->required();
-  app.add_option("--pods", pods_path,
+  app.add_option("--pods", f.pods_path,
                  "pod list CSV (name,cpu_milli,memory_mib,num_gpu,gpu_milli,...)")
       ->required();
   app.add_option(
-         "--policy", policies,
+         "--policy", f.policies,
          fmt::format("policies, comma-separated (default {})", gpushare::core::kDefaultPolicy))
       ->delimiter(',')
       ->check([&names](const std::string& value) -> std::string {
@@ -145,200 +141,244 @@ int main(int argc, char** argv) {
         return fmt::format("unknown policy '{}' (valid: {}; each also as NAME{})", value,
                            fmt::join(names, ", "), gpushare::sim::kGpuOnlySuffix);
       });
-  app.add_option("--seeds", seeds, "number of seeds per policy, the first being --first-seed")
+  app.add_option("--seeds", f.seeds, "number of seeds per policy, the first being --first-seed")
       ->capture_default_str()
       ->check(CLI::Range(1u, 10000u));
-  app.add_option("--first-seed", first_seed, "first seed (the paper uses 42..51)")
+  app.add_option("--first-seed", f.first_seed, "first seed (the paper uses 42..51)")
       ->capture_default_str();
-  app.add_option("--max-arrival", max_arrival,
+  app.add_option("--max-arrival", f.max_arrival,
                  "stop when arrived GPU demand reaches this multiple of capacity")
       ->capture_default_str()
       ->check(CLI::Range(0.01, 100.0));
-  app.add_option("--out", out_path,
+  app.add_option("--out", f.out_path,
                  "CSV of every point: " + std::string(gpushare::sim::kCsvHeader));
-  app.add_option("--plot", plot_path, "SVG line plot of allocation vs. arrived demand");
-  app.add_option("--title", title, "plot title (default: the pod file's name)");
-  app.add_option("--plot-policy", plot_policies, "policies to draw in the plot (default: all)")
+  app.add_option("--plot", f.plot_path, "SVG line plot of allocation vs. arrived demand");
+  app.add_option("--title", f.title, "plot title (default: the pod file's name)");
+  app.add_option("--plot-policy", f.plot_policies, "policies to draw in the plot (default: all)")
       ->delimiter(',');
-  app.add_option("--dump-arrivals", arrivals_path,
+  app.add_option("--dump-arrivals", f.arrivals_path,
                  "write each seed's arrival sequence as CSV (seed,position,pod,num_gpu,gpu_milli,"
                  "arrived_pct), e.g. for bench/sim/packing_bound.py");
-  app.add_option("--failures", failures_path,
+  app.add_option("--failures", f.failures_path,
                  "CSV of every pod that fit nowhere: policy,seed,arrived_pct,pod,num_gpu,gpu_milli,"
                  "cpu_milli,memory_mib,gpu_spec (simulated runs only)");
-  app.add_flag("--arrivals-only", arrivals_only, "only write --dump-arrivals, run no policy");
-  app.add_option("-j,--jobs", jobs, "runs in parallel")
+  app.add_flag("--arrivals-only", f.arrivals_only, "only write --dump-arrivals, run no policy");
+  app.add_option("-j,--jobs", f.jobs, "runs in parallel")
       ->capture_default_str()
       ->check(CLI::Range(1u, 64u));
-  app.add_flag("--single-gpu-only", single_gpu_only,
+  app.add_flag("--single-gpu-only", f.single_gpu_only,
                "drop multi-GPU pods from each seed's arrivals (always so with --scheduler-config)");
-  app.add_flag("--gpu-pods-only", gpu_pods_only,
+  app.add_flag("--gpu-pods-only", f.gpu_pods_only,
                "drop pods that want no GPU from each seed's arrivals");
   app.add_option(
-      "--scheduler-config", scheduler_config_path,
+      "--scheduler-config", f.scheduler_config_path,
       "the deployed path: place pods through a model of kube-scheduler configured by this "
       "KubeSchedulerConfiguration file (e.g. deploy/scheduler/kube-scheduler-config.yaml), "
       "with the extender's service in process; --policy then names the extender's policy");
   app.add_flag(
-      "--with-ideal", with_ideal,
+      "--with-ideal", f.with_ideal,
       "with --scheduler-config, also run each policy alone on the same pods (the simulator's "
       "ideal: fgd and fgd-plus as their -online variants, as the service learns), for the "
       "table and the plot");
-  app.add_option("--kube-version", kube_version,
+  app.add_option("--kube-version", f.kube_version,
                  "kube-scheduler's scoring formulas: 1.20 (1.20-1.22) or current (1.23 and later)")
       ->capture_default_str()
       ->check(CLI::IsMember({"1.20", "1.21", "1.22", "current"}));
-  app.add_option("--scheduler-name", scheduler_name,
+  app.add_option("--scheduler-name", f.scheduler_name,
                  "the profile GPU pods name (default: the configuration's first profile)");
   app.add_option(
-         "--cpu-only-pods", cpu_only_pods,
+         "--cpu-only-pods", f.cpu_only_pods,
          "which scheduler CPU-only pods go through: same (the configured profile), default (a "
          "plain default-scheduler, as in a second-scheduler set-up) or auto (same if the "
          "profile is default-scheduler)")
       ->capture_default_str()
       ->check(CLI::IsMember({"auto", "same", "default"}));
-  app.add_option("--max-pods", max_pods, "pods per node (kubelet's maxPods) in the deployed path")
+  app.add_option("--max-pods", f.max_pods, "pods per node (kubelet's maxPods) in the deployed path")
       ->capture_default_str()
       ->check(CLI::Range(std::int64_t{1}, std::int64_t{100000}));
-  app.add_option("--score-mapping", score_mapping,
+  app.add_option("--score-mapping", f.score_mapping,
                  fmt::format("the extender's --score-mapping in the deployed path: {}",
                              gpushare::core::kScoreMappingNames))
       ->capture_default_str()
       ->check(CLI::IsMember({"minmax", "rank"}));
   app.add_flag(
-      "--dra", dra,
+      "--dra", f.dra,
       "with --scheduler-config: GPUs as DRA devices (one ResourceSlice per node, shared by "
       "memory) and GPU pods as ResourceClaims; kube's DRA allocator takes the first device "
       "that fits, kube filters and binds, extenders without managedResources score");
-  app.add_flag("-v,--verbose", verbose, "print each run as it finishes");
+  app.add_flag("-v,--verbose", f.verbose, "print each run as it finishes");
+}
+
+// The deployed path's set-up, when --scheduler-config names one (which implies
+// --single-gpu-only).
+std::optional<Deployment> deployment_of(SimFlags& f) {
+  std::optional<Deployment> deployment;
+  if (!f.scheduler_config_path.empty()) {
+    const auto version = f.kube_version == "current" ? gpushare::kubesim::KubeVersion::kCurrent
+                                                     : gpushare::kubesim::KubeVersion::k1_20;
+    deployment.emplace();
+    try {
+      deployment->config = gpushare::kubesim::parse_scheduler_config(
+          gpushare::sim::read_text_file(f.scheduler_config_path), version);
+    } catch (const gpushare::kubesim::ConfigError& error) {
+      throw gpushare::sim::TraceError(fmt::format("{}: {}", f.scheduler_config_path, error.what()));
+    }
+    deployment->options.version = version;
+    deployment->options.scheduler_name = f.scheduler_name;
+    deployment->options.cpu_only_pods =
+        f.cpu_only_pods == "same"      ? gpushare::kubesim::CpuOnlyPods::kSameProfile
+        : f.cpu_only_pods == "default" ? gpushare::kubesim::CpuOnlyPods::kDefaultScheduler
+                                       : gpushare::kubesim::CpuOnlyPods::kAuto;
+    deployment->options.max_pods_per_node = f.max_pods;
+    deployment->options.score_mapping = f.score_mapping;
+    deployment->options.dra = f.dra;
+    deployment->label =
+        std::filesystem::path(f.scheduler_config_path).stem().string() + (f.dra ? "+dra" : "");
+    for (const auto& policy : f.policies) {
+      if (!gpushare::core::make_policy(policy)) {
+        throw gpushare::sim::TraceError(
+            fmt::format("--policy {}: the deployed path runs the service's policies: {}", policy,
+                        fmt::join(gpushare::core::policy_names(), ", ")));
+      }
+    }
+    f.single_gpu_only = true;
+  }
+  return deployment;
+}
+
+void write_arrivals(const gpushare::sim::Simulator& simulator, const SimFlags& f) {
+  if (!f.arrivals_path.empty()) {
+    std::ofstream out(f.arrivals_path);
+    out << "seed,position,pod,num_gpu,gpu_milli,arrived_pct\n";
+    const auto& trace = simulator.pods();
+    for (unsigned s = 0; s < f.seeds; ++s) {
+      const auto order = simulator.arrivals(f.first_seed + s);
+      gpushare::core::Units arrived = 0;
+      for (std::size_t position = 0; position < order.size(); ++position) {
+        const auto& pod = trace[order[position]];
+        arrived += pod.demand.total_gpu();
+        fmt::print(
+            out, "{},{},{},{},{},{:.4f}\n", f.first_seed + s, position, pod.name,
+            pod.demand.gpu_count, pod.demand.per_gpu,
+            100.0 * static_cast<double>(arrived) / static_cast<double>(simulator.capacity()));
+      }
+    }
+    if (!out) throw gpushare::sim::TraceError("cannot write " + f.arrivals_path);
+  }
+}
+
+// Each policy's seeds, after its ideal's with --with-ideal.
+std::vector<Job> jobs_of(const SimFlags& f, const std::optional<Deployment>& deployment) {
+  std::vector<Job> job_list;
+  for (const auto& policy : f.policies) {
+    if (deployment && f.with_ideal) {
+      for (unsigned s = 0; s < f.seeds; ++s)
+        job_list.push_back({ideal_of(policy), f.first_seed + s, false});
+    }
+    for (unsigned s = 0; s < f.seeds; ++s)
+      job_list.push_back({policy, f.first_seed + s, deployment.has_value()});
+  }
+  return job_list;
+}
+
+void write_failures(const gpushare::sim::Simulator& simulator,
+                    const std::vector<RunResult>& results, const SimFlags& f) {
+  if (!f.failures_path.empty()) {
+    std::ofstream out(f.failures_path);
+    out << "policy,seed,arrived_pct,pod,num_gpu,gpu_milli,cpu_milli,memory_mib,gpu_spec\n";
+    for (const auto& result : results) {
+      for (const auto& failure : result.failures) {
+        const auto& pod = simulator.pods()[failure.pod];
+        fmt::print(out, "{},{},{:.4f},{},{},{},{},{},{}\n", result.policy, result.seed,
+                   failure.arrived_pct, pod.name, pod.demand.gpu_count, pod.demand.per_gpu,
+                   pod.demand.cpu_milli, pod.demand.memory,
+                   fmt::join(pod.demand.allowed_models, "|"));
+      }
+    }
+    if (!out) throw gpushare::sim::TraceError("cannot write " + f.failures_path);
+  }
+}
+
+void write_plot(const std::vector<gpushare::sim::PolicySummary>& summaries, SimFlags& f) {
+  if (!f.plot_path.empty()) {
+    std::ofstream out(f.plot_path);
+    if (f.title.empty()) f.title = std::filesystem::path(f.pods_path).filename().string();
+    std::vector<gpushare::sim::PolicySummary> plotted;
+    for (const auto& summary : summaries) {
+      if (f.plot_policies.empty() || std::find(f.plot_policies.begin(), f.plot_policies.end(),
+                                               summary.policy) != f.plot_policies.end()) {
+        plotted.push_back(summary);
+      }
+    }
+    gpushare::sim::write_svg(out, plotted, f.title);
+    if (!out) throw gpushare::sim::TraceError("cannot write " + f.plot_path);
+  }
+}
+
+// Reads the traces, runs every job and writes the table and the files asked for.
+int simulate(SimFlags& f) {
+  auto nodes = gpushare::sim::parse_nodes_csv(gpushare::sim::read_text_file(f.nodes_path));
+  auto pods = gpushare::sim::parse_pods_csv(gpushare::sim::read_text_file(f.pods_path));
+  const std::size_t node_count = nodes.size();
+  const std::size_t pod_count = pods.size();
+  const std::optional<Deployment> deployment = deployment_of(f);
+  gpushare::sim::SimulationOptions options;
+  options.max_arrival = f.max_arrival;
+  options.single_gpu_only = f.single_gpu_only;
+  options.gpu_pods_only = f.gpu_pods_only;
+  const gpushare::sim::Simulator simulator(std::move(nodes), std::move(pods), options);
+  const double capacity_gpus =
+      static_cast<double>(simulator.capacity()) / static_cast<double>(gpushare::sim::kUnitsPerGpu);
+  fmt::print(
+      "{} nodes, {:.0f} GPUs; {} pods in the trace, {} typical shapes (95 %); "
+      "seeds {}..{}; arrival up to {:.0f} %\n\n",
+      node_count, capacity_gpus, pod_count, simulator.typical_workload().size(), f.first_seed,
+      f.first_seed + f.seeds - 1, f.max_arrival * 100);
+
+  write_arrivals(simulator, f);
+  if (f.arrivals_only) return 0;
+
+  const std::vector<Job> job_list = jobs_of(f, deployment);
+  const std::vector<RunResult> results = run_all(
+      simulator, job_list, std::min<unsigned>(f.jobs, static_cast<unsigned>(job_list.size())),
+      f.verbose, deployment ? &*deployment : nullptr);
+  const auto summaries = gpushare::sim::summarize(results);
+  fmt::print(
+      "GPU allocation (%) at arrived GPU demand of 80..120 % of capacity, mean of {} "
+      "seed(s):\n\n",
+      f.seeds);
+  gpushare::sim::write_table(std::cout, summaries, capacity_gpus);
+
+  if (!f.out_path.empty()) {
+    std::ofstream out(f.out_path);
+    gpushare::sim::write_curve_csv(out, results);
+    if (!out) throw gpushare::sim::TraceError("cannot write " + f.out_path);
+  }
+  write_failures(simulator, results, f);
+  write_plot(summaries, f);
+  return 0;
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  const std::vector<std::string> names = gpushare::sim::sim_policy_names();
+  CLI::App app{fmt::format(
+      "Trace-driven GPU placement simulator (method of Weng et al., USENIX ATC'23) running the "
+      "gpushare service's placement policies.\nPolicies: {} (each also as NAME{}: scored "
+      "without CPU and memory, as the extender sees nodes)",
+      fmt::join(names, ", "), gpushare::sim::kGpuOnlySuffix)};
+  SimFlags flags;
+  add_flags(app, flags, names);
   app.set_version_flag("--version", gpushare::version_string());
   CLI11_PARSE(app, argc, argv);
   // The in-process extender logs every bind at info; a simulation binds thousands.
   spdlog::set_level(spdlog::level::warn);
 
   try {
-    auto nodes = gpushare::sim::parse_nodes_csv(gpushare::sim::read_text_file(nodes_path));
-    auto pods = gpushare::sim::parse_pods_csv(gpushare::sim::read_text_file(pods_path));
-    const std::size_t node_count = nodes.size();
-    const std::size_t pod_count = pods.size();
-    std::optional<Deployment> deployment;
-    if (!scheduler_config_path.empty()) {
-      const auto version = kube_version == "current" ? gpushare::kubesim::KubeVersion::kCurrent
-                                                     : gpushare::kubesim::KubeVersion::k1_20;
-      deployment.emplace();
-      try {
-        deployment->config = gpushare::kubesim::parse_scheduler_config(
-            gpushare::sim::read_text_file(scheduler_config_path), version);
-      } catch (const gpushare::kubesim::ConfigError& error) {
-        throw gpushare::sim::TraceError(fmt::format("{}: {}", scheduler_config_path, error.what()));
-      }
-      deployment->options.version = version;
-      deployment->options.scheduler_name = scheduler_name;
-      deployment->options.cpu_only_pods =
-          cpu_only_pods == "same"      ? gpushare::kubesim::CpuOnlyPods::kSameProfile
-          : cpu_only_pods == "default" ? gpushare::kubesim::CpuOnlyPods::kDefaultScheduler
-                                       : gpushare::kubesim::CpuOnlyPods::kAuto;
-      deployment->options.max_pods_per_node = max_pods;
-      deployment->options.score_mapping = score_mapping;
-      deployment->options.dra = dra;
-      deployment->label =
-          std::filesystem::path(scheduler_config_path).stem().string() + (dra ? "+dra" : "");
-      for (const auto& policy : policies) {
-        if (!gpushare::core::make_policy(policy)) {
-          throw gpushare::sim::TraceError(
-              fmt::format("--policy {}: the deployed path runs the service's policies: {}", policy,
-                          fmt::join(gpushare::core::policy_names(), ", ")));
-        }
-      }
-      single_gpu_only = true;
-    }
-    gpushare::sim::SimulationOptions options;
-    options.max_arrival = max_arrival;
-    options.single_gpu_only = single_gpu_only;
-    options.gpu_pods_only = gpu_pods_only;
-    const gpushare::sim::Simulator simulator(std::move(nodes), std::move(pods), options);
-    const double capacity_gpus = static_cast<double>(simulator.capacity()) /
-                                 static_cast<double>(gpushare::sim::kUnitsPerGpu);
-    fmt::print(
-        "{} nodes, {:.0f} GPUs; {} pods in the trace, {} typical shapes (95 %); "
-        "seeds {}..{}; arrival up to {:.0f} %\n\n",
-        node_count, capacity_gpus, pod_count, simulator.typical_workload().size(), first_seed,
-        first_seed + seeds - 1, max_arrival * 100);
-
-    if (!arrivals_path.empty()) {
-      std::ofstream out(arrivals_path);
-      out << "seed,position,pod,num_gpu,gpu_milli,arrived_pct\n";
-      const auto& trace = simulator.pods();
-      for (unsigned s = 0; s < seeds; ++s) {
-        const auto order = simulator.arrivals(first_seed + s);
-        gpushare::core::Units arrived = 0;
-        for (std::size_t position = 0; position < order.size(); ++position) {
-          const auto& pod = trace[order[position]];
-          arrived += pod.demand.total_gpu();
-          fmt::print(
-              out, "{},{},{},{},{},{:.4f}\n", first_seed + s, position, pod.name,
-              pod.demand.gpu_count, pod.demand.per_gpu,
-              100.0 * static_cast<double>(arrived) / static_cast<double>(simulator.capacity()));
-        }
-      }
-      if (!out) throw gpushare::sim::TraceError("cannot write " + arrivals_path);
-    }
-    if (arrivals_only) return 0;
-
-    std::vector<Job> job_list;
-    for (const auto& policy : policies) {
-      if (deployment && with_ideal) {
-        for (unsigned s = 0; s < seeds; ++s)
-          job_list.push_back({ideal_of(policy), first_seed + s, false});
-      }
-      for (unsigned s = 0; s < seeds; ++s)
-        job_list.push_back({policy, first_seed + s, deployment.has_value()});
-    }
-    const std::vector<RunResult> results = run_all(
-        simulator, job_list, std::min<unsigned>(jobs, static_cast<unsigned>(job_list.size())),
-        verbose, deployment ? &*deployment : nullptr);
-    const auto summaries = gpushare::sim::summarize(results);
-    fmt::print(
-        "GPU allocation (%) at arrived GPU demand of 80..120 % of capacity, mean of {} "
-        "seed(s):\n\n",
-        seeds);
-    gpushare::sim::write_table(std::cout, summaries, capacity_gpus);
-
-    if (!out_path.empty()) {
-      std::ofstream out(out_path);
-      gpushare::sim::write_curve_csv(out, results);
-      if (!out) throw gpushare::sim::TraceError("cannot write " + out_path);
-    }
-    if (!failures_path.empty()) {
-      std::ofstream out(failures_path);
-      out << "policy,seed,arrived_pct,pod,num_gpu,gpu_milli,cpu_milli,memory_mib,gpu_spec\n";
-      for (const auto& result : results) {
-        for (const auto& failure : result.failures) {
-          const auto& pod = simulator.pods()[failure.pod];
-          fmt::print(out, "{},{},{:.4f},{},{},{},{},{},{}\n", result.policy, result.seed,
-                     failure.arrived_pct, pod.name, pod.demand.gpu_count, pod.demand.per_gpu,
-                     pod.demand.cpu_milli, pod.demand.memory,
-                     fmt::join(pod.demand.allowed_models, "|"));
-        }
-      }
-      if (!out) throw gpushare::sim::TraceError("cannot write " + failures_path);
-    }
-    if (!plot_path.empty()) {
-      std::ofstream out(plot_path);
-      if (title.empty()) title = std::filesystem::path(pods_path).filename().string();
-      std::vector<gpushare::sim::PolicySummary> plotted;
-      for (const auto& summary : summaries) {
-        if (plot_policies.empty() || std::find(plot_policies.begin(), plot_policies.end(),
-                                               summary.policy) != plot_policies.end()) {
-          plotted.push_back(summary);
-        }
-      }
-      gpushare::sim::write_svg(out, plotted, title);
-      if (!out) throw gpushare::sim::TraceError("cannot write " + plot_path);
-    }
+    return simulate(flags);
   } catch (const std::exception& error) {
     fmt::print(stderr, "gpushare-sim: {}\n", error.what());
     return 1;
   }
-  return 0;
 }

@@ -41,6 +41,29 @@ bool is_scheduling_verb(std::string_view path) {
   return verb == "filter" || verb == "prioritize" || verb == "bind" || verb == "preempt";
 }
 
+std::string plain_error(std::string_view message) {
+  return encode_error(message);
+}
+
+std::string filter_error(std::string_view message) {
+  FilterResult result;
+  result.error = std::string(message);
+  return encode_filter_result(result);
+}
+
+// An Accept-Encoding value without its br codings.
+std::string without_brotli(std::string_view accept_encoding) {
+  std::string kept;
+  for (const auto part : std::views::split(accept_encoding, ',')) {
+    std::string_view coding(part.begin(), part.end());
+    coding.remove_prefix(std::min(coding.find_first_not_of(' '), coding.size()));
+    if (coding.starts_with("br")) continue;
+    if (!kept.empty()) kept += ", ";
+    kept += coding;
+  }
+  return kept;
+}
+
 // The Error text of a refused request body (and of httplib's other refusals).
 std::string body_refusal(int status, std::size_t max_request_bytes) {
   switch (status) {
@@ -301,6 +324,14 @@ std::string HttpServer::render_inspect_node(const std::string& node) {
 }
 
 void HttpServer::install_routes() {
+  configure_transport();
+  install_scheduling_routes();
+  install_read_routes();
+  install_web_ui(*server_);
+  install_request_hooks();
+}
+
+void HttpServer::configure_transport() {
   server_->set_payload_max_length(options_.connections.max_request_bytes);
   // kube-scheduler keeps connections alive; httplib's default of 5 requests each would churn.
   server_->set_keep_alive_max_count(100000);  // the idle time-out is the reactor's
@@ -317,133 +348,85 @@ void HttpServer::install_routes() {
   });
   server_->set_read_timeout(30);
   server_->set_write_timeout(30);
+}
 
-  // Wraps a handler with timing, metrics, and the error contract: bad input gets 400 and a
-  // JSON body with Error; anything unexpected gets 500. The model is never touched on error
-  // because decoding finishes before the service is called. A request with a body (the POST
-  // verbs) has it read first, decoded and within --max-request-bytes (413 and close beyond).
-  auto handle = [this](std::string verb, auto body_fn, auto error_body) {
-    return [this, verb, body_fn, error_body](const httplib::Request& req, httplib::Response& res,
-                                             const httplib::ContentReader* reader) {
-      const auto start = std::chrono::steady_clock::now();
-      try {
-        std::optional<std::string> body = std::string();
-        if (reader != nullptr)
-          body = http_connection::read_limited_body(
-              req, res, *reader, options_.connections.max_request_bytes, kRequestBodyPadding);
-        if (body) {
-          body_fn(req, *body, res);
-        } else {
-          if (const auto admitted = bad_request_log_.admit(); admitted.log) {
-            spdlog::warn("{}: refused the body of a request from {} (HTTP {}){}", verb,
-                         req.remote_addr, res.status, held_back_note(admitted));
-          }
-          res.set_content(
-              error_body(body_refusal(res.status, options_.connections.max_request_bytes)), kJson);
-        }
-      } catch (const kube::BadInput& e) {
-        if (const auto admitted = bad_request_log_.admit(); admitted.log) {
-          spdlog::warn("{}: bad request from {}: {}{}", verb, req.remote_addr, e.what(),
-                       held_back_note(admitted));
-        }
-        res.status = 400;
-        res.set_content(error_body(e.what()), kJson);
-      } catch (const std::bad_alloc&) {
-        // Out of memory (or address space): this request is refused, the others go on. The
-        // client may retry; the model was not touched (decoding precedes the service).
-        if (const auto admitted = out_of_memory_log_.admit(); admitted.log) {
-          spdlog::error("{}: out of memory answering a request from {}; answered 503{}", verb,
-                        req.remote_addr, held_back_note(admitted));
-        }
-        res.status = 503;
-        res.set_header("Retry-After", "1");
-        res.set_content(error_body("out of memory; retry later"), kJson);
-        rearm_allocation_reserve();
-      } catch (const std::exception& e) {
-        spdlog::error("{}: internal error: {}", verb, e.what());
-        res.status = 500;
-        res.set_content(error_body(fmt::format("internal error: {}", e.what())), kJson);
+// Wraps a route with timing, metrics, and the error contract: bad input gets 400 and a JSON body
+// with Error; anything unexpected gets 500. The model is never touched on error because decoding
+// finishes before the service is called. A request with a body (the POST verbs) has it read
+// first, decoded and within --max-request-bytes (413 and close beyond).
+void HttpServer::answer(const std::string& verb, RouteBody body_fn, ErrorBody error_body,
+                        const httplib::Request& req, httplib::Response& res,
+                        const httplib::ContentReader* reader) {
+  const auto start = std::chrono::steady_clock::now();
+  try {
+    std::optional<std::string> body = std::string();
+    if (reader != nullptr)
+      body = http_connection::read_limited_body(
+          req, res, *reader, options_.connections.max_request_bytes, kRequestBodyPadding);
+    if (body) {
+      (this->*body_fn)(req, *body, res);
+    } else {
+      if (const auto admitted = bad_request_log_.admit(); admitted.log) {
+        spdlog::warn("{}: refused the body of a request from {} (HTTP {}){}", verb, req.remote_addr,
+                     res.status, held_back_note(admitted));
       }
-      const double seconds =
-          std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
-      const int status = res.status == -1 ? 200 : res.status;  // httplib fills in 200 afterwards
-      metrics_.observe_request(verb, status, seconds);
-      SPDLOG_DEBUG("{} {} -> {} in {:.3f} ms", req.method, req.path, status, seconds * 1e3);
-    };
-  };
-  auto plain_error = [](std::string_view message) { return encode_error(message); };
-  auto filter_error = [](std::string_view message) {
-    FilterResult result;
-    result.error = std::string(message);
-    return encode_filter_result(result);
-  };
-  // Every body is read by a content-reader handler (the verbs, and the catch-alls below), so none
-  // is buffered without the decoded-size limit.
-  auto post = [this](const std::string& path, auto handler) {
-    server_->Post(path,
-                  [handler](const httplib::Request& req, httplib::Response& res,
-                            const httplib::ContentReader& reader) { handler(req, res, &reader); });
-  };
-  auto get = [this](const std::string& path, auto handler) {
-    server_->Get(path, [handler](const httplib::Request& req, httplib::Response& res) {
-      handler(req, res, nullptr);
-    });
-  };
-  post(route("filter"),
-       handle(
-           "filter",
-           [this](const httplib::Request&, std::string& body, httplib::Response& res) {
-             // The body becomes the source of the survivors' texts, the reply is moved in: with
-             // full Node objects each is as large as the request, and the reply is written
-             // from the body's texts instead of being built whole.
-             ExtenderArgs args =
-                 decode_extender_args_body(std::move(body), service_.config().names);
-             FilterResult result = service_.filter(std::move(args));
-             if (result.node_texts) {
-               set_filter_reply(res, std::move(result));
-             } else {
-               set_json(res, encode_filter_result(result));
-             }
-           },
-           filter_error));
-  post(route("prioritize"),
-       handle(
-           "prioritize",
-           [this](const httplib::Request&, std::string& body, httplib::Response& res) {
-             ExtenderArgs args =
-                 decode_extender_args_body(std::move(body), service_.config().names);
-             set_json(res, encode_priorities(service_.prioritize(std::move(args))));
-           },
-           plain_error));
-  post(route("bind"),
-       handle(
-           "bind",
-           [this](const httplib::Request&, std::string& body, httplib::Response& res) {
-             const BindingArgs args = decode_binding_args(body);
-             if (!begin_bind()) {
-               res.status = 503;  // kube-scheduler retries; the next leader binds it
-               res.set_content(encode_binding_result("gpushare-extender is shutting down"), kJson);
-               return;
-             }
-             struct Done {
-               HttpServer* server;
-               ~Done() { server->end_bind(); }
-             } done{this};
-             const BindReply reply = service_.bind(args);
-             // The Go original answers a failed bind with 500; kube-scheduler treats any
-             // non-200 as failure and requeues the pod.
-             if (!reply.error.empty()) res.status = 500;
-             res.set_content(encode_binding_result(reply.error), kJson);
-           },
-           plain_error));
-  post(route("preempt"),
-       handle(
-           "preempt",
-           [this](const httplib::Request&, std::string& body, httplib::Response& res) {
-             const PreemptionArgs args = decode_preemption_args(body, service_.config().names);
-             res.set_content(encode_preemption_result(service_.preempt(args)), kJson);
-           },
-           plain_error));
+      res.set_content(error_body(body_refusal(res.status, options_.connections.max_request_bytes)),
+                      kJson);
+    }
+  } catch (const kube::BadInput& e) {
+    if (const auto admitted = bad_request_log_.admit(); admitted.log) {
+      spdlog::warn("{}: bad request from {}: {}{}", verb, req.remote_addr, e.what(),
+                   held_back_note(admitted));
+    }
+    res.status = 400;
+    res.set_content(error_body(e.what()), kJson);
+  } catch (const std::bad_alloc&) {
+    // Out of memory (or address space): this request is refused, the others go on. The
+    // client may retry; the model was not touched (decoding precedes the service).
+    if (const auto admitted = out_of_memory_log_.admit(); admitted.log) {
+      spdlog::error("{}: out of memory answering a request from {}; answered 503{}", verb,
+                    req.remote_addr, held_back_note(admitted));
+    }
+    res.status = 503;
+    res.set_header("Retry-After", "1");
+    res.set_content(error_body("out of memory; retry later"), kJson);
+    rearm_allocation_reserve();
+  } catch (const std::exception& e) {
+    spdlog::error("{}: internal error: {}", verb, e.what());
+    res.status = 500;
+    res.set_content(error_body(fmt::format("internal error: {}", e.what())), kJson);
+  }
+  const double seconds =
+      std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+  const int status = res.status == -1 ? 200 : res.status;  // httplib fills in 200 afterwards
+  metrics_.observe_request(verb, status, seconds);
+  SPDLOG_DEBUG("{} {} -> {} in {:.3f} ms", req.method, req.path, status, seconds * 1e3);
+}
+
+// Every body is read by a content-reader handler (the verbs, and the catch-alls below), so none
+// is buffered without the decoded-size limit.
+void HttpServer::post_route(const std::string& path, std::string verb, RouteBody body_fn,
+                            ErrorBody error_body) {
+  server_->Post(path, [this, verb = std::move(verb), body_fn, error_body](
+                          const httplib::Request& req, httplib::Response& res,
+                          const httplib::ContentReader& reader) {
+    answer(verb, body_fn, error_body, req, res, &reader);
+  });
+}
+
+void HttpServer::get_route(const std::string& path, std::string verb, RouteBody body_fn,
+                           ErrorBody error_body) {
+  server_->Get(path, [this, verb = std::move(verb), body_fn, error_body](
+                         const httplib::Request& req, httplib::Response& res) {
+    answer(verb, body_fn, error_body, req, res, nullptr);
+  });
+}
+
+void HttpServer::install_scheduling_routes() {
+  post_route(route("filter"), "filter", &HttpServer::route_filter, filter_error);
+  post_route(route("prioritize"), "prioritize", &HttpServer::route_prioritize, plain_error);
+  post_route(route("bind"), "bind", &HttpServer::route_bind, plain_error);
+  post_route(route("preempt"), "preempt", &HttpServer::route_preempt, plain_error);
   // Any other request with a body: read it within the limit (or refuse it), then 404. Without
   // these, httplib would buffer such a body itself, decompressed and without a limit.
   auto unknown_with_body = [max = options_.connections.max_request_bytes](
@@ -455,35 +438,53 @@ void HttpServer::install_routes() {
   server_->Put(".*", unknown_with_body);
   server_->Patch(".*", unknown_with_body);
   server_->Delete(".*", unknown_with_body);
+}
 
-  get(route("inspect"),
-      handle(
-          "inspect",
-          [this](const httplib::Request& req, std::string&, httplib::Response& res) {
-            const RenderKey key{store_.generation(), rejections_.added(), {}};
-            const SharedRendering::Reply reply =
-                inspect_.get(key, [this] { return render_inspect(); });
-            if (!reply) return refuse_inspect_waiting(res);
-            set_shared_reply(req, res, reply, kJson);
-          },
-          plain_error));
-  get(route("inspect/([^/]+)"),
-      handle(
-          "inspect",
-          [this](const httplib::Request& req, std::string&, httplib::Response& res) {
-            const std::string node = req.matches[1];
-            const RenderKey key{store_.generation(), rejections_.added(), node};
-            const SharedRendering::Reply reply =
-                node_inspect_.get(key, [&] { return render_inspect_node(node); });
-            if (!reply) return refuse_inspect_waiting(res);
-            if (reply->identity().empty()) {
-              res.status = 404;
-              res.set_content(encode_error(fmt::format("node {} is not known", node)), kJson);
-              return;
-            }
-            set_shared_reply(req, res, reply, kJson);
-          },
-          plain_error));
+void HttpServer::route_filter(const httplib::Request&, std::string& body, httplib::Response& res) {
+  // The body becomes the source of the survivors' texts, the reply is moved in: with full Node
+  // objects each is as large as the request, and the reply is written from the body's texts
+  // instead of being built whole.
+  ExtenderArgs args = decode_extender_args_body(std::move(body), service_.config().names);
+  FilterResult result = service_.filter(std::move(args));
+  if (result.node_texts) {
+    set_filter_reply(res, std::move(result));
+  } else {
+    set_json(res, encode_filter_result(result));
+  }
+}
+
+void HttpServer::route_prioritize(const httplib::Request&, std::string& body,
+                                  httplib::Response& res) {
+  ExtenderArgs args = decode_extender_args_body(std::move(body), service_.config().names);
+  set_json(res, encode_priorities(service_.prioritize(std::move(args))));
+}
+
+void HttpServer::route_bind(const httplib::Request&, std::string& body, httplib::Response& res) {
+  const BindingArgs args = decode_binding_args(body);
+  if (!begin_bind()) {
+    res.status = 503;  // kube-scheduler retries; the next leader binds it
+    res.set_content(encode_binding_result("gpushare-extender is shutting down"), kJson);
+    return;
+  }
+  struct Done {
+    HttpServer* server;
+    ~Done() { server->end_bind(); }
+  } done{this};
+  const BindReply reply = service_.bind(args);
+  // The Go original answers a failed bind with 500; kube-scheduler treats any non-200 as failure
+  // and requeues the pod.
+  if (!reply.error.empty()) res.status = 500;
+  res.set_content(encode_binding_result(reply.error), kJson);
+}
+
+void HttpServer::route_preempt(const httplib::Request&, std::string& body, httplib::Response& res) {
+  const PreemptionArgs args = decode_preemption_args(body, service_.config().names);
+  res.set_content(encode_preemption_result(service_.preempt(args)), kJson);
+}
+
+void HttpServer::install_read_routes() {
+  get_route(route("inspect"), "inspect", &HttpServer::route_inspect, plain_error);
+  get_route(route("inspect/([^/]+)"), "inspect", &HttpServer::route_inspect_node, plain_error);
 
   server_->Get("/version", [](const httplib::Request&, httplib::Response& res) {
     res.set_content(gpushare::version_string() + "\n", "text/plain");
@@ -513,49 +514,34 @@ void HttpServer::install_routes() {
     }
     set_shared_reply(req, res, reply, kMetricsType);
   });
+}
 
-  install_web_ui(*server_);
-  // httplib (0.11) compresses with brotli at its slowest quality whenever a client accepts br, as
-  // every browser does: seconds of CPU per MB of /inspect or /metrics, on every refresh of the
-  // web view. Offer such clients gzip (or nothing) instead.
-  // The scheduling verbs are not compressed at all: kube-scheduler's Go client asks for gzip
-  // on every call, and gzip more than doubles the server's CPU per filter (0.64 -> 1.46 ms with
-  // 5 000 nodes, docs/benchmarks.md) to save bytes on a cluster network.
+void HttpServer::route_inspect(const httplib::Request& req, std::string&, httplib::Response& res) {
+  const RenderKey key{store_.generation(), rejections_.added(), {}};
+  const SharedRendering::Reply reply = inspect_.get(key, [this] { return render_inspect(); });
+  if (!reply) return refuse_inspect_waiting(res);
+  set_shared_reply(req, res, reply, kJson);
+}
+
+void HttpServer::route_inspect_node(const httplib::Request& req, std::string&,
+                                    httplib::Response& res) {
+  const std::string node = req.matches[1];
+  const RenderKey key{store_.generation(), rejections_.added(), node};
+  const SharedRendering::Reply reply =
+      node_inspect_.get(key, [&] { return render_inspect_node(node); });
+  if (!reply) return refuse_inspect_waiting(res);
+  if (reply->identity().empty()) {
+    res.status = 404;
+    res.set_content(encode_error(fmt::format("node {} is not known", node)), kJson);
+    return;
+  }
+  set_shared_reply(req, res, reply, kJson);
+}
+
+void HttpServer::install_request_hooks() {
   server_->set_pre_routing_handler([this](const httplib::Request& req, httplib::Response& res) {
-    const bool scheduling_verb = is_scheduling_verb(req.path);
-    if (scheduling_verb && refuse_client(req, res)) {
-      return httplib::Server::HandlerResponse::Handled;
-    }
-    // Byte ranges are ignored (the whole reply, 200): httplib builds a multi-range reply in
-    // memory, a copy of the body per range, and a Range header may list hundreds.
-    const_cast<httplib::Request&>(req).ranges.clear();
-    // httplib reads a PRI request's body itself (no content-reader route can take it), whole
-    // and decompressed, without --max-request-bytes: refused before it does.
-    if (req.method == "PRI") {
-      res.status = 405;
-      res.set_content(encode_error("method PRI is not allowed"), kJson);
-      http_connection::close_after_response();
-      return httplib::Server::HandlerResponse::Handled;
-    }
-    auto [first, last] = req.headers.equal_range("Accept-Encoding");
-    for (auto it = first; it != last; ++it) {
-      // Handlers get a const view of the server's own (non-const) request object.
-      if (scheduling_verb) {
-        const_cast<std::string&>(it->second) = "identity";
-        continue;
-      }
-      if (it->second.find("br") == std::string::npos) continue;
-      std::string kept;
-      for (const auto part : std::views::split(std::string_view(it->second), ',')) {
-        std::string_view coding(part.begin(), part.end());
-        coding.remove_prefix(std::min(coding.find_first_not_of(' '), coding.size()));
-        if (coding.starts_with("br")) continue;
-        if (!kept.empty()) kept += ", ";
-        kept += coding;
-      }
-      const_cast<std::string&>(it->second) = kept;
-    }
-    return httplib::Server::HandlerResponse::Unhandled;
+    return before_routing(req, res) ? httplib::Server::HandlerResponse::Handled
+                                    : httplib::Server::HandlerResponse::Unhandled;
   });
 
   // Whatever httplib itself rejects (unknown path, oversized body, bad request line) still
@@ -576,6 +562,39 @@ void HttpServer::install_routes() {
   server_->set_post_routing_handler([](const httplib::Request&, httplib::Response& res) {
     if (http_connection::closing_after_response()) res.set_header("Connection", "close");
   });
+}
+
+// httplib (0.11) compresses with brotli at its slowest quality whenever a client accepts br, as
+// every browser does: seconds of CPU per MB of /inspect or /metrics, on every refresh of the
+// web view. Offer such clients gzip (or nothing) instead.
+// The scheduling verbs are not compressed at all: kube-scheduler's Go client asks for gzip
+// on every call, and gzip more than doubles the server's CPU per filter (0.64 -> 1.46 ms with
+// 5 000 nodes, docs/benchmarks.md) to save bytes on a cluster network.
+bool HttpServer::before_routing(const httplib::Request& req, httplib::Response& res) {
+  const bool scheduling_verb = is_scheduling_verb(req.path);
+  if (scheduling_verb && refuse_client(req, res)) return true;
+  // Byte ranges are ignored (the whole reply, 200): httplib builds a multi-range reply in
+  // memory, a copy of the body per range, and a Range header may list hundreds.
+  const_cast<httplib::Request&>(req).ranges.clear();
+  // httplib reads a PRI request's body itself (no content-reader route can take it), whole
+  // and decompressed, without --max-request-bytes: refused before it does.
+  if (req.method == "PRI") {
+    res.status = 405;
+    res.set_content(encode_error("method PRI is not allowed"), kJson);
+    http_connection::close_after_response();
+    return true;
+  }
+  auto [first, last] = req.headers.equal_range("Accept-Encoding");
+  for (auto it = first; it != last; ++it) {
+    // Handlers get a const view of the server's own (non-const) request object.
+    if (scheduling_verb) {
+      const_cast<std::string&>(it->second) = "identity";
+      continue;
+    }
+    if (it->second.find("br") == std::string::npos) continue;
+    const_cast<std::string&>(it->second) = without_brotli(it->second);
+  }
+  return false;
 }
 
 }  // namespace gpushare::extender

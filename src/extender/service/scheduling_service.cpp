@@ -356,164 +356,31 @@ std::vector<HostPriority> SchedulingService::prioritize_impl(const ExtenderArgs&
 
 BindReply SchedulingService::bind(const BindingArgs& args) {
   const std::string key = args.pod_namespace + "/" + args.pod_name;
-  auto fail = [&](std::string outcome, std::string error) {
-    if (const auto admitted = bind_failure_log_.admit(); admitted.log) {
-      spdlog::warn("bind {} to {} failed: {}{}", key, args.node, error, held_back_note(admitted));
-    }
-    metrics_.count_bind(outcome);
-    return BindReply{std::move(error), -1, std::move(outcome)};
-  };
-
   const std::optional<kube::PodInfo> found = binder_.find_pod(args.pod_namespace, args.pod_name);
-  if (!found) return fail("pod_not_found", fmt::format("pod {} not found", key));
+  if (!found) return fail_bind(key, args, {"pod_not_found", fmt::format("pod {} not found", key)});
   const kube::PodInfo& pod = *found;
-  if (!args.pod_uid.empty() && !pod.uid.empty() && pod.uid != args.pod_uid) {
-    return fail("uid_mismatch",
-                fmt::format("pod {} has UID {}, bind was for UID {} (pod re-created?)", key,
-                            pod.uid, args.pod_uid));
-  }
-  if (!pod.node_name.empty()) {
-    return fail("already_bound",
-                fmt::format("pod {} is already bound to node {}", key, pod.node_name));
-  }
+  if (auto refusal = check_unbound(args, pod, key)) return fail_bind(key, args, *refusal);
 
   core::PodDemand demand = pod.demand();
-  // A retry for a pod whose last bind had no answer is judged on the truth: read it back first.
-  const std::optional<std::int64_t> unresolved =
-      store_.read([&](const core::ClusterModel&, const core::PlacementPolicy&,
-                      const core::ReservationLedger& ledger) {
-        const core::Reservation* held = ledger.find(pod.uid);
-        return held != nullptr && held->state == core::ReservationState::kUnresolved
-                   ? std::optional<std::int64_t>(held->reserved_ns)
-                   : std::nullopt;
-      });
-  if (unresolved) settle_by_read_back(pod.namespace_name, pod.name, pod.uid, *unresolved);
+  settle_unresolved(pod);
 
   const std::int64_t assume_time = config_.now_ns();
-  int gpu = -1;
-  core::Units device_memory = 0;
+  GpuReservation reserved;
   if (demand.wants_gpu()) {
-    // Choose and reserve in one critical section: the next filter or bind sees the reservation.
-    std::string error;
-    std::string outcome;
-    store_.write([&](core::ClusterModel& model, core::PlacementPolicy& policy,
-                     core::ReservationLedger& ledger) {
-      const core::NodeState* node = model.find_node(args.node);
-      if (node == nullptr) {
-        outcome = "unknown_node";
-        error = fmt::format("node {}: {}", args.node, kUnknownNodeReason);
-        return;
-      }
-      if (const core::PodAllocation* existing = model.find_pod(pod.uid)) {
-        const core::Reservation* reservation = ledger.find(pod.uid);
-        outcome = "already_allocated";
-        error = fmt::format(
-            "pod {} already holds {} on node {}{}", key, existing->total(), existing->node,
-            reservation == nullptr
-                ? ""
-                : fmt::format(" (reservation {})", core::to_string(reservation->state)));
-        return;
-      }
-      resolve_pin(demand, pod, model);
-      std::optional<core::Placement> placement = policy.place(*node, demand);
-      if (!placement) placement = policy.place(*node, gpu_demand_only(demand));  // see filter
-      if (!placement || placement->gpus.size() != 1) {
-        outcome = "no_fit";
-        error = fmt::format(
-            "node {}: {}", args.node,
-            core::check_fit(*node, gpu_demand_only(demand)).reason(config_.names.memory));
-        return;
-      }
-      gpu = placement->gpus.front();
-      device_memory = node->spec().memory_per_gpu;
-      core::PodAllocation allocation;
-      allocation.uid = pod.uid;
-      allocation.namespace_name = pod.namespace_name;
-      allocation.name = pod.name;
-      allocation.node = args.node;
-      allocation.gpus = {gpu};
-      allocation.per_gpu = demand.per_gpu;
-      allocation.cpu_milli = demand.cpu_milli;
-      allocation.memory = demand.memory;
-      allocation.model_pin = pod.model_pin;
-      ledger.reserve(model, std::move(allocation), assume_time);
-      policy.observe(demand);
-      policy.observe_cluster(model.nodes());
-    });
-    if (!error.empty()) return fail(outcome, error);
+    reserved = reserve_gpu(args, pod, key, demand, assume_time);
+    if (reserved.refusal) return fail_bind(key, args, *reserved.refusal);
   }
 
-  const auto annotations =
-      demand.wants_gpu() ? kube::bind_annotations(gpu, demand.per_gpu, device_memory, assume_time)
-                         : std::map<std::string, std::string>{};
-  BindOutcome outcome = binder_.bind(pod, args.node, annotations);
-  std::int64_t unanswered_call_ns = assume_time;
-  if (!outcome.ok && demand.wants_gpu() && outcome.outcome_unknown) {
-    // No answer: the call may still be applied, so a read-back showing the pod unbound proves
-    // nothing yet. Send the same binding again: its answer is final either way (bound now,
-    // already bound by the first call, or the pod is gone), and a duplicate is refused.
-    spdlog::warn("bind {} to {}: {}; sending the binding again", key, args.node, outcome.error);
-    const std::int64_t resent_at = config_.now_ns();
-    BindOutcome again = binder_.bind(pod, args.node, annotations);
-    if (again.ok) {
-      outcome = std::move(again);
-    } else {
-      if (again.outcome_unknown) unanswered_call_ns = resent_at;
-      outcome.error = fmt::format("{}; sent again: {}", outcome.error, again.error);
-    }
-  }
+  const auto annotations = demand.wants_gpu()
+                               ? kube::bind_annotations(reserved.gpu, demand.per_gpu,
+                                                        reserved.device_memory, assume_time)
+                               : std::map<std::string, std::string>{};
+  BindCall call = call_binder(pod, args, key, annotations, demand.wants_gpu(), assume_time);
+  const BindOutcome& outcome = call.outcome;
   const double millis = static_cast<double>(config_.now_ns() - assume_time) / 1e6;
 
   if (!outcome.ok && demand.wants_gpu() && outcome.outcome_unknown) {
-    // Still no clear answer: read the pod back now instead of holding the memory until some
-    // later event says.
-    store_.write(
-        [&](core::ClusterModel& model, core::PlacementPolicy&, core::ReservationLedger& ledger) {
-          ledger.bind_unknown(model, pod.uid, assume_time, unanswered_call_ns, config_.now_ns());
-        });
-    core::ReservationOutcome settled =
-        settle_by_read_back(pod.namespace_name, pod.name, pod.uid, assume_time);
-    // kNone: the sync's reservation check settled it first (bind_unknown makes it due at once).
-    // The model then tells which way: held and no longer assumed is confirmed, absent is released.
-    struct Held {
-      bool present = false;
-      bool assumed = false;
-      std::optional<int> gpu_on_node;
-    };
-    const Held held_now =
-        store_.read([&](const core::ClusterModel& model, const core::PlacementPolicy&) {
-          Held result;
-          const core::PodAllocation* held = model.find_pod(pod.uid);
-          if (held == nullptr) return result;
-          result.present = true;
-          result.assumed = held->assumed;
-          if (held->node == args.node)
-            result.gpu_on_node = held->gpus.empty() ? -1 : held->gpus.front();
-          return result;
-        });
-    if (settled == core::ReservationOutcome::kNone) {
-      if (!held_now.present)
-        settled = core::ReservationOutcome::kReleased;
-      else if (!held_now.assumed)
-        settled = core::ReservationOutcome::kConfirmed;
-    }
-    if (settled == core::ReservationOutcome::kConfirmed) {
-      const std::optional<int> bound_gpu = held_now.gpu_on_node;
-      if (bound_gpu) {
-        spdlog::info(
-            "bound pod {} to node {} gpu {}: the bind call had no answer ({}), the pod read back "
-            "is bound",
-            key, args.node, *bound_gpu, outcome.error);
-        metrics_.count_bind("success");
-        return BindReply{"", *bound_gpu, "success"};
-      }
-    }
-    if (settled == core::ReservationOutcome::kReleased) {
-      return fail("api_error",
-                  fmt::format("binding pod {} to node {}: {}; the pod read back is not bound, so "
-                              "its reservation is released",
-                              key, args.node, outcome.error));
-    }
+    if (auto reply = settle_unanswered(args, pod, key, call, assume_time)) return *reply;
   } else if (!outcome.ok && demand.wants_gpu()) {
     const core::ReservationOutcome released = store_.write(
         [&](core::ClusterModel& model, core::PlacementPolicy&, core::ReservationLedger& ledger) {
@@ -522,8 +389,9 @@ BindReply SchedulingService::bind(const BindingArgs& args) {
     metrics_.count_reservation_end(released, "bind_call");
   }
   if (!outcome.ok) {
-    return fail(outcome.outcome_unknown ? "api_unknown" : "api_error",
-                fmt::format("binding pod {} to node {}: {}", key, args.node, outcome.error));
+    return fail_bind(key, args,
+                     {outcome.outcome_unknown ? "api_unknown" : "api_error",
+                      fmt::format("binding pod {} to node {}: {}", key, args.node, outcome.error)});
   }
   if (demand.wants_gpu()) {
     const core::ReservationOutcome confirmed = store_.write(
@@ -534,10 +402,184 @@ BindReply SchedulingService::bind(const BindingArgs& args) {
         });
     metrics_.count_reservation_end(confirmed, "bind_call");
   }
-  spdlog::info("bound pod {} to node {} gpu {} request {} {} in {:.2f} ms", key, args.node, gpu,
-               demand.per_gpu, config_.names.memory, millis);
+  spdlog::info("bound pod {} to node {} gpu {} request {} {} in {:.2f} ms", key, args.node,
+               reserved.gpu, demand.per_gpu, config_.names.memory, millis);
   metrics_.count_bind("success");
-  return BindReply{"", gpu, "success"};
+  return BindReply{"", reserved.gpu, "success"};
+}
+
+BindReply SchedulingService::fail_bind(const std::string& key, const BindingArgs& args,
+                                       BindRefusal refusal) {
+  if (const auto admitted = bind_failure_log_.admit(); admitted.log) {
+    spdlog::warn("bind {} to {} failed: {}{}", key, args.node, refusal.error,
+                 held_back_note(admitted));
+  }
+  metrics_.count_bind(refusal.outcome);
+  return BindReply{std::move(refusal.error), -1, std::move(refusal.outcome)};
+}
+
+std::optional<SchedulingService::BindRefusal> SchedulingService::check_unbound(
+    const BindingArgs& args, const kube::PodInfo& pod, const std::string& key) const {
+  if (!args.pod_uid.empty() && !pod.uid.empty() && pod.uid != args.pod_uid) {
+    return BindRefusal{"uid_mismatch",
+                       fmt::format("pod {} has UID {}, bind was for UID {} (pod re-created?)", key,
+                                   pod.uid, args.pod_uid)};
+  }
+  if (!pod.node_name.empty()) {
+    return BindRefusal{"already_bound",
+                       fmt::format("pod {} is already bound to node {}", key, pod.node_name)};
+  }
+  return std::nullopt;
+}
+
+// A retry for a pod whose last bind had no answer is judged on the truth: read it back first.
+void SchedulingService::settle_unresolved(const kube::PodInfo& pod) {
+  const std::optional<std::int64_t> unresolved =
+      store_.read([&](const core::ClusterModel&, const core::PlacementPolicy&,
+                      const core::ReservationLedger& ledger) {
+        const core::Reservation* held = ledger.find(pod.uid);
+        return held != nullptr && held->state == core::ReservationState::kUnresolved
+                   ? std::optional<std::int64_t>(held->reserved_ns)
+                   : std::nullopt;
+      });
+  if (unresolved) settle_by_read_back(pod.namespace_name, pod.name, pod.uid, *unresolved);
+}
+
+// Chooses and reserves in one critical section: the next filter or bind sees the reservation.
+SchedulingService::GpuReservation SchedulingService::reserve_gpu(const BindingArgs& args,
+                                                                 const kube::PodInfo& pod,
+                                                                 const std::string& key,
+                                                                 core::PodDemand& demand,
+                                                                 std::int64_t assume_time) {
+  GpuReservation reserved;
+  store_.write([&](core::ClusterModel& model, core::PlacementPolicy& policy,
+                   core::ReservationLedger& ledger) {
+    const core::NodeState* node = model.find_node(args.node);
+    if (node == nullptr) {
+      reserved.refusal = {"unknown_node",
+                          fmt::format("node {}: {}", args.node, kUnknownNodeReason)};
+      return;
+    }
+    if (const core::PodAllocation* existing = model.find_pod(pod.uid)) {
+      const core::Reservation* reservation = ledger.find(pod.uid);
+      reserved.refusal = {
+          "already_allocated",
+          fmt::format("pod {} already holds {} on node {}{}", key, existing->total(),
+                      existing->node,
+                      reservation == nullptr
+                          ? ""
+                          : fmt::format(" (reservation {})", core::to_string(reservation->state)))};
+      return;
+    }
+    resolve_pin(demand, pod, model);
+    std::optional<core::Placement> placement = policy.place(*node, demand);
+    if (!placement) placement = policy.place(*node, gpu_demand_only(demand));  // see filter
+    if (!placement || placement->gpus.size() != 1) {
+      reserved.refusal = {
+          "no_fit",
+          fmt::format(
+              "node {}: {}", args.node,
+              core::check_fit(*node, gpu_demand_only(demand)).reason(config_.names.memory))};
+      return;
+    }
+    reserved.gpu = placement->gpus.front();
+    reserved.device_memory = node->spec().memory_per_gpu;
+    core::PodAllocation allocation;
+    allocation.uid = pod.uid;
+    allocation.namespace_name = pod.namespace_name;
+    allocation.name = pod.name;
+    allocation.node = args.node;
+    allocation.gpus = {reserved.gpu};
+    allocation.per_gpu = demand.per_gpu;
+    allocation.cpu_milli = demand.cpu_milli;
+    allocation.memory = demand.memory;
+    allocation.model_pin = pod.model_pin;
+    ledger.reserve(model, std::move(allocation), assume_time);
+    policy.observe(demand);
+    policy.observe_cluster(model.nodes());
+  });
+  return reserved;
+}
+
+SchedulingService::BindCall SchedulingService::call_binder(
+    const kube::PodInfo& pod, const BindingArgs& args, const std::string& key,
+    const std::map<std::string, std::string>& annotations, bool wants_gpu,
+    std::int64_t assume_time) {
+  BindCall call{binder_.bind(pod, args.node, annotations), assume_time};
+  BindOutcome& outcome = call.outcome;
+  if (!outcome.ok && wants_gpu && outcome.outcome_unknown) {
+    // No answer: the call may still be applied, so a read-back showing the pod unbound proves
+    // nothing yet. Send the same binding again: its answer is final either way (bound now,
+    // already bound by the first call, or the pod is gone), and a duplicate is refused.
+    spdlog::warn("bind {} to {}: {}; sending the binding again", key, args.node, outcome.error);
+    const std::int64_t resent_at = config_.now_ns();
+    BindOutcome again = binder_.bind(pod, args.node, annotations);
+    if (again.ok) {
+      outcome = std::move(again);
+    } else {
+      if (again.outcome_unknown) call.unanswered_call_ns = resent_at;
+      outcome.error = fmt::format("{}; sent again: {}", outcome.error, again.error);
+    }
+  }
+  return call;
+}
+
+// Still no clear answer: read the pod back now instead of holding the memory until some later
+// event says. A reply when the read-back decided the bind, nothing when it failed undecided.
+std::optional<BindReply> SchedulingService::settle_unanswered(const BindingArgs& args,
+                                                              const kube::PodInfo& pod,
+                                                              const std::string& key,
+                                                              const BindCall& call,
+                                                              std::int64_t assume_time) {
+  store_.write(
+      [&](core::ClusterModel& model, core::PlacementPolicy&, core::ReservationLedger& ledger) {
+        ledger.bind_unknown(model, pod.uid, assume_time, call.unanswered_call_ns, config_.now_ns());
+      });
+  core::ReservationOutcome settled =
+      settle_by_read_back(pod.namespace_name, pod.name, pod.uid, assume_time);
+  // kNone: the sync's reservation check settled it first (bind_unknown makes it due at once).
+  // The model then tells which way: held and no longer assumed is confirmed, absent is released.
+  struct Held {
+    bool present = false;
+    bool assumed = false;
+    std::optional<int> gpu_on_node;
+  };
+  const Held held_now =
+      store_.read([&](const core::ClusterModel& model, const core::PlacementPolicy&) {
+        Held result;
+        const core::PodAllocation* held = model.find_pod(pod.uid);
+        if (held == nullptr) return result;
+        result.present = true;
+        result.assumed = held->assumed;
+        if (held->node == args.node)
+          result.gpu_on_node = held->gpus.empty() ? -1 : held->gpus.front();
+        return result;
+      });
+  if (settled == core::ReservationOutcome::kNone) {
+    if (!held_now.present)
+      settled = core::ReservationOutcome::kReleased;
+    else if (!held_now.assumed)
+      settled = core::ReservationOutcome::kConfirmed;
+  }
+  if (settled == core::ReservationOutcome::kConfirmed) {
+    const std::optional<int> bound_gpu = held_now.gpu_on_node;
+    if (bound_gpu) {
+      spdlog::info(
+          "bound pod {} to node {} gpu {}: the bind call had no answer ({}), the pod read back "
+          "is bound",
+          key, args.node, *bound_gpu, call.outcome.error);
+      metrics_.count_bind("success");
+      return BindReply{"", *bound_gpu, "success"};
+    }
+  }
+  if (settled == core::ReservationOutcome::kReleased) {
+    return fail_bind(
+        key, args,
+        {"api_error", fmt::format("binding pod {} to node {}: {}; the pod read back is not "
+                                  "bound, so its reservation is released",
+                                  key, args.node, call.outcome.error)});
+  }
+  return std::nullopt;
 }
 
 core::ReservationOutcome SchedulingService::settle_by_read_back(std::string_view namespace_name,

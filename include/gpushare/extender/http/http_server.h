@@ -10,6 +10,7 @@
 #include <memory>
 #include <mutex>
 #include <string>
+#include <string_view>
 
 #include "gpushare/extender/http/client_access.h"
 #include "gpushare/extender/http/connection_limits.h"
@@ -25,6 +26,7 @@
 #include "gpushare/inspect/snapshot.h"
 
 namespace httplib {
+class ContentReader;
 class Server;
 struct Request;
 struct Response;
@@ -90,7 +92,31 @@ class HttpServer {
   BodyCounts request_bodies() const;
 
  private:
+  // A route's work once its request body has been read (empty for GET), and the Error body
+  // it answers with when that work fails.
+  using RouteBody = void (HttpServer::*)(const httplib::Request&, std::string&, httplib::Response&);
+  using ErrorBody = std::string (*)(std::string_view);
+
   void install_routes();
+  void configure_transport();
+  void install_scheduling_routes();
+  void install_read_routes();
+  void install_request_hooks();
+  void post_route(const std::string& path, std::string verb, RouteBody body_fn,
+                  ErrorBody error_body);
+  void get_route(const std::string& path, std::string verb, RouteBody body_fn,
+                 ErrorBody error_body);
+  void answer(const std::string& verb, RouteBody body_fn, ErrorBody error_body,
+              const httplib::Request& req, httplib::Response& res,
+              const httplib::ContentReader* reader);
+  // true when the request was answered here (refused client, PRI), before any route.
+  bool before_routing(const httplib::Request& req, httplib::Response& res);
+  void route_filter(const httplib::Request& req, std::string& body, httplib::Response& res);
+  void route_prioritize(const httplib::Request& req, std::string& body, httplib::Response& res);
+  void route_bind(const httplib::Request& req, std::string& body, httplib::Response& res);
+  void route_preempt(const httplib::Request& req, std::string& body, httplib::Response& res);
+  void route_inspect(const httplib::Request& req, std::string& body, httplib::Response& res);
+  void route_inspect_node(const httplib::Request& req, std::string& body, httplib::Response& res);
   std::string render_inspect();
   std::string render_inspect_node(const std::string& node);
   std::string render_metrics();

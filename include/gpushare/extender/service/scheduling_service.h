@@ -7,6 +7,7 @@
 #include <functional>
 #include <map>
 #include <mutex>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -63,6 +64,34 @@ class SchedulingService {
   // `movable` is &args when the caller gave the arguments up (its names may then be moved).
   FilterResult filter_impl(const ExtenderArgs& args, ExtenderArgs* movable);
   std::vector<HostPriority> prioritize_impl(const ExtenderArgs& args, ExtenderArgs* movable) const;
+
+  // bind's steps, in order. A refusal is answered by fail_bind (logged, throttled, counted).
+  struct BindRefusal {
+    std::string outcome;  // metrics label
+    std::string error;
+  };
+  struct GpuReservation {
+    int gpu = -1;
+    core::Units device_memory = 0;
+    std::optional<BindRefusal> refusal;
+  };
+  struct BindCall {
+    BindOutcome outcome;
+    std::int64_t unanswered_call_ns;  // when the last call that had no answer was sent
+  };
+  BindReply fail_bind(const std::string& key, const BindingArgs& args, BindRefusal refusal);
+  std::optional<BindRefusal> check_unbound(const BindingArgs& args, const kube::PodInfo& pod,
+                                           const std::string& key) const;
+  void settle_unresolved(const kube::PodInfo& pod);
+  GpuReservation reserve_gpu(const BindingArgs& args, const kube::PodInfo& pod,
+                             const std::string& key, core::PodDemand& demand,
+                             std::int64_t assume_time);
+  BindCall call_binder(const kube::PodInfo& pod, const BindingArgs& args, const std::string& key,
+                       const std::map<std::string, std::string>& annotations, bool wants_gpu,
+                       std::int64_t assume_time);
+  std::optional<BindReply> settle_unanswered(const BindingArgs& args, const kube::PodInfo& pod,
+                                             const std::string& key, const BindCall& call,
+                                             std::int64_t assume_time);
 
   // Reads the pod back and settles its reservation made with `token` on what the API server says.
   core::ReservationOutcome settle_by_read_back(std::string_view namespace_name,
