@@ -20,7 +20,8 @@ namespace gb = gpushare::bench;
 namespace {
 
 int usage() {
-  std::cerr << "usage: bench_inputs --nodes N [--allocated F] [--offered N] [--request GiB] --out DIR\n";
+  std::cerr
+      << "usage: bench_inputs --nodes N [--allocated F] [--offered N] [--request GiB] --out DIR\n";
   return 2;
 }
 

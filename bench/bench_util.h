@@ -2,14 +2,14 @@
 // Shared pieces of the Google Benchmark executables: argument grids, latency percentiles, and
 // the request path exactly as http_server.cpp runs it (decode, service, encode).
 
+#include <benchmark/benchmark.h>
+
 #include <algorithm>
 #include <cmath>
 #include <map>
 #include <string>
 #include <utility>
 #include <vector>
-
-#include <benchmark/benchmark.h>
 
 #include "cluster_generator.h"
 
@@ -38,7 +38,8 @@ inline double percentile(const std::vector<double>& values, double p) {
 }
 
 // Adds p50/p90/p99/max rows to a repeated single-iteration benchmark.
-inline benchmark::internal::Benchmark* as_distribution(benchmark::internal::Benchmark* b, int requests) {
+inline benchmark::internal::Benchmark* as_distribution(benchmark::internal::Benchmark* b,
+                                                       int requests) {
   return b->Iterations(1)
       ->Repetitions(requests)
       ->ReportAggregatesOnly(true)
@@ -57,7 +58,8 @@ inline int default_offered(int nodes) {
 
 // Request bodies per (nodes, form, pod request, nodes offered), built once per process.
 enum class BodyForm { kNodeNames, kNodes };
-inline const std::string& request_body(int nodes, BodyForm form, core::Units pod_request = 4, int offered = -1) {
+inline const std::string& request_body(int nodes, BodyForm form, core::Units pod_request = 4,
+                                       int offered = -1) {
   static std::map<std::tuple<int, BodyForm, core::Units, int>, std::string> bodies;
   auto key = std::tuple{nodes, form, pod_request, offered};
   auto it = bodies.find(key);
@@ -65,25 +67,29 @@ inline const std::string& request_body(int nodes, BodyForm form, core::Units pod
     ClusterShape shape;
     shape.nodes = nodes;
     const Json pod = default_pending_pod(pod_request);
-    it = bodies.emplace(key, form == BodyForm::kNodeNames ? args_with_names(shape, pod, offered)
-                                                          : args_with_nodes(shape, pod, offered))
+    it = bodies
+             .emplace(key, form == BodyForm::kNodeNames ? args_with_names(shape, pod, offered)
+                                                        : args_with_nodes(shape, pod, offered))
              .first;
   }
   return it->second;
 }
 
 // What the filter and prioritize routes do with a request body (see http_server.cpp).
-inline extender::ExtenderArgs decode_request(std::string_view body, const kube::ResourceNames& names) {
+inline extender::ExtenderArgs decode_request(std::string_view body,
+                                             const kube::ResourceNames& names) {
   return extender::decode_extender_args_body(body, names);
 }
 
 // Not inlined, so profilers (callgrind --toggle-collect) can isolate one request.
-[[gnu::noinline]] inline std::string handle_filter(extender::SchedulingService& service, std::string_view body) {
+[[gnu::noinline]] inline std::string handle_filter(extender::SchedulingService& service,
+                                                   std::string_view body) {
   extender::ExtenderArgs args = decode_request(body, service.config().names);
   return extender::encode_filter_result(service.filter(std::move(args)));
 }
 
-[[gnu::noinline]] inline std::string handle_prioritize(extender::SchedulingService& service, std::string_view body) {
+[[gnu::noinline]] inline std::string handle_prioritize(extender::SchedulingService& service,
+                                                       std::string_view body) {
   extender::ExtenderArgs args = decode_request(body, service.config().names);
   return extender::encode_priorities(service.prioritize(std::move(args)));
 }

@@ -18,21 +18,25 @@ namespace {
 const gpushare::kube::ResourceNames kNames{};
 
 void BM_DecodeNodeNames(benchmark::State& state) {
-  const std::string& body = gb::request_body(static_cast<int>(state.range(0)), gb::BodyForm::kNodeNames);
+  const std::string& body =
+      gb::request_body(static_cast<int>(state.range(0)), gb::BodyForm::kNodeNames);
   for (auto _ : state) {
     auto args = gb::decode_request(body, kNames);
     benchmark::DoNotOptimize(args);
   }
-  state.SetBytesProcessed(static_cast<std::int64_t>(state.iterations()) * static_cast<std::int64_t>(body.size()));
+  state.SetBytesProcessed(static_cast<std::int64_t>(state.iterations()) *
+                          static_cast<std::int64_t>(body.size()));
 }
 
 void BM_DecodeNodes(benchmark::State& state) {
-  const std::string& body = gb::request_body(static_cast<int>(state.range(0)), gb::BodyForm::kNodes);
+  const std::string& body =
+      gb::request_body(static_cast<int>(state.range(0)), gb::BodyForm::kNodes);
   for (auto _ : state) {
     auto args = gb::decode_request(body, kNames);
     benchmark::DoNotOptimize(args);
   }
-  state.SetBytesProcessed(static_cast<std::int64_t>(state.iterations()) * static_cast<std::int64_t>(body.size()));
+  state.SetBytesProcessed(static_cast<std::int64_t>(state.iterations()) *
+                          static_cast<std::int64_t>(body.size()));
   state.counters["body_MB"] = static_cast<double>(body.size()) / 1e6;
 }
 
@@ -43,7 +47,8 @@ ext::FilterResult half_failed(int nodes) {
       result.node_names.push_back(gb::node_name(i));
     } else {
       result.failed[gb::node_name(i)] = fmt::format(
-          "insufficient aliyun.com/gpu-mem on any single GPU: largest free {} of requested 4", i % 4);
+          "insufficient aliyun.com/gpu-mem on any single GPU: largest free {} of requested 4",
+          i % 4);
     }
   }
   return result;
@@ -88,10 +93,30 @@ void BM_FilterNodesRequest(benchmark::State& state) {
 
 }  // namespace
 
-BENCHMARK(BM_DecodeNodeNames)->ArgName("nodes")->Arg(1000)->Arg(5000)->Arg(10000)->Unit(benchmark::kMicrosecond);
-BENCHMARK(BM_DecodeNodes)->ArgName("nodes")->Arg(1000)->Arg(5000)->Arg(10000)->Unit(benchmark::kMillisecond);
-BENCHMARK(BM_EncodeFilterResult)->ArgName("nodes")->Arg(1000)->Arg(5000)->Arg(10000)->Unit(benchmark::kMicrosecond);
-BENCHMARK(BM_EncodePriorities)->ArgName("nodes")->Arg(1000)->Arg(5000)->Arg(10000)->Unit(benchmark::kMicrosecond);
+BENCHMARK(BM_DecodeNodeNames)
+    ->ArgName("nodes")
+    ->Arg(1000)
+    ->Arg(5000)
+    ->Arg(10000)
+    ->Unit(benchmark::kMicrosecond);
+BENCHMARK(BM_DecodeNodes)
+    ->ArgName("nodes")
+    ->Arg(1000)
+    ->Arg(5000)
+    ->Arg(10000)
+    ->Unit(benchmark::kMillisecond);
+BENCHMARK(BM_EncodeFilterResult)
+    ->ArgName("nodes")
+    ->Arg(1000)
+    ->Arg(5000)
+    ->Arg(10000)
+    ->Unit(benchmark::kMicrosecond);
+BENCHMARK(BM_EncodePriorities)
+    ->ArgName("nodes")
+    ->Arg(1000)
+    ->Arg(5000)
+    ->Arg(10000)
+    ->Unit(benchmark::kMicrosecond);
 BENCHMARK(BM_FilterNodesRequest)
     ->ArgNames({"nodes", "alloc%"})
     ->Args({1000, 50})

@@ -31,12 +31,13 @@ bool accepts(std::string_view target, Fn&& fn) {
     // fuzz/corpus get past the decoders rather than bouncing off the first field.
     static const bool verbose = std::getenv("GPUSHARE_FUZZ_VERBOSE") != nullptr;
     if (verbose) {
-      std::fprintf(stderr, "%.*s rejected: %s\n", static_cast<int>(target.size()), target.data(), e.what());
+      std::fprintf(stderr, "%.*s rejected: %s\n", static_cast<int>(target.size()), target.data(),
+                   e.what());
     }
     return false;
   } catch (const std::exception& e) {
-    std::fprintf(stderr, "FINDING: %.*s threw %s instead of BadInput\n", static_cast<int>(target.size()),
-                 target.data(), typeid(e).name());
+    std::fprintf(stderr, "FINDING: %.*s threw %s instead of BadInput\n",
+                 static_cast<int>(target.size()), target.data(), typeid(e).name());
     finding(target, e.what());
   }
 }

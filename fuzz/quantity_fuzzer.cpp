@@ -18,7 +18,8 @@ using gpushare::core::QuantityError;
 namespace {
 
 [[noreturn]] void finding(const char* what, std::string_view text) {
-  std::fprintf(stderr, "FINDING: %s for \"%.*s\"\n", what, static_cast<int>(text.size()), text.data());
+  std::fprintf(stderr, "FINDING: %s for \"%.*s\"\n", what, static_cast<int>(text.size()),
+               text.data());
   std::abort();
 }
 
@@ -62,7 +63,8 @@ extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size
   }
   if (units) {
     if (!quantity) finding("parse_whole_units accepted what Quantity::parse rejects", text);
-    if (!quantity->is_whole() || quantity->milli() / 1000 != *units) finding("whole units disagree with Quantity::parse", text);
+    if (!quantity->is_whole() || quantity->milli() / 1000 != *units)
+      finding("whole units disagree with Quantity::parse", text);
   }
   return 0;
 }

@@ -35,7 +35,8 @@ Outcome frame(std::string_view body, const std::vector<std::size_t>& cuts, std::
   std::size_t next_cut = 0;
   try {
     while (offset < body.size()) {
-      std::size_t length = cuts.empty() ? body.size() : std::max<std::size_t>(1, cuts[next_cut++ % cuts.size()]);
+      std::size_t length =
+          cuts.empty() ? body.size() : std::max<std::size_t>(1, cuts[next_cut++ % cuts.size()]);
       length = std::min(length, body.size() - offset);
       framer.feed(body.substr(offset, length), outcome.values);
       offset += length;
@@ -70,9 +71,11 @@ extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size
   const Outcome chunked = frame(body, cuts, limit);
   const Outcome bytewise = frame(body, {1}, limit);
   // Values completed before any error are the same however the bytes arrive; so is the error.
-  if (whole.failed != chunked.failed || whole.failed != bytewise.failed) finding("chunking changed whether framing failed");
+  if (whole.failed != chunked.failed || whole.failed != bytewise.failed)
+    finding("chunking changed whether framing failed");
   if (!whole.failed) {
-    if (whole.values != chunked.values || whole.values != bytewise.values) finding("chunking changed the values");
+    if (whole.values != chunked.values || whole.values != bytewise.values)
+      finding("chunking changed the values");
     if (whole.mid_value != chunked.mid_value) finding("chunking changed mid_value");
   }
   for (const std::string& value : whole.values) {
@@ -80,7 +83,8 @@ extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size
     const char first = value.front(), last = value.back();
     // Bracket kinds are not matched by the framer (the JSON parser rejects "{...]" later), so
     // only an opener and a closer are required.
-    const bool framed = ((first == '{' || first == '[') && (last == '}' || last == ']')) || (first == '"' && last == '"');
+    const bool framed = ((first == '{' || first == '[') && (last == '}' || last == ']')) ||
+                        (first == '"' && last == '"');
     if (!framed || value.size() > limit) finding("emitted value is not one whole top-level value");
   }
   return 0;

@@ -18,7 +18,8 @@ namespace {
 bool header_name_is(std::string_view line, std::string_view name) {
   if (line.size() <= name.size() || line[name.size()] != ':') return false;
   return std::equal(name.begin(), name.end(), line.begin(), [](char a, char b) {
-    return std::tolower(static_cast<unsigned char>(a)) == std::tolower(static_cast<unsigned char>(b));
+    return std::tolower(static_cast<unsigned char>(a)) ==
+           std::tolower(static_cast<unsigned char>(b));
   });
 }
 
@@ -91,14 +92,19 @@ struct OptionSetter {
 
 std::string_view content_type_of(PatchType type) {
   switch (type) {
-    case PatchType::kStrategicMerge: return "application/strategic-merge-patch+json";
-    case PatchType::kMerge: return "application/merge-patch+json";
-    case PatchType::kJsonPatch: return "application/json-patch+json";
+    case PatchType::kStrategicMerge:
+      return "application/strategic-merge-patch+json";
+    case PatchType::kMerge:
+      return "application/merge-patch+json";
+    case PatchType::kJsonPatch:
+      return "application/json-patch+json";
   }
   return "application/strategic-merge-patch+json";
 }
 
-std::string default_user_agent() { return "gpushare/" + std::string(version()); }
+std::string default_user_agent() {
+  return "gpushare/" + std::string(version());
+}
 
 TransportFailure classify_curl_error(CURLcode code) {
   switch (code) {
@@ -141,8 +147,7 @@ ApiClient::Impl::Impl(ClusterConfig cluster, ClientOptions client_options)
     : config(std::move(cluster)),
       options(std::move(client_options)),
       endpoint(detail::make_endpoint(config)),
-      tokens(config.bearer_token, config.token_file, options.clock,
-             options.token_refresh_interval),
+      tokens(config.bearer_token, config.token_file, options.clock, options.token_refresh_interval),
       pool(options.max_idle_connections) {}
 
 std::string ApiClient::Impl::url_for(std::string_view path, const Query& query) const {
@@ -157,8 +162,7 @@ std::string ApiClient::Impl::url_for(std::string_view path, const Query& query) 
 }
 
 void ApiClient::Impl::configure(CURL* easy, const AttemptSpec& spec, TransferContext& context,
-                                detail::HeaderList& headers,
-                                detail::HeaderList& connect_to) const {
+                                detail::HeaderList& headers, detail::HeaderList& connect_to) const {
   curl_easy_reset(easy);  // keeps the connection cache, DNS cache and TLS sessions
   OptionSetter set{easy};
   set(CURLOPT_URL, spec.url.c_str());
@@ -177,8 +181,8 @@ void ApiClient::Impl::configure(CURL* easy, const AttemptSpec& spec, TransferCon
   headers.append("Accept: application/json");
   if (!spec.token.empty()) headers.append("Authorization: Bearer " + spec.token);
   if (spec.body != nullptr) {
-    headers.append("Content-Type: " +
-                   (spec.content_type.empty() ? std::string("application/json") : spec.content_type));
+    headers.append("Content-Type: " + (spec.content_type.empty() ? std::string("application/json")
+                                                                 : spec.content_type));
   }
   headers.append("Expect:");  // no 100-continue round trip for large bodies
   if (!endpoint.host_header.empty()) headers.append(endpoint.host_header);
@@ -205,8 +209,7 @@ void ApiClient::Impl::configure(CURL* easy, const AttemptSpec& spec, TransferCon
 
   // TLS. A configured CA replaces the system trust store entirely, as in client-go.
   if (!config.ca_pem.empty()) {
-    curl_blob blob{const_cast<char*>(config.ca_pem.data()), config.ca_pem.size(),
-                   CURL_BLOB_COPY};
+    curl_blob blob{const_cast<char*>(config.ca_pem.data()), config.ca_pem.size(), CURL_BLOB_COPY};
     set(CURLOPT_CAINFO_BLOB, &blob);
     set(CURLOPT_CAINFO, static_cast<const char*>(nullptr));
     set(CURLOPT_CAPATH, static_cast<const char*>(nullptr));
@@ -215,8 +218,8 @@ void ApiClient::Impl::configure(CURL* easy, const AttemptSpec& spec, TransferCon
     set(CURLOPT_CAPATH, static_cast<const char*>(nullptr));
   }
   if (!config.client_cert_pem.empty()) {
-    curl_blob blob{const_cast<char*>(config.client_cert_pem.data()),
-                   config.client_cert_pem.size(), CURL_BLOB_COPY};
+    curl_blob blob{const_cast<char*>(config.client_cert_pem.data()), config.client_cert_pem.size(),
+                   CURL_BLOB_COPY};
     set(CURLOPT_SSLCERT_BLOB, &blob);
     set(CURLOPT_SSLCERTTYPE, "PEM");
   } else if (!config.client_cert_file.empty()) {
@@ -322,8 +325,8 @@ Result<Response> ApiClient::Impl::attempt(const Request& request, const std::str
     return decode_error(fmt::format("list item rejected by the handler: {}", callback_error));
   }
   if (undecodable) {
-    return decode_error(fmt::format("{} {}: {}", to_string(request.method), request.path,
-                                    decoder->error()));
+    return decode_error(
+        fmt::format("{} {}: {}", to_string(request.method), request.path, decoder->error()));
   }
   if (too_large) {
     return decode_error(fmt::format("response to {} {} exceeds {} bytes", to_string(request.method),
@@ -334,16 +337,16 @@ Result<Response> ApiClient::Impl::attempt(const Request& request, const std::str
   }
   if (outcome.code != CURLE_OK) {
     std::string message = context.error_buffer[0] != '\0' ? std::string(context.error_buffer)
-                                                           : curl_easy_strerror(outcome.code);
-    return transport_error(classify_curl_error(outcome.code),
-                           fmt::format("{} {}: {}", to_string(request.method), request.path,
-                                       message));
+                                                          : curl_easy_strerror(outcome.code);
+    return transport_error(
+        classify_curl_error(outcome.code),
+        fmt::format("{} {}: {}", to_string(request.method), request.path, message));
   }
   const int status = static_cast<int>(outcome.http_status);
   if (status >= 200 && status < 300) {
     if (decoder != nullptr && !decoder->finish()) {
-      return decode_error(fmt::format("{} {}: {}", to_string(request.method), request.path,
-                                      decoder->error()));
+      return decode_error(
+          fmt::format("{} {}: {}", to_string(request.method), request.path, decoder->error()));
     }
     return Response{status, std::move(body), std::move(context.content_type)};
   }
@@ -417,11 +420,13 @@ ApiClient::ApiClient(ClusterConfig config, ClientOptions options) {
 
 ApiClient::~ApiClient() = default;
 
-const ClusterConfig& ApiClient::config() const { return impl_->config; }
+const ClusterConfig& ApiClient::config() const {
+  return impl_->config;
+}
 
 ClientCounters ApiClient::counters() const {
-  return ClientCounters{impl_->requests.load(), impl_->retries.load(),
-                        impl_->token_reloads.load(), impl_->failures.load()};
+  return ClientCounters{impl_->requests.load(), impl_->retries.load(), impl_->token_reloads.load(),
+                        impl_->failures.load()};
 }
 
 Result<Response> ApiClient::send(const Request& request) {
@@ -455,12 +460,11 @@ Result<Json> ApiClient::get(std::string_view path, RequestOptions options) {
 Result<ListPage> ApiClient::list(std::string_view path, const ListItemCallback& on_item,
                                  RequestOptions options) {
   try {
-    ListDecoder decoder([&](const json::Value& item) { on_item(item); },
-                        std::min(impl_->options.max_response_bytes,
-                                 ListDecoder::kDefaultMaxValueBytes));
-    auto response =
-        impl_->send(Request{HttpMethod::kGet, std::string(path), {}, {}, std::move(options)},
-                     &decoder);
+    ListDecoder decoder(
+        [&](const json::Value& item) { on_item(item); },
+        std::min(impl_->options.max_response_bytes, ListDecoder::kDefaultMaxValueBytes));
+    auto response = impl_->send(
+        Request{HttpMethod::kGet, std::string(path), {}, {}, std::move(options)}, &decoder);
     if (!response.ok()) return response.error();
     ListPage page;
     page.resource_version = decoder.resource_version();
@@ -488,8 +492,7 @@ Result<Json> ApiClient::put(std::string_view path, const Json& body, RequestOpti
 Result<Json> ApiClient::patch(std::string_view path, const Json& body, PatchType type,
                               RequestOptions options) {
   return parse_json_response(send(Request{HttpMethod::kPatch, std::string(path), body.dump(),
-                                          std::string(content_type_of(type)),
-                                          std::move(options)}));
+                                          std::string(content_type_of(type)), std::move(options)}));
 }
 
 Result<Json> ApiClient::remove(std::string_view path, RequestOptions options) {

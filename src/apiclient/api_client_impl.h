@@ -19,7 +19,7 @@ struct TransferContext {
   std::function<bool(std::string_view)> on_body;
   std::optional<std::chrono::seconds> retry_after;
   std::string content_type;
-  long status = 0;  // from the last status line seen, so the body callback knows it
+  long status = 0;             // from the last status line seen, so the body callback knows it
   bool body_rejected = false;  // on_body returned false
   char error_buffer[CURL_ERROR_SIZE] = {};
 };
@@ -48,8 +48,7 @@ struct ApiClient::Impl {
   // With a `decoder`, a 2xx body is fed to it instead of being collected (Response::body stays
   // empty); error bodies are still collected.
   Result<Response> send(const Request& request, ListDecoder* decoder = nullptr);
-  Result<Response> attempt(const Request& request, const std::string& token,
-                           ListDecoder* decoder);
+  Result<Response> attempt(const Request& request, const std::string& token, ListDecoder* decoder);
   bool should_retry(const Request& request, const ApiError& error) const;
 
   WatchResult watch(std::string_view path, const Query& query, const WatchCallback& on_event,

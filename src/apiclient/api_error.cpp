@@ -66,31 +66,59 @@ ApiError from_status(const Json& status, int fallback_code) {
 std::string_view reason_for_http_code(int http_code) {
   // client-go's NewGenericServerResponse.
   switch (http_code) {
-    case 400: return reasons::kBadRequest;
-    case 401: return reasons::kUnauthorized;
-    case 403: return reasons::kForbidden;
-    case 404: return reasons::kNotFound;
-    case 405: return "MethodNotAllowed";
-    case 406: return "NotAcceptable";
-    case 409: return reasons::kConflict;
-    case 410: return reasons::kGone;
-    case 413: return "RequestEntityTooLarge";
-    case 415: return "UnsupportedMediaType";
-    case 422: return reasons::kInvalid;
-    case 429: return reasons::kTooManyRequests;
-    case 500: return reasons::kInternalError;
-    case 503: return "ServiceUnavailable";
-    case 504: return reasons::kTimeout;
-    default: return {};
+    case 400:
+      return reasons::kBadRequest;
+    case 401:
+      return reasons::kUnauthorized;
+    case 403:
+      return reasons::kForbidden;
+    case 404:
+      return reasons::kNotFound;
+    case 405:
+      return "MethodNotAllowed";
+    case 406:
+      return "NotAcceptable";
+    case 409:
+      return reasons::kConflict;
+    case 410:
+      return reasons::kGone;
+    case 413:
+      return "RequestEntityTooLarge";
+    case 415:
+      return "UnsupportedMediaType";
+    case 422:
+      return reasons::kInvalid;
+    case 429:
+      return reasons::kTooManyRequests;
+    case 500:
+      return reasons::kInternalError;
+    case 503:
+      return "ServiceUnavailable";
+    case 504:
+      return reasons::kTimeout;
+    default:
+      return {};
   }
 }
 
-bool ApiError::is_not_found() const { return is_status() && (http_code == 404 || reason == reasons::kNotFound); }
-bool ApiError::is_conflict() const { return is_status() && (http_code == 409 || reason == reasons::kConflict); }
-bool ApiError::is_already_exists() const { return is_status() && reason == reasons::kAlreadyExists; }
-bool ApiError::is_invalid() const { return is_status() && (http_code == 422 || reason == reasons::kInvalid); }
-bool ApiError::is_unauthorized() const { return is_status() && http_code == 401; }
-bool ApiError::is_forbidden() const { return is_status() && http_code == 403; }
+bool ApiError::is_not_found() const {
+  return is_status() && (http_code == 404 || reason == reasons::kNotFound);
+}
+bool ApiError::is_conflict() const {
+  return is_status() && (http_code == 409 || reason == reasons::kConflict);
+}
+bool ApiError::is_already_exists() const {
+  return is_status() && reason == reasons::kAlreadyExists;
+}
+bool ApiError::is_invalid() const {
+  return is_status() && (http_code == 422 || reason == reasons::kInvalid);
+}
+bool ApiError::is_unauthorized() const {
+  return is_status() && http_code == 401;
+}
+bool ApiError::is_forbidden() const {
+  return is_status() && http_code == 403;
+}
 
 bool ApiError::is_too_many_requests() const {
   return is_status() && (http_code == 429 || reason == reasons::kTooManyRequests);
@@ -139,13 +167,20 @@ std::string ApiError::describe() const {
 
 std::string_view to_string(TransportFailure failure) {
   switch (failure) {
-    case TransportFailure::kNone: return "none";
-    case TransportFailure::kConnect: return "connect";
-    case TransportFailure::kDns: return "dns";
-    case TransportFailure::kTls: return "tls";
-    case TransportFailure::kTimeout: return "timeout";
-    case TransportFailure::kConnectionLost: return "connection lost";
-    case TransportFailure::kOther: return "other";
+    case TransportFailure::kNone:
+      return "none";
+    case TransportFailure::kConnect:
+      return "connect";
+    case TransportFailure::kDns:
+      return "dns";
+    case TransportFailure::kTls:
+      return "tls";
+    case TransportFailure::kTimeout:
+      return "timeout";
+    case TransportFailure::kConnectionLost:
+      return "connection lost";
+    case TransportFailure::kOther:
+      return "other";
   }
   return "other";
 }

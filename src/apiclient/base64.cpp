@@ -19,7 +19,9 @@ constexpr std::array<std::int8_t, 256> make_decode_table() {
 
 constexpr auto kDecodeTable = make_decode_table();
 
-bool is_space(char c) { return c == ' ' || c == '\n' || c == '\r' || c == '\t'; }
+bool is_space(char c) {
+  return c == ' ' || c == '\n' || c == '\r' || c == '\t';
+}
 
 }  // namespace
 

@@ -27,8 +27,8 @@ Endpoint make_endpoint(const ClusterConfig& config) {
   UrlHandle url(curl_url());
   if (!url) throw std::bad_alloc();
   if (curl_url_set(url.get(), CURLUPART_URL, config.server.c_str(), 0) != CURLUE_OK) {
-    throw ConfigError(fmt::format("invalid API server URL \"{}\" ({})", config.server,
-                                  config.source));
+    throw ConfigError(
+        fmt::format("invalid API server URL \"{}\" ({})", config.server, config.source));
   }
   const std::string scheme = url_part(url.get(), CURLUPART_SCHEME);
   if (scheme != "https" && scheme != "http") {

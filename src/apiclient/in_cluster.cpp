@@ -37,8 +37,8 @@ ClusterConfig load_in_cluster_config(const InClusterOptions& options) {
   const auto ca_path = options.service_account_dir / "ca.crt";
   const auto token = detail::read_file(token_path);
   if (!token) {
-    throw ConfigError(fmt::format("in-cluster: cannot read service-account token {}",
-                                  token_path.string()));
+    throw ConfigError(
+        fmt::format("in-cluster: cannot read service-account token {}", token_path.string()));
   }
   if (!detail::read_file(ca_path)) {
     throw ConfigError(fmt::format("in-cluster: cannot read CA {}", ca_path.string()));

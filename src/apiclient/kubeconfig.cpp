@@ -122,22 +122,25 @@ class KubeconfigReader {
     }
     if (config.insecure_skip_tls_verify && config.has_ca()) {
       // The exact text of client-go's validation error.
-      fail(fmt::format("{}: specifying a root certificates file with the insecure flag is not "
-                       "allowed",
-                       where));
+      fail(
+          fmt::format("{}: specifying a root certificates file with the insecure flag is not "
+                      "allowed",
+                      where));
     }
   }
 
   void read_user(const YAML::Node& user, const std::string& where, ClusterConfig& config) const {
     if (user["exec"] && !user["exec"].IsNull()) {
-      fail(fmt::format("{} uses an exec credential plugin, which is not supported; use a token, "
-                       "tokenFile or client certificate",
-                       where));
+      fail(
+          fmt::format("{} uses an exec credential plugin, which is not supported; use a token, "
+                      "tokenFile or client certificate",
+                      where));
     }
     if (user["auth-provider"] && !user["auth-provider"].IsNull()) {
-      fail(fmt::format("{} uses an auth-provider, which is not supported; use a token, tokenFile "
-                       "or client certificate",
-                       where));
+      fail(
+          fmt::format("{} uses an auth-provider, which is not supported; use a token, tokenFile "
+                      "or client certificate",
+                      where));
     }
     if (!string_field(user, "username", where).empty() ||
         !string_field(user, "password", where).empty()) {

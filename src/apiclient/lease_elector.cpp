@@ -267,7 +267,8 @@ std::optional<LeaderElector::Time> LeaderElector::try_acquire_or_renew(
     desired.transitions = current.transitions + 1;
   }
   const Time sent = Clock::now();
-  if (write(desired, false, std::max(ms(timeout - (sent - now)), 1ms), stop) != WriteOutcome::written)
+  if (write(desired, false, std::max(ms(timeout - (sent - now)), 1ms), stop) !=
+      WriteOutcome::written)
     return std::nullopt;
   set_observed(desired, Clock::now());
   return sent;

@@ -7,10 +7,14 @@
 namespace gpushare::apiclient {
 namespace {
 
-bool is_space(char c) { return c == ' ' || c == '\n' || c == '\r' || c == '\t'; }
+bool is_space(char c) {
+  return c == ' ' || c == '\n' || c == '\r' || c == '\t';
+}
 
 // A scalar (number, true, false, null) ends at the first byte that cannot belong to it.
-bool ends_scalar(char c) { return c == ',' || c == '}' || c == ']' || is_space(c); }
+bool ends_scalar(char c) {
+  return c == ',' || c == '}' || c == ']' || is_space(c);
+}
 
 std::string string_member(const nlohmann::json& object, const char* name) {
   const auto it = object.find(name);
@@ -38,7 +42,9 @@ std::string ListDecoder::resource_version() const {
   return string_member(metadata_, "resourceVersion");
 }
 
-std::string ListDecoder::continue_token() const { return string_member(metadata_, "continue"); }
+std::string ListDecoder::continue_token() const {
+  return string_member(metadata_, "continue");
+}
 
 bool ListDecoder::fail(std::string message) {
   state_ = State::kFailed;
@@ -251,8 +257,8 @@ bool ListDecoder::finish() {
   }
   if (state_ == State::kDone) return true;
   if (bytes_ == 0) return fail("list response is empty");
-  return fail(fmt::format("list response ended early (after {} bytes and {} items)", bytes_,
-                          items_));
+  return fail(
+      fmt::format("list response ended early (after {} bytes and {} items)", bytes_, items_));
 }
 
 }  // namespace gpushare::apiclient

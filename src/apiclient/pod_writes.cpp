@@ -15,9 +15,8 @@ Json binding_body(std::string_view namespace_name, std::string_view pod_name,
               {"target", {{"apiVersion", "v1"}, {"kind", "Node"}, {"name", node_name}}}};
 }
 
-Result<Json> bind_pod(ApiClient& client, std::string_view namespace_name,
-                      std::string_view pod_name, std::string_view pod_uid,
-                      std::string_view node_name,
+Result<Json> bind_pod(ApiClient& client, std::string_view namespace_name, std::string_view pod_name,
+                      std::string_view pod_uid, std::string_view node_name,
                       const std::map<std::string, std::string>& annotations,
                       RequestOptions options) {
   const std::string path = namespaced_path("/api/v1", namespace_name, "pods", pod_name, "binding");

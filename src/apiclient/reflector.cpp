@@ -39,7 +39,9 @@ Reflector::Reflector(ApiClient& client, ReflectorOptions options, ReflectorHandl
   if (options_.name.empty()) options_.name = options_.path;
 }
 
-Reflector::~Reflector() { stop(); }
+Reflector::~Reflector() {
+  stop();
+}
 
 void Reflector::start() {
   if (thread_.joinable()) return;
@@ -81,8 +83,10 @@ void Reflector::set_resource_version(std::string rv) {
 
 Query Reflector::selector_query() const {
   Query query;
-  if (!options_.field_selector.empty()) query.emplace_back("fieldSelector", options_.field_selector);
-  if (!options_.label_selector.empty()) query.emplace_back("labelSelector", options_.label_selector);
+  if (!options_.field_selector.empty())
+    query.emplace_back("fieldSelector", options_.field_selector);
+  if (!options_.label_selector.empty())
+    query.emplace_back("labelSelector", options_.label_selector);
   return query;
 }
 
@@ -287,8 +291,8 @@ Reflector::Next Reflector::watch_once(std::stop_token stop) {
           std::lock_guard lock(state_mutex_);
           ++counters_.expired;
         }
-        spdlog::info("reflector {}: watch at resourceVersion {} expired; relisting",
-                     options_.name, rv);
+        spdlog::info("reflector {}: watch at resourceVersion {} expired; relisting", options_.name,
+                     rv);
         return relist_after_backoff();
       }
       break;

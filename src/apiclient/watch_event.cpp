@@ -8,24 +8,36 @@ namespace gpushare::apiclient {
 
 std::string_view to_string(WatchEventType type) {
   switch (type) {
-    case WatchEventType::kAdded: return "ADDED";
-    case WatchEventType::kModified: return "MODIFIED";
-    case WatchEventType::kDeleted: return "DELETED";
-    case WatchEventType::kBookmark: return "BOOKMARK";
-    case WatchEventType::kError: return "ERROR";
+    case WatchEventType::kAdded:
+      return "ADDED";
+    case WatchEventType::kModified:
+      return "MODIFIED";
+    case WatchEventType::kDeleted:
+      return "DELETED";
+    case WatchEventType::kBookmark:
+      return "BOOKMARK";
+    case WatchEventType::kError:
+      return "ERROR";
   }
   return "UNKNOWN";
 }
 
 std::string_view to_string(WatchEnd end) {
   switch (end) {
-    case WatchEnd::kClosed: return "closed";
-    case WatchEnd::kErrorEvent: return "error event";
-    case WatchEnd::kHttpError: return "http error";
-    case WatchEnd::kTransportError: return "transport error";
-    case WatchEnd::kDecodeError: return "decode error";
-    case WatchEnd::kHandlerError: return "handler error";
-    case WatchEnd::kStopped: return "stopped";
+    case WatchEnd::kClosed:
+      return "closed";
+    case WatchEnd::kErrorEvent:
+      return "error event";
+    case WatchEnd::kHttpError:
+      return "http error";
+    case WatchEnd::kTransportError:
+      return "transport error";
+    case WatchEnd::kDecodeError:
+      return "decode error";
+    case WatchEnd::kHandlerError:
+      return "handler error";
+    case WatchEnd::kStopped:
+      return "stopped";
   }
   return "unknown";
 }

@@ -5,7 +5,9 @@
 namespace gpushare::apiclient {
 namespace {
 
-bool is_json_whitespace(char c) { return c == ' ' || c == '\n' || c == '\r' || c == '\t'; }
+bool is_json_whitespace(char c) {
+  return c == ' ' || c == '\n' || c == '\r' || c == '\t';
+}
 
 }  // namespace
 
@@ -33,9 +35,9 @@ void WatchFramer::feed(std::string_view chunk, std::vector<std::string>& out) {
       }
       if (c != '{' && c != '[' && c != '"') {
         failed_ = true;
-        throw FramingError(fmt::format(
-            "unexpected byte 0x{:02x} between watch events (expected a JSON object)",
-            static_cast<unsigned char>(c)));
+        throw FramingError(
+            fmt::format("unexpected byte 0x{:02x} between watch events (expected a JSON object)",
+                        static_cast<unsigned char>(c)));
       }
       in_value_ = true;
       value_end_.reset();

@@ -94,7 +94,8 @@ WatchResult ApiClient::Impl::watch_attempt(const std::string& url, std::string_v
     }
     if (status != 200) {
       // A Status explaining the failure; keep enough of it to decode.
-      error_body.append(chunk.substr(0, kMaxErrorBody - std::min(kMaxErrorBody, error_body.size())));
+      error_body.append(
+          chunk.substr(0, kMaxErrorBody - std::min(kMaxErrorBody, error_body.size())));
       return true;
     }
     frames.clear();
@@ -156,9 +157,10 @@ WatchResult ApiClient::Impl::watch_attempt(const std::string& url, std::string_v
                  result);
   }
   if (http_status != 0 && http_status != 200) {
-    return ended(WatchEnd::kHttpError,
-                 error_from_response(static_cast<int>(http_status), error_body, context.retry_after),
-                 result);
+    return ended(
+        WatchEnd::kHttpError,
+        error_from_response(static_cast<int>(http_status), error_body, context.retry_after),
+        result);
   }
   if (outcome.code != CURLE_OK) {
     const std::string message = context.error_buffer[0] != '\0'
@@ -168,10 +170,10 @@ WatchResult ApiClient::Impl::watch_attempt(const std::string& url, std::string_v
                  transport_error(classify_curl_error(outcome.code), "watch: " + message), result);
   }
   if (framer.mid_value()) {
-    return ended(WatchEnd::kTransportError,
-                 transport_error(TransportFailure::kConnectionLost,
-                                 "watch stream ended inside an event"),
-                 result);
+    return ended(
+        WatchEnd::kTransportError,
+        transport_error(TransportFailure::kConnectionLost, "watch stream ended inside an event"),
+        result);
   }
   return ended(WatchEnd::kClosed, {}, result);
 }

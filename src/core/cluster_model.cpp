@@ -29,7 +29,8 @@ std::uint64_t ClusterModel::hash_name(std::string_view name) {
     if (name.size() >= 8) {
       std::memcpy(&tail, name.data() + name.size() - 8, 8);
     } else {
-      for (std::size_t i = 0; i < n; ++i) tail |= static_cast<std::uint64_t>(static_cast<unsigned char>(p[i])) << (8 * i);
+      for (std::size_t i = 0; i < n; ++i)
+        tail |= static_cast<std::uint64_t>(static_cast<unsigned char>(p[i])) << (8 * i);
     }
     h = (h ^ tail) * 0xbf58476d1ce4e5b9ULL;
   }
@@ -71,7 +72,8 @@ void ClusterModel::index_erase(std::size_t hole) {
   // Backward-shift deletion: pull later entries of the probe run into the hole when their home
   // slot does not lie cyclically in (hole, their slot], so every run stays unbroken.
   const std::size_t mask = index_.size() - 1;
-  for (std::size_t slot = (hole + 1) & mask; index_[slot].node != kNoNode; slot = (slot + 1) & mask) {
+  for (std::size_t slot = (hole + 1) & mask; index_[slot].node != kNoNode;
+       slot = (slot + 1) & mask) {
     const std::size_t home = index_[slot].hash & mask;
     const bool stays = hole <= slot ? (hole < home && home <= slot) : (hole < home || home <= slot);
     if (stays) continue;
@@ -254,8 +256,8 @@ std::vector<const PodAllocation*> ClusterModel::pods_on(std::string_view node) c
 }
 
 std::size_t ClusterModel::assumed_count() const {
-  return static_cast<std::size_t>(
-      std::count_if(pods_.begin(), pods_.end(), [](const auto& entry) { return entry.second.assumed; }));
+  return static_cast<std::size_t>(std::count_if(
+      pods_.begin(), pods_.end(), [](const auto& entry) { return entry.second.assumed; }));
 }
 
 Units ClusterModel::uncounted_claim(const PodAllocation& pod) const {

@@ -1,8 +1,8 @@
 #include "gpushare/core/fit.h"
 
-#include <algorithm>
-
 #include <fmt/format.h>
+
+#include <algorithm>
 
 namespace gpushare::core {
 
@@ -70,8 +70,7 @@ FitResult check_fit(const NodeState& node, const PodDemand& pod) {
                        node.spec().gpu_model) == pod.allowed_models.end()) {
     result.status = FitStatus::kModelNotAllowed;
     return result;
-  } else if (pod.per_gpu > node.spec().memory_per_gpu ||
-             pod.gpu_count > node.healthy_gpu_count()) {
+  } else if (pod.per_gpu > node.spec().memory_per_gpu || pod.gpu_count > node.healthy_gpu_count()) {
     result.status = FitStatus::kExceedsGpuCapacity;
     if (pod.needs_whole_gpus()) result.requested = pod.gpu_count;
     return result;

@@ -37,8 +37,8 @@ namespace {
 
 // frag_j given the node's total idle GPU memory, computed once per node by the caller.
 Units shape_fragmentation(const FreeResources& node, const WorkloadShape& shape, Units total) {
-  if (!shape.wants_gpu() || node.cpu_free < shape.cpu_milli ||
-      node.memory_free < shape.memory || !shape.allows_model(node.gpu_model)) {
+  if (!shape.wants_gpu() || node.cpu_free < shape.cpu_milli || node.memory_free < shape.memory ||
+      !shape.allows_model(node.gpu_model)) {
     return total;
   }
   const Units need = shape.per_gpu_on(node.gpu_capacity);
@@ -80,8 +80,12 @@ namespace {
 
 constexpr std::int64_t kNotTracked = std::numeric_limits<std::int64_t>::max();
 
-void set_bit(std::uint64_t* mask, std::size_t bit) { mask[bit / 64] |= std::uint64_t{1} << (bit % 64); }
-bool has_bit(const std::uint64_t* mask, std::size_t bit) { return (mask[bit / 64] >> (bit % 64)) & 1U; }
+void set_bit(std::uint64_t* mask, std::size_t bit) {
+  mask[bit / 64] |= std::uint64_t{1} << (bit % 64);
+}
+bool has_bit(const std::uint64_t* mask, std::size_t bit) {
+  return (mask[bit / 64] >> (bit % 64)) & 1U;
+}
 
 // Small fixed-width kernels in GCC/Clang vector types (SSE2 on x86-64, NEON on arm64): four
 // 32-bit lanes per vector, V vectors (8 or 16 lanes). Only for nodes whose amounts are all
@@ -90,7 +94,9 @@ using I32x4 = std::int32_t __attribute__((vector_size(16)));
 using I32x2 = std::int32_t __attribute__((vector_size(8)));
 using F64x2 = double __attribute__((vector_size(16)));
 
-inline std::int32_t lane_sum(I32x4 v) { return v[0] + v[1] + v[2] + v[3]; }
+inline std::int32_t lane_sum(I32x4 v) {
+  return v[0] + v[1] + v[2] + v[3];
+}
 
 // GPUs with at least `need` (> 0) free, and the free memory of the others. Branch-free: which
 // GPUs pass is data, not a pattern the branch predictor could learn. Padding lanes hold 0:
@@ -139,8 +145,8 @@ inline void count_gpus(const T* free, int gpu_count, T need, int& big_enough, Un
 
 }  // namespace
 
-CompiledWorkload::Thresholds CompiledWorkload::make_thresholds(const std::vector<std::int64_t>& per_shape,
-                                                               std::size_t words) {
+CompiledWorkload::Thresholds CompiledWorkload::make_thresholds(
+    const std::vector<std::int64_t>& per_shape, std::size_t words) {
   Thresholds t;
   t.values = per_shape;
   std::sort(t.values.begin(), t.values.end());
@@ -155,7 +161,8 @@ CompiledWorkload::Thresholds CompiledWorkload::make_thresholds(const std::vector
   return t;
 }
 
-const std::uint64_t* CompiledWorkload::Thresholds::excluded(std::int64_t free, std::size_t words) const {
+const std::uint64_t* CompiledWorkload::Thresholds::excluded(std::int64_t free,
+                                                            std::size_t words) const {
   // Shapes wanting more than `free`: those whose value is above the values <= free, i.e.
   // std::upper_bound, without branches (which values pass is data).
   std::size_t pos = 0;
@@ -208,8 +215,9 @@ CompiledWorkload::CompiledWorkload(const TargetWorkload& workload) {
       return x.per_gpu == need.per_gpu && x.relative == need.relative;
     });
     if (n_it == needs_.end()) n_it = needs_.insert(needs_.end(), need);
-    const auto need_index = static_cast<std::uint16_t>(std::min<std::size_t>(
-        static_cast<std::size_t>(n_it - needs_.begin()), std::numeric_limits<std::uint16_t>::max()));
+    const auto need_index = static_cast<std::uint16_t>(
+        std::min<std::size_t>(static_cast<std::size_t>(n_it - needs_.begin()),
+                              std::numeric_limits<std::uint16_t>::max()));
     auto g_it = std::find_if(groups_.begin(), groups_.end(), [&](const Group& g) {
       return g.need == need_index && g.count == shape.gpu_count;
     });
@@ -230,7 +238,8 @@ CompiledWorkload::CompiledWorkload(const TargetWorkload& workload) {
     // Padded to whole words of eight shapes (NodeFragmentation::build_index reads them so).
     plain_index_.assign((n + 7) / 8 * 8, 0);
     for (std::size_t j = 0; j < n; ++j) {
-      plain_index_[j] = static_cast<std::uint8_t>(has_bit(no_gpu_.data(), j) ? groups_.size() : group_[j]);
+      plain_index_[j] =
+          static_cast<std::uint8_t>(has_bit(no_gpu_.data(), j) ? groups_.size() : group_[j]);
     }
   }
   cpu_ = make_thresholds(cpu, words_);
@@ -277,7 +286,8 @@ bool NodeFragmentation::prepare(const CompiledWorkload& workload, const NodeStat
       return i < gpu_count_ ? static_cast<std::int32_t>(free_[static_cast<std::size_t>(i)]) : 0;
     };
     for (int v = 0; v < (wide ? 4 : 2); ++v) {
-      free32[static_cast<std::size_t>(v)] = I32x4{lane(4 * v), lane(4 * v + 1), lane(4 * v + 2), lane(4 * v + 3)};
+      free32[static_cast<std::size_t>(v)] =
+          I32x4{lane(4 * v), lane(4 * v + 1), lane(4 * v + 2), lane(4 * v + 3)};
     }
   }
   for (std::size_t d = 0; d < needs; ++d) {
@@ -312,7 +322,8 @@ bool NodeFragmentation::prepare(const CompiledWorkload& workload, const NodeStat
     excluded_after_[w] = workload.no_gpu_[w] | cpu_after[w] | memory_after[w];
   }
   for (const auto& set : workload.model_sets_) {
-    if (std::find(set.models.begin(), set.models.end(), node.spec().gpu_model) != set.models.end()) {
+    if (std::find(set.models.begin(), set.models.end(), node.spec().gpu_model) !=
+        set.models.end()) {
       continue;
     }
     for (std::size_t w = 0; w < words; ++w) {
@@ -349,7 +360,8 @@ bool NodeFragmentation::prepare(const CompiledWorkload& workload, const NodeStat
   };
   plain_after_ = plain(excluded_after_);
   same_exclusions_ = true;
-  for (std::size_t w = 0; w < words; ++w) same_exclusions_ &= excluded_before_[w] == excluded_after_[w];
+  for (std::size_t w = 0; w < words; ++w)
+    same_exclusions_ &= excluded_before_[w] == excluded_after_[w];
   index_before_ = workload.plain_index_.data();
   index_after_ = workload.plain_index_.data();
   if (!plain(excluded_before_)) {
@@ -430,7 +442,9 @@ void NodeFragmentation::sum_two(const std::uint8_t* index_a, const State& a,
   sum_b = b.total == 0 ? 0 : y;
 }
 
-double NodeFragmentation::before() const { return sum(index_before_, before_state_); }
+double NodeFragmentation::before() const {
+  return sum(index_before_, before_state_);
+}
 
 void NodeFragmentation::before_and_after(std::span<const int> gpus, double& before,
                                          double& after) const {
@@ -560,12 +574,15 @@ void NodeFragmentation::approximate_candidates(const Weights& weights, Columns& 
   const auto p = static_cast<std::int32_t>(per_gpu_);
   // Built in registers (element stores followed by a vector load would stall store forwarding).
   const auto lane = [&](int k) {
-    return static_cast<std::int32_t>(candidate_free_[static_cast<std::size_t>(k < candidate_count_ ? k : 0)]);
+    return static_cast<std::int32_t>(
+        candidate_free_[static_cast<std::size_t>(k < candidate_count_ ? k : 0)]);
   };
   for (int v = 0; v < V; ++v) {
-    f[static_cast<std::size_t>(v)] = I32x4{lane(4 * v), lane(4 * v + 1), lane(4 * v + 2), lane(4 * v + 3)};
+    f[static_cast<std::size_t>(v)] =
+        I32x4{lane(4 * v), lane(4 * v + 1), lane(4 * v + 2), lane(4 * v + 3)};
   }
-  for (int v = 0; v < V; ++v) f_after[static_cast<std::size_t>(v)] = f[static_cast<std::size_t>(v)] - p;
+  for (int v = 0; v < V; ++v)
+    f_after[static_cast<std::size_t>(v)] = f[static_cast<std::size_t>(v)] - p;
   const I32x4 idle = I32x4{} + static_cast<std::int32_t>(total);
   std::array<F64x2, 2 * V> sum;
   const double idle_term = weights.excluded * static_cast<double>(total);
@@ -595,7 +612,8 @@ void NodeFragmentation::approximate_candidates(const Weights& weights, Columns& 
   std::memcpy(approx.data(), sum.data(), sizeof sum);
 }
 
-int NodeFragmentation::before_and_minimum(double margin, double& before, std::span<double> after) const {
+int NodeFragmentation::before_and_minimum(double margin, double& before,
+                                          std::span<double> after) const {
   const int count = candidate_count_;
   if (count == 0) {
     before = this->before();
@@ -650,7 +668,8 @@ int NodeFragmentation::before_and_minimum(double margin, double& before, std::sp
   const auto same = [&](std::size_t a, std::size_t b) {
     bool equal = true;
     for (std::size_t g = 0; g < groups; ++g) {
-      equal &= !weights.hosted[g] || columns.value[g][a / 4][a % 4] == columns.value[g][b / 4][b % 4];
+      equal &=
+          !weights.hosted[g] || columns.value[g][a / 4][a % 4] == columns.value[g][b / 4][b % 4];
     }
     return equal;
   };

@@ -18,8 +18,18 @@ struct Suffix {
 
 // Longest suffixes first so "Ki" is not read as "K".
 constexpr std::array<Suffix, 13> kSuffixes{{
-    {"Ki", 2, 10}, {"Mi", 2, 20}, {"Gi", 2, 30}, {"Ti", 2, 40}, {"Pi", 2, 50}, {"Ei", 2, 60},
-    {"m", 10, -3}, {"k", 10, 3}, {"M", 10, 6}, {"G", 10, 9}, {"T", 10, 12}, {"P", 10, 15},
+    {"Ki", 2, 10},
+    {"Mi", 2, 20},
+    {"Gi", 2, 30},
+    {"Ti", 2, 40},
+    {"Pi", 2, 50},
+    {"Ei", 2, 60},
+    {"m", 10, -3},
+    {"k", 10, 3},
+    {"M", 10, 6},
+    {"G", 10, 9},
+    {"T", 10, 12},
+    {"P", 10, 15},
     {"E", 10, 18},
 }};
 
@@ -27,7 +37,9 @@ constexpr std::array<Suffix, 13> kSuffixes{{
   throw QuantityError("invalid quantity \"" + std::string(text) + "\": " + std::string(why));
 }
 
-bool is_digit(char c) { return c >= '0' && c <= '9'; }
+bool is_digit(char c) {
+  return c >= '0' && c <= '9';
+}
 
 }  // namespace
 

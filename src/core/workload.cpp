@@ -1,10 +1,10 @@
 #include "gpushare/core/workload.h"
 
+#include <fmt/format.h>
+
 #include <algorithm>
 #include <cmath>
 #include <map>
-
-#include <fmt/format.h>
 
 namespace gpushare::core {
 namespace {
@@ -52,8 +52,8 @@ bool WorkloadShape::allows_model(std::string_view model) const {
 }
 
 std::string WorkloadShape::describe() const {
-  std::string text = fmt::format("cpu={} gpu={}x{}{}", cpu_milli, gpu_count, per_gpu,
-                                 relative ? "/1000" : "");
+  std::string text =
+      fmt::format("cpu={} gpu={}x{}{}", cpu_milli, gpu_count, per_gpu, relative ? "/1000" : "");
   if (memory > 0) text += fmt::format(" memory={}", memory);
   if (!allowed_models.empty()) text += fmt::format(" models={}", fmt::join(allowed_models, "|"));
   return text;
@@ -82,8 +82,8 @@ double pod_weight(const PodDemand& pod, ShapeWeighting weighting) {
   return std::sqrt(std::max(1.0, static_cast<double>(pod.gpu_count)));
 }
 
-TargetWorkload typical_workload(std::span<const PodDemand> pods, double coverage,
-                                bool with_memory, ShapeWeighting weighting) {
+TargetWorkload typical_workload(std::span<const PodDemand> pods, double coverage, bool with_memory,
+                                ShapeWeighting weighting) {
   std::map<WorkloadShape, double> counts;
   for (const auto& pod : pods) {
     counts[WorkloadShape::of(pod, with_memory)] += pod_weight(pod, weighting);
@@ -114,8 +114,7 @@ TargetWorkload default_prior_workload() {
 
 WorkloadHistogram::WorkloadHistogram() : WorkloadHistogram(Options{}) {}
 
-WorkloadHistogram::WorkloadHistogram(Options options, TargetWorkload prior)
-    : options_(options) {
+WorkloadHistogram::WorkloadHistogram(Options options, TargetWorkload prior) : options_(options) {
   options_.refresh_every = std::max(1, options_.refresh_every);
   decay_ = options_.half_life_pods > 0 ? std::exp2(-1.0 / options_.half_life_pods) : 1.0;
   double prior_total = 0;

@@ -154,7 +154,8 @@ Json inspect_cluster(const core::ClusterModel& model, std::string_view policy_na
 void add_fragmentation(Json& cluster, const core::ClusterModel& model,
                        const core::PlacementPolicy& policy) {
   const auto* fgd = dynamic_cast<const core::FgdPolicy*>(&policy);
-  const core::TargetWorkload prior = fgd == nullptr ? core::default_prior_workload() : core::TargetWorkload{};
+  const core::TargetWorkload prior =
+      fgd == nullptr ? core::default_prior_workload() : core::TargetWorkload{};
   const core::TargetWorkload& workload = fgd != nullptr ? fgd->target() : prior;
   auto rounded = [](double units) { return std::round(units * 100) / 100; };
   double total = 0;

@@ -1,9 +1,9 @@
 #include "gpushare/inspect/view.h"
 
+#include <fmt/format.h>
+
 #include <algorithm>
 #include <tuple>
-
-#include <fmt/format.h>
 
 namespace gpushare::inspect {
 namespace {

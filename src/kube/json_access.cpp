@@ -7,7 +7,9 @@
 namespace gpushare::kube {
 namespace {
 
-const char* type_name(const Json& value) { return value.type_name(); }
+const char* type_name(const Json& value) {
+  return value.type_name();
+}
 
 }  // namespace
 

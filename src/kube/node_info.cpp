@@ -1,9 +1,9 @@
 #include "gpushare/kube/node_info.h"
 
+#include <fmt/format.h>
+
 #include <charconv>
 #include <map>
-
-#include <fmt/format.h>
 
 #include "gpushare/core/quantity.h"
 #include "gpushare/kube/annotations.h"
@@ -111,9 +111,8 @@ core::NodeSpec decode_node(const simdjson::dom::element& node_value, const Resou
   } else if (memory <= 0) {
     // Not a gpushare node (or the device plugin has not registered yet): no GPUs.
   } else if (count <= 0) {
-    spec.misconfiguration =
-        fmt::format("node advertises {} {} but {} is {}", memory, names.memory, names.count,
-                    count < 0 ? "missing" : "0");
+    spec.misconfiguration = fmt::format("node advertises {} {} but {} is {}", memory, names.memory,
+                                        names.count, count < 0 ? "missing" : "0");
   } else if (count > kMaxGpusPerNode) {
     spec.misconfiguration = fmt::format("{} of {} is not plausible", names.count, count);
   } else {
@@ -121,8 +120,8 @@ core::NodeSpec decode_node(const simdjson::dom::element& node_value, const Resou
     // As the device plugin defines it: integer division, every GPU the same size.
     spec.memory_per_gpu = memory / count;
     if (memory % count != 0) {
-      spec.misconfiguration = fmt::format("{} {} is not divisible by {} {}", names.memory, memory,
-                                          names.count, count);
+      spec.misconfiguration =
+          fmt::format("{} {} is not divisible by {} {}", names.memory, memory, names.count, count);
     }
   }
   if (!spec.misconfiguration.empty()) {
@@ -144,8 +143,10 @@ UnhealthyGpus parse_unhealthy_list(std::string node, std::string_view gpus) {
     std::size_t end = gpus.find(',', start);
     if (end == std::string_view::npos) end = gpus.size();
     std::string_view entry = gpus.substr(start, end - start);
-    while (!entry.empty() && (entry.front() == ' ' || entry.front() == '\t')) entry.remove_prefix(1);
-    while (!entry.empty() && (entry.back() == ' ' || entry.back() == '\t' || entry.back() == '\n')) {
+    while (!entry.empty() && (entry.front() == ' ' || entry.front() == '\t'))
+      entry.remove_prefix(1);
+    while (!entry.empty() &&
+           (entry.back() == ' ' || entry.back() == '\t' || entry.back() == '\n')) {
       entry.remove_suffix(1);
     }
     if (!entry.empty()) {
@@ -170,7 +171,8 @@ std::optional<UnhealthyGpus> decode_unhealthy_configmap(
   const auto metadata = object_field(configmap, "metadata", "configmap metadata");
   if (!metadata) return std::nullopt;
   const std::string name = string_field(*metadata, "name", "configmap name");
-  if (!name.starts_with(kUnhealthyConfigMapPrefix) || name.size() == kUnhealthyConfigMapPrefix.size()) {
+  if (!name.starts_with(kUnhealthyConfigMapPrefix) ||
+      name.size() == kUnhealthyConfigMapPrefix.size()) {
     return std::nullopt;
   }
   std::string gpus;

@@ -1,8 +1,8 @@
 #include "gpushare/kube/pod_info.h"
 
-#include <charconv>
-
 #include <fmt/format.h>
+
+#include <charconv>
 
 #include "gpushare/core/quantity.h"
 #include "gpushare/kube/annotations.h"

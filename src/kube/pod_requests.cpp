@@ -1,9 +1,9 @@
 #include "gpushare/kube/pod_requests.h"
 
+#include <fmt/format.h>
+
 #include <algorithm>
 #include <string>
-
-#include <fmt/format.h>
 
 #include "gpushare/kube/json_fields.h"
 #include "gpushare/kube/quantity_json.h"

@@ -1,9 +1,9 @@
 #include "gpushare/kube/quantity_json.h"
 
+#include <fmt/format.h>
+
 #include <cstdint>
 #include <limits>
-
-#include <fmt/format.h>
 
 #include "gpushare/kube/json_fields.h"
 

@@ -10,7 +10,8 @@ std::int64_t least_requested_score(std::int64_t requested, std::int64_t capacity
   return ((capacity - requested) * kMaxNodeScore) / capacity;
 }
 
-std::int64_t most_requested_score(std::int64_t requested, std::int64_t capacity, KubeVersion version) {
+std::int64_t most_requested_score(std::int64_t requested, std::int64_t capacity,
+                                  KubeVersion version) {
   if (capacity == 0) return 0;
   if (requested > capacity) {
     // 1.20 gave such a node 0; later versions count it as full (pods without requests get
@@ -25,7 +26,8 @@ std::int64_t broken_linear(std::span<const ShapePoint> shape, std::int64_t p) {
   for (std::size_t i = 0; i < shape.size(); ++i) {
     if (p <= shape[i].utilization) {
       if (i == 0) return shape[0].score;
-      return shape[i - 1].score + (shape[i].score - shape[i - 1].score) * (p - shape[i - 1].utilization) /
+      return shape[i - 1].score + (shape[i].score - shape[i - 1].score) *
+                                      (p - shape[i - 1].utilization) /
                                       (shape[i].utilization - shape[i - 1].utilization);
     }
   }
@@ -39,16 +41,18 @@ std::int64_t ratio_resource_score(std::span<const ShapePoint> scaled, std::int64
   constexpr std::int64_t kMaxUtilization = 100;
   if (capacity == 0 || requested > capacity) return broken_linear(scaled, kMaxUtilization);
   if (version == KubeVersion::k1_20) {
-    return broken_linear(scaled, kMaxUtilization - (capacity - requested) * kMaxUtilization / capacity);
+    return broken_linear(scaled,
+                         kMaxUtilization - (capacity - requested) * kMaxUtilization / capacity);
   }
   return broken_linear(scaled, requested * kMaxUtilization / capacity);
 }
 
 }  // namespace
 
-std::int64_t resource_strategy_score(ScoringStrategy strategy, std::span<const ResourceWeight> resources,
-                                     std::span<const ShapePoint> shape, std::span<const ResourceUse> uses,
-                                     KubeVersion version) {
+std::int64_t resource_strategy_score(ScoringStrategy strategy,
+                                     std::span<const ResourceWeight> resources,
+                                     std::span<const ShapePoint> shape,
+                                     std::span<const ResourceUse> uses, KubeVersion version) {
   std::vector<ShapePoint> scaled(shape.begin(), shape.end());
   for (ShapePoint& point : scaled) point.score *= kMaxNodeScore / kMaxCustomPriorityScore;
   std::int64_t node_score = 0;
@@ -68,7 +72,8 @@ std::int64_t resource_strategy_score(ScoringStrategy strategy, std::span<const R
         break;
       case ScoringStrategy::kRequestedToCapacityRatio: {
         // Only resources that score above 0 count towards the average (both versions).
-        const std::int64_t score = ratio_resource_score(scaled, use.requested, use.allocatable, version);
+        const std::int64_t score =
+            ratio_resource_score(scaled, use.requested, use.allocatable, version);
         if (score > 0) {
           node_score += score * weight;
           weight_sum += weight;
@@ -79,7 +84,8 @@ std::int64_t resource_strategy_score(ScoringStrategy strategy, std::span<const R
   }
   if (weight_sum == 0) return 0;
   if (strategy == ScoringStrategy::kRequestedToCapacityRatio) {
-    return static_cast<std::int64_t>(std::round(static_cast<double>(node_score) / static_cast<double>(weight_sum)));
+    return static_cast<std::int64_t>(
+        std::round(static_cast<double>(node_score) / static_cast<double>(weight_sum)));
   }
   return node_score / weight_sum;
 }
@@ -93,7 +99,8 @@ std::int64_t balanced_allocation_score(std::span<const ResourceUse> uses, KubeVe
     const double cpu = uses.size() > 0 ? fraction(uses[0]) : 1.0;
     const double memory = uses.size() > 1 ? fraction(uses[1]) : 1.0;
     if (cpu >= 1 || memory >= 1) return 0;
-    return static_cast<std::int64_t>((1 - std::abs(cpu - memory)) * static_cast<double>(kMaxNodeScore));
+    return static_cast<std::int64_t>((1 - std::abs(cpu - memory)) *
+                                     static_cast<double>(kMaxNodeScore));
   }
   std::vector<double> fractions;
   double total = 0;

@@ -8,8 +8,8 @@ namespace gpushare::sim {
 
 std::uint64_t SeededRandom::below(std::uint64_t bound) {
   // Rejection sampling: unbiased for any bound.
-  const std::uint64_t limit = std::numeric_limits<std::uint64_t>::max() -
-                              std::numeric_limits<std::uint64_t>::max() % bound;
+  const std::uint64_t limit =
+      std::numeric_limits<std::uint64_t>::max() - std::numeric_limits<std::uint64_t>::max() % bound;
   std::uint64_t draw = engine_();
   while (draw >= limit) draw = engine_();
   return draw % bound;

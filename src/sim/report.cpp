@@ -1,12 +1,12 @@
 #include "gpushare/sim/report.h"
 
+#include <fmt/format.h>
+#include <fmt/ostream.h>
+
 #include <algorithm>
 #include <cmath>
 #include <limits>
 #include <map>
-
-#include <fmt/format.h>
-#include <fmt/ostream.h>
 
 namespace gpushare::sim {
 namespace {
@@ -15,11 +15,20 @@ std::string xml_escaped(std::string_view text) {
   std::string out;
   for (char c : text) {
     switch (c) {
-      case '<': out += "&lt;"; break;
-      case '>': out += "&gt;"; break;
-      case '&': out += "&amp;"; break;
-      case '"': out += "&quot;"; break;
-      default: out += c;
+      case '<':
+        out += "&lt;";
+        break;
+      case '>':
+        out += "&gt;";
+        break;
+      case '&':
+        out += "&amp;";
+        break;
+      case '"':
+        out += "&quot;";
+        break;
+      default:
+        out += c;
     }
   }
   return out;
@@ -36,8 +45,8 @@ void write_curve_csv(std::ostream& out, std::span<const RunResult> runs) {
   out << kCsvHeader << '\n';
   for (const auto& run : runs) {
     for (const auto& p : run.curve) {
-      fmt::print(out, "{},{},{},{:.4f},{:.4f}\n", run.policy, run.seed, p.arrived_pct,
-                 p.alloc_pct, p.frag_pct);
+      fmt::print(out, "{},{},{},{:.4f},{:.4f}\n", run.policy, run.seed, p.arrived_pct, p.alloc_pct,
+                 p.frag_pct);
     }
   }
 }
@@ -171,10 +180,11 @@ void write_svg(std::ostream& out, std::span<const PolicySummary> summaries,
                "<text x=\"{3:.1f}\" y=\"{4:.1f}\" text-anchor=\"end\">{5:.0f}</text>\n",
                kLeft, py(y), kLeft + plot_w, kLeft - 6, py(y) + 4, y);
   }
-  fmt::print(out,
-             "<rect x=\"{}\" y=\"{}\" width=\"{}\" height=\"{}\" fill=\"none\" stroke=\"#444\"/>\n"
-             "<clipPath id=\"plot\"><rect x=\"{}\" y=\"{}\" width=\"{}\" height=\"{}\"/></clipPath>\n",
-             kLeft, kTop, plot_w, plot_h, kLeft, kTop, plot_w, plot_h);
+  fmt::print(
+      out,
+      "<rect x=\"{}\" y=\"{}\" width=\"{}\" height=\"{}\" fill=\"none\" stroke=\"#444\"/>\n"
+      "<clipPath id=\"plot\"><rect x=\"{}\" y=\"{}\" width=\"{}\" height=\"{}\"/></clipPath>\n",
+      kLeft, kTop, plot_w, plot_h, kLeft, kTop, plot_w, plot_h);
   // The ideal: everything that arrived is allocated, up to the cluster's capacity.
   fmt::print(out,
              "<polyline fill=\"none\" stroke=\"#bbb\" stroke-dasharray=\"4 3\" "

@@ -1,11 +1,11 @@
 #include "gpushare/sim/trace.h"
 
+#include <fmt/format.h>
+
 #include <charconv>
 #include <fstream>
 #include <optional>
 #include <sstream>
-
-#include <fmt/format.h>
 
 namespace gpushare::sim {
 namespace {
@@ -79,8 +79,8 @@ std::int64_t integer(const CsvTable::Row& row, std::size_t column, std::string_v
   std::int64_t value = 0;
   const auto [end, error] = std::from_chars(text.data(), text.data() + text.size(), value);
   if (error != std::errc{} || end != text.data() + text.size() || value < 0) {
-    throw TraceError(fmt::format("line {}: {} '{}' is not a non-negative integer", row.line, what,
-                                 text));
+    throw TraceError(
+        fmt::format("line {}: {} '{}' is not a non-negative integer", row.line, what, text));
   }
   return value;
 }

@@ -27,7 +27,8 @@ std::string node_list(int count, const std::string& rv, const std::string& conti
   list["metadata"] = {{"resourceVersion", rv}};
   if (!continue_token.empty()) list["metadata"]["continue"] = continue_token;
   for (int i = 0; i < count; ++i) {
-    list["items"].push_back({{"metadata", {{"name", "node-" + std::to_string(i)}, {"labels", {{"x", "]}\"{["}}}}}});
+    list["items"].push_back(
+        {{"metadata", {{"name", "node-" + std::to_string(i)}, {"labels", {{"x", "]}\"{["}}}}}});
   }
   return list.dump();
 }
@@ -83,7 +84,8 @@ TEST(ApiClientList, AMalformedBodyIsADecodeErrorAndIsNotRetried) {
   int calls = 0;
   server.http().Get("/api/v1/nodes", [&](const httplib::Request&, httplib::Response& res) {
     ++calls;
-    res.set_content(R"({"metadata":{"resourceVersion":"1"},"items":[{"a":1},{"b":]})", "application/json");
+    res.set_content(R"({"metadata":{"resourceVersion":"1"},"items":[{"a":1},{"b":]})",
+                    "application/json");
   });
   server.start();
 
@@ -108,15 +110,17 @@ TEST(ApiClientList, ATruncatedBodyIsADecodeError) {
   auto page = client.list("/api/v1/nodes", [](const json::Value&) {});
   ASSERT_FALSE(page.ok());
   EXPECT_EQ(page.error().kind, ErrorKind::kDecode);
-  EXPECT_NE(page.error().describe().find("ended early"), std::string::npos) << page.error().describe();
+  EXPECT_NE(page.error().describe().find("ended early"), std::string::npos)
+      << page.error().describe();
 }
 
 TEST(ApiClientList, ErrorStatusesAreDecodedFromTheBody) {
   TestServer server;
   server.http().Get("/api/v1/pods", [](const httplib::Request&, httplib::Response& res) {
     res.status = 410;
-    res.set_content(testing::status_body(410, "Expired", "The provided continue parameter is too old"),
-                    "application/json");
+    res.set_content(
+        testing::status_body(410, "Expired", "The provided continue parameter is too old"),
+        "application/json");
   });
   server.start();
   ApiClient client(config_for(server), testing::fast_client_options());

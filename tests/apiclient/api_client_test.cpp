@@ -1,10 +1,11 @@
+#include "gpushare/apiclient/api_client.h"
+
 #include <gtest/gtest.h>
 
 #include <condition_variable>
 #include <future>
 #include <set>
 
-#include "gpushare/apiclient/api_client.h"
 #include "test_util.h"
 
 namespace gpushare::apiclient {
@@ -42,12 +43,15 @@ TEST(ApiClient, GetSendsHeadersAndParsesJson) {
     std::lock_guard lock(mutex);
     seen = req.headers;
     seen_selector = req.get_param_value("fieldSelector");
-    res.set_content(R"({"kind":"NodeList","items":[{"metadata":{"name":"n1"}}]})", "application/json");
+    res.set_content(R"({"kind":"NodeList","items":[{"metadata":{"name":"n1"}}]})",
+                    "application/json");
   });
   server.start();
 
   ApiClient client(plain_config(server), testing::fast_client_options());
-  auto result = client.get("/api/v1/nodes", {.query = {{"fieldSelector", "spec.unschedulable!=true,metadata.name=a b"}}});
+  auto result =
+      client.get("/api/v1/nodes",
+                 {.query = {{"fieldSelector", "spec.unschedulable!=true,metadata.name=a b"}}});
   ASSERT_TRUE(result.ok()) << result.error().describe();
   EXPECT_EQ(result.value()["items"][0]["metadata"]["name"], "n1");
 
@@ -98,9 +102,10 @@ TEST(ApiClient, WritesCarryMethodBodyAndContentType) {
 
 TEST(ApiClient, ServerPathPrefixIsKept) {
   TestServer server;
-  server.http().Get("/k8s/clusters/c1/api/v1/nodes", [](const httplib::Request&, httplib::Response& res) {
-    res.set_content("{}", "application/json");
-  });
+  server.http().Get("/k8s/clusters/c1/api/v1/nodes",
+                    [](const httplib::Request&, httplib::Response& res) {
+                      res.set_content("{}", "application/json");
+                    });
   server.start();
   auto config = plain_config(server);
   config.server += "/k8s/clusters/c1/";
@@ -119,11 +124,13 @@ TEST(ApiClient, InvalidServerUrlIsAConfigError) {
 
 TEST(ApiClient, StatusErrorsAreDecoded) {
   TestServer server;
-  server.http().Get("/api/v1/namespaces/ns/pods/p1", [](const httplib::Request&, httplib::Response& res) {
-    res.status = 404;
-    res.set_content(testing::status_body(404, "NotFound", "pods \"p1\" not found", {{"name", "p1"}, {"kind", "pods"}}),
-                    "application/json");
-  });
+  server.http().Get("/api/v1/namespaces/ns/pods/p1",
+                    [](const httplib::Request&, httplib::Response& res) {
+                      res.status = 404;
+                      res.set_content(testing::status_body(404, "NotFound", "pods \"p1\" not found",
+                                                           {{"name", "p1"}, {"kind", "pods"}}),
+                                      "application/json");
+                    });
   server.start();
   ApiClient client(plain_config(server), testing::fast_client_options());
   auto result = client.get("/api/v1/namespaces/ns/pods/p1");
@@ -139,7 +146,8 @@ TEST(ApiClient, InvalidJsonIsADecodeErrorAndEmptyBodyIsNull) {
   server.http().Get("/bad", [](const httplib::Request&, httplib::Response& res) {
     res.set_content("{not json", "application/json");
   });
-  server.http().Get("/empty", [](const httplib::Request&, httplib::Response& res) { res.status = 200; });
+  server.http().Get("/empty",
+                    [](const httplib::Request&, httplib::Response& res) { res.status = 200; });
   server.start();
   ApiClient client(plain_config(server), testing::fast_client_options());
   auto bad = client.get("/bad");
@@ -157,7 +165,8 @@ TEST(ApiClient, RetriesHonourRetryAfterHeader) {
     if (calls.next() <= 2) {
       res.status = 429;
       res.set_header("Retry-After", "3");
-      res.set_content(testing::status_body(429, "TooManyRequests", "slow down"), "application/json");
+      res.set_content(testing::status_body(429, "TooManyRequests", "slow down"),
+                      "application/json");
       return;
     }
     res.set_content(R"({"done":true})", "application/json");
@@ -325,9 +334,8 @@ TEST(ApiClient, StopAbortsAnInFlightRequest) {
   ReleaseOnExit release{gate};
   ApiClient client(plain_config(server), testing::fast_client_options());
   std::stop_source stop;
-  auto pending = std::async(std::launch::async, [&] {
-    return client.get("/hang", {.stop = stop.get_token()});
-  });
+  auto pending = std::async(std::launch::async,
+                            [&] { return client.get("/hang", {.stop = stop.get_token()}); });
   ASSERT_TRUE(testing::wait_until([&] { return gate->waiting.load() == 1; }));
   stop.request_stop();
   ASSERT_EQ(pending.wait_for(10s), std::future_status::ready) << "stop was not noticed";
@@ -347,9 +355,8 @@ TEST(ApiClient, StopInterruptsARetryWait) {
   options.sleeper = real_sleeper();  // a real 50 s wait unless interrupted
   ApiClient client(plain_config(server), options);
   std::stop_source stop;
-  auto pending = std::async(std::launch::async, [&] {
-    return client.get("/later", {.stop = stop.get_token()});
-  });
+  auto pending = std::async(std::launch::async,
+                            [&] { return client.get("/later", {.stop = stop.get_token()}); });
   ASSERT_TRUE(testing::wait_until([&] { return client.counters().requests == 1; }));
   stop.request_stop();
   ASSERT_EQ(pending.wait_for(10s), std::future_status::ready);
@@ -370,7 +377,8 @@ TEST(ApiClient, UnauthorizedRereadsTheTokenFileOnce) {
     }
     if (auth != "Bearer new-token") {
       res.status = 401;
-      res.set_content(testing::status_body(401, "Unauthorized", "Unauthorized"), "application/json");
+      res.set_content(testing::status_body(401, "Unauthorized", "Unauthorized"),
+                      "application/json");
       return;
     }
     res.set_content("{}", "application/json");
@@ -397,8 +405,8 @@ TEST(ApiClient, UnauthorizedRereadsTheTokenFileOnce) {
   auto second = client.get("/api");
   ASSERT_TRUE(second.ok()) << second.error().describe();
   std::lock_guard lock(mutex);
-  EXPECT_EQ(tokens_seen, (std::vector<std::string>{"Bearer old-token", "Bearer old-token",
-                                                   "Bearer new-token"}));
+  EXPECT_EQ(tokens_seen,
+            (std::vector<std::string>{"Bearer old-token", "Bearer old-token", "Bearer new-token"}));
   EXPECT_EQ(client.counters().token_reloads, 1u);
 }
 

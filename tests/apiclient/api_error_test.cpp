@@ -1,6 +1,7 @@
+#include "gpushare/apiclient/api_error.h"
+
 #include <gtest/gtest.h>
 
-#include "gpushare/apiclient/api_error.h"
 #include "gpushare/apiclient/watch_event.h"
 #include "test_util.h"
 
@@ -38,7 +39,8 @@ TEST(ApiError, DecisionsUseCodeAndReasonNotMessage) {
 }
 
 TEST(ApiError, ExpiredAndGone) {
-  EXPECT_TRUE(error_from_response(410, testing::status_body(410, "Expired", "too old")).is_expired());
+  EXPECT_TRUE(
+      error_from_response(410, testing::status_body(410, "Expired", "too old")).is_expired());
   EXPECT_TRUE(error_from_response(410, "").is_expired());
   // An in-stream ERROR event: HTTP was 200; the Status carries the code and reason.
   const ApiError gone = error_from_status_object(nlohmann::json::parse(
@@ -56,10 +58,12 @@ TEST(ApiError, ExpiredAndGone) {
 
 TEST(ApiError, RetryAfterFromHeaderOrDetails) {
   const ApiError from_details = error_from_response(
-      504, testing::status_body(504, "Timeout", "Too large resource version: 9, current: 5",
-                                {{"causes", {{{"reason", "ResourceVersionTooLarge"},
-                                              {"message", "Too large resource version"}}}},
-                                 {"retryAfterSeconds", 1}}));
+      504,
+      testing::status_body(
+          504, "Timeout", "Too large resource version: 9, current: 5",
+          {{"causes",
+            {{{"reason", "ResourceVersionTooLarge"}, {"message", "Too large resource version"}}}},
+           {"retryAfterSeconds", 1}}));
   EXPECT_EQ(from_details.server_retry_delay(), 1s);
   EXPECT_TRUE(from_details.is_resource_version_too_large());
   EXPECT_TRUE(from_details.is_timeout());

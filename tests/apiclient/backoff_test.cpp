@@ -1,6 +1,7 @@
+#include "gpushare/apiclient/backoff.h"
+
 #include <gtest/gtest.h>
 
-#include "gpushare/apiclient/backoff.h"
 #include "test_util.h"
 
 namespace gpushare::apiclient {

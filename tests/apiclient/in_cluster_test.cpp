@@ -1,6 +1,7 @@
+#include "gpushare/apiclient/in_cluster.h"
+
 #include <gtest/gtest.h>
 
-#include "gpushare/apiclient/in_cluster.h"
 #include "test_util.h"
 
 namespace gpushare::apiclient {

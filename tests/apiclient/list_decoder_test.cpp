@@ -1,10 +1,10 @@
+#include "gpushare/apiclient/list_decoder.h"
+
 #include <gtest/gtest.h>
 
 #include <stdexcept>
 #include <string>
 #include <vector>
-
-#include "gpushare/apiclient/list_decoder.h"
 
 namespace gpushare::apiclient {
 namespace {
@@ -35,10 +35,13 @@ Decoded decode_pieces(const std::vector<std::string>& pieces) {
   return out;
 }
 
-Decoded decode(const std::string& body) { return decode_pieces({body}); }
+Decoded decode(const std::string& body) {
+  return decode_pieces({body});
+}
 
 // Items that a naive bracket counter or string scanner would get wrong.
-const char* const kTrickyBody = R"json({"kind":"PodList","apiVersion":"v1","metadata":{"resourceVersion":"4711","continue":"eyJ2IjoibWV0YS5rOHMuaW8vdjEifQ","remainingItemCount":12},"items":[{"metadata":{"name":"a]},{\"b","annotations":{"x":"[[[{{{","y":"\\","z":"\\\"]}"}},"spec":{"containers":[{"args":["]","}","[{\"q\":[]}"],"n":[1,[2,[3,[]]],{}]}]}},{},{"metadata":{"name":"\u005d\u007d"},"list":[[],[[]],[{}]],"n":-1.5e3,"t":true,"f":false,"z":null},  {"s":"tab\there \/ slash"}  ]})json";
+const char* const kTrickyBody =
+    R"json({"kind":"PodList","apiVersion":"v1","metadata":{"resourceVersion":"4711","continue":"eyJ2IjoibWV0YS5rOHMuaW8vdjEifQ","remainingItemCount":12},"items":[{"metadata":{"name":"a]},{\"b","annotations":{"x":"[[[{{{","y":"\\","z":"\\\"]}"}},"spec":{"containers":[{"args":["]","}","[{\"q\":[]}"],"n":[1,[2,[3,[]]],{}]}]}},{},{"metadata":{"name":"\u005d\u007d"},"list":[[],[[]],[{}]],"n":-1.5e3,"t":true,"f":false,"z":null},  {"s":"tab\there \/ slash"}  ]})json";
 
 TEST(ListDecoder, ReadsItemsAndMetadataOfAWholeBody) {
   const Decoded decoded = decode(kTrickyBody);
@@ -95,8 +98,8 @@ TEST(ListDecoder, ThreeWaySplitsOfAPrettyPrintedBody) {
 }
 
 TEST(ListDecoder, MetadataAfterTheItemsIsStillRead) {
-  const Decoded decoded =
-      decode(R"({"items":[{"a":1},{"b":2}],"metadata":{"resourceVersion":"9","continue":"c2"},"kind":"PodList"})");
+  const Decoded decoded = decode(
+      R"({"items":[{"a":1},{"b":2}],"metadata":{"resourceVersion":"9","continue":"c2"},"kind":"PodList"})");
   ASSERT_TRUE(decoded.finished) << decoded.error;
   EXPECT_EQ(decoded.items.size(), 2u);
   EXPECT_EQ(decoded.resource_version, "9");
@@ -104,10 +107,12 @@ TEST(ListDecoder, MetadataAfterTheItemsIsStillRead) {
 }
 
 TEST(ListDecoder, EmptyItemsNullItemsAndNoItems) {
-  for (const std::string body :
-       {R"({"metadata":{"resourceVersion":"1"},"items":[]})", R"({"metadata":{"resourceVersion":"1"},"items":null})",
-        R"({"metadata":{"resourceVersion":"1"},"items" : [ ] })", R"({"metadata":{"resourceVersion":"1"}})",
-        R"(  {"metadata":{"resourceVersion":"1"},"items":null}  )" "\n"}) {
+  for (const std::string body : {R"({"metadata":{"resourceVersion":"1"},"items":[]})",
+                                 R"({"metadata":{"resourceVersion":"1"},"items":null})",
+                                 R"({"metadata":{"resourceVersion":"1"},"items" : [ ] })",
+                                 R"({"metadata":{"resourceVersion":"1"}})",
+                                 R"(  {"metadata":{"resourceVersion":"1"},"items":null}  )"
+                                 "\n"}) {
     const Decoded decoded = decode(body);
     EXPECT_TRUE(decoded.finished) << body << ": " << decoded.error;
     EXPECT_TRUE(decoded.items.empty()) << body;
@@ -224,7 +229,8 @@ TEST(ListDecoder, ResetStartsOver) {
 }
 
 TEST(ListDecoder, ManyItemsAcrossManyChunks) {
-  Json list = {{"kind", "PodList"}, {"metadata", {{"resourceVersion", "77"}}}, {"items", Json::array()}};
+  Json list = {
+      {"kind", "PodList"}, {"metadata", {{"resourceVersion", "77"}}}, {"items", Json::array()}};
   for (int i = 0; i < 500; ++i) {
     list["items"].push_back({{"metadata", {{"name", "pod-" + std::to_string(i)}}},
                              {"spec", {{"containers", {{{"args", {"]", "}", "\"["}}}}}}}});

@@ -1,6 +1,7 @@
+#include "gpushare/apiclient/pod_writes.h"
+
 #include <gtest/gtest.h>
 
-#include "gpushare/apiclient/pod_writes.h"
 #include "test_util.h"
 
 namespace gpushare::apiclient {
@@ -28,13 +29,14 @@ ClusterConfig config_for(const TestServer& server) {
 TEST(BindPod, PostsTheBindingBodyOfTheProtocol) {
   TestServer server;
   Seen seen;
-  server.http().Post("/api/v1/namespaces/ns1/pods/p1/binding",
-                     [&](const httplib::Request& req, httplib::Response& res) {
-                       seen.record(req);
-                       res.status = 201;
-                       res.set_content(R"({"kind":"Status","apiVersion":"v1","metadata":{},"status":"Success","code":201})",
-                                       "application/json");
-                     });
+  server.http().Post("/api/v1/namespaces/ns1/pods/p1/binding", [&](const httplib::Request& req,
+                                                                   httplib::Response& res) {
+    seen.record(req);
+    res.status = 201;
+    res.set_content(
+        R"({"kind":"Status","apiVersion":"v1","metadata":{},"status":"Success","code":201})",
+        "application/json");
+  });
   server.start();
   ApiClient client(config_for(server), testing::fast_client_options());
   auto result = bind_pod(client, "ns1", "p1", "uid-1", "node-1", {{"ALIYUN_COM_GPU_MEM_IDX", "0"}});
@@ -58,15 +60,16 @@ TEST(BindPod, BodyWithoutUidOrAnnotationsOmitsThem) {
 TEST(BindPod, ConflictIsReturnedNotRetried) {
   TestServer server;
   std::atomic<int> calls{0};
-  server.http().Post("/api/v1/namespaces/ns1/pods/p1/binding",
-                     [&](const httplib::Request&, httplib::Response& res) {
-                       ++calls;
-                       res.status = 409;
-                       res.set_content(testing::status_body(409, "Conflict",
-                                                            "Operation cannot be fulfilled on pods/binding \"p1\": pod p1 is already assigned to node \"n0\"",
-                                                            {{"name", "p1"}, {"kind", "pods/binding"}}),
-                                       "application/json");
-                     });
+  server.http().Post("/api/v1/namespaces/ns1/pods/p1/binding", [&](const httplib::Request&,
+                                                                   httplib::Response& res) {
+    ++calls;
+    res.status = 409;
+    res.set_content(testing::status_body(409, "Conflict",
+                                         "Operation cannot be fulfilled on pods/binding \"p1\": "
+                                         "pod p1 is already assigned to node \"n0\"",
+                                         {{"name", "p1"}, {"kind", "pods/binding"}}),
+                    "application/json");
+  });
   server.start();
   ApiClient client(config_for(server), testing::fast_client_options());
   auto result = bind_pod(client, "ns1", "p1", "uid-1", "node-1", {});
@@ -79,19 +82,20 @@ TEST(BindPod, ConflictIsReturnedNotRetried) {
 TEST(PatchPodAnnotations, StrategicMergeWithOptionalResourceVersion) {
   TestServer server;
   Seen seen;
-  server.http().Patch("/api/v1/namespaces/ns1/pods/p1",
-                      [&](const httplib::Request& req, httplib::Response& res) {
-                        seen.record(req);
-                        res.set_content(R"({"kind":"Pod","metadata":{"name":"p1","resourceVersion":"8"}})",
-                                        "application/json");
-                      });
+  server.http().Patch(
+      "/api/v1/namespaces/ns1/pods/p1", [&](const httplib::Request& req, httplib::Response& res) {
+        seen.record(req);
+        res.set_content(R"({"kind":"Pod","metadata":{"name":"p1","resourceVersion":"8"}})",
+                        "application/json");
+      });
   server.start();
   ApiClient client(config_for(server), testing::fast_client_options());
 
-  auto first = patch_pod_annotations(client, "ns1", "p1",
-                                     std::map<std::string, std::string>{{"ALIYUN_COM_GPU_MEM_IDX", "1"},
-                                                                        {"ALIYUN_COM_GPU_MEM_ASSIGNED", "false"}},
-                                     "7");
+  auto first = patch_pod_annotations(
+      client, "ns1", "p1",
+      std::map<std::string, std::string>{{"ALIYUN_COM_GPU_MEM_IDX", "1"},
+                                         {"ALIYUN_COM_GPU_MEM_ASSIGNED", "false"}},
+      "7");
   ASSERT_TRUE(first.ok()) << first.error().describe();
   EXPECT_EQ(resource_version_of(first.value()), "8");
 
@@ -106,17 +110,20 @@ TEST(PatchPodAnnotations, StrategicMergeWithOptionalResourceVersion) {
             "PATCH /api/v1/namespaces/ns1/pods/p1 application/strategic-merge-patch+json");
   EXPECT_EQ(seen.bodies[0], nlohmann::json::parse(R"({"metadata":{"annotations":{
       "ALIYUN_COM_GPU_MEM_IDX":"1","ALIYUN_COM_GPU_MEM_ASSIGNED":"false"},"resourceVersion":"7"}})"));
-  EXPECT_EQ(seen.bodies[1],
-            nlohmann::json::parse(R"({"metadata":{"annotations":{"ALIYUN_COM_GPU_MEM_IDX":null}}})"));
+  EXPECT_EQ(seen.bodies[1], nlohmann::json::parse(
+                                R"({"metadata":{"annotations":{"ALIYUN_COM_GPU_MEM_IDX":null}}})"));
 }
 
 TEST(PatchPodAnnotations, StaleResourceVersionIsAConflict) {
   TestServer server;
-  server.http().Patch("/api/v1/namespaces/ns1/pods/p1", [&](const httplib::Request&, httplib::Response& res) {
+  server.http().Patch("/api/v1/namespaces/ns1/pods/p1", [&](const httplib::Request&,
+                                                            httplib::Response& res) {
     res.status = 409;
-    res.set_content(testing::status_body(409, "Conflict",
-                                         "Operation cannot be fulfilled on pods \"p1\": the object has been modified; please apply your changes to the latest version and try again",
-                                         {{"name", "p1"}, {"kind", "pods"}}),
+    res.set_content(testing::status_body(
+                        409, "Conflict",
+                        "Operation cannot be fulfilled on pods \"p1\": the object has been "
+                        "modified; please apply your changes to the latest version and try again",
+                        {{"name", "p1"}, {"kind", "pods"}}),
                     "application/json");
   });
   server.start();

@@ -1,3 +1,5 @@
+#include "gpushare/apiclient/reflector.h"
+
 #include <gtest/gtest.h>
 
 #include <condition_variable>
@@ -5,7 +7,6 @@
 #include <future>
 #include <set>
 
-#include "gpushare/apiclient/reflector.h"
 #include "test_util.h"
 
 namespace gpushare::apiclient {
@@ -27,7 +28,7 @@ struct WatchReply {
   int status = 200;
   std::string body{};                 // for a non-200 status
   std::vector<std::string> chunks{};  // for 200
-  bool hold_open = false;           // after the chunks, keep the stream open until shutdown
+  bool hold_open = false;             // after the chunks, keep the stream open until shutdown
 };
 
 struct RecordedRequest {
@@ -45,9 +46,8 @@ struct RecordedRequest {
 class ScriptedServer {
  public:
   explicit ScriptedServer(const std::string& path) {
-    server_.http().Get(path, [this](const httplib::Request& req, httplib::Response& res) {
-      handle(req, res);
-    });
+    server_.http().Get(
+        path, [this](const httplib::Request& req, httplib::Response& res) { handle(req, res); });
     server_.start();
   }
   ~ScriptedServer() {
@@ -91,7 +91,8 @@ class ScriptedServer {
     if (!recorded.is_watch()) {
       if (lists_.empty()) {
         res.status = 503;
-        res.set_content(testing::status_body(503, "ServiceUnavailable", "no scripted list"), "application/json");
+        res.set_content(testing::status_body(503, "ServiceUnavailable", "no scripted list"),
+                        "application/json");
         return;
       }
       ListReply reply = std::move(lists_.front());
@@ -114,17 +115,18 @@ class ScriptedServer {
       return;
     }
     auto shared = std::make_shared<WatchReply>(std::move(reply));
-    res.set_chunked_content_provider("application/json", [this, shared](std::size_t, httplib::DataSink& sink) {
-      for (const auto& chunk : shared->chunks) {
-        if (!sink.write(chunk.data(), chunk.size())) return false;
-      }
-      if (shared->hold_open) {
-        std::unique_lock hold(mutex_);
-        cv_.wait(hold, [this] { return shutting_down_; });
-      }
-      sink.done();
-      return true;
-    });
+    res.set_chunked_content_provider("application/json",
+                                     [this, shared](std::size_t, httplib::DataSink& sink) {
+                                       for (const auto& chunk : shared->chunks) {
+                                         if (!sink.write(chunk.data(), chunk.size())) return false;
+                                       }
+                                       if (shared->hold_open) {
+                                         std::unique_lock hold(mutex_);
+                                         cv_.wait(hold, [this] { return shutting_down_; });
+                                       }
+                                       sink.done();
+                                       return true;
+                                     });
   }
 
   mutable std::mutex mutex_;
@@ -148,7 +150,8 @@ std::string pod_list(const std::string& rv, const std::vector<std::string>& name
   for (const auto& name : names) items.push_back(pod(name, rv));
   nlohmann::json metadata{{"resourceVersion", rv}};
   if (!continue_token.empty()) metadata["continue"] = continue_token;
-  return nlohmann::json{{"kind", "PodList"}, {"apiVersion", "v1"}, {"metadata", metadata}, {"items", items}}
+  return nlohmann::json{
+      {"kind", "PodList"}, {"apiVersion", "v1"}, {"metadata", metadata}, {"items", items}}
       .dump();
 }
 
@@ -160,8 +163,10 @@ std::string event(const std::string& type, const std::string& name, const std::s
 }
 
 std::string bookmark(const std::string& rv) {
-  return nlohmann::json{{"type", "BOOKMARK"},
-                        {"object", {{"kind", "Pod"}, {"apiVersion", "v1"}, {"metadata", {{"resourceVersion", rv}}}}}}
+  return nlohmann::json{
+             {"type", "BOOKMARK"},
+             {"object",
+              {{"kind", "Pod"}, {"apiVersion", "v1"}, {"metadata", {{"resourceVersion", rv}}}}}}
              .dump() +
          "\n";
 }
@@ -339,7 +344,8 @@ TEST_F(ReflectorTest, ExpiredErrorEventRelistsAndReplacesTheCache) {
   EXPECT_EQ(server_.watches()[1].param("resourceVersion"), "200");
 
   ASSERT_TRUE(testing::wait_until([&] { return handler_.log().size() == 3; }));
-  EXPECT_EQ(handler_.log(), (std::vector<std::string>{"replace 100 [a,b]", "ADDED c", "replace 200 [b,c,d]"}));
+  EXPECT_EQ(handler_.log(),
+            (std::vector<std::string>{"replace 100 [a,b]", "ADDED c", "replace 200 [b,c,d]"}));
   EXPECT_EQ(handler_.names(), (std::set<std::string>{"b", "c", "d"})) << "a vanished";
   const auto counters = reflector_->counters();
   EXPECT_EQ(counters.expired, 1u);
@@ -365,7 +371,9 @@ TEST_F(ReflectorTest, GoneHttpStatusOnWatchRelists) {
 TEST_F(ReflectorTest, ExpiredListResourceVersionFallsBackToAConsistentPagedList) {
   server_.add_list({200, pod_list("100", {"a"})});
   server_.add_watch({.chunks = {expired_event()}});
-  server_.add_list({410, testing::status_body(410, "Expired", "The resourceVersion for the provided list is too old.")});
+  server_.add_list(
+      {410, testing::status_body(410, "Expired",
+                                 "The resourceVersion for the provided list is too old.")});
   server_.add_list({200, pod_list("300", {"a", "e"})});
   start();
 
@@ -394,7 +402,8 @@ TEST_F(ReflectorTest, ExpiredContinueTokenListsEverythingWithoutLimit) {
   EXPECT_FALSE(lists[2].has("limit"));
   EXPECT_FALSE(lists[2].has("continue"));
   EXPECT_EQ(lists[2].param("resourceVersion"), "0");
-  EXPECT_EQ(handler_.log(), (std::vector<std::string>{"replace 100 [a,b,c]"})) << "page 1 not duplicated";
+  EXPECT_EQ(handler_.log(), (std::vector<std::string>{"replace 100 [a,b,c]"}))
+      << "page 1 not duplicated";
   EXPECT_EQ(reflector_->counters().expired, 1u);
 }
 
@@ -413,7 +422,8 @@ TEST_F(ReflectorTest, ShortWatchWithoutEventsIsAnError) {
 
 TEST_F(ReflectorTest, ThrottledWatchBacksOffAndRewatchesWithoutRelisting) {
   server_.add_list({200, pod_list("100", {"a"})});
-  server_.add_watch({.status = 429, .body = testing::status_body(429, "TooManyRequests", "slow down")});
+  server_.add_watch(
+      {.status = 429, .body = testing::status_body(429, "TooManyRequests", "slow down")});
   start();
 
   ASSERT_TRUE(wait_for_watches(2));
@@ -453,7 +463,9 @@ TEST_F(ReflectorTest, BrokenListBodiesAreNeverAppliedAndTheListIsRetriedWhole) {
   const std::string good = pod_list("100", {"a", "b"});
   // Truncated in the metadata, which the JSON dump puts after the items: both were delivered.
   server_.add_list({200, good.substr(0, good.size() - 20)});
-  server_.add_list({200, R"({"metadata":{"resourceVersion":"100"},"items":[{"metadata":{"name":"a"}},{"metadata":{"name":}}]})"});
+  server_.add_list(
+      {200,
+       R"({"metadata":{"resourceVersion":"100"},"items":[{"metadata":{"name":"a"}},{"metadata":{"name":}}]})"});
   server_.add_list({200, pod_list("101", {"c", "d"})});
   start();
 

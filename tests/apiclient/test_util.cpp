@@ -25,7 +25,8 @@ TempDir::~TempDir() {
   std::filesystem::remove_all(path_, ignored);
 }
 
-std::filesystem::path TempDir::write(const std::string& relative, const std::string& content) const {
+std::filesystem::path TempDir::write(const std::string& relative,
+                                     const std::string& content) const {
   const auto full = path_ / relative;
   std::filesystem::create_directories(full.parent_path());
   write_file(full, content);
@@ -64,7 +65,9 @@ TestServer::TestServer(std::unique_ptr<httplib::Server> server) : server_(std::m
   server_->set_keep_alive_timeout(1);
 }
 
-TestServer::~TestServer() { stop(); }
+TestServer::~TestServer() {
+  stop();
+}
 
 void TestServer::start() {
   port_ = server_->bind_to_any_port("127.0.0.1");
@@ -104,9 +107,10 @@ ClientOptions fast_client_options(RecordingSleeper* sleeper, double random01) {
 
 std::string status_body(int code, std::string_view reason, std::string_view message,
                         const nlohmann::json& details) {
-  nlohmann::json status{{"kind", "Status"},  {"apiVersion", "v1"}, {"metadata", nlohmann::json::object()},
-                        {"status", "Failure"}, {"message", message}, {"reason", reason},
-                        {"code", code}};
+  nlohmann::json status{
+      {"kind", "Status"},    {"apiVersion", "v1"}, {"metadata", nlohmann::json::object()},
+      {"status", "Failure"}, {"message", message}, {"reason", reason},
+      {"code", code}};
   if (!details.is_null()) status["details"] = details;
   return status.dump();
 }

@@ -79,7 +79,8 @@ bool wait_until(const std::function<bool()>& condition,
 // An httplib server (plain or SSL) on 127.0.0.1 and a random port, served from its own thread.
 class TestServer {
  public:
-  explicit TestServer(std::unique_ptr<httplib::Server> server = std::make_unique<httplib::Server>());
+  explicit TestServer(
+      std::unique_ptr<httplib::Server> server = std::make_unique<httplib::Server>());
   ~TestServer();
   TestServer(const TestServer&) = delete;
   TestServer& operator=(const TestServer&) = delete;

@@ -1,10 +1,10 @@
 #include "tls_material.h"
 
+#include <unistd.h>
+
 #include <cstdlib>
 #include <fstream>
 #include <stdexcept>
-
-#include <unistd.h>
 
 namespace gpushare::apiclient::testing {
 namespace {
@@ -24,8 +24,8 @@ constexpr const char* kNewKey = "-newkey ec -pkeyopt ec_paramgen_curve:prime256v
 
 void make_ca(const std::filesystem::path& dir, const std::string& name) {
   const auto d = dir.string();
-  run("openssl req -x509 " + std::string(kNewKey) + " -days 2 -subj /CN=" + name + " -keyout " +
-      d + "/" + name + ".key -out " + d + "/" + name + ".crt");
+  run("openssl req -x509 " + std::string(kNewKey) + " -days 2 -subj /CN=" + name + " -keyout " + d +
+      "/" + name + ".key -out " + d + "/" + name + ".crt");
 }
 
 void make_leaf(const std::filesystem::path& dir, const std::string& name, const std::string& cn,

@@ -118,9 +118,8 @@ TEST(TlsServerName, OverridesTheNameThatIsVerified) {
 class ClientCertTls : public ::testing::Test {
  protected:
   void SetUp() override {
-    server_ = std::make_unique<TestServer>(tls_server(tls_material().server_cert,
-                                                      tls_material().server_key,
-                                                      tls_material().ca_cert.c_str()));
+    server_ = std::make_unique<TestServer>(tls_server(
+        tls_material().server_cert, tls_material().server_key, tls_material().ca_cert.c_str()));
     server_->start();
   }
   std::unique_ptr<TestServer> server_;

@@ -1,6 +1,7 @@
+#include "gpushare/apiclient/token_source.h"
+
 #include <gtest/gtest.h>
 
-#include "gpushare/apiclient/token_source.h"
 #include "test_util.h"
 
 namespace gpushare::apiclient {

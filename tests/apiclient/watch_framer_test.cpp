@@ -1,9 +1,10 @@
+#include "gpushare/apiclient/watch_framer.h"
+
 #include <gtest/gtest.h>
 
 #include <random>
 
 #include "gpushare/apiclient/watch_event.h"
-#include "gpushare/apiclient/watch_framer.h"
 
 namespace gpushare::apiclient {
 namespace {
@@ -16,7 +17,10 @@ std::vector<std::string> frame_all(WatchFramer& framer, const std::vector<std::s
 
 TEST(WatchFramer, SeveralEventsInOneChunkWithAndWithoutNewlines) {
   WatchFramer framer;
-  const auto values = frame_all(framer, {R"({"a":1}{"b":2})" "\n" R"(  {"c":[1,{"d":3}]})" "\r\n"});
+  const auto values = frame_all(framer, {R"({"a":1}{"b":2})"
+                                         "\n"
+                                         R"(  {"c":[1,{"d":3}]})"
+                                         "\r\n"});
   ASSERT_EQ(values.size(), 3u);
   EXPECT_EQ(values[0], R"({"a":1})");
   EXPECT_EQ(values[1], R"({"b":2})");
@@ -90,9 +94,9 @@ TEST(WatchFramer, GarbageBetweenEventsIsAnError) {
 // Random strings that stress the string scanner: quotes, backslashes, braces, control
 // characters (escaped by the encoder) and multi-byte UTF-8.
 std::string random_tricky_string(std::mt19937& random) {
-  static const std::vector<std::string> pieces{
-      "\"", "\\", "{", "}", "[", "]", ",", ":", "\n", "\t", "\x01", "é", "日本", "\\\"", "a", " ",
-      "\"}", "{\"", "\\\\"};
+  static const std::vector<std::string> pieces{"\"", "\\", "{",   "}",    "[",   "]",    ",",
+                                               ":",  "\n", "\t",  "\x01", "é",   "日本", "\\\"",
+                                               "a",  " ",  "\"}", "{\"",  "\\\\"};
   std::uniform_int_distribution<std::size_t> length(0, 12);
   std::uniform_int_distribution<std::size_t> pick(0, pieces.size() - 1);
   std::string out;
@@ -102,7 +106,8 @@ std::string random_tricky_string(std::mt19937& random) {
 
 nlohmann::json random_event(std::mt19937& random, int index) {
   nlohmann::json annotations = nlohmann::json::object();
-  for (int i = 0; i < 4; ++i) annotations[random_tricky_string(random)] = random_tricky_string(random);
+  for (int i = 0; i < 4; ++i)
+    annotations[random_tricky_string(random)] = random_tricky_string(random);
   return {{"type", index % 3 == 0 ? "ADDED" : "MODIFIED"},
           {"object",
            {{"kind", "Pod"},
@@ -110,7 +115,8 @@ nlohmann::json random_event(std::mt19937& random, int index) {
              {{"name", "pod-" + std::to_string(index)},
               {"resourceVersion", std::to_string(1000 + index)},
               {"annotations", annotations}}},
-            {"spec", {{"containers", nlohmann::json::array({{{"name", "c"}, {"args", {"}", "{"}}}})}}}}}};
+            {"spec",
+             {{"containers", nlohmann::json::array({{{"name", "c"}, {"args", {"}", "{"}}}})}}}}}};
 }
 
 TEST(WatchFramer, RandomChunkingYieldsIdenticalValues) {
@@ -149,7 +155,8 @@ TEST(WatchEvent, ParsesTypesAndRejectsBadShapes) {
   auto parse_watch_event = [&](std::string_view text) {
     return apiclient::parse_watch_event(text, parser);
   };
-  const auto event = parse_watch_event(R"({"type":"BOOKMARK","object":{"metadata":{"resourceVersion":"42"}}})");
+  const auto event =
+      parse_watch_event(R"({"type":"BOOKMARK","object":{"metadata":{"resourceVersion":"42"}}})");
   EXPECT_EQ(event.type, WatchEventType::kBookmark);
   EXPECT_EQ(resource_version_of(event.object), "42");
   EXPECT_EQ(parse_watch_event(R"({"type":"DELETED","object":{}})").type, WatchEventType::kDeleted);

@@ -95,9 +95,10 @@ ClusterConfig config_for(const TestServer& server) {
 TEST(Watch, EventsSplitAcrossChunksArriveInOrder) {
   TestServer server;
   auto script = std::make_shared<StreamScript>();
-  const std::string stream = event("ADDED", "a", "11") + "\n" + event("MODIFIED", "a", "12") +
-                             event("DELETED", "a", "13") + "\n" +
-                             R"({"type":"BOOKMARK","object":{"kind":"Pod","metadata":{"resourceVersion":"20"}}})" + "\n";
+  const std::string stream =
+      event("ADDED", "a", "11") + "\n" + event("MODIFIED", "a", "12") +
+      event("DELETED", "a", "13") + "\n" +
+      R"({"type":"BOOKMARK","object":{"kind":"Pod","metadata":{"resourceVersion":"20"}}})" + "\n";
   script->chunks = cut(stream, 7);
   std::mutex mutex;
   httplib::Params params;
@@ -114,7 +115,8 @@ TEST(Watch, EventsSplitAcrossChunksArriveInOrder) {
   ApiClient client(config_for(server), testing::fast_client_options());
   Collected collected;
   const WatchResult result = client.watch(
-      "/api/v1/pods", {{"resourceVersion", "10"}, {"allowWatchBookmarks", "true"}, {"timeoutSeconds", "300"}},
+      "/api/v1/pods",
+      {{"resourceVersion", "10"}, {"allowWatchBookmarks", "true"}, {"timeoutSeconds", "300"}},
       collected.callback(), {});
   EXPECT_EQ(result.end, WatchEnd::kClosed) << (result.error ? result.error->describe() : "");
   EXPECT_TRUE(result.established);
@@ -140,11 +142,13 @@ TEST(Watch, EventsSplitAcrossChunksArriveInOrder) {
 TEST(Watch, ErrorEventEndsTheWatchWithItsStatus) {
   TestServer server;
   auto script = std::make_shared<StreamScript>();
-  script->chunks = {event("ADDED", "a", "11"),
-                    R"json({"type":"ERROR","object":{"kind":"Status","apiVersion":"v1","metadata":{},"status":"Failure","message":"too old resource version: 5 (11)","reason":"Expired","code":410}})json",
-                    event("ADDED", "never", "12")};
+  script->chunks = {
+      event("ADDED", "a", "11"),
+      R"json({"type":"ERROR","object":{"kind":"Status","apiVersion":"v1","metadata":{},"status":"Failure","message":"too old resource version: 5 (11)","reason":"Expired","code":410}})json",
+      event("ADDED", "never", "12")};
   script->hold_open = true;  // the ERROR alone must end it
-  server.http().Get("/w", [&](const httplib::Request&, httplib::Response& res) { script->serve(res, script); });
+  server.http().Get(
+      "/w", [&](const httplib::Request&, httplib::Response& res) { script->serve(res, script); });
   server.start();
   ReleaseOnExit release{script};
 
@@ -182,7 +186,8 @@ TEST(Watch, StopIsPromptWhileTheStreamIsIdle) {
   auto script = std::make_shared<StreamScript>();
   script->chunks = {event("ADDED", "a", "1")};
   script->hold_open = true;
-  server.http().Get("/w", [&](const httplib::Request&, httplib::Response& res) { script->serve(res, script); });
+  server.http().Get(
+      "/w", [&](const httplib::Request&, httplib::Response& res) { script->serve(res, script); });
   server.start();
   ReleaseOnExit release{script};
 
@@ -206,17 +211,18 @@ TEST(Watch, HandlerExceptionEndsTheWatch) {
   auto script = std::make_shared<StreamScript>();
   script->chunks = {event("ADDED", "a", "1") + event("ADDED", "b", "2")};
   script->hold_open = true;
-  server.http().Get("/w", [&](const httplib::Request&, httplib::Response& res) { script->serve(res, script); });
+  server.http().Get(
+      "/w", [&](const httplib::Request&, httplib::Response& res) { script->serve(res, script); });
   server.start();
   ReleaseOnExit release{script};
   ApiClient client(config_for(server), testing::fast_client_options());
   int calls = 0;
-  const WatchResult result = client.watch(
-      "/w", {}, [&](WatchEvent&&) {
-        ++calls;
-        throw std::runtime_error("cache full");
-      },
-      {});
+  const WatchResult result = client.watch("/w", {},
+                                          [&](WatchEvent&&) {
+                                            ++calls;
+                                            throw std::runtime_error("cache full");
+                                          },
+                                          {});
   EXPECT_EQ(result.end, WatchEnd::kHandlerError);
   EXPECT_NE(result.error->message.find("cache full"), std::string::npos);
   EXPECT_EQ(calls, 1);
@@ -231,9 +237,15 @@ TEST(Watch, MalformedAndTruncatedStreams) {
   truncated->chunks = {event("ADDED", "a", "1"), R"({"type":"MODIFIED","object":{"meta)"};
   auto unknown = std::make_shared<StreamScript>();
   unknown->chunks = {R"({"type":"RENAMED","object":{}})"};
-  server.http().Get("/garbage", [&](const httplib::Request&, httplib::Response& res) { garbage->serve(res, garbage); });
-  server.http().Get("/truncated", [&](const httplib::Request&, httplib::Response& res) { truncated->serve(res, truncated); });
-  server.http().Get("/unknown", [&](const httplib::Request&, httplib::Response& res) { unknown->serve(res, unknown); });
+  server.http().Get("/garbage", [&](const httplib::Request&, httplib::Response& res) {
+    garbage->serve(res, garbage);
+  });
+  server.http().Get("/truncated", [&](const httplib::Request&, httplib::Response& res) {
+    truncated->serve(res, truncated);
+  });
+  server.http().Get("/unknown", [&](const httplib::Request&, httplib::Response& res) {
+    unknown->serve(res, unknown);
+  });
   server.start();
   ApiClient client(config_for(server), testing::fast_client_options());
 
@@ -283,7 +295,8 @@ TEST(Watch, UnauthorizedRereadsTokenAndRetriesOnce) {
     ++requests;
     if (req.get_header_value("Authorization") != "Bearer fresh") {
       res.status = 401;
-      res.set_content(testing::status_body(401, "Unauthorized", "Unauthorized"), "application/json");
+      res.set_content(testing::status_body(401, "Unauthorized", "Unauthorized"),
+                      "application/json");
       return;
     }
     script->serve(res, script);

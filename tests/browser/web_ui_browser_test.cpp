@@ -194,7 +194,8 @@ void expect_page_matches(const Json& page, const Json& inspect, bool measured) {
       }
       EXPECT_EQ(bar["draDevice"], dev.value("draDevice", ""));
       if (dev.contains("draDevice")) {
-        EXPECT_NE(bar["gpuTitle"].get<std::string>().find("DRA device " + dev["draDevice"].get<std::string>()),
+        EXPECT_NE(bar["gpuTitle"].get<std::string>().find("DRA device " +
+                                                          dev["draDevice"].get<std::string>()),
                   std::string::npos)
             << bar["gpuTitle"];
       }
@@ -212,12 +213,14 @@ void expect_page_matches(const Json& page, const Json& inspect, bool measured) {
           drawn_claims.emplace(seg["claim"], seg["claimPod"], seg["amount"].get<double>());
           const std::string pod = seg["claimPod"];
           const std::string title = seg["title"];
-          EXPECT_EQ(title.rfind("DRA claim " + seg["claim"].get<std::string>() + " (" +
-                                    (pod.empty() ? "no pod" : pod) + ")\n" + amount_text(seg["amount"]),
-                                0),
-                    0u)
+          EXPECT_EQ(
+              title.rfind("DRA claim " + seg["claim"].get<std::string>() + " (" +
+                              (pod.empty() ? "no pod" : pod) + ")\n" + amount_text(seg["amount"]),
+                          0),
+              0u)
               << title;
-          EXPECT_FALSE(seg["filled"].get<bool>()) << "a claim is drawn apart from running pods: " << seg;
+          EXPECT_FALSE(seg["filled"].get<bool>())
+              << "a claim is drawn apart from running pods: " << seg;
         } else {
           const std::string state = seg["state"];
           drawn.emplace(seg["pod"].get<std::string>(), seg["amount"].get<double>(),
@@ -239,7 +242,10 @@ void expect_page_matches(const Json& page, const Json& inspect, bool measured) {
       EXPECT_EQ(drawn_claims, expected_claims);
       if (measured) {
         EXPECT_GT(bar["barWidth"].get<double>(), 50.0);
-        EXPECT_NEAR(drawn_width, dev["usedGPU"].get<double>() / dev["totalGPU"].get<double>() * bar["barWidth"].get<double>(), 1.5);
+        EXPECT_NEAR(drawn_width,
+                    dev["usedGPU"].get<double>() / dev["totalGPU"].get<double>() *
+                        bar["barWidth"].get<double>(),
+                    1.5);
       }
     }
     std::multiset<std::string> unindexed;
@@ -279,10 +285,13 @@ void expect_page_matches(const Json& page, const Json& inspect, bool measured) {
   EXPECT_EQ(page["assumed"], number_text(inspect["assumedPods"]) + " assumed, not yet bound");
 }
 
-Json read_page(Browser& browser, bool measure) { return browser.execute(kReadPage, Json::array({measure})); }
+Json read_page(Browser& browser, bool measure) {
+  return browser.execute(kReadPage, Json::array({measure}));
+}
 
 void wait_for_first_render(Browser& browser) {
-  browser.wait_for("return Number(document.body.dataset.renders || 0) >= 1;", std::chrono::seconds(60));
+  browser.wait_for("return Number(document.body.dataset.renders || 0) >= 1;",
+                   std::chrono::seconds(60));
 }
 
 // Types `text` into the filter box; the node of the one tile left, once one is left.
@@ -302,8 +311,10 @@ Json demo_pod(const std::string& name, const std::string& uid, int request) {
           {"kind", "Pod"},
           {"metadata", {{"name", name}, {"namespace", "default"}, {"uid", uid}}},
           {"spec",
-           {{"containers", Json::array({{{"name", "app"},
-                                         {"resources", {{"limits", {{"aliyun.com/gpu-mem", std::to_string(request)}}}}}}})}}},
+           {{"containers",
+             Json::array({{{"name", "app"},
+                           {"resources",
+                            {{"limits", {{"aliyun.com/gpu-mem", std::to_string(request)}}}}}}})}}},
           {"status", {{"phase", "Pending"}}}};
 }
 
@@ -343,7 +354,8 @@ TEST_F(WebUiBrowser, TilesAndBarsMatchInspectAndFilterAndSortWork) {
     return Array.prototype.map.call(document.querySelectorAll('#nodes .tile'), function (t) { return t.dataset.node; });)js");
   std::vector<std::pair<double, std::string>> expected;
   for (const Json& node : inspect["nodes"]) {
-    expected.emplace_back(-(node["totalGPU"].get<double>() - node["usedGPU"].get<double>()), node["name"]);
+    expected.emplace_back(-(node["totalGPU"].get<double>() - node["usedGPU"].get<double>()),
+                          node["name"]);
   }
   std::sort(expected.begin(), expected.end());
   std::vector<std::string> expected_order;
@@ -367,19 +379,24 @@ TEST_F(WebUiBrowser, RefreshesAfterABindShowsRejectionsAndWritesAScreenshot) {
   // kube-scheduler's calls for the sample's pending pod: a filter that rejects the CPU-only node
   // and one that rejects every node for a pod too big for any GPU, then the bind.
   const Json nodes = Json::array({"gpu-node-a", "gpu-node-b", "gpu-node-c", "cpu-node-a"});
-  auto [filter_status, filtered] =
-      extender.post("filter", {{"Pod", demo_pod("demo-pending", "3f1c2a9e-0000-4000-8000-000000000010", 6)}, {"NodeNames", nodes}});
+  auto [filter_status, filtered] = extender.post(
+      "filter", {{"Pod", demo_pod("demo-pending", "3f1c2a9e-0000-4000-8000-000000000010", 6)},
+                 {"NodeNames", nodes}});
   ASSERT_EQ(filter_status, 200) << filtered;
-  auto [big_status, big] = extender.post("filter", {{"Pod", demo_pod("too-big", "uid-too-big", 40)}, {"NodeNames", nodes}});
+  auto [big_status, big] = extender.post(
+      "filter", {{"Pod", demo_pod("too-big", "uid-too-big", 40)}, {"NodeNames", nodes}});
   ASSERT_EQ(big_status, 200) << big;
-  auto [bind_status, bound] = extender.post("bind", {{"PodName", "demo-pending"}, {"PodNamespace", "default"},
-                                                     {"PodUID", "3f1c2a9e-0000-4000-8000-000000000010"},
-                                                     {"Node", "gpu-node-a"}});
+  auto [bind_status, bound] =
+      extender.post("bind", {{"PodName", "demo-pending"},
+                             {"PodNamespace", "default"},
+                             {"PodUID", "3f1c2a9e-0000-4000-8000-000000000010"},
+                             {"Node", "gpu-node-a"}});
   ASSERT_EQ(bind_status, 200) << bound;
 
   // The open page picks the bind up by itself (no reload: the marker survives).
-  browser.wait_for(R"js(return document.querySelector('.seg[data-pod="default/demo-pending"]') !== null;)js",
-                   std::chrono::seconds(60));
+  browser.wait_for(
+      R"js(return document.querySelector('.seg[data-pod="default/demo-pending"]') !== null;)js",
+      std::chrono::seconds(60));
   const Json inspect = extender.inspect();
   const Json after = read_page(browser, true);
   EXPECT_TRUE(after["sameDocument"].get<bool>()) << "the page was reloaded instead of refreshed";
@@ -419,7 +436,8 @@ TEST_F(WebUiBrowser, RefreshesAfterABindShowsRejectionsAndWritesAScreenshot) {
   };
   EXPECT_EQ(be32(16), 1400u) << "screenshot width";
   EXPECT_GE(be32(20), 700u) << "screenshot height";
-  const fs::path out = env_or("GPUSHARE_UI_SCREENSHOT", (fs::path(GPUSHARE_BINARY_DIR) / "ui.png").string());
+  const fs::path out =
+      env_or("GPUSHARE_UI_SCREENSHOT", (fs::path(GPUSHARE_BINARY_DIR) / "ui.png").string());
   std::ofstream(out, std::ios::binary) << png;
   std::cout << "screenshot: " << out << " (" << png.size() << " bytes)\n";
 }
@@ -433,7 +451,8 @@ TEST_F(WebUiBrowser, RefreshesAfterABindShowsRejectionsAndWritesAScreenshot) {
 TEST_F(WebUiBrowser, DraClaimsAreDrawnOnTheirGpusBesideDevicePluginPods) {
   const fs::path seed = work_ / "dra-cluster.yaml";
   // The sample's List ends with its items: one more item is appended as text.
-  std::ofstream(seed) << read_text(fs::path(GPUSHARE_SOURCE_DIR) / "deploy/samples/dra-cluster.yaml")
+  std::ofstream(seed) << read_text(fs::path(GPUSHARE_SOURCE_DIR) /
+                                   "deploy/samples/dra-cluster.yaml")
                       << R"(- apiVersion: v1
   kind: Pod
   metadata:
@@ -458,7 +477,8 @@ TEST_F(WebUiBrowser, DraClaimsAreDrawnOnTheirGpusBesideDevicePluginPods) {
     inspect = res && res->status == 200 ? Json::parse(res->body) : Json::object();
     int claims = 0;
     for (const Json& node : inspect.value("nodes", Json::array())) {
-      for (const Json& dev : node["devs"]) claims += static_cast<int>(dev.value("draClaims", Json::array()).size());
+      for (const Json& dev : node["devs"])
+        claims += static_cast<int>(dev.value("draClaims", Json::array()).size());
     }
     if (claims == 2 && inspect.value("usedGPU", 0) == 51) break;
     ASSERT_LT(std::chrono::steady_clock::now(), deadline) << inspect.dump();
@@ -477,9 +497,12 @@ TEST_F(WebUiBrowser, DraClaimsAreDrawnOnTheirGpusBesideDevicePluginPods) {
   ASSERT_EQ(node_a["gpus"][0]["segs"].size(), 1u);
   const Json& claim = node_a["gpus"][0]["segs"][0];
   EXPECT_TRUE(claim["dra"].get<bool>());
-  EXPECT_EQ(claim["title"], "DRA claim ml/notebook-gpu (ml/notebook)\n30\u00a0GiB on GPU 0 (device dra-node-a/gpu-0)");
+  EXPECT_EQ(
+      claim["title"],
+      "DRA claim ml/notebook-gpu (ml/notebook)\n30\u00a0GiB on GPU 0 (device dra-node-a/gpu-0)");
   EXPECT_EQ(node_a["gpus"][0]["free"], "10\u00a0GiB free");
-  EXPECT_EQ(node_a["draClaims"], Json::array({"DRA claim ml/notebook-gpu (ml/notebook) on GPU\u00a00: 30\u00a0GiB"}));
+  EXPECT_EQ(node_a["draClaims"],
+            Json::array({"DRA claim ml/notebook-gpu (ml/notebook) on GPU\u00a00: 30\u00a0GiB"}));
   EXPECT_EQ(tiles.at("dra-node-b")["draClaims"],
             Json::array({"DRA claim ml/serving-gpu (ml/serving) on GPU\u00a00: 15\u00a0GiB"}));
   // The device-plugin pod beside them: a pod segment, filled, no claim.
@@ -519,17 +542,24 @@ Json synthetic_cluster(int nodes) {
     const int count = gpu_counts[next(4)];
     const int size = gpu_sizes[next(4)];
     const std::string total = std::to_string(count * size);
-    const Json capacity = {{"cpu", "64"}, {"memory", "256Gi"}, {"aliyun.com/gpu-mem", total},
+    const Json capacity = {{"cpu", "64"},
+                           {"memory", "256Gi"},
+                           {"aliyun.com/gpu-mem", total},
                            {"aliyun.com/gpu-count", std::to_string(count)}};
-    items.push_back({{"apiVersion", "v1"},
-                     {"kind", "Node"},
-                     {"metadata", {{"name", name}, {"labels", {{"nvidia.com/gpu.product", size == 80 ? "A100-80GB" : "Tesla-T4"}}}}},
-                     {"status", {{"capacity", capacity}, {"allocatable", capacity}}}});
+    items.push_back(
+        {{"apiVersion", "v1"},
+         {"kind", "Node"},
+         {"metadata",
+          {{"name", name},
+           {"labels", {{"nvidia.com/gpu.product", size == 80 ? "A100-80GB" : "Tesla-T4"}}}}},
+         {"status", {{"capacity", capacity}, {"allocatable", capacity}}}});
     if (next(25) == 0) {
-      items.push_back({{"apiVersion", "v1"},
-                       {"kind", "ConfigMap"},
-                       {"metadata", {{"name", std::string("unhealthy-gpu-") + name}, {"namespace", "kube-system"}}},
-                       {"data", {{"gpus", std::to_string(next(count))}}}});
+      items.push_back(
+          {{"apiVersion", "v1"},
+           {"kind", "ConfigMap"},
+           {"metadata",
+            {{"name", std::string("unhealthy-gpu-") + name}, {"namespace", "kube-system"}}},
+           {"data", {{"gpus", std::to_string(next(count))}}}});
     }
     for (int gpu = 0; gpu < count; ++gpu) {
       int free = size;
@@ -539,22 +569,26 @@ Json synthetic_cluster(int nodes) {
         if (request > free) break;
         free -= request;
         const std::string pod_name = "job-" + std::to_string(pod_index++);
-        items.push_back({{"apiVersion", "v1"},
-                         {"kind", "Pod"},
-                         {"metadata",
-                          {{"name", pod_name},
-                           {"namespace", namespaces[next(5)]},
-                           {"uid", "uid-" + pod_name},
-                           {"annotations",
-                            {{"ALIYUN_COM_GPU_MEM_IDX", std::to_string(gpu)},
-                             {"ALIYUN_COM_GPU_MEM_POD", std::to_string(request)},
-                             {"ALIYUN_COM_GPU_MEM_DEV", std::to_string(size)},
-                             {"ALIYUN_COM_GPU_MEM_ASSIGNED", "true"}}}}},
-                         {"spec",
-                          {{"nodeName", name},
-                           {"containers", Json::array({{{"name", "main"},
-                                                        {"resources", {{"limits", {{"aliyun.com/gpu-mem", std::to_string(request)}}}}}}})}}},
-                         {"status", {{"phase", "Running"}}}});
+        items.push_back(
+            {{"apiVersion", "v1"},
+             {"kind", "Pod"},
+             {"metadata",
+              {{"name", pod_name},
+               {"namespace", namespaces[next(5)]},
+               {"uid", "uid-" + pod_name},
+               {"annotations",
+                {{"ALIYUN_COM_GPU_MEM_IDX", std::to_string(gpu)},
+                 {"ALIYUN_COM_GPU_MEM_POD", std::to_string(request)},
+                 {"ALIYUN_COM_GPU_MEM_DEV", std::to_string(size)},
+                 {"ALIYUN_COM_GPU_MEM_ASSIGNED", "true"}}}}},
+             {"spec",
+              {{"nodeName", name},
+               {"containers",
+                Json::array(
+                    {{{"name", "main"},
+                      {"resources",
+                       {{"limits", {{"aliyun.com/gpu-mem", std::to_string(request)}}}}}}})}}},
+             {"status", {{"phase", "Running"}}}});
       }
     }
   }
@@ -575,7 +609,8 @@ TEST_F(WebUiBrowser, RendersAThousandNodes) {
   ASSERT_EQ(inspect["nodes"].size(), static_cast<std::size_t>(kNodes));
 
   Browser browser(work_, 1400, 900);
-  browser.navigate(extender.url("/ui"));  // the bare path redirects to /ui/: the browser must follow
+  browser.navigate(
+      extender.url("/ui"));  // the bare path redirects to /ui/: the browser must follow
   wait_for_first_render(browser);
   const Json first = browser.execute(R"js(
     var s = window.gpushareUi;
@@ -620,8 +655,8 @@ TEST_F(WebUiBrowser, RendersAThousandNodes) {
   expect_page_matches(read_page(browser, false), inspect, false);
 
   const double first_render = first["firstRenderAt"].get<double>();
-  std::cout << "1000 nodes (" << first["bars"] << " GPU bars, " << first["segments"] << " pod segments, /inspect "
-            << inspect_bytes / 1024 << " KiB):\n"
+  std::cout << "1000 nodes (" << first["bars"] << " GPU bars, " << first["segments"]
+            << " pod segments, /inspect " << inspect_bytes / 1024 << " KiB):\n"
             << "  navigation start to first data drawn: " << first_render << " ms\n"
             << "  /inspect fetch + JSON.parse: " << first["fetchMs"] << " ms\n"
             << "  building and assigning the DOM: " << first["renderMs"] << " ms\n"

@@ -3,6 +3,7 @@
 // to drive the web view in headless Chromium from a gtest.
 
 #include <fcntl.h>
+#include <httplib.h>
 #include <netinet/in.h>
 #include <signal.h>
 #include <spawn.h>
@@ -10,13 +11,11 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
-#include <httplib.h>
-#include <nlohmann/json.hpp>
-
 #include <chrono>
 #include <cstdlib>
 #include <filesystem>
 #include <fstream>
+#include <nlohmann/json.hpp>
 #include <optional>
 #include <regex>
 #include <sstream>
@@ -36,15 +35,20 @@ inline std::string env_or(const char* name, const std::string& fallback) {
   const char* value = std::getenv(name);
   return value != nullptr && *value != '\0' ? value : fallback;
 }
-inline std::string chromium_path() { return env_or("GPUSHARE_CHROMIUM", "/usr/bin/chromium"); }
-inline std::string chromedriver_path() { return env_or("GPUSHARE_CHROMEDRIVER", "/usr/bin/chromedriver"); }
+inline std::string chromium_path() {
+  return env_or("GPUSHARE_CHROMIUM", "/usr/bin/chromium");
+}
+inline std::string chromedriver_path() {
+  return env_or("GPUSHARE_CHROMEDRIVER", "/usr/bin/chromedriver");
+}
 
 // Empty if the browser can run here; otherwise why not (the tests skip with it).
 inline std::string browser_missing() {
   for (const std::string& path : {chromium_path(), chromedriver_path()}) {
     if (::access(path.c_str(), X_OK) != 0) {
-      return path + " is not installed: run scripts/install-browser.sh (Debian packages chromium, "
-                    "chromium-driver) to run the browser tests";
+      return path +
+             " is not installed: run scripts/install-browser.sh (Debian packages chromium, "
+             "chromium-driver) to run the browser tests";
     }
   }
   return {};
@@ -65,7 +69,8 @@ class Process {
     posix_spawn_file_actions_t actions;
     posix_spawn_file_actions_init(&actions);
     posix_spawn_file_actions_addopen(&actions, STDIN_FILENO, "/dev/null", O_RDONLY, 0);
-    posix_spawn_file_actions_addopen(&actions, STDOUT_FILENO, log_.c_str(), O_WRONLY | O_CREAT | O_TRUNC, 0644);
+    posix_spawn_file_actions_addopen(&actions, STDOUT_FILENO, log_.c_str(),
+                                     O_WRONLY | O_CREAT | O_TRUNC, 0644);
     posix_spawn_file_actions_adddup2(&actions, STDOUT_FILENO, STDERR_FILENO);
     posix_spawnattr_t attributes;
     posix_spawnattr_init(&attributes);
@@ -147,7 +152,9 @@ class Extender {
   }
 
   int port() const { return port_; }
-  std::string url(const std::string& path) const { return "http://127.0.0.1:" + std::to_string(port_) + path; }
+  std::string url(const std::string& path) const {
+    return "http://127.0.0.1:" + std::to_string(port_) + path;
+  }
   httplib::Client client() const {
     httplib::Client client("127.0.0.1", port_);
     client.set_read_timeout(60);
@@ -183,13 +190,14 @@ class FakeApiServerProcess {
  public:
   FakeApiServerProcess(const std::filesystem::path& seed, const std::filesystem::path& work_dir)
       : kubeconfig_(work_dir / "fake.kubeconfig"),
-        process_({GPUSHARE_FAKE_APISERVER_BINARY, "--kubeconfig-out", kubeconfig_.string(), "--seed",
-                  seed.string()},
+        process_({GPUSHARE_FAKE_APISERVER_BINARY, "--kubeconfig-out", kubeconfig_.string(),
+                  "--seed", seed.string()},
                  work_dir / "fake-apiserver.log") {
     const auto deadline = std::chrono::steady_clock::now() + 60s;
     while (std::chrono::steady_clock::now() < deadline) {
       if (process_.log().find("fake API server on") != std::string::npos) return;
-      if (!process_.running()) throw std::runtime_error("gpushare-fake-apiserver exited:\n" + process_.log());
+      if (!process_.running())
+        throw std::runtime_error("gpushare-fake-apiserver exited:\n" + process_.log());
       std::this_thread::sleep_for(50ms);
     }
     throw std::runtime_error("gpushare-fake-apiserver did not start:\n" + process_.log());
@@ -232,14 +240,16 @@ class Browser {
  public:
   explicit Browser(const std::filesystem::path& work_dir, int width = 1400, int height = 900) {
     port_ = free_loopback_port();
-    driver_.emplace(std::vector<std::string>{chromedriver_path(), "--port=" + std::to_string(port_)},
-                    work_dir / "chromedriver.log");
+    driver_.emplace(
+        std::vector<std::string>{chromedriver_path(), "--port=" + std::to_string(port_)},
+        work_dir / "chromedriver.log");
     const auto deadline = std::chrono::steady_clock::now() + 30s;
     for (;;) {
       auto res = client().Get("/status");
       if (res && res->status == 200) {
         const Json status = Json::parse(res->body, nullptr, false);
-        if (status.is_object() && status.contains("value") && status["value"].value("ready", false)) break;
+        if (status.is_object() && status.contains("value") && status["value"].value("ready", false))
+          break;
       }
       if (std::chrono::steady_clock::now() > deadline) {
         throw std::runtime_error("chromedriver did not start:\n" + driver_->log());
@@ -247,9 +257,15 @@ class Browser {
       std::this_thread::sleep_for(100ms);
     }
     const std::string profile = (work_dir / "profile").string();
-    const Json args = {"--headless", "--no-sandbox", "--disable-gpu", "--disable-dev-shm-usage",
-                       "--disable-background-networking", "--disable-component-update",
-                       "--disable-sync", "--no-first-run", "--disable-extensions",
+    const Json args = {"--headless",
+                       "--no-sandbox",
+                       "--disable-gpu",
+                       "--disable-dev-shm-usage",
+                       "--disable-background-networking",
+                       "--disable-component-update",
+                       "--disable-sync",
+                       "--no-first-run",
+                       "--disable-extensions",
                        "--user-data-dir=" + profile,
                        "--window-size=" + std::to_string(width) + "," + std::to_string(height)};
     const Json capabilities = {
@@ -278,7 +294,8 @@ class Browser {
     return session_call("POST", "/execute/sync", {{"script", script}, {"args", std::move(args)}});
   }
   // Polls `script` until it returns something truthy, or throws after `timeout`.
-  Json wait_for(const std::string& script, std::chrono::milliseconds timeout = 30s, Json args = Json::array()) {
+  Json wait_for(const std::string& script, std::chrono::milliseconds timeout = 30s,
+                Json args = Json::array()) {
     const auto deadline = std::chrono::steady_clock::now() + timeout;
     for (;;) {
       Json value = execute(script, args);
@@ -290,7 +307,9 @@ class Browser {
       std::this_thread::sleep_for(100ms);
     }
   }
-  std::string screenshot_png() { return base64_decode(session_call("GET", "/screenshot", nullptr).get<std::string>()); }
+  std::string screenshot_png() {
+    return base64_decode(session_call("GET", "/screenshot", nullptr).get<std::string>());
+  }
   void set_window_size(int width, int height) {
     session_call("POST", "/window/rect", {{"width", width}, {"height", height}});
   }
@@ -306,14 +325,15 @@ class Browser {
     return call(method, "/session/" + session_ + path, body);
   }
   Json call(const std::string& method, const std::string& path, const Json& body) {
-    httplib::Result res = method == "GET"      ? client().Get(path)
-                          : method == "DELETE" ? client().Delete(path)
-                                               : client().Post(path, body.dump(), "application/json");
+    httplib::Result res = method == "GET" ? client().Get(path)
+                          : method == "DELETE"
+                              ? client().Delete(path)
+                              : client().Post(path, body.dump(), "application/json");
     if (!res) throw std::runtime_error("chromedriver: no answer to " + method + " " + path);
     Json reply = Json::parse(res->body, nullptr, false);
     if (res->status != 200 || reply.is_discarded()) {
-      throw std::runtime_error("chromedriver: " + method + " " + path + " -> " + std::to_string(res->status) +
-                               ": " + res->body.substr(0, 2000));
+      throw std::runtime_error("chromedriver: " + method + " " + path + " -> " +
+                               std::to_string(res->status) + ": " + res->body.substr(0, 2000));
     }
     return reply.value("value", Json());
   }

@@ -15,7 +15,8 @@ class BadInput : public ::testing::Test {
     EXPECT_EQ(extender.inspect(), before_) << "model changed on bad input";
     EXPECT_EQ(extender.client().Get("/healthz")->status, 200);
   }
-  void expect_rejected(const std::string& verb, const std::string& body, const std::string& fragment) {
+  void expect_rejected(const std::string& verb, const std::string& body,
+                       const std::string& fragment) {
     const auto [status, reply] = extender.post(verb, body);
     EXPECT_EQ(status, 400) << verb << " " << body.substr(0, 200);
     ASSERT_TRUE(reply.is_object()) << body.substr(0, 200);
@@ -40,17 +41,22 @@ TEST_F(BadInput, MalformedJson) {
 TEST_F(BadInput, FilterReplyKeepsItsShapeOnError) {
   const auto [status, reply] = extender.post("filter", std::string("{nope"));
   EXPECT_EQ(status, 400);
-  for (const char* key : {"Nodes", "NodeNames", "FailedNodes", "FailedAndUnresolvableNodes", "Error"}) {
+  for (const char* key :
+       {"Nodes", "NodeNames", "FailedNodes", "FailedAndUnresolvableNodes", "Error"}) {
     EXPECT_TRUE(reply.contains(key)) << key;
   }
 }
 
 TEST_F(BadInput, WrongTypes) {
   const Json pod = pod_object("p", "uid-p", 4);
-  expect_rejected("filter", Json{{"Pod", pod}, {"NodeNames", "n1"}}.dump(), "NodeNames must be an array");
-  expect_rejected("filter", Json{{"Pod", pod}, {"NodeNames", {1, 2}}}.dump(), "NodeNames must hold strings");
-  expect_rejected("filter", Json{{"Pod", "p"}, {"NodeNames", {"n1"}}}.dump(), "Pod must be an object");
-  expect_rejected("filter", Json{{"Pod", pod}, {"Nodes", {{"items", "x"}}}}.dump(), "Nodes.items must be an array");
+  expect_rejected("filter", Json{{"Pod", pod}, {"NodeNames", "n1"}}.dump(),
+                  "NodeNames must be an array");
+  expect_rejected("filter", Json{{"Pod", pod}, {"NodeNames", {1, 2}}}.dump(),
+                  "NodeNames must hold strings");
+  expect_rejected("filter", Json{{"Pod", "p"}, {"NodeNames", {"n1"}}}.dump(),
+                  "Pod must be an object");
+  expect_rejected("filter", Json{{"Pod", pod}, {"Nodes", {{"items", "x"}}}}.dump(),
+                  "Nodes.items must be an array");
   expect_rejected("filter", Json{{"Pod", pod}, {"Nodes", {{"items", {1}}}}}.dump(), "Node objects");
   expect_rejected("bind", Json{{"PodName", 7}, {"PodNamespace", "default"}, {"Node", "n1"}}.dump(),
                   "PodName must be a string");
@@ -60,25 +66,32 @@ TEST_F(BadInput, WrongTypes) {
 
 TEST_F(BadInput, MissingFields) {
   expect_rejected("filter", Json{{"NodeNames", {"n1"}}}.dump(), "missing Pod");
-  expect_rejected("prioritize", Json{{"Pod", pod_object("p", "u", 1)}}.dump(), "neither NodeNames nor Nodes");
-  expect_rejected("bind", Json{{"PodNamespace", "default"}, {"Node", "n1"}}.dump(), "missing PodName");
+  expect_rejected("prioritize", Json{{"Pod", pod_object("p", "u", 1)}}.dump(),
+                  "neither NodeNames nor Nodes");
+  expect_rejected("bind", Json{{"PodNamespace", "default"}, {"Node", "n1"}}.dump(),
+                  "missing PodName");
   expect_rejected("bind", Json{{"PodName", "p"}, {"Node", "n1"}}.dump(), "missing PodNamespace");
-  expect_rejected("bind", Json{{"PodName", "p"}, {"PodNamespace", "default"}}.dump(), "missing Node");
-  expect_rejected("preempt", Json{{"Pod", pod_object("p", "u", 1)}}.dump(), "neither NodeNameToMetaVictims");
+  expect_rejected("bind", Json{{"PodName", "p"}, {"PodNamespace", "default"}}.dump(),
+                  "missing Node");
+  expect_rejected("preempt", Json{{"Pod", pod_object("p", "u", 1)}}.dump(),
+                  "neither NodeNameToMetaVictims");
   Json no_metadata = pod_object("p", "u", 1);
   no_metadata.erase("metadata");
-  expect_rejected("filter", Json{{"Pod", no_metadata}, {"NodeNames", {"n1"}}}.dump(), "no metadata");
+  expect_rejected("filter", Json{{"Pod", no_metadata}, {"NodeNames", {"n1"}}}.dump(),
+                  "no metadata");
 }
 
 TEST_F(BadInput, AbsurdQuantities) {
   for (const char* quantity : {"-4", "1e40", "99999999999999999999", "12XB", "0.5", ""}) {
     Json pod = pod_object("p", "u", 1);
     pod["spec"]["containers"][0]["resources"]["limits"]["aliyun.com/gpu-mem"] = quantity;
-    expect_rejected("filter", Json{{"Pod", pod}, {"NodeNames", {"n1"}}}.dump(), "aliyun.com/gpu-mem");
+    expect_rejected("filter", Json{{"Pod", pod}, {"NodeNames", {"n1"}}}.dump(),
+                    "aliyun.com/gpu-mem");
   }
   Json pod = pod_object("p", "u", 1);
   pod["spec"]["containers"][0]["resources"]["limits"]["aliyun.com/gpu-mem"] = Json::object();
-  expect_rejected("prioritize", Json{{"Pod", pod}, {"NodeNames", {"n1"}}}.dump(), "must be a quantity");
+  expect_rejected("prioritize", Json{{"Pod", pod}, {"NodeNames", {"n1"}}}.dump(),
+                  "must be a quantity");
 }
 
 TEST_F(BadInput, OversizedBody) {

@@ -33,7 +33,8 @@ TEST(BindContract, WritesTheDevicePluginAnnotationsAndAssumes) {
   EXPECT_EQ(annotations.at("ALIYUN_COM_GPU_MEM_POD"), "5");
   EXPECT_EQ(annotations.at("ALIYUN_COM_GPU_MEM_DEV"), "16");
   EXPECT_EQ(annotations.at("ALIYUN_COM_GPU_MEM_ASSIGNED"), "false");
-  EXPECT_GT(std::stoll(annotations.at("ALIYUN_COM_GPU_MEM_ASSUME_TIME")), 1'700'000'000'000'000'000);
+  EXPECT_GT(std::stoll(annotations.at("ALIYUN_COM_GPU_MEM_ASSUME_TIME")),
+            1'700'000'000'000'000'000);
   const Json inspect = extender.inspect();
   for (const auto& node : inspect["nodes"]) {
     if (node["name"] != "n1") continue;
@@ -66,13 +67,15 @@ TEST(BindContract, FailuresLeaveTheModelUnchanged) {
   // No room: 5 does not fit on n2 (4 free).
   const auto [status, reply] = extender.post("bind", binding("pending", "uid-pending", "n2"));
   EXPECT_EQ(status, 500);
-  EXPECT_EQ(reply["Error"],
-            "node n2: insufficient aliyun.com/gpu-mem on any single GPU: largest free 4 of requested 5");
+  EXPECT_EQ(
+      reply["Error"],
+      "node n2: insufficient aliyun.com/gpu-mem on any single GPU: largest free 4 of requested 5");
   EXPECT_EQ(extender.inspect(), before);
 }
 
 TEST(BindContract, PodWithoutTheResourceBindsWithoutAnnotations) {
-  ExtenderUnderTest extender(cluster_list({node_object("n1", 1, 8), pod_object("cpu-only", "u1", 0)}));
+  ExtenderUnderTest extender(
+      cluster_list({node_object("n1", 1, 8), pod_object("cpu-only", "u1", 0)}));
   ASSERT_EQ(extender.post("bind", binding("cpu-only", "u1", "n1")).first, 200);
   EXPECT_TRUE(extender.cluster().bound_annotations().at("default/cpu-only").empty());
   EXPECT_EQ(extender.inspect()["pods"], 0);
@@ -80,7 +83,9 @@ TEST(BindContract, PodWithoutTheResourceBindsWithoutAnnotations) {
 
 TEST(BindContract, LowerCaseBindingKeys) {
   ExtenderUnderTest extender(small_cluster());
-  const Json args = {{"podName", "pending"}, {"podNamespace", "default"}, {"podUID", "uid-pending"},
+  const Json args = {{"podName", "pending"},
+                     {"podNamespace", "default"},
+                     {"podUID", "uid-pending"},
                      {"node", "n1"}};
   EXPECT_EQ(extender.post("bind", args).first, 200);
 }
@@ -89,14 +94,17 @@ TEST(PreemptContract, MinimalVictimsOnOneGpu) {
   ExtenderUnderTest extender(small_cluster());
   // A 12-unit pod on n1: GPU 0 has 6 free (evict held-0: 1 victim); GPU 1 has 6 free (evicting
   // held-1b frees 12: 1 victim, and 6 units < 10 evicted). kube-scheduler offers all three.
-  const Json args = {
-      {"Pod", pod_object("big", "uid-big", 12)},
-      {"NodeNameToMetaVictims",
-       {{"n1", {{"Pods", Json::array({{{"UID", "uid-held-0"}}, {{"UID", "uid-held-1a"}}, {{"UID", "uid-held-1b"}}})},
-                {"NumPDBViolations", 0}}},
-        {"n2", {{"Pods", Json::array({{{"UID", "uid-held-n2"}}, {{"UID", "uid-nogpu"}}})},
-                {"NumPDBViolations", 1}}},
-        {"ghost", {{"Pods", Json::array()}, {"NumPDBViolations", 0}}}}}};
+  const Json args = {{"Pod", pod_object("big", "uid-big", 12)},
+                     {"NodeNameToMetaVictims",
+                      {{"n1",
+                        {{"Pods", Json::array({{{"UID", "uid-held-0"}},
+                                               {{"UID", "uid-held-1a"}},
+                                               {{"UID", "uid-held-1b"}}})},
+                         {"NumPDBViolations", 0}}},
+                       {"n2",
+                        {{"Pods", Json::array({{{"UID", "uid-held-n2"}}, {{"UID", "uid-nogpu"}}})},
+                         {"NumPDBViolations", 1}}},
+                       {"ghost", {{"Pods", Json::array()}, {"NumPDBViolations", 0}}}}}};
   const auto [status, reply] = extender.post("preempt", args);
   ASSERT_EQ(status, 200);
   const Json& result = reply["NodeNameToMetaVictims"];
@@ -157,9 +165,10 @@ TEST(PreemptContract, AnOutOfRangeNumPDBViolationsIsRefused) {
 TEST(PreemptContract, NodesThatCannotFitEvenAfterEvictionAreDropped) {
   ExtenderUnderTest extender(small_cluster());
   // 16 on n1: only GPU 1 could be emptied, but only held-1a is offered (frees 4 -> 10 free).
-  const Json args = {{"Pod", pod_object("big", "uid-big", 16)},
-                     {"NodeNameToMetaVictims",
-                      {{"n1", {{"Pods", Json::array({{{"UID", "uid-held-1a"}}})}, {"NumPDBViolations", 0}}}}}};
+  const Json args = {
+      {"Pod", pod_object("big", "uid-big", 16)},
+      {"NodeNameToMetaVictims",
+       {{"n1", {{"Pods", Json::array({{{"UID", "uid-held-1a"}}})}, {"NumPDBViolations", 0}}}}}};
   const auto [status, reply] = extender.post("preempt", args);
   ASSERT_EQ(status, 200);
   EXPECT_EQ(reply["NodeNameToMetaVictims"], Json::object());
@@ -169,8 +178,9 @@ TEST(PreemptContract, FullVictimPodsWhenNotNodeCacheCapable) {
   ExtenderUnderTest extender(small_cluster());
   const Json args = {{"Pod", pod_object("big", "uid-big", 12)},
                      {"NodeNameToVictims",
-                      {{"n1", {{"Pods", Json::array({pod_object("held-0", "uid-held-0", 10, "n1", 0)})},
-                               {"NumPDBViolations", 0}}}}}};
+                      {{"n1",
+                        {{"Pods", Json::array({pod_object("held-0", "uid-held-0", 10, "n1", 0)})},
+                         {"NumPDBViolations", 0}}}}}};
   const auto [status, reply] = extender.post("preempt", args);
   ASSERT_EQ(status, 200);
   EXPECT_EQ(reply["NodeNameToMetaVictims"]["n1"]["Pods"], Json::array({{{"UID", "uid-held-0"}}}));

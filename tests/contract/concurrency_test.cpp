@@ -13,12 +13,14 @@ namespace {
 
 TEST(Concurrency, ParallelBindsNeverOversubscribe) {
   // 3 nodes x 2 GPUs x 10 units = 60 units; 96 pods of 1..4 units ask for ~240.
-  std::vector<Json> items = {node_object("n1", 2, 20), node_object("n2", 2, 20), node_object("n3", 2, 20)};
+  std::vector<Json> items = {node_object("n1", 2, 20), node_object("n2", 2, 20),
+                             node_object("n3", 2, 20)};
   constexpr int kPods = 96;
   std::vector<int> requests;
   for (int i = 0; i < kPods; ++i) {
     requests.push_back(1 + (i * 7) % 4);
-    items.push_back(pod_object("p" + std::to_string(i), "uid-" + std::to_string(i), requests.back()));
+    items.push_back(
+        pod_object("p" + std::to_string(i), "uid-" + std::to_string(i), requests.back()));
   }
   ExtenderUnderTest extender(cluster_list(items));
 
@@ -32,8 +34,10 @@ TEST(Concurrency, ParallelBindsNeverOversubscribe) {
       for (int i = next++; i < kPods; i = next++) {
         // Every pod tries its "preferred" node first, so binds collide on the same GPUs.
         for (const char* node : {"n1", "n2", "n3"}) {
-          const Json args = {{"PodName", "p" + std::to_string(i)}, {"PodNamespace", "default"},
-                             {"PodUID", "uid-" + std::to_string(i)}, {"Node", node}};
+          const Json args = {{"PodName", "p" + std::to_string(i)},
+                             {"PodNamespace", "default"},
+                             {"PodUID", "uid-" + std::to_string(i)},
+                             {"Node", node}};
           if (extender.post("bind", args).first == 200) {
             granted += requests[static_cast<std::size_t>(i)];
             ++successes;
@@ -49,7 +53,8 @@ TEST(Concurrency, ParallelBindsNeverOversubscribe) {
     readers.emplace_back([&] {
       while (!binding_done) {
         const auto [status, reply] = extender.post(
-            "filter", Json{{"Pod", pod_object("probe", "uid-probe", 3)}, {"NodeNames", {"n1", "n2", "n3"}}});
+            "filter",
+            Json{{"Pod", pod_object("probe", "uid-probe", 3)}, {"NodeNames", {"n1", "n2", "n3"}}});
         EXPECT_EQ(status, 200);
       }
     });
@@ -85,7 +90,8 @@ TEST(Concurrency, SamePodBoundTwiceAtOnceIsGrantedOnce) {
     std::vector<std::jthread> threads;
     for (int t = 0; t < 8; ++t) {
       threads.emplace_back([&] {
-        const Json args = {{"PodName", "p"}, {"PodNamespace", "default"}, {"PodUID", "uid-p"}, {"Node", "n1"}};
+        const Json args = {
+            {"PodName", "p"}, {"PodNamespace", "default"}, {"PodUID", "uid-p"}, {"Node", "n1"}};
         if (extender.post("bind", args).first == 200) ++successes;
       });
     }

@@ -38,9 +38,9 @@ struct Exported {
 };
 
 Exported scrape_exported_metrics() {
-  ExtenderUnderTest extender(cluster_list({node_object("n1", 2, 32), pod_object("pending", "uid-pending", 5),
-                                           pod_object("big", "uid-big", 64),
-                                           pod_object("held", "uid-held", 10, "n1", 0)}));
+  ExtenderUnderTest extender(cluster_list(
+      {node_object("n1", 2, 32), pod_object("pending", "uid-pending", 5),
+       pod_object("big", "uid-big", 64), pod_object("held", "uid-held", 10, "n1", 0)}));
   auto args = [](const std::string& name, const std::string& uid) {
     Json pod = pod_object(name, uid, name == "big" ? 64 : 5);
     return Json{{"Pod", pod}, {"NodeNames", Json::array({"n1"})}};
@@ -48,10 +48,14 @@ Exported scrape_exported_metrics() {
   extender.post("filter", args("pending", "uid-pending"));
   extender.post("filter", args("big", "uid-big"));  // a rejection, with its reason
   extender.post("prioritize", args("pending", "uid-pending"));
-  extender.post("bind", Json{{"PodName", "pending"}, {"PodNamespace", "default"}, {"PodUID", "uid-pending"},
+  extender.post("bind", Json{{"PodName", "pending"},
+                             {"PodNamespace", "default"},
+                             {"PodUID", "uid-pending"},
                              {"Node", "n1"}});
-  extender.post("bind", Json{{"PodName", "nobody"}, {"PodNamespace", "default"}, {"PodUID", "uid-x"},
-                             {"Node", "n1"}});
+  extender.post(
+      "bind",
+      Json{
+          {"PodName", "nobody"}, {"PodNamespace", "default"}, {"PodUID", "uid-x"}, {"Node", "n1"}});
   extender.post("preempt", std::string("{}"));
   extender.inspect();
   // Sync series come from live mode's ClusterSync; feed them as it does.
@@ -60,8 +64,10 @@ Exported scrape_exported_metrics() {
   sync_metrics.count_relist("pods");
   sync_metrics.set_last_sync(1'700'000'000);
   // And the leader-election series, as a --leader-elect replica's collector adds them.
-  extender.metrics().add_collector(sync::leader_election_collector(
-      [] { return sync::LeaderElectionState{.leader = true, .acquisitions = 1, .lost = 0, .failed_attempts = 0}; }));
+  extender.metrics().add_collector(sync::leader_election_collector([] {
+    return sync::LeaderElectionState{
+        .leader = true, .acquisitions = 1, .lost = 0, .failed_attempts = 0};
+  }));
 
   auto res = extender.client().Get("/metrics");
   EXPECT_TRUE(res && res->status == 200);
@@ -90,7 +96,8 @@ const Exported& exported() {
 std::set<std::string> metric_names(const std::string& expr) {
   std::set<std::string> names;
   const std::regex name(R"(gpushare_[a-z_]+)");
-  for (auto it = std::sregex_iterator(expr.begin(), expr.end(), name); it != std::sregex_iterator(); ++it) {
+  for (auto it = std::sregex_iterator(expr.begin(), expr.end(), name); it != std::sregex_iterator();
+       ++it) {
     std::string metric = it->str();
     for (const std::string suffix : {"_bucket", "_sum", "_count"}) {
       if (!metric.ends_with(suffix)) continue;
@@ -145,7 +152,8 @@ void collect_exprs(const Json& value, std::vector<std::string>& out) {
 std::set<std::string> recorded_names(const std::string& expr) {
   std::set<std::string> names;
   const std::regex name(R"(gpushare:[a-z_]+:[a-z_]+)");
-  for (auto it = std::sregex_iterator(expr.begin(), expr.end(), name); it != std::sregex_iterator(); ++it) {
+  for (auto it = std::sregex_iterator(expr.begin(), expr.end(), name); it != std::sregex_iterator();
+       ++it) {
     names.insert(it->str());
   }
   return names;
@@ -182,9 +190,10 @@ std::vector<std::pair<std::string, std::string>> load_alert_rules() {
 
 TEST(Monitoring, TheScrapeSeesEveryFamilyTheDashboardIsBuiltOn) {
   // Guards the test itself: if the scrape were empty, every check below would pass vacuously.
-  for (const char* family : {"gpushare_requests_total", "gpushare_request_duration_seconds",
-                             "gpushare_binds_total", "gpushare_watch_restarts_total",
-                             "gpushare_gpu_memory_allocated", "gpushare_last_sync_timestamp_seconds"}) {
+  for (const char* family :
+       {"gpushare_requests_total", "gpushare_request_duration_seconds", "gpushare_binds_total",
+        "gpushare_watch_restarts_total", "gpushare_gpu_memory_allocated",
+        "gpushare_last_sync_timestamp_seconds"}) {
     EXPECT_TRUE(exported().families.count(family)) << family;
   }
   EXPECT_EQ(exported().families.at("gpushare_request_duration_seconds"), "histogram");
@@ -199,7 +208,8 @@ TEST(Monitoring, DashboardIsValidAndQueriesOnlyExportedMetrics) {
   std::set<int> ids;
   std::set<std::string> used;
   for (const Json& panel : dashboard["panels"]) {
-    ASSERT_TRUE(panel.contains("id") && panel.contains("type") && panel.contains("gridPos")) << panel.dump();
+    ASSERT_TRUE(panel.contains("id") && panel.contains("type") && panel.contains("gridPos"))
+        << panel.dump();
     EXPECT_TRUE(ids.insert(panel["id"].get<int>()).second) << "duplicate panel id " << panel["id"];
     if (panel["type"] == "row") continue;
     ASSERT_TRUE(panel.contains("targets")) << panel["title"];
@@ -217,7 +227,8 @@ TEST(Monitoring, DashboardIsValidAndQueriesOnlyExportedMetrics) {
   collect_exprs(dashboard, exprs);
   for (const std::string& expr : exprs) {
     for (const std::string& name : metric_names(expr)) {
-      EXPECT_TRUE(exported().families.count(name)) << name << " in " << expr << " is not exported by /metrics";
+      EXPECT_TRUE(exported().families.count(name))
+          << name << " in " << expr << " is not exported by /metrics";
     }
   }
   // What the issue asks the dashboard to show.
@@ -235,7 +246,8 @@ TEST(Monitoring, DashboardIsValidAndQueriesOnlyExportedMetrics) {
     }
   }
   EXPECT_TRUE(read.count("gpushare:gpu_memory_used:mib")) << "no panel shows used memory per GPU";
-  EXPECT_TRUE(read.count("gpushare:pod_gpu_memory_over_reservation:mib")) << "no panel shows pods over";
+  EXPECT_TRUE(read.count("gpushare:pod_gpu_memory_over_reservation:mib"))
+      << "no panel shows pods over";
   bool percentiles = false;
   for (const std::string& expr : exprs) {
     percentiles |= expr.find("histogram_quantile") != std::string::npos &&

@@ -27,7 +27,8 @@ class FilterContract : public ::testing::Test {
 };
 
 TEST_F(FilterContract, NodeCacheCapableGoFieldNames) {
-  const Json args = {{"Pod", pod_object("p", "uid-p", 6)}, {"Nodes", nullptr}, {"NodeNames", kAllNodes}};
+  const Json args = {
+      {"Pod", pod_object("p", "uid-p", 6)}, {"Nodes", nullptr}, {"NodeNames", kAllNodes}};
   const auto [status, reply] = extender.post("filter", args);
   ASSERT_EQ(status, 200);
   EXPECT_EQ(reply["NodeNames"], Json({"n1", "n2", "n3"}));
@@ -48,7 +49,8 @@ TEST_F(FilterContract, NodeCacheCapableGoFieldNames) {
 }
 
 TEST_F(FilterContract, LowerCaseKeysOfTheOldTaggedTypes) {
-  const Json args = {{"pod", pod_object("p", "uid-p", 6)}, {"nodes", nullptr}, {"nodenames", {"n1", "n2"}}};
+  const Json args = {
+      {"pod", pod_object("p", "uid-p", 6)}, {"nodes", nullptr}, {"nodenames", {"n1", "n2"}}};
   const auto [status, reply] = extender.post("filter", args);
   ASSERT_EQ(status, 200);
   EXPECT_EQ(reply["NodeNames"], Json({"n1", "n2"}));
@@ -56,7 +58,8 @@ TEST_F(FilterContract, LowerCaseKeysOfTheOldTaggedTypes) {
 
 TEST_F(FilterContract, InsufficientIsResolvableTooLargeIsNot) {
   // 20 fits only on n2's empty 32-unit GPU: n1 and n3 have 16-unit GPUs.
-  Json args = {{"Pod", pod_object("p", "uid-p", 20)}, {"Nodes", nullptr}, {"NodeNames", {"n1", "n2", "n3"}}};
+  Json args = {
+      {"Pod", pod_object("p", "uid-p", 20)}, {"Nodes", nullptr}, {"NodeNames", {"n1", "n2", "n3"}}};
   auto [status, reply] = extender.post("filter", args);
   ASSERT_EQ(status, 200);
   EXPECT_EQ(reply["NodeNames"], Json({"n2"}));
@@ -71,11 +74,21 @@ TEST_F(FilterContract, InsufficientIsResolvableTooLargeIsNot) {
 
 TEST_F(FilterContract, RejectionWithNumbersAfterBinds) {
   // Fill n2's empty GPU, then ask for more than is left on either GPU.
-  ASSERT_EQ(extender.post("bind", Json{{"PodName", "fill"}, {"PodNamespace", "default"},
-                                       {"PodUID", ""}, {"Node", "n2"}}).first, 500);  // unknown pod
+  ASSERT_EQ(extender
+                .post("bind", Json{{"PodName", "fill"},
+                                   {"PodNamespace", "default"},
+                                   {"PodUID", ""},
+                                   {"Node", "n2"}})
+                .first,
+            500);  // unknown pod
   extender.post("filter", Json{{"Pod", pod_object("fill", "uid-fill", 30)}, {"NodeNames", {"n2"}}});
-  ASSERT_EQ(extender.post("bind", Json{{"PodName", "fill"}, {"PodNamespace", "default"},
-                                       {"PodUID", "uid-fill"}, {"Node", "n2"}}).first, 200);
+  ASSERT_EQ(extender
+                .post("bind", Json{{"PodName", "fill"},
+                                   {"PodNamespace", "default"},
+                                   {"PodUID", "uid-fill"},
+                                   {"Node", "n2"}})
+                .first,
+            200);
   const auto [status, reply] =
       extender.post("filter", Json{{"Pod", pod_object("p", "uid-p", 9)}, {"NodeNames", {"n2"}}});
   ASSERT_EQ(status, 200);
@@ -114,9 +127,15 @@ TEST_F(FilterContract, UnhealthyGpuIsNeverOffered) {
   // Fill n3 so that only the unhealthy GPU 3 would be free: 7 binds of 16.
   for (int i = 0; i < 7; ++i) {
     const std::string name = "big-" + std::to_string(i);
-    extender.post("filter", Json{{"Pod", pod_object(name, "uid-" + name, 16)}, {"NodeNames", {"n3"}}});
-    ASSERT_EQ(extender.post("bind", Json{{"PodName", name}, {"PodNamespace", "default"},
-                                         {"PodUID", "uid-" + name}, {"Node", "n3"}}).first, 200);
+    extender.post("filter",
+                  Json{{"Pod", pod_object(name, "uid-" + name, 16)}, {"NodeNames", {"n3"}}});
+    ASSERT_EQ(extender
+                  .post("bind", Json{{"PodName", name},
+                                     {"PodNamespace", "default"},
+                                     {"PodUID", "uid-" + name},
+                                     {"Node", "n3"}})
+                  .first,
+              200);
   }
   const auto [status, reply] =
       extender.post("filter", Json{{"Pod", pod_object("p", "uid-p", 1)}, {"NodeNames", {"n3"}}});
@@ -130,7 +149,8 @@ TEST_F(FilterContract, UnhealthyGpuIsNeverOffered) {
 }
 
 TEST_F(FilterContract, PrioritizeScalesBestToTenInfeasibleZero) {
-  const Json args = {{"Pod", pod_object("p", "uid-p", 6)}, {"Nodes", nullptr},
+  const Json args = {{"Pod", pod_object("p", "uid-p", 6)},
+                     {"Nodes", nullptr},
                      {"NodeNames", {"n1", "n2", "n3", "cpu", "ghost"}}};
   const auto [status, reply] = extender.post("prioritize", args);
   ASSERT_EQ(status, 200);
@@ -157,8 +177,13 @@ TEST_F(FilterContract, PrioritizeAgreesWithBind) {
     if (entry["Score"] == 10) best = entry["Host"];
   }
   extender.post("filter", args);
-  ASSERT_EQ(extender.post("bind", Json{{"PodName", "p"}, {"PodNamespace", "default"},
-                                       {"PodUID", "uid-p"}, {"Node", best}}).first, 200);
+  ASSERT_EQ(extender
+                .post("bind", Json{{"PodName", "p"},
+                                   {"PodNamespace", "default"},
+                                   {"PodUID", "uid-p"},
+                                   {"Node", best}})
+                .first,
+            200);
   // The GPU bind chose is the one prioritize scored: n1 GPU 0, now exactly full.
   // Named: a range-for over inspect()["nodes"] would iterate a temporary destroyed before the
   // loop body (TSan/ASan: heap-use-after-free).

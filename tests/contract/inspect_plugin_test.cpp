@@ -622,14 +622,13 @@ TEST_F(DraApiModeTest, ADriverOrUnitOtherThanTheExtendersChangesWhatIsShown) {
   EXPECT_EQ(r.code, 0) << r.err;
   EXPECT_EQ(last_line(r.out), "30720/81920 (37%)  ");
   // Another driver's devices are not GPUs here: the node has none and is not shown.
-  r = run({"dra-node-a", "--dra-driver", "other.example.com", "--kubeconfig",
-           kubeconfig_.string()});
+  r = run(
+      {"dra-node-a", "--dra-driver", "other.example.com", "--kubeconfig", kubeconfig_.string()});
   EXPECT_EQ(r.code, 1);
   EXPECT_NE(r.err.find("node dra-node-a has no aliyun.com/gpu-mem"), std::string::npos) << r.err;
   r = run({"--dra-memory-unit", "lots", "--kubeconfig", kubeconfig_.string()});
   EXPECT_EQ(r.code, 2);
-  EXPECT_NE(r.err.find("--dra-memory-unit: \"lots\" is not a positive quantity"),
-            std::string::npos)
+  EXPECT_NE(r.err.find("--dra-memory-unit: \"lots\" is not a positive quantity"), std::string::npos)
       << r.err;
 }
 

@@ -13,7 +13,8 @@ using Action = ParsedOptions::Action;
 using namespace std::chrono_literals;
 
 ParsedOptions parse(std::vector<std::string> args) {
-  return parse_options(args, [](const char*) -> std::optional<std::string> { return std::nullopt; });
+  return parse_options(args,
+                       [](const char*) -> std::optional<std::string> { return std::nullopt; });
 }
 
 TEST(LeaderOptions, DefaultsAreKubeSchedulers) {
@@ -30,10 +31,11 @@ TEST(LeaderOptions, DefaultsAreKubeSchedulers) {
 }
 
 TEST(LeaderOptions, FlagsAsKubeSchedulerSpellsThem) {
-  const auto parsed = parse({"--kubeconfig", "k", "--leader-elect", "--leader-elect-lease-duration=4s",
-                             "--leader-elect-renew-deadline", "3s", "--leader-elect-retry-period", "500ms",
-                             "--leader-elect-resource-namespace", "gpu", "--leader-elect-resource-name", "x",
-                             "--shutdown-grace-period", "1m"});
+  const auto parsed =
+      parse({"--kubeconfig", "k", "--leader-elect", "--leader-elect-lease-duration=4s",
+             "--leader-elect-renew-deadline", "3s", "--leader-elect-retry-period", "500ms",
+             "--leader-elect-resource-namespace", "gpu", "--leader-elect-resource-name", "x",
+             "--shutdown-grace-period", "1m"});
   ASSERT_EQ(parsed.action, Action::kRun) << parsed.message;
   const Options& o = parsed.options;
   EXPECT_TRUE(o.leader_elect);
@@ -48,10 +50,12 @@ TEST(LeaderOptions, FlagsAsKubeSchedulerSpellsThem) {
 
 TEST(LeaderOptions, ClientGosRulesAreEnforced) {
   const std::map<std::vector<std::string>, std::string> bad = {
-      {{"--leader-elect", "--leader-elect-lease-duration", "10s"}, "greater than --leader-elect-renew-deadline"},
-      {{"--leader-elect", "--leader-elect-retry-period", "9s"}, "1.2 x --leader-elect-retry-period"},
-      {{"--leader-elect", "--leader-elect-lease-duration", "500ms", "--leader-elect-renew-deadline", "400ms",
-        "--leader-elect-retry-period", "100ms"},
+      {{"--leader-elect", "--leader-elect-lease-duration", "10s"},
+       "greater than --leader-elect-renew-deadline"},
+      {{"--leader-elect", "--leader-elect-retry-period", "9s"},
+       "1.2 x --leader-elect-retry-period"},
+      {{"--leader-elect", "--leader-elect-lease-duration", "500ms", "--leader-elect-renew-deadline",
+        "400ms", "--leader-elect-retry-period", "100ms"},
        "at least 1s"},
       {{"--leader-elect-lease-duration", "15"}, "bad duration"},
       {{"--leader-elect-retry-period", "-2s"}, "bad duration"},
@@ -79,7 +83,8 @@ TEST(LeaderOptions, GoDurations) {
   EXPECT_EQ(parse_go_duration("2h"), 7200s);
   EXPECT_EQ(parse_go_duration("0"), 0ms);
   EXPECT_EQ(parse_go_duration("1500000us"), 1500ms);
-  for (const char* bad : {"", "15", "-1s", "1x", "s", "1..5s", "1s2"}) EXPECT_FALSE(parse_go_duration(bad)) << bad;
+  for (const char* bad : {"", "15", "-1s", "1x", "s", "1..5s", "1s2"})
+    EXPECT_FALSE(parse_go_duration(bad)) << bad;
 }
 
 }  // namespace

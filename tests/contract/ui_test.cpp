@@ -15,14 +15,15 @@ namespace {
 
 ExtenderUnderTest make_extender(const std::string& policy = "binpack") {
   // gpu-a: GPU 0 has 6 of 16 free, GPU 1 is idle. gpu-b: idle. cpu: no GPUs.
-  return ExtenderUnderTest(cluster_list({node_object("gpu-a", 2, 32), node_object("gpu-b", 2, 32),
-                                         node_object("cpu", -1, -1),
-                                         pod_object("p1", "uid-p1", 10, "gpu-a", 0),
-                                         pod_object("p2", "uid-p2", 12)}),
-                           policy);
+  return ExtenderUnderTest(
+      cluster_list({node_object("gpu-a", 2, 32), node_object("gpu-b", 2, 32),
+                    node_object("cpu", -1, -1), pod_object("p1", "uid-p1", 10, "gpu-a", 0),
+                    pod_object("p2", "uid-p2", 12)}),
+      policy);
 }
 
-void expect_redirect(httplib::Client& client, const std::string& path, const std::string& location) {
+void expect_redirect(httplib::Client& client, const std::string& path,
+                     const std::string& location) {
   auto res = client.Get(path);
   ASSERT_TRUE(res) << path;
   EXPECT_EQ(res->status, 302) << path;
@@ -47,7 +48,8 @@ TEST(WebUi, TheSchedulerPrefixsUiRedirectsToThePage) {
   auto extender = make_extender();
   auto client = extender.client();
   expect_redirect(client, "/gpushare-scheduler/ui", "../ui/");  // from /gpushare-scheduler/ui: /ui/
-  expect_redirect(client, "/gpushare-scheduler/ui/?filter=gpu-a&refresh=0", "../../ui/?filter=gpu-a&refresh=0");
+  expect_redirect(client, "/gpushare-scheduler/ui/?filter=gpu-a&refresh=0",
+                  "../../ui/?filter=gpu-a&refresh=0");
 }
 
 // What the page draws besides the model: each pod's phase (bound but not running yet is drawn
@@ -197,8 +199,8 @@ TEST(WebUi, SchedulingVerbsAreNotCompressed) {
   client.set_decompress(false);
   const std::string body = Json{{"Pod", pod_object("p", "uid-p", 1)}, {"NodeNames", {"n1"}}}.dump();
   for (const char* verb : {"filter", "prioritize"}) {
-    auto res = client.Post(std::string("/gpushare-scheduler/") + verb, {{"Accept-Encoding", "gzip"}}, body,
-                           "application/json");
+    auto res = client.Post(std::string("/gpushare-scheduler/") + verb,
+                           {{"Accept-Encoding", "gzip"}}, body, "application/json");
     ASSERT_TRUE(res) << verb;
     EXPECT_EQ(res->status, 200) << verb;
     EXPECT_EQ(res->get_header_value("Content-Encoding"), "") << verb;
@@ -218,7 +220,8 @@ TEST(WebUi, InspectReportsFragmentationPerNodeAndCluster) {
   EXPECT_EQ(inspect["fragmentation"]["measure"], "fgd");
   EXPECT_EQ(inspect["fragmentation"]["workload"], "default-prior");
   std::map<std::string, double> by_node;
-  for (const Json& node : inspect["nodes"]) by_node[node["name"]] = node["fragmentedGPU"].get<double>();
+  for (const Json& node : inspect["nodes"])
+    by_node[node["name"]] = node["fragmentedGPU"].get<double>();
   ASSERT_EQ(by_node.size(), 3u);
   // gpu-a: 6 free on GPU 0 is unusable by the 8, 12 and 16 shapes (weights .30+.10+.35).
   EXPECT_DOUBLE_EQ(by_node["gpu-a"], 4.5);
@@ -229,7 +232,9 @@ TEST(WebUi, InspectReportsFragmentationPerNodeAndCluster) {
   // Binding p2 (12) to gpu-a fills GPU 1 to 4 free: 10 idle, in pieces of 6 and 4, that only the
   // 4 shape can use, so .75 * 10 is fragmented.
   const auto [status, reply] = extender.post(
-      "bind", Json{{"PodName", "p2"}, {"PodNamespace", "default"}, {"PodUID", "uid-p2"}, {"Node", "gpu-a"}});
+      "bind",
+      Json{
+          {"PodName", "p2"}, {"PodNamespace", "default"}, {"PodUID", "uid-p2"}, {"Node", "gpu-a"}});
   ASSERT_EQ(status, 200) << reply;
   const Json after = extender.inspect();
   EXPECT_DOUBLE_EQ(after["nodes"][1]["fragmentedGPU"].get<double>(), 7.5) << after["nodes"][1];

@@ -49,8 +49,10 @@ TEST(FakeApiServerBasics, ServesDiscoveryForKubectl) {
   const Reply core = client.get("/api/v1");
   ASSERT_EQ(core.json["kind"], "APIResourceList");
   std::set<std::string> names;
-  for (const Json& resource : core.json["resources"]) names.insert(resource["name"].get<std::string>());
-  for (const char* expected : {"nodes", "pods", "pods/binding", "pods/status", "configmaps", "bindings"}) {
+  for (const Json& resource : core.json["resources"])
+    names.insert(resource["name"].get<std::string>());
+  for (const char* expected :
+       {"nodes", "pods", "pods/binding", "pods/status", "configmaps", "bindings"}) {
     EXPECT_TRUE(names.count(expected)) << expected;
   }
 
@@ -68,14 +70,15 @@ TEST(FakeApiServerBasics, UnknownPathsAndMethodsGetStatusBodies) {
   expect_failure_status(client.get("/api/v1/secrets"), 404, "NotFound");
   expect_failure_status(client.get("/api/v1/namespaces/default/pods/p1/logs"), 404, "NotFound");
   // A collection cannot be PUT.
-  expect_failure_status(client.put("/api/v1/namespaces/default/pods", Json::object()), 405, "MethodNotAllowed");
+  expect_failure_status(client.put("/api/v1/namespaces/default/pods", Json::object()), 405,
+                        "MethodNotAllowed");
 }
 
 TEST(FakeApiServerBasics, CreateGetDeleteOverHttp) {
   FakeApiServer server;
   ApiClient client(server);
-  const Reply created =
-      client.post("/api/v1/namespaces/kube-system/configmaps", make_configmap("", "unhealthy-gpu-n1", {{"gpus", "0,2"}}));
+  const Reply created = client.post("/api/v1/namespaces/kube-system/configmaps",
+                                    make_configmap("", "unhealthy-gpu-n1", {{"gpus", "0,2"}}));
   ASSERT_EQ(created.status, 201) << created.body;
   EXPECT_EQ(created.json["kind"], "ConfigMap");
   EXPECT_EQ(created.json["metadata"]["namespace"], "kube-system");
@@ -88,8 +91,8 @@ TEST(FakeApiServerBasics, CreateGetDeleteOverHttp) {
   EXPECT_EQ(fetched.json["data"]["gpus"], "0,2");
   EXPECT_EQ(fetched.json["metadata"]["uid"], created.json["metadata"]["uid"]);
 
-  const Reply duplicate =
-      client.post("/api/v1/namespaces/kube-system/configmaps", make_configmap("kube-system", "unhealthy-gpu-n1"));
+  const Reply duplicate = client.post("/api/v1/namespaces/kube-system/configmaps",
+                                      make_configmap("kube-system", "unhealthy-gpu-n1"));
   expect_failure_status(duplicate, 409, "AlreadyExists");
   EXPECT_EQ(duplicate.json["message"], "configmaps \"unhealthy-gpu-n1\" already exists");
   EXPECT_EQ(duplicate.json["details"]["kind"], "configmaps");
@@ -109,7 +112,8 @@ TEST(FakeApiServerBasics, CreateGetDeleteOverHttp) {
 TEST(FakeApiServerBasics, CreateValidatesNamespaceNameAndResourceVersion) {
   FakeApiServer server;
   ApiClient client(server);
-  expect_failure_status(client.post("/api/v1/namespaces/a/pods", make_pod("b", "p1")), 400, "BadRequest");
+  expect_failure_status(client.post("/api/v1/namespaces/a/pods", make_pod("b", "p1")), 400,
+                        "BadRequest");
   Json nameless = make_pod("a", "");
   nameless["metadata"].erase("name");
   expect_failure_status(client.post("/api/v1/namespaces/a/pods", nameless), 422, "Invalid");
@@ -129,7 +133,9 @@ TEST(FakeApiServerBasics, OneGlobalResourceVersionAcrossResources) {
   const Json pod = server.create(Resource::Pods, make_pod("default", "p1"));
   const Json cm = server.create(Resource::ConfigMaps, make_configmap("kube-system", "c"));
   const Json lease = server.create(Resource::Leases, make_lease("kube-system", "l"));
-  const auto rv = [](const Json& object) { return std::stoull(object["metadata"]["resourceVersion"].get<std::string>()); };
+  const auto rv = [](const Json& object) {
+    return std::stoull(object["metadata"]["resourceVersion"].get<std::string>());
+  };
   EXPECT_LT(rv(node), rv(pod));
   EXPECT_LT(rv(pod), rv(cm));
   EXPECT_LT(rv(cm), rv(lease));
@@ -229,7 +235,8 @@ TEST(FakeApiServerBasics, RestartKeepsOrDropsState) {
   EXPECT_EQ(ApiClient(server).get("/api/v1/namespaces/ns/pods/p1").status, 404);
   // The RV keeps counting, and history from before is gone.
   EXPECT_EQ(server.compacted_resource_version(), rv_before);
-  WatchStream old_watch(port, "/api/v1/pods?watch=1&resourceVersion=" + std::to_string(std::stoull(rv_before) - 1));
+  WatchStream old_watch(
+      port, "/api/v1/pods?watch=1&resourceVersion=" + std::to_string(std::stoull(rv_before) - 1));
   const auto event = old_watch.next_event();
   ASSERT_TRUE(event);
   EXPECT_EQ((*event)["type"], "ERROR");

@@ -27,8 +27,8 @@ class BindingTest : public ::testing::Test {
     Json pod = make_pod("ns", "p1");
     pod["metadata"]["annotations"] = {{"keep", "me"}, {"ALIYUN_COM_GPU_MEM_IDX", "stale"}};
     pod["status"]["nominatedNodeName"] = "n1";
-    pod["status"]["conditions"] = Json::array(
-        {{{"type", "PodScheduled"}, {"status", "False"}, {"reason", "Unschedulable"}}});
+    pod["status"]["conditions"] =
+        Json::array({{{"type", "PodScheduled"}, {"status", "False"}, {"reason", "Unschedulable"}}});
     uid = server.create(Resource::Pods, pod)["metadata"]["uid"];
   }
   Reply bind(const Json& binding, std::string_view name = "p1") {
@@ -40,25 +40,32 @@ class BindingTest : public ::testing::Test {
 };
 
 TEST_F(BindingTest, AppliesNodeAnnotationsAndConditionInOneModified) {
-  WatchStream watch(server.port(), "/api/v1/pods?watch=1&resourceVersion=" + server.resource_version());
-  const Reply reply = bind(binding_for("p1", "n1", uid, {{"ALIYUN_COM_GPU_MEM_IDX", "0"}, {"ALIYUN_COM_GPU_MEM_POD", "4"}}));
+  WatchStream watch(server.port(),
+                    "/api/v1/pods?watch=1&resourceVersion=" + server.resource_version());
+  const Reply reply = bind(binding_for(
+      "p1", "n1", uid, {{"ALIYUN_COM_GPU_MEM_IDX", "0"}, {"ALIYUN_COM_GPU_MEM_POD", "4"}}));
   ASSERT_EQ(reply.status, 201) << reply.body;
-  EXPECT_EQ(reply.json, Json({{"kind", "Status"}, {"apiVersion", "v1"}, {"metadata", Json::object()},
-                              {"status", "Success"}, {"code", 201}}));
+  EXPECT_EQ(reply.json, Json({{"kind", "Status"},
+                              {"apiVersion", "v1"},
+                              {"metadata", Json::object()},
+                              {"status", "Success"},
+                              {"code", 201}}));
 
   auto event = watch.next_event();
   ASSERT_TRUE(event);
   EXPECT_EQ((*event)["type"], "MODIFIED");
   const Json& pod = (*event)["object"];
   EXPECT_EQ(pod["spec"]["nodeName"], "n1");
-  EXPECT_EQ(pod["metadata"]["annotations"],
-            Json({{"keep", "me"}, {"ALIYUN_COM_GPU_MEM_IDX", "0"}, {"ALIYUN_COM_GPU_MEM_POD", "4"}}));
+  EXPECT_EQ(
+      pod["metadata"]["annotations"],
+      Json({{"keep", "me"}, {"ALIYUN_COM_GPU_MEM_IDX", "0"}, {"ALIYUN_COM_GPU_MEM_POD", "4"}}));
   ASSERT_EQ(pod["status"]["conditions"].size(), 1u);
   EXPECT_EQ(pod["status"]["conditions"][0]["type"], "PodScheduled");
   EXPECT_EQ(pod["status"]["conditions"][0]["status"], "True");
   EXPECT_FALSE(pod["status"]["conditions"][0].contains("reason"));
   EXPECT_FALSE(pod["status"].contains("nominatedNodeName"));
-  EXPECT_TRUE(watch.stays_quiet(std::chrono::milliseconds(200))) << "more than one event for one binding";
+  EXPECT_TRUE(watch.stays_quiet(std::chrono::milliseconds(200)))
+      << "more than one event for one binding";
   EXPECT_EQ(server.get(Resource::Pods, "ns", "p1")->at("spec")["nodeName"], "n1");
   EXPECT_EQ(server.request_count(Verb::Bind, Resource::Pods), 1u);
 }
@@ -81,7 +88,8 @@ TEST_F(BindingTest, AlreadyBoundIs409OnPodsBinding) {
   EXPECT_EQ(reply.json["reason"], "Conflict");
   EXPECT_EQ(reply.json["details"], Json({{"name", "p1"}, {"kind", "pods/binding"}}));
   EXPECT_EQ(reply.json["message"],
-            "Operation cannot be fulfilled on pods/binding \"p1\": pod p1 is already assigned to node \"n0\"");
+            "Operation cannot be fulfilled on pods/binding \"p1\": pod p1 is already assigned to "
+            "node \"n0\"");
 }
 
 TEST_F(BindingTest, TerminatingPodIs409) {
@@ -91,31 +99,37 @@ TEST_F(BindingTest, TerminatingPodIs409) {
   EXPECT_EQ(reply.status, 409);
   EXPECT_EQ(reply.json["details"]["kind"], "pods/binding");
   EXPECT_EQ(reply.json["message"],
-            "Operation cannot be fulfilled on pods/binding \"p1\": pod p1 is being deleted, cannot be assigned to a host");
+            "Operation cannot be fulfilled on pods/binding \"p1\": pod p1 is being deleted, cannot "
+            "be assigned to a host");
 }
 
 TEST_F(BindingTest, SchedulingGatedPodIs409) {
-  server.mutate(Resource::Pods, "ns", "p1",
-                [](Json& pod) { pod["spec"]["schedulingGates"] = Json::array({{{"name", "wait"}}}); });
+  server.mutate(Resource::Pods, "ns", "p1", [](Json& pod) {
+    pod["spec"]["schedulingGates"] = Json::array({{{"name", "wait"}}});
+  });
   const Reply reply = bind(binding_for("p1", "n1"));
   EXPECT_EQ(reply.status, 409);
   EXPECT_EQ(reply.json["message"],
-            "Operation cannot be fulfilled on pods/binding \"p1\": pod p1 has non-empty .spec.schedulingGates");
+            "Operation cannot be fulfilled on pods/binding \"p1\": pod p1 has non-empty "
+            ".spec.schedulingGates");
 }
 
 TEST_F(BindingTest, UidMismatchIs409OnPods) {
   const Reply reply = bind(binding_for("p1", "n1", "00000000-0000-4000-8000-000000000000"));
   EXPECT_EQ(reply.status, 409);
   EXPECT_EQ(reply.json["details"], Json({{"name", "p1"}, {"kind", "pods"}}));
-  EXPECT_EQ(reply.json["message"],
-            "Operation cannot be fulfilled on pods \"p1\": Precondition failed: UID in precondition: "
-            "00000000-0000-4000-8000-000000000000, UID in object meta: " + uid);
+  EXPECT_EQ(
+      reply.json["message"],
+      "Operation cannot be fulfilled on pods \"p1\": Precondition failed: UID in precondition: "
+      "00000000-0000-4000-8000-000000000000, UID in object meta: " +
+          uid);
   EXPECT_FALSE(server.get(Resource::Pods, "ns", "p1")->at("spec").contains("nodeName"));
 }
 
 TEST_F(BindingTest, RecreatedPodRejectsAStaleUid) {
   server.remove(Resource::Pods, "ns", "p1");
-  const std::string new_uid = server.create(Resource::Pods, make_pod("ns", "p1"))["metadata"]["uid"];
+  const std::string new_uid =
+      server.create(Resource::Pods, make_pod("ns", "p1"))["metadata"]["uid"];
   EXPECT_NE(new_uid, uid);
   EXPECT_EQ(bind(binding_for("p1", "n1", uid)).status, 409);
   EXPECT_EQ(bind(binding_for("p1", "n1", new_uid)).status, 201);
@@ -129,7 +143,9 @@ TEST_F(BindingTest, NameAndNamespaceMismatchesAre400) {
   other_ns["metadata"]["namespace"] = "elsewhere";
   const Reply ns = bind(other_ns);
   EXPECT_EQ(ns.status, 400);
-  EXPECT_EQ(ns.json["message"], "the namespace of the provided object does not match the namespace sent on the request");
+  EXPECT_EQ(
+      ns.json["message"],
+      "the namespace of the provided object does not match the namespace sent on the request");
   Json no_ns = binding_for("p1", "n1");
   no_ns["metadata"].erase("namespace");  // an empty namespace is filled in
   EXPECT_EQ(bind(no_ns).status, 201);

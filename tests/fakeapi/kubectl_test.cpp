@@ -48,8 +48,9 @@ class KubectlTest : public ::testing::Test {
 
   std::vector<std::string> command(const std::vector<std::string>& args,
                                    const std::string& kubeconfig = "kubeconfig") const {
-    std::vector<std::string> argv = {kubectl_, "--kubeconfig=" + (dir_.path() / kubeconfig).string(),
-                                     "--cache-dir=" + (dir_.path() / "cache").string(), "--request-timeout=30s"};
+    std::vector<std::string> argv = {
+        kubectl_, "--kubeconfig=" + (dir_.path() / kubeconfig).string(),
+        "--cache-dir=" + (dir_.path() / "cache").string(), "--request-timeout=30s"};
     argv.insert(argv.end(), args.begin(), args.end());
     return argv;
   }
@@ -60,7 +61,9 @@ class KubectlTest : public ::testing::Test {
     return result;
   }
 
-  Json pod(std::string_view ns, std::string_view name) const { return server_->get(Resource::Pods, ns, name).value(); }
+  Json pod(std::string_view ns, std::string_view name) const {
+    return server_->get(Resource::Pods, ns, name).value();
+  }
 
   FakeApiServer& server() { return *server_; }
 
@@ -98,7 +101,8 @@ TEST_F(KubectlTest, WrongTokenIsRefused) {
   const RunResult result = run_process(command({"get", "pods", "-A"}, "bad-kubeconfig"));
   ASSERT_TRUE(result.exit_code);
   EXPECT_NE(*result.exit_code, 0);
-  EXPECT_NE(result.err.find("You must be logged in to the server"), std::string::npos) << result.err;
+  EXPECT_NE(result.err.find("You must be logged in to the server"), std::string::npos)
+      << result.err;
 }
 
 TEST_F(KubectlTest, TokenRotationTakesEffect) {
@@ -114,7 +118,8 @@ TEST_F(KubectlTest, AnnotateAddsAndRemovesAnnotations) {
   RunResult result = kubectl({"annotate", "pod", "p1", "-n", "ns1", "ALIYUN_COM_GPU_MEM_IDX=1"});
   ASSERT_EQ(result.exit_code, 0) << result.err;
   EXPECT_NE(result.out.find("pod/p1 annotated"), std::string::npos);
-  EXPECT_EQ(pod("ns1", "p1")["metadata"]["annotations"], Json({{"a", "1"}, {"ALIYUN_COM_GPU_MEM_IDX", "1"}}));
+  EXPECT_EQ(pod("ns1", "p1")["metadata"]["annotations"],
+            Json({{"a", "1"}, {"ALIYUN_COM_GPU_MEM_IDX", "1"}}));
   const std::vector<RequestRecord> records = server().requests();
   ASSERT_FALSE(records.empty());
   EXPECT_EQ(records.back().verb, Verb::Patch);
@@ -135,7 +140,8 @@ TEST_F(KubectlTest, MergePatchDeletesWithNull) {
 
 TEST_F(KubectlTest, DefaultStrategicPatchMergesContainersByName) {
   const RunResult result =
-      kubectl({"patch", "pod", "p1", "-n", "ns1", "-p", R"({"spec":{"containers":[{"name":"main","image":"busybox:2"}]}})"});
+      kubectl({"patch", "pod", "p1", "-n", "ns1", "-p",
+               R"({"spec":{"containers":[{"name":"main","image":"busybox:2"}]}})"});
   ASSERT_EQ(result.exit_code, 0) << result.err;
   EXPECT_EQ(server().requests().back().content_type, "application/strategic-merge-patch+json");
   const Json containers = pod("ns1", "p1")["spec"]["containers"];
@@ -145,7 +151,8 @@ TEST_F(KubectlTest, DefaultStrategicPatchMergesContainersByName) {
 }
 
 TEST_F(KubectlTest, PatchThatMovesABoundPodIsRejected) {
-  const RunResult result = kubectl({"patch", "pod", "p1", "-n", "ns1", "-p", R"({"spec":{"nodeName":"n2"}})"});
+  const RunResult result =
+      kubectl({"patch", "pod", "p1", "-n", "ns1", "-p", R"({"spec":{"nodeName":"n2"}})"});
   ASSERT_TRUE(result.exit_code);
   EXPECT_NE(*result.exit_code, 0);
   EXPECT_NE(result.err.find("is invalid"), std::string::npos) << result.err;
@@ -153,8 +160,9 @@ TEST_F(KubectlTest, PatchThatMovesABoundPodIsRejected) {
 }
 
 TEST_F(KubectlTest, JsonPatch) {
-  const RunResult result = kubectl({"patch", "pod", "p1", "-n", "ns1", "--type", "json", "-p",
-                                    R"([{"op":"add","path":"/metadata/labels","value":{"app":"gpu"}}])"});
+  const RunResult result =
+      kubectl({"patch", "pod", "p1", "-n", "ns1", "--type", "json", "-p",
+               R"([{"op":"add","path":"/metadata/labels","value":{"app":"gpu"}}])"});
   ASSERT_EQ(result.exit_code, 0) << result.err;
   EXPECT_EQ(pod("ns1", "p1")["metadata"]["labels"], Json({{"app", "gpu"}}));
   EXPECT_EQ(server().requests().back().content_type, "application/json-patch+json");
@@ -163,7 +171,8 @@ TEST_F(KubectlTest, JsonPatch) {
 TEST_F(KubectlTest, CreateFromAFileSendsJson) {
   // `kubectl create -f` goes through the dynamic client, which sends JSON.
   const auto manifest = dir_.path() / "cm.json";
-  std::ofstream(manifest) << make_configmap("kube-system", "unhealthy-gpu-n1", {{"gpus", "0,2"}}).dump();
+  std::ofstream(manifest)
+      << make_configmap("kube-system", "unhealthy-gpu-n1", {{"gpus", "0,2"}}).dump();
   const RunResult result = kubectl({"create", "-f", manifest.string()});
   ASSERT_EQ(result.exit_code, 0) << result.err;
   const auto cm = server().get(Resource::ConfigMaps, "kube-system", "unhealthy-gpu-n1");
@@ -332,13 +341,16 @@ TEST_F(KubectlTest, WatchWithoutAnOutputFormatPrintsTableRows) {
 TEST_F(KubectlTest, WatchPrintsChangesAsTheyHappen) {
   Subprocess watch(command({"get", "pods", "-n", "ns1", "-w", "-o", "json"}));
   // The initial list comes first...
-  ASSERT_TRUE(watch.wait_for_stdout([](std::string_view out) { return out.find("\"p1\"") != std::string_view::npos; }, 30s))
+  ASSERT_TRUE(watch.wait_for_stdout(
+      [](std::string_view out) { return out.find("\"p1\"") != std::string_view::npos; }, 30s))
       << watch.stderr_text();
   ASSERT_TRUE(server().wait_for_request_count(Verb::Watch, Resource::Pods, 1, 30s));
   // ...then each change the watch delivers.
-  server().mutate(Resource::Pods, "ns1", "p1", [](Json& pod) { pod["metadata"]["annotations"]["watched"] = "yes"; });
+  server().mutate(Resource::Pods, "ns1", "p1",
+                  [](Json& pod) { pod["metadata"]["annotations"]["watched"] = "yes"; });
   // kubectl writes an object in several pieces: wait for the whole second one.
-  ASSERT_TRUE(watch.wait_for_stdout([](std::string_view out) { return json_values(out).size() >= 2; }, 30s))
+  ASSERT_TRUE(
+      watch.wait_for_stdout([](std::string_view out) { return json_values(out).size() >= 2; }, 30s))
       << watch.stderr_text();
   watch.kill();
   watch.wait_exit(10s);
@@ -363,7 +375,8 @@ TEST_F(KubectlTest, WatchPrintsChangesAsTheyHappen) {
 TEST_F(KubectlTest, WatchEventsSurviveSplitChunks) {
   server().set_watch_framing(WatchFraming::SplitAndCoalesce);
   Subprocess watch(command({"get", "pods", "-A", "-w", "-o", "json", "--output-watch-events"}));
-  ASSERT_TRUE(server().wait_for_request_count(Verb::Watch, Resource::Pods, 1, 30s)) << watch.stderr_text();
+  ASSERT_TRUE(server().wait_for_request_count(Verb::Watch, Resource::Pods, 1, 30s))
+      << watch.stderr_text();
   server().create(Resource::Pods, make_pod("ns1", "p3"));
   server().remove(Resource::Pods, "ns2", "p2");
   ASSERT_TRUE(watch.wait_for_stdout(
@@ -379,7 +392,8 @@ TEST_F(KubectlTest, WatchEventsSurviveSplitChunks) {
 
   std::vector<std::string> seen;
   for (const Json& event : json_values(watch.stdout_text())) {
-    seen.push_back(event["type"].get<std::string>() + " " + event["object"]["metadata"]["name"].get<std::string>());
+    seen.push_back(event["type"].get<std::string>() + " " +
+                   event["object"]["metadata"]["name"].get<std::string>());
   }
   EXPECT_EQ(seen, (std::vector<std::string>{"ADDED p1", "ADDED p2", "ADDED p3", "DELETED p2"}));
 }
@@ -388,7 +402,8 @@ TEST_F(KubectlTest, DeleteWaitsForGracefulDeletionToFinish) {
   Subprocess deletion(command({"delete", "pod", "p1", "-n", "ns1"}));
   // The pod is marked first, and kubectl waits (by watching) until it is gone.
   const auto deadline = std::chrono::steady_clock::now() + 30s;
-  while (!pod("ns1", "p1")["metadata"].contains("deletionTimestamp") && std::chrono::steady_clock::now() < deadline) {
+  while (!pod("ns1", "p1")["metadata"].contains("deletionTimestamp") &&
+         std::chrono::steady_clock::now() < deadline) {
     std::this_thread::sleep_for(20ms);
   }
   ASSERT_TRUE(pod("ns1", "p1")["metadata"].contains("deletionTimestamp")) << deletion.stderr_text();
@@ -398,7 +413,8 @@ TEST_F(KubectlTest, DeleteWaitsForGracefulDeletionToFinish) {
   server().finalize_pod_deletion("ns1", "p1");
   EXPECT_EQ(deletion.wait_exit(30s), 0) << deletion.stderr_text();
   deletion.join_readers();
-  EXPECT_NE(deletion.stdout_text().find("pod \"p1\" deleted"), std::string::npos) << deletion.stdout_text();
+  EXPECT_NE(deletion.stdout_text().find("pod \"p1\" deleted"), std::string::npos)
+      << deletion.stdout_text();
 }
 
 TEST(KubectlPlainHttp, WorksWithoutAuthentication) {
@@ -408,8 +424,9 @@ TEST(KubectlPlainHttp, WorksWithoutAuthentication) {
   server.create(Resource::Nodes, make_node("gpu-node"));
   TempDir dir;
   server.write_kubeconfig(dir.path() / "kubeconfig");
-  const RunResult result = run_process({kubectl, "--kubeconfig=" + (dir.path() / "kubeconfig").string(),
-                                        "--cache-dir=" + (dir.path() / "cache").string(), "get", "nodes", "-o", "json"});
+  const RunResult result =
+      run_process({kubectl, "--kubeconfig=" + (dir.path() / "kubeconfig").string(),
+                   "--cache-dir=" + (dir.path() / "cache").string(), "get", "nodes", "-o", "json"});
   ASSERT_EQ(result.exit_code, 0) << result.err;
   EXPECT_EQ(Json::parse(result.out)["items"][0]["metadata"]["name"], "gpu-node");
 }

@@ -12,7 +12,8 @@ using namespace fakeapi_test;
 
 std::vector<std::string> item_names(const Json& list) {
   std::vector<std::string> names;
-  for (const Json& item : list["items"]) names.push_back(item["metadata"]["name"].get<std::string>());
+  for (const Json& item : list["items"])
+    names.push_back(item["metadata"]["name"].get<std::string>());
   return names;
 }
 
@@ -33,7 +34,8 @@ std::string query_escape(std::string_view text) {
 class ListTest : public ::testing::Test {
  protected:
   void SetUp() override {
-    for (const char* name : {"p1", "p2", "p3", "p4", "p5"}) server.create(Resource::Pods, make_pod("ns", name));
+    for (const char* name : {"p1", "p2", "p3", "p4", "p5"})
+      server.create(Resource::Pods, make_pod("ns", name));
   }
   FakeApiServer server;
   ApiClient client{server};
@@ -51,7 +53,8 @@ TEST_F(ListTest, ListHasKindApiVersionMetadataAndBareItems) {
   EXPECT_FALSE(all.json["items"][0].contains("kind"));
   EXPECT_FALSE(all.json["items"][0].contains("apiVersion"));
 
-  EXPECT_EQ(item_names(client.get("/api/v1/namespaces/other/pods").json), std::vector<std::string>{"q1"});
+  EXPECT_EQ(item_names(client.get("/api/v1/namespaces/other/pods").json),
+            std::vector<std::string>{"q1"});
 
   server.create(Resource::ConfigMaps, make_configmap("kube-system", "unhealthy-gpu-n1"));
   server.create(Resource::Leases, make_lease("kube-system", "gpushare"));
@@ -73,18 +76,21 @@ TEST_F(ListTest, LaterPagesKeepTheFirstPagesResourceVersion) {
   EXPECT_EQ(page1.json["metadata"]["remainingItemCount"], 3);
 
   // Changes after page 1 must not show in later pages.
-  server.mutate(Resource::Pods, "ns", "p3", [](Json& pod) { pod["metadata"]["labels"]["changed"] = "yes"; });
+  server.mutate(Resource::Pods, "ns", "p3",
+                [](Json& pod) { pod["metadata"]["labels"]["changed"] = "yes"; });
   server.create(Resource::Pods, make_pod("ns", "p6"));
   server.remove(Resource::Pods, "ns", "p5");
 
-  const Reply page2 = client.get("/api/v1/namespaces/ns/pods?limit=2&continue=" + query_escape(token1));
+  const Reply page2 =
+      client.get("/api/v1/namespaces/ns/pods?limit=2&continue=" + query_escape(token1));
   ASSERT_EQ(page2.status, 200) << page2.body;
   EXPECT_EQ(item_names(page2.json), (std::vector<std::string>{"p3", "p4"}));
   EXPECT_EQ(page2.json["metadata"]["resourceVersion"], rv1);
   EXPECT_FALSE(page2.json["items"][0]["metadata"].contains("labels"));
 
-  const Reply page3 = client.get("/api/v1/namespaces/ns/pods?limit=2&continue=" +
-                                 query_escape(page2.json["metadata"]["continue"].get<std::string>()));
+  const Reply page3 =
+      client.get("/api/v1/namespaces/ns/pods?limit=2&continue=" +
+                 query_escape(page2.json["metadata"]["continue"].get<std::string>()));
   EXPECT_EQ(item_names(page3.json), std::vector<std::string>{"p5"});
   EXPECT_EQ(page3.json["metadata"]["resourceVersion"], rv1);
   EXPECT_FALSE(page3.json["metadata"].contains("continue"));
@@ -96,13 +102,16 @@ TEST_F(ListTest, LaterPagesKeepTheFirstPagesResourceVersion) {
 
 TEST_F(ListTest, ContinueWithResourceVersionIsRejected) {
   const std::string token = client.get("/api/v1/pods?limit=1").json["metadata"]["continue"];
-  const Reply both = client.get("/api/v1/pods?limit=1&resourceVersion=" + server.resource_version() +
-                                "&continue=" + query_escape(token));
+  const Reply both =
+      client.get("/api/v1/pods?limit=1&resourceVersion=" + server.resource_version() +
+                 "&continue=" + query_escape(token));
   EXPECT_EQ(both.status, 400);
   EXPECT_EQ(both.json["reason"], "BadRequest");
   EXPECT_EQ(both.json["message"], "specifying resource version is not allowed when using continue");
   // "0" counts as unset with continue.
-  EXPECT_EQ(client.get("/api/v1/pods?limit=1&resourceVersion=0&continue=" + query_escape(token)).status, 200);
+  EXPECT_EQ(
+      client.get("/api/v1/pods?limit=1&resourceVersion=0&continue=" + query_escape(token)).status,
+      200);
   EXPECT_EQ(client.get("/api/v1/pods?limit=1&continue=not-a-token").status, 400);
 }
 
@@ -115,8 +124,9 @@ TEST_F(ListTest, ExpiredContinueTokensGet410) {
   EXPECT_EQ(expired.json["kind"], "Status");
   // Like etcd, the Status offers a token that continues inconsistently.
   ASSERT_TRUE(expired.json["metadata"].contains("continue"));
-  const Reply inconsistent = client.get("/api/v1/pods?limit=2&continue=" +
-                                        query_escape(expired.json["metadata"]["continue"].get<std::string>()));
+  const Reply inconsistent =
+      client.get("/api/v1/pods?limit=2&continue=" +
+                 query_escape(expired.json["metadata"]["continue"].get<std::string>()));
   EXPECT_EQ(item_names(inconsistent.json), (std::vector<std::string>{"p3", "p4"}));
 
   // Compaction past page 1's RV expires tokens too.
@@ -141,7 +151,11 @@ TEST_F(ListTest, ResourceVersionRulesFollowTheTable) {
   EXPECT_EQ(item_names(exact.json).size(), 5u);
   EXPECT_EQ(exact.json["metadata"]["resourceVersion"], rv_with_p5);
   // resourceVersionMatch=Exact without limit: exactly n too.
-  EXPECT_EQ(item_names(client.get("/api/v1/pods?resourceVersionMatch=Exact&resourceVersion=" + rv_with_p5).json).size(), 5u);
+  EXPECT_EQ(
+      item_names(
+          client.get("/api/v1/pods?resourceVersionMatch=Exact&resourceVersion=" + rv_with_p5).json)
+          .size(),
+      5u);
   // "n" without limit: not older than n, i.e. the current state.
   const Reply not_older = client.get("/api/v1/pods?resourceVersion=" + rv_with_p5);
   EXPECT_EQ(item_names(not_older.json).size(), 4u);
@@ -161,7 +175,8 @@ TEST_F(ListTest, ResourceVersionRulesFollowTheTable) {
   EXPECT_EQ(ahead.json["reason"], "Timeout");
   EXPECT_EQ(ahead.json["details"]["causes"][0]["reason"], "ResourceVersionTooLarge");
   EXPECT_EQ(ahead.json["details"]["retryAfterSeconds"], 1);
-  EXPECT_EQ(ahead.json["message"], "Too large resource version: " + std::to_string(future) + ", current: " + current);
+  EXPECT_EQ(ahead.json["message"],
+            "Too large resource version: " + std::to_string(future) + ", current: " + current);
 
   EXPECT_EQ(client.get("/api/v1/pods?resourceVersion=abc").status, 400);
 }
@@ -178,8 +193,10 @@ TEST_F(ListTest, InvalidResourceVersionMatchCombinationsAre422) {
             "resourceVersionMatch is forbidden unless resourceVersion is provided");
   EXPECT_EQ(client.get("/api/v1/pods?resourceVersionMatch=Exact&resourceVersion=0").status, 422);
   EXPECT_EQ(client.get("/api/v1/pods?resourceVersionMatch=Exact").status, 422);
-  EXPECT_EQ(client.get("/api/v1/pods?resourceVersionMatch=Sometimes&resourceVersion=1").status, 422);
-  EXPECT_EQ(client.get("/api/v1/pods?resourceVersionMatch=NotOlderThan&resourceVersion=0").status, 200);
+  EXPECT_EQ(client.get("/api/v1/pods?resourceVersionMatch=Sometimes&resourceVersion=1").status,
+            422);
+  EXPECT_EQ(client.get("/api/v1/pods?resourceVersionMatch=NotOlderThan&resourceVersion=0").status,
+            200);
 }
 
 TEST(ListSelectors, PodFieldSelectors) {
@@ -221,19 +238,27 @@ TEST(ListSelectors, NodeFieldSelectorsAndLabelSelectors) {
   server.create(Resource::Nodes, plain);
   ApiClient client(server);
   using Names = std::vector<std::string>;
-  EXPECT_EQ(item_names(client.get("/api/v1/nodes?fieldSelector=spec.unschedulable%3Dtrue").json), Names{"n1"});
-  EXPECT_EQ(item_names(client.get("/api/v1/nodes?fieldSelector=spec.unschedulable%3Dfalse").json), Names{"n2"});
+  EXPECT_EQ(item_names(client.get("/api/v1/nodes?fieldSelector=spec.unschedulable%3Dtrue").json),
+            Names{"n1"});
+  EXPECT_EQ(item_names(client.get("/api/v1/nodes?fieldSelector=spec.unschedulable%3Dfalse").json),
+            Names{"n2"});
   EXPECT_EQ(client.get("/api/v1/nodes?fieldSelector=status.phase%3DRunning").status, 400);
   EXPECT_EQ(item_names(client.get("/api/v1/nodes?labelSelector=gpu%3Dt4").json), Names{"n2"});
-  EXPECT_EQ(item_names(client.get("/api/v1/nodes?labelSelector=" + query_escape("gpu in (v100,a100)")).json), Names{"n1"});
-  EXPECT_EQ(item_names(client.get("/api/v1/nodes?labelSelector=" + query_escape("!zone")).json), Names{"n1"});
-  EXPECT_EQ(item_names(client.get("/api/v1/nodes?labelSelector=" + query_escape("gpu,zone")).json), Names{"n2"});
+  EXPECT_EQ(
+      item_names(
+          client.get("/api/v1/nodes?labelSelector=" + query_escape("gpu in (v100,a100)")).json),
+      Names{"n1"});
+  EXPECT_EQ(item_names(client.get("/api/v1/nodes?labelSelector=" + query_escape("!zone")).json),
+            Names{"n1"});
+  EXPECT_EQ(item_names(client.get("/api/v1/nodes?labelSelector=" + query_escape("gpu,zone")).json),
+            Names{"n2"});
 }
 
 TEST(ListSelectors, PagingWithASelectorReturnsEveryMatchOnce) {
   FakeApiServer server;
   for (int i = 0; i < 7; ++i) {
-    server.create(Resource::Pods, make_pod("ns", "p" + std::to_string(i), i % 2 == 0 ? "n1" : "n2"));
+    server.create(Resource::Pods,
+                  make_pod("ns", "p" + std::to_string(i), i % 2 == 0 ? "n1" : "n2"));
   }
   ApiClient client(server);
   std::vector<std::string> seen;

@@ -1,8 +1,8 @@
 #include "test_helpers.h"
 
 #include <arpa/inet.h>
-#include <netinet/in.h>
 #include <fcntl.h>
+#include <netinet/in.h>
 #include <poll.h>
 #include <signal.h>
 #include <spawn.h>
@@ -58,7 +58,9 @@ httplib::Headers ApiClient::headers() const {
   return headers;
 }
 
-Reply ApiClient::get(const std::string& path) { return to_reply(client_->Get(path, headers())); }
+Reply ApiClient::get(const std::string& path) {
+  return to_reply(client_->Get(path, headers()));
+}
 
 Reply ApiClient::post(const std::string& path, const Json& body) {
   return to_reply(client_->Post(path, headers(), body.dump(), "application/json"));
@@ -68,7 +70,8 @@ Reply ApiClient::put(const std::string& path, const Json& body) {
   return to_reply(client_->Put(path, headers(), body.dump(), "application/json"));
 }
 
-Reply ApiClient::patch(const std::string& path, const std::string& body, const std::string& content_type) {
+Reply ApiClient::patch(const std::string& path, const std::string& body,
+                       const std::string& content_type) {
   return to_reply(client_->Patch(path, headers(), body, content_type));
 }
 
@@ -127,7 +130,8 @@ WatchStream::WatchStream(std::uint16_t port, std::string_view target, std::strin
 std::optional<Json> WatchStream::next_event(std::chrono::milliseconds timeout) {
   const auto deadline = Clock::now() + timeout;
   while (ready_.empty() && !end_) {
-    const auto remaining = std::chrono::duration_cast<std::chrono::milliseconds>(deadline - Clock::now());
+    const auto remaining =
+        std::chrono::duration_cast<std::chrono::milliseconds>(deadline - Clock::now());
     if (remaining.count() <= 0) return std::nullopt;
     std::string chunk;
     const auto status = connection_.read_chunk(chunk, remaining);
@@ -149,7 +153,8 @@ std::vector<Json> WatchStream::read_to_end(std::chrono::milliseconds timeout) {
   const auto deadline = Clock::now() + timeout;
   std::vector<Json> events;
   while (Clock::now() < deadline) {
-    auto event = next_event(std::chrono::duration_cast<std::chrono::milliseconds>(deadline - Clock::now()));
+    auto event =
+        next_event(std::chrono::duration_cast<std::chrono::milliseconds>(deadline - Clock::now()));
     if (!event) break;
     events.push_back(std::move(*event));
   }

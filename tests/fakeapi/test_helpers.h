@@ -3,20 +3,20 @@
 // boundaries and tells a clean end of a chunked body from a dropped connection, a splitter
 // for streams of JSON values, a subprocess runner (for kubectl) and a temporary directory.
 
+#include <httplib.h>
+
 #include <chrono>
 #include <condition_variable>
 #include <cstdint>
 #include <filesystem>
 #include <map>
 #include <mutex>
+#include <nlohmann/json.hpp>
 #include <optional>
 #include <string>
 #include <string_view>
 #include <thread>
 #include <vector>
-
-#include <httplib.h>
-#include <nlohmann/json.hpp>
 
 #include "support/fake_apiserver.h"
 #include "support/raw_http_connection.h"
@@ -132,7 +132,8 @@ struct RunResult {
   std::string out;
   std::string err;
 };
-RunResult run_process(const std::vector<std::string>& argv, std::chrono::milliseconds timeout = 60000ms);
+RunResult run_process(const std::vector<std::string>& argv,
+                      std::chrono::milliseconds timeout = 60000ms);
 
 // The absolute path of an executable on PATH, or empty.
 std::string find_on_path(std::string_view name);

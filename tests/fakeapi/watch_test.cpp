@@ -11,7 +11,9 @@ namespace {
 
 using namespace fakeapi_test;
 
-std::string type_of(const std::optional<Json>& event) { return event ? (*event)["type"].get<std::string>() : "<none>"; }
+std::string type_of(const std::optional<Json>& event) {
+  return event ? (*event)["type"].get<std::string>() : "<none>";
+}
 std::string name_in(const std::optional<Json>& event) {
   return event ? (*event)["object"]["metadata"].value("name", "") : "<none>";
 }
@@ -78,7 +80,8 @@ TEST(Watch, FromASpecificResourceVersionSendsOnlyLaterEvents) {
 TEST(Watch, FromAFutureResourceVersionWaitsForIt) {
   FakeApiServer server;
   const std::uint64_t future = std::stoull(server.resource_version()) + 2;
-  WatchStream watch(server.port(), "/api/v1/pods?watch=1&resourceVersion=" + std::to_string(future));
+  WatchStream watch(server.port(),
+                    "/api/v1/pods?watch=1&resourceVersion=" + std::to_string(future));
   ASSERT_EQ(watch.status(), 200);
   for (const char* name : {"a", "b", "c"}) server.create(Resource::Pods, make_pod("ns", name));
   EXPECT_EQ(name_in(watch.next_event()), "c");
@@ -93,7 +96,8 @@ TEST(Watch, BookmarksCarryOnlyTheResourceVersion) {
   auto initial_end = watch.next_event();
   ASSERT_EQ(type_of(initial_end), "BOOKMARK");
   EXPECT_EQ((*initial_end)["object"]["metadata"]["resourceVersion"], server.resource_version());
-  EXPECT_EQ((*initial_end)["object"]["metadata"]["annotations"]["k8s.io/initial-events-end"], "true");
+  EXPECT_EQ((*initial_end)["object"]["metadata"]["annotations"]["k8s.io/initial-events-end"],
+            "true");
 
   server.create(Resource::Nodes, make_node("n1"));  // moves the RV, no pod event
   server.send_bookmark_now();
@@ -130,7 +134,8 @@ TEST(Watch, SendInitialEventsNeedsNotOlderThan) {
   FakeApiServer server;
   server.create(Resource::Pods, make_pod("ns", "p1"));
   ApiClient client(server);
-  const Reply invalid = client.get("/api/v1/pods?watch=1&sendInitialEvents=true&allowWatchBookmarks=true");
+  const Reply invalid =
+      client.get("/api/v1/pods?watch=1&sendInitialEvents=true&allowWatchBookmarks=true");
   EXPECT_EQ(invalid.status, 422);
   EXPECT_EQ(invalid.json["details"]["kind"], "ListOptions");
   EXPECT_EQ(client.get("/api/v1/pods?watch=1&resourceVersionMatch=NotOlderThan").status, 422);
@@ -161,11 +166,13 @@ TEST(Watch, TooOldResourceVersionIsAnInStreamErrorThenEof) {
   EXPECT_EQ(status["status"], "Failure");
   EXPECT_EQ(status["reason"], "Expired");
   EXPECT_EQ(status["code"], 410);
-  EXPECT_EQ(status["message"], "too old resource version: " + old_rv + " (" + server.compacted_resource_version() + ")");
+  EXPECT_EQ(status["message"], "too old resource version: " + old_rv + " (" +
+                                   server.compacted_resource_version() + ")");
   EXPECT_FALSE(watch.next_event());
   EXPECT_TRUE(watch.ended_cleanly());
   // Watching from the compaction point itself is fine.
-  WatchStream at_compaction(server.port(), "/api/v1/pods?watch=1&resourceVersion=" + server.compacted_resource_version());
+  WatchStream at_compaction(
+      server.port(), "/api/v1/pods?watch=1&resourceVersion=" + server.compacted_resource_version());
   EXPECT_TRUE(at_compaction.stays_quiet(std::chrono::milliseconds(200)));
 }
 
@@ -301,8 +308,9 @@ TEST(Watch, ObjectsEnteringAndLeavingASelector) {
   FakeApiServer server;
   server.create(Resource::Pods, make_pod("ns", "p1"));
   WatchStream on_node(server.port(), "/api/v1/pods?watch=1&fieldSelector=spec.nodeName%3Dn1");
-  WatchStream not_finished(server.port(),
-                           "/api/v1/pods?watch=1&fieldSelector=status.phase!%3DSucceeded,status.phase!%3DFailed");
+  WatchStream not_finished(
+      server.port(),
+      "/api/v1/pods?watch=1&fieldSelector=status.phase!%3DSucceeded,status.phase!%3DFailed");
   EXPECT_TRUE(on_node.stays_quiet(std::chrono::milliseconds(200)));  // p1 is not on n1
   EXPECT_EQ(name_in(not_finished.next_event()), "p1");
 
@@ -316,14 +324,15 @@ TEST(Watch, ObjectsEnteringAndLeavingASelector) {
   EXPECT_EQ(type_of(on_node.next_event()), "MODIFIED");
   EXPECT_EQ(type_of(not_finished.next_event()), "MODIFIED");
 
-  const Json finished =
-      server.mutate(Resource::Pods, "ns", "p1", [](Json& pod) { pod["status"]["phase"] = "Succeeded"; });
+  const Json finished = server.mutate(Resource::Pods, "ns", "p1",
+                                      [](Json& pod) { pod["status"]["phase"] = "Succeeded"; });
   EXPECT_EQ(type_of(on_node.next_event()), "MODIFIED");
   auto left = not_finished.next_event();
   ASSERT_EQ(type_of(left), "DELETED");
   // The previous content, with the new resourceVersion.
   EXPECT_EQ((*left)["object"]["status"]["phase"], "Running");
-  EXPECT_EQ((*left)["object"]["metadata"]["resourceVersion"], finished["metadata"]["resourceVersion"]);
+  EXPECT_EQ((*left)["object"]["metadata"]["resourceVersion"],
+            finished["metadata"]["resourceVersion"]);
 
   server.remove(Resource::Pods, "ns", "p1");
   EXPECT_EQ(type_of(on_node.next_event()), "DELETED");
@@ -361,7 +370,8 @@ TEST_F(WatchFramingTest, SplitEventsCutsEveryEventAcrossChunks) {
   open_watch_then_create_three_pods(WatchFraming::SplitEvents);
   ASSERT_EQ(watch->chunks().size(), 9u);
   for (const std::string& chunk : watch->chunks()) {
-    EXPECT_TRUE(Json::parse(chunk, nullptr, false).is_discarded()) << "a whole event in one chunk: " << chunk;
+    EXPECT_TRUE(Json::parse(chunk, nullptr, false).is_discarded())
+        << "a whole event in one chunk: " << chunk;
   }
 }
 

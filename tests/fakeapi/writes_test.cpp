@@ -33,7 +33,8 @@ class WritesTest : public ::testing::Test {
 TEST_F(WritesTest, StrategicAndMergePatchMergeMapsAndNullDeletes) {
   for (const char* type : {kStrategic, kMerge}) {
     SCOPED_TRACE(type);
-    const Reply reply = client.patch(kPodPath, R"({"metadata":{"annotations":{"a":null,"c":"3"}}})", type);
+    const Reply reply =
+        client.patch(kPodPath, R"({"metadata":{"annotations":{"a":null,"c":"3"}}})", type);
     ASSERT_EQ(reply.status, 200) << reply.body;
     EXPECT_EQ(reply.json["kind"], "Pod");
     EXPECT_EQ(reply.json["metadata"]["annotations"], Json({{"b", "2"}, {"c", "3"}}));
@@ -42,15 +43,16 @@ TEST_F(WritesTest, StrategicAndMergePatchMergeMapsAndNullDeletes) {
 }
 
 TEST_F(WritesTest, StrategicPatchMergesListsByKeyWhereMergePatchReplaces) {
-  const Reply strategic =
-      client.patch(kPodPath, R"({"spec":{"containers":[{"name":"main","image":"busybox:2"}]}})", kStrategic);
+  const Reply strategic = client.patch(
+      kPodPath, R"({"spec":{"containers":[{"name":"main","image":"busybox:2"}]}})", kStrategic);
   ASSERT_EQ(strategic.status, 200) << strategic.body;
   ASSERT_EQ(strategic.json["spec"]["containers"].size(), 2u);
   EXPECT_EQ(strategic.json["spec"]["containers"][0]["image"], "busybox:2");
   EXPECT_EQ(strategic.json["spec"]["containers"][1]["name"], "sidecar");
 
   // A merge patch replaces the list, which here would drop a container: not allowed for pods.
-  const Reply merge = client.patch(kPodPath, R"({"spec":{"containers":[{"name":"main","image":"x"}]}})", kMerge);
+  const Reply merge =
+      client.patch(kPodPath, R"({"spec":{"containers":[{"name":"main","image":"x"}]}})", kMerge);
   EXPECT_EQ(merge.status, 422);
 
   // Finalizers merge as a set; tolerations have no merge key, so the list is replaced.
@@ -59,24 +61,27 @@ TEST_F(WritesTest, StrategicPatchMergesListsByKeyWhereMergePatchReplaces) {
     pod["spec"]["tolerations"] = Json::array({{{"key", "old"}, {"operator", "Exists"}}});
   });
   const Reply lists = client.patch(
-      kPodPath, R"({"metadata":{"finalizers":["x/y","a/b"]},"spec":{"tolerations":[{"key":"k","operator":"Exists"}]}})",
+      kPodPath,
+      R"({"metadata":{"finalizers":["x/y","a/b"]},"spec":{"tolerations":[{"key":"k","operator":"Exists"}]}})",
       kStrategic);
   ASSERT_EQ(lists.status, 200) << lists.body;
   EXPECT_EQ(lists.json["metadata"]["finalizers"], Json({"a/b", "x/y"}));
-  EXPECT_EQ(lists.json["spec"]["tolerations"], Json::array({{{"key", "k"}, {"operator", "Exists"}}}));
+  EXPECT_EQ(lists.json["spec"]["tolerations"],
+            Json::array({{{"key", "k"}, {"operator", "Exists"}}}));
 }
 
 TEST_F(WritesTest, StrategicPatchDirectives) {
   Json node = make_node("n1");
-  node["spec"]["taints"] = Json::array({{{"key", "a"}, {"effect", "NoSchedule"}}, {{"key", "b"}, {"effect", "NoSchedule"}}});
+  node["spec"]["taints"] = Json::array(
+      {{{"key", "a"}, {"effect", "NoSchedule"}}, {{"key", "b"}, {"effect", "NoSchedule"}}});
   server.create(Resource::Nodes, node);
   const Reply reply = client.patch(
       "/api/v1/nodes/n1",
       R"({"spec":{"taints":[{"key":"a","$patch":"delete"},{"key":"c","effect":"NoExecute"}],"$setElementOrder/taints":[{"key":"b"},{"key":"c"}]}})",
       kStrategic);
   ASSERT_EQ(reply.status, 200) << reply.body;
-  EXPECT_EQ(reply.json["spec"]["taints"],
-            Json::array({{{"key", "b"}, {"effect", "NoSchedule"}}, {{"key", "c"}, {"effect", "NoExecute"}}}));
+  EXPECT_EQ(reply.json["spec"]["taints"], Json::array({{{"key", "b"}, {"effect", "NoSchedule"}},
+                                                       {{"key", "c"}, {"effect", "NoExecute"}}}));
   EXPECT_FALSE(reply.json["spec"].contains("$setElementOrder/taints"));
 }
 
@@ -88,7 +93,8 @@ TEST_F(WritesTest, JsonPatchWithEscapedKeys) {
   ASSERT_EQ(reply.status, 200) << reply.body;
   EXPECT_EQ(reply.json["metadata"]["annotations"], Json({{"aliyun.com/gpu-mem", "4"}, {"b", "2"}}));
 
-  const Reply failed_test = client.patch(kPodPath, R"([{"op":"test","path":"/metadata/annotations/b","value":"nope"}])", kJsonPatch);
+  const Reply failed_test = client.patch(
+      kPodPath, R"([{"op":"test","path":"/metadata/annotations/b","value":"nope"}])", kJsonPatch);
   EXPECT_EQ(failed_test.status, 422);
   EXPECT_EQ(client.patch(kPodPath, R"({"not":"a list"})", kJsonPatch).status, 400);
   EXPECT_EQ(client.patch(kPodPath, "{not json", kMerge).status, 400);
@@ -104,19 +110,26 @@ TEST_F(WritesTest, OtherPatchTypesAre415) {
 
 TEST_F(WritesTest, StaleResourceVersionInAPatchIs409) {
   const std::string stale = rv_of(created);
-  server.mutate(Resource::Pods, "ns", "p1", [](Json& pod) { pod["metadata"]["labels"]["x"] = "y"; });
+  server.mutate(Resource::Pods, "ns", "p1",
+                [](Json& pod) { pod["metadata"]["labels"]["x"] = "y"; });
   const Reply reply = client.patch(
-      kPodPath, R"({"metadata":{"resourceVersion":")" + stale + R"(","annotations":{"k":"v"}}})", kStrategic);
+      kPodPath, R"({"metadata":{"resourceVersion":")" + stale + R"(","annotations":{"k":"v"}}})",
+      kStrategic);
   EXPECT_EQ(reply.status, 409);
   EXPECT_EQ(reply.json["reason"], "Conflict");
   EXPECT_EQ(reply.json["details"], Json({{"name", "p1"}, {"kind", "pods"}}));
-  EXPECT_EQ(reply.json["message"],
-            "Operation cannot be fulfilled on pods \"p1\": the object has been modified; please apply "
-            "your changes to the latest version and try again");
+  EXPECT_EQ(
+      reply.json["message"],
+      "Operation cannot be fulfilled on pods \"p1\": the object has been modified; please apply "
+      "your changes to the latest version and try again");
   const std::string current = server.resource_version();
-  EXPECT_EQ(client.patch(kPodPath, R"({"metadata":{"resourceVersion":")" + current + R"(","annotations":{"k":"v"}}})",
-                         kStrategic).status,
-            200);
+  EXPECT_EQ(
+      client
+          .patch(kPodPath,
+                 R"({"metadata":{"resourceVersion":")" + current + R"(","annotations":{"k":"v"}}})",
+                 kStrategic)
+          .status,
+      200);
 }
 
 TEST_F(WritesTest, ChangingTheNodeOfABoundPodIs422) {
@@ -125,18 +138,22 @@ TEST_F(WritesTest, ChangingTheNodeOfABoundPodIs422) {
   EXPECT_EQ(reply.json["reason"], "Invalid");
   EXPECT_EQ(reply.json["details"]["kind"], "Pod");
   EXPECT_EQ(reply.json["details"]["causes"][0]["field"], "spec");
-  EXPECT_EQ(reply.json["message"].get<std::string>().rfind("Pod \"p1\" is invalid: spec: Forbidden: pod updates may not change fields", 0), 0u);
+  EXPECT_EQ(reply.json["message"].get<std::string>().rfind(
+                "Pod \"p1\" is invalid: spec: Forbidden: pod updates may not change fields", 0),
+            0u);
   EXPECT_EQ(server.get(Resource::Pods, "ns", "p1")->at("spec")["nodeName"], "n1");
 }
 
 TEST_F(WritesTest, MainResourceIgnoresStatusAndTheStatusSubresourceOnlyChangesStatus) {
-  const Reply main = client.patch(kPodPath, R"({"status":{"phase":"Failed"},"metadata":{"labels":{"l":"1"}}})", kMerge);
+  const Reply main = client.patch(
+      kPodPath, R"({"status":{"phase":"Failed"},"metadata":{"labels":{"l":"1"}}})", kMerge);
   ASSERT_EQ(main.status, 200);
   EXPECT_EQ(main.json["status"]["phase"], "Running");
   EXPECT_EQ(main.json["metadata"]["labels"]["l"], "1");
 
-  const Reply status = client.patch(std::string(kPodPath) + "/status",
-                                    R"({"status":{"phase":"Failed"},"metadata":{"labels":{"l":"2"}}})", kMerge);
+  const Reply status =
+      client.patch(std::string(kPodPath) + "/status",
+                   R"({"status":{"phase":"Failed"},"metadata":{"labels":{"l":"2"}}})", kMerge);
   ASSERT_EQ(status.status, 200) << status.body;
   EXPECT_EQ(status.json["status"]["phase"], "Failed");
   EXPECT_EQ(status.json["metadata"]["labels"]["l"], "1");
@@ -146,7 +163,8 @@ TEST_F(WritesTest, MainResourceIgnoresStatusAndTheStatusSubresourceOnlyChangesSt
 TEST_F(WritesTest, NoOpPatchWritesNothing) {
   const std::string before = server.resource_version();
   WatchStream watch(server.port(), "/api/v1/pods?watch=1&resourceVersion=" + before);
-  const Reply reply = client.patch(kPodPath, R"({"metadata":{"annotations":{"a":"1"}}})", kStrategic);
+  const Reply reply =
+      client.patch(kPodPath, R"({"metadata":{"annotations":{"a":"1"}}})", kStrategic);
   ASSERT_EQ(reply.status, 200);
   EXPECT_EQ(rv_of(reply.json), rv_of(created));
   EXPECT_EQ(server.resource_version(), before);
@@ -154,12 +172,15 @@ TEST_F(WritesTest, NoOpPatchWritesNothing) {
 }
 
 TEST_F(WritesTest, PatchProducesOneModifiedWithTheNewResourceVersion) {
-  WatchStream watch(server.port(), "/api/v1/pods?watch=1&resourceVersion=" + server.resource_version());
-  const Reply reply = client.patch(kPodPath, R"({"metadata":{"annotations":{"ALIYUN_COM_GPU_MEM_IDX":"1"}}})", kStrategic);
+  WatchStream watch(server.port(),
+                    "/api/v1/pods?watch=1&resourceVersion=" + server.resource_version());
+  const Reply reply = client.patch(
+      kPodPath, R"({"metadata":{"annotations":{"ALIYUN_COM_GPU_MEM_IDX":"1"}}})", kStrategic);
   auto event = watch.next_event();
   ASSERT_TRUE(event);
   EXPECT_EQ((*event)["type"], "MODIFIED");
-  EXPECT_EQ((*event)["object"]["metadata"]["resourceVersion"], reply.json["metadata"]["resourceVersion"]);
+  EXPECT_EQ((*event)["object"]["metadata"]["resourceVersion"],
+            reply.json["metadata"]["resourceVersion"]);
   EXPECT_GT(std::stoull(rv_of(reply.json)), std::stoull(rv_of(created)));
 }
 
@@ -169,7 +190,8 @@ TEST_F(WritesTest, PodsStoredWithoutDefaultsCanStillBePatched) {
     pod["spec"].erase("restartPolicy");
     pod["spec"].erase("terminationGracePeriodSeconds");
   });
-  const Reply reply = client.patch("/api/v1/namespaces/ns/pods/bare", R"({"metadata":{"labels":{"v":"2"}}})", kMerge);
+  const Reply reply = client.patch("/api/v1/namespaces/ns/pods/bare",
+                                   R"({"metadata":{"labels":{"v":"2"}}})", kMerge);
   EXPECT_EQ(reply.status, 200) << reply.body;
   EXPECT_EQ(reply.json["spec"]["restartPolicy"], "Always");
 }
@@ -177,10 +199,12 @@ TEST_F(WritesTest, PodsStoredWithoutDefaultsCanStillBePatched) {
 TEST_F(WritesTest, PatchOfMissingObjectIs404AndOtherResourcesPatchToo) {
   EXPECT_EQ(client.patch("/api/v1/namespaces/ns/pods/ghost", "{}", kMerge).status, 404);
   server.create(Resource::ConfigMaps, make_configmap("kube-system", "cm", {{"gpus", "0"}}));
-  const Reply cm = client.patch("/api/v1/namespaces/kube-system/configmaps/cm", R"({"data":{"gpus":"0,1"}})", kStrategic);
+  const Reply cm = client.patch("/api/v1/namespaces/kube-system/configmaps/cm",
+                                R"({"data":{"gpus":"0,1"}})", kStrategic);
   EXPECT_EQ(cm.json["data"]["gpus"], "0,1");
   server.create(Resource::Nodes, make_node("n9"));
-  const Reply node = client.patch("/api/v1/nodes/n9", R"({"metadata":{"labels":{"gpu":"yes"}}})", kMerge);
+  const Reply node =
+      client.patch("/api/v1/nodes/n9", R"({"metadata":{"labels":{"gpu":"yes"}}})", kMerge);
   EXPECT_EQ(node.json["metadata"]["labels"]["gpu"], "yes");
 }
 
@@ -194,9 +218,10 @@ TEST_F(WritesTest, PutChecksTheResourceVersionAndTheName) {
   pod["metadata"]["labels"] = {{"v", "2"}};
   const Reply stale = client.put(kPodPath, pod);  // still the old RV
   EXPECT_EQ(stale.status, 409);
-  EXPECT_EQ(stale.json["message"],
-            "Operation cannot be fulfilled on pods \"p1\": the object has been modified; please apply "
-            "your changes to the latest version and try again");
+  EXPECT_EQ(
+      stale.json["message"],
+      "Operation cannot be fulfilled on pods \"p1\": the object has been modified; please apply "
+      "your changes to the latest version and try again");
 
   pod["metadata"].erase("resourceVersion");  // pods allow unconditional updates
   EXPECT_EQ(client.put(kPodPath, pod).status, 200);
@@ -205,7 +230,8 @@ TEST_F(WritesTest, PutChecksTheResourceVersionAndTheName) {
   pod["metadata"]["name"] = "other";
   const Reply renamed = client.put(kPodPath, pod);
   EXPECT_EQ(renamed.status, 400);
-  EXPECT_EQ(renamed.json["message"], "the name of the object (other) does not match the name on the URL (p1)");
+  EXPECT_EQ(renamed.json["message"],
+            "the name of the object (other) does not match the name on the URL (p1)");
   EXPECT_EQ(client.put("/api/v1/namespaces/ns/pods/ghost", make_pod("ns", "ghost")).status, 404);
 }
 
@@ -216,7 +242,8 @@ TEST(Leases, CreateGetAndUpdateWithOptimisticConcurrency) {
   const Reply created = client.post(collection, make_lease("", "gpushare-extender", "replica-a"));
   ASSERT_EQ(created.status, 201) << created.body;
   EXPECT_EQ(created.json["apiVersion"], "coordination.k8s.io/v1");
-  EXPECT_EQ(client.post(collection, make_lease("kube-system", "gpushare-extender")).json["reason"], "AlreadyExists");
+  EXPECT_EQ(client.post(collection, make_lease("kube-system", "gpushare-extender")).json["reason"],
+            "AlreadyExists");
 
   Json lease = client.get(collection + "/gpushare-extender").json;
   lease["spec"]["holderIdentity"] = "replica-b";
@@ -228,10 +255,13 @@ TEST(Leases, CreateGetAndUpdateWithOptimisticConcurrency) {
   lease["spec"]["holderIdentity"] = "replica-c";
   const Reply lost = client.put(collection + "/gpushare-extender", lease);
   EXPECT_EQ(lost.status, 409);
-  EXPECT_EQ(lost.json["details"], Json({{"name", "gpushare-extender"}, {"group", "coordination.k8s.io"}, {"kind", "leases"}}));
-  EXPECT_EQ(lost.json["message"].get<std::string>().rfind(
-                "Operation cannot be fulfilled on leases.coordination.k8s.io \"gpushare-extender\"", 0),
-            0u);
+  EXPECT_EQ(
+      lost.json["details"],
+      Json({{"name", "gpushare-extender"}, {"group", "coordination.k8s.io"}, {"kind", "leases"}}));
+  EXPECT_EQ(
+      lost.json["message"].get<std::string>().rfind(
+          "Operation cannot be fulfilled on leases.coordination.k8s.io \"gpushare-extender\"", 0),
+      0u);
 
   lease["metadata"].erase("resourceVersion");  // leases need an RV on update
   EXPECT_EQ(client.put(collection + "/gpushare-extender", lease).status, 422);
@@ -244,7 +274,8 @@ TEST(Leases, CreateGetAndUpdateWithOptimisticConcurrency) {
 TEST(GracefulDeletion, UnboundPodIsDeletedAtOnce) {
   FakeApiServer server;
   server.create(Resource::Pods, make_pod("ns", "pending"));
-  WatchStream watch(server.port(), "/api/v1/pods?watch=1&resourceVersion=" + server.resource_version());
+  WatchStream watch(server.port(),
+                    "/api/v1/pods?watch=1&resourceVersion=" + server.resource_version());
   const Reply reply = ApiClient(server).del("/api/v1/namespaces/ns/pods/pending");
   ASSERT_EQ(reply.status, 200);
   EXPECT_EQ(reply.json["kind"], "Pod");  // the pod registry returns the object
@@ -257,7 +288,8 @@ TEST(GracefulDeletion, UnboundPodIsDeletedAtOnce) {
 TEST(GracefulDeletion, BoundPodIsMarkedFirstAndDeletedWhenFinalised) {
   FakeApiServer server;
   server.create(Resource::Pods, make_pod("ns", "running", "n1", "Running"));
-  WatchStream watch(server.port(), "/api/v1/pods?watch=1&resourceVersion=" + server.resource_version());
+  WatchStream watch(server.port(),
+                    "/api/v1/pods?watch=1&resourceVersion=" + server.resource_version());
   ApiClient client(server);
   const Reply reply = client.del("/api/v1/namespaces/ns/pods/running");
   ASSERT_EQ(reply.status, 200);
@@ -282,11 +314,16 @@ TEST(GracefulDeletion, ZeroGracePeriodDeletesABoundPodAtOnce) {
   FakeApiServer server;
   server.create(Resource::Pods, make_pod("ns", "a", "n1", "Running"));
   server.create(Resource::Pods, make_pod("ns", "b", "n1", "Running"));
-  WatchStream watch(server.port(), "/api/v1/pods?watch=1&resourceVersion=" + server.resource_version());
+  WatchStream watch(server.port(),
+                    "/api/v1/pods?watch=1&resourceVersion=" + server.resource_version());
   ApiClient client(server);
   EXPECT_EQ(client.del("/api/v1/namespaces/ns/pods/a?gracePeriodSeconds=0").status, 200);
   EXPECT_EQ((*watch.next_event())["type"], "DELETED");
-  EXPECT_EQ(client.del("/api/v1/namespaces/ns/pods/b", R"({"kind":"DeleteOptions","gracePeriodSeconds":0})").status, 200);
+  EXPECT_EQ(
+      client
+          .del("/api/v1/namespaces/ns/pods/b", R"({"kind":"DeleteOptions","gracePeriodSeconds":0})")
+          .status,
+      200);
   EXPECT_EQ((*watch.next_event())["type"], "DELETED");
   EXPECT_TRUE(server.list(Resource::Pods).empty());
 }
@@ -294,9 +331,12 @@ TEST(GracefulDeletion, ZeroGracePeriodDeletesABoundPodAtOnce) {
 TEST(GracefulDeletion, PreconditionsAreChecked) {
   FakeApiServer server;
   server.create(Resource::Pods, make_pod("ns", "p"));
-  const Reply reply = ApiClient(server).del("/api/v1/namespaces/ns/pods/p", R"({"preconditions":{"uid":"other"}})");
+  const Reply reply =
+      ApiClient(server).del("/api/v1/namespaces/ns/pods/p", R"({"preconditions":{"uid":"other"}})");
   EXPECT_EQ(reply.status, 409);
-  EXPECT_NE(reply.json["message"].get<std::string>().find("Precondition failed: UID in precondition: other"), std::string::npos);
+  EXPECT_NE(reply.json["message"].get<std::string>().find(
+                "Precondition failed: UID in precondition: other"),
+            std::string::npos);
   EXPECT_TRUE(server.get(Resource::Pods, "ns", "p"));
 }
 

@@ -42,9 +42,11 @@ std::string holder_of(FakeApiServer& fake) {
 core::ClusterModel truth_model(FakeApiServer& fake) {
   core::ClusterModel model;
   const kube::ResourceNames names;
-  for (const Json& node : fake.list(Resource::Nodes)) model.upsert_node(kube::parse_node(node, names));
+  for (const Json& node : fake.list(Resource::Nodes))
+    model.upsert_node(kube::parse_node(node, names));
   for (const Json& object : fake.list(Resource::Pods)) {
-    if (auto allocation = kube::allocation_of(kube::parse_pod(object, names))) model.add_pod(std::move(*allocation));
+    if (auto allocation = kube::allocation_of(kube::parse_pod(object, names)))
+      model.add_pod(std::move(*allocation));
   }
   return model;
 }
@@ -120,12 +122,15 @@ TEST(LeaderElection, OnlyTheLeaderIsReadyAndBinds) {
   EXPECT_EQ(metric_value(chief, "gpushare_leader_acquisitions_total"), "1");
   EXPECT_EQ(metric_value(follower, "gpushare_leader_acquisitions_total"), "0");
   // The follower's retries find the Lease held.
-  EXPECT_TRUE(eventually([&] { return metric_value(follower, "gpushare_leader_failed_attempts_total") != "0"; }));
+  EXPECT_TRUE(eventually(
+      [&] { return metric_value(follower, "gpushare_leader_failed_attempts_total") != "0"; }));
 
   // The follower answers bind with an error (kube-scheduler retries), and writes nothing.
   fake.clear_request_log();
-  const auto [code, reply] = follower.post(
-      "bind", Json{{"PodName", "p"}, {"PodNamespace", "default"}, {"PodUID", uid_of(fake, "p")}, {"Node", "n1"}});
+  const auto [code, reply] = follower.post("bind", Json{{"PodName", "p"},
+                                                        {"PodNamespace", "default"},
+                                                        {"PodUID", uid_of(fake, "p")},
+                                                        {"Node", "n1"}});
   EXPECT_EQ(code, 500);
   EXPECT_NE(reply["Error"].get<std::string>().find("does not bind"), std::string::npos) << reply;
   EXPECT_EQ(fake.request_count(Verb::Bind), 0u);
@@ -133,7 +138,8 @@ TEST(LeaderElection, OnlyTheLeaderIsReadyAndBinds) {
   // Filter works on both: every replica keeps a warm model.
   const Json pod = *fake.get(Resource::Pods, "default", "p");
   for (LiveExtender* replica : {&chief, &follower}) {
-    const auto [status, filtered] = replica->post("filter", Json{{"Pod", pod}, {"NodeNames", {"n1"}}});
+    const auto [status, filtered] =
+        replica->post("filter", Json{{"Pod", pod}, {"NodeNames", {"n1"}}});
     EXPECT_EQ(status, 200);
     EXPECT_EQ(filtered["NodeNames"], Json::array({"n1"}));
   }
@@ -145,7 +151,8 @@ TEST(LeaderElection, OnlyTheLeaderIsReadyAndBinds) {
   ASSERT_TRUE(fake.wait_for_request_count(Verb::Update, Resource::Leases, 3, 5s));
   for (const RequestRecord& request : fake.requests()) {
     if (request.resource == Resource::Leases) {
-      EXPECT_TRUE(request.verb == Verb::Update || request.verb == Verb::Get) << to_string(request.verb);
+      EXPECT_TRUE(request.verb == Verb::Update || request.verb == Verb::Get)
+          << to_string(request.verb);
     }
   }
   EXPECT_EQ(holder_of(fake), leader == 0 ? "replica-a" : "replica-b");
@@ -197,9 +204,9 @@ TEST(LeaderElection, ReleaseAfterAStaleCopyReadsTheLeaseAgain) {
   ASSERT_TRUE(a.wait_for_sync());
   ASSERT_TRUE(eventually([&] { return a.readyz() == 200; }));
   // The applied-but-unanswered renewal: same holder, a new resourceVersion.
-  const Json bumped = fake.mutate(Resource::Leases, "kube-system", "gpushare-extender", [](Json& lease) {
-    lease["spec"]["renewTime"] = "2020-01-01T00:00:00.000000Z";
-  });
+  const Json bumped =
+      fake.mutate(Resource::Leases, "kube-system", "gpushare-extender",
+                  [](Json& lease) { lease["spec"]["renewTime"] = "2020-01-01T00:00:00.000000Z"; });
   EXPECT_EQ(bumped["spec"]["holderIdentity"], "replica-a");
   EXPECT_TRUE(a.shutdown());
   const Json lease = lease_of(fake);
@@ -227,8 +234,10 @@ TEST(LeaderElection, TheLeaderStepsDownWhenItCannotRenew) {
   EXPECT_GE(a.gate()->elector().counters().lost, 1u);
   EXPECT_EQ(metric_value(a, "gpushare_leader"), "0");
   EXPECT_NE(metric_value(a, "gpushare_leader_lost_total"), "0");
-  const auto [code, reply] = a.post(
-      "bind", Json{{"PodName", "p"}, {"PodNamespace", "default"}, {"PodUID", uid_of(fake, "p")}, {"Node", "n1"}});
+  const auto [code, reply] = a.post("bind", Json{{"PodName", "p"},
+                                                 {"PodNamespace", "default"},
+                                                 {"PodUID", uid_of(fake, "p")},
+                                                 {"Node", "n1"}});
   EXPECT_EQ(code, 500);
   EXPECT_NE(reply["Error"].get<std::string>().find("does not bind"), std::string::npos) << reply;
   // Writes work again: it leads again (a new term, with a new catch-up).
@@ -251,11 +260,15 @@ class Scheduler {
       bool bound = false;
       while (!bound && !stop.stop_requested()) {
         for (LiveExtender* replica : replicas()) {
-          const auto [fstatus, filtered] = replica->post("filter", Json{{"Pod", pod}, {"NodeNames", nodes_}});
-          if (fstatus != 200 || !filtered["NodeNames"].is_array() || filtered["NodeNames"].empty()) continue;
-          const auto [bstatus, reply] = replica->post(
-              "bind", Json{{"PodName", name}, {"PodNamespace", "default"}, {"PodUID", pod["metadata"]["uid"]},
-                           {"Node", filtered["NodeNames"][0]}});
+          const auto [fstatus, filtered] =
+              replica->post("filter", Json{{"Pod", pod}, {"NodeNames", nodes_}});
+          if (fstatus != 200 || !filtered["NodeNames"].is_array() || filtered["NodeNames"].empty())
+            continue;
+          const auto [bstatus, reply] =
+              replica->post("bind", Json{{"PodName", name},
+                                         {"PodNamespace", "default"},
+                                         {"PodUID", pod["metadata"]["uid"]},
+                                         {"Node", filtered["NodeNames"][0]}});
           ++attempts;
           if (bstatus == 200) {
             bound = true;
@@ -305,10 +318,12 @@ TEST(LeaderElection, FailoverMidStreamOfBindsNeverOversubscribes) {
   std::vector<LiveExtender*> replicas = {a.get(), &b};
   Scheduler scheduler(fake, pods, nodes);
   std::jthread scheduling([&](std::stop_token stop) {
-    scheduler.run([&] {
-      std::lock_guard lock(replicas_mutex);
-      return replicas;
-    }, stop);
+    scheduler.run(
+        [&] {
+          std::lock_guard lock(replicas_mutex);
+          return replicas;
+        },
+        stop);
   });
   // Mid-stream: the watches stall, a keeps binding (b does not see those), then a dies.
   ASSERT_TRUE(eventually([&] { return scheduler.binds >= 6; }, 20s));
@@ -336,13 +351,16 @@ TEST(LeaderElection, FailoverMidStreamOfBindsNeverOversubscribes) {
   EXPECT_GT(b.read([](const core::ClusterModel& m) { return m.pod_count(); }), 0u);
   fake.release_watch_events();
   ASSERT_TRUE(eventually([&] { return scheduler.done.load(); }, 30s));
-  const double takeover_ms = std::chrono::duration<double, std::milli>(took_over_at - crashed_at).count();
-  std::cout << "[ measured ] lease takeover after a crash: " << takeover_ms << " ms (lease " << kTestLeaseDuration.count() << " ms, retry " << kTestRetryPeriod.count() << " ms)\n";
+  const double takeover_ms =
+      std::chrono::duration<double, std::milli>(took_over_at - crashed_at).count();
+  std::cout << "[ measured ] lease takeover after a crash: " << takeover_ms << " ms (lease "
+            << kTestLeaseDuration.count() << " ms, retry " << kTestRetryPeriod.count() << " ms)\n";
   ::testing::Test::RecordProperty("takeover_ms", static_cast<int>(takeover_ms));
 
   EXPECT_EQ(scheduler.binds, 24);
   // No GPU holds more than it has; every pod holds exactly one place.
-  for (const auto& [gpu, used] : usage_by_gpu(fake)) EXPECT_LE(used, 8) << gpu.first << "/" << gpu.second;
+  for (const auto& [gpu, used] : usage_by_gpu(fake))
+    EXPECT_LE(used, 8) << gpu.first << "/" << gpu.second;
   EXPECT_EQ(bound_in_truth(), 24);
   // The new leader's model is the API server's truth.
   ASSERT_TRUE(eventually([&] { return b.snapshot().assumed_count() == 0; }));
@@ -361,7 +379,8 @@ TEST(LeaderElection, FailoverTime) {
     ASSERT_TRUE(eventually([&] { return a->readyz() == 200; }));
     LiveExtender b(fake, replica("replica-b"));
     ASSERT_TRUE(b.wait_for_sync());
-    for (int i = 0; i < 4; ++i) ASSERT_EQ(a->bind("p" + std::to_string(i), uid_of(fake, "p" + std::to_string(i)), "n1"), 200);
+    for (int i = 0; i < 4; ++i)
+      ASSERT_EQ(a->bind("p" + std::to_string(i), uid_of(fake, "p" + std::to_string(i)), "n1"), 200);
     std::this_thread::sleep_for(300ms);  // a few renewals
     const auto stopped_at = std::chrono::steady_clock::now();
     if (clean) {
@@ -373,12 +392,16 @@ TEST(LeaderElection, FailoverTime) {
     }
     ASSERT_TRUE(eventually([&] { return b.readyz() == 200; }, 10s));
     const double failover_ms =
-        std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - stopped_at).count();
-    std::cout << "[ measured ] failover after a " << (clean ? "clean shutdown" : "crash") << ": " << failover_ms
-              << " ms (lease " << kTestLeaseDuration.count() << " ms, renew deadline " << kTestRenewDeadline.count()
-              << " ms, retry " << kTestRetryPeriod.count() << " ms)\n";
-    ::testing::Test::RecordProperty(clean ? "failover_clean_ms" : "failover_crash_ms", static_cast<int>(failover_ms));
-    for (int i = 4; i < 8; ++i) EXPECT_EQ(b.bind("p" + std::to_string(i), uid_of(fake, "p" + std::to_string(i)), "n1"), 200);
+        std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - stopped_at)
+            .count();
+    std::cout << "[ measured ] failover after a " << (clean ? "clean shutdown" : "crash") << ": "
+              << failover_ms << " ms (lease " << kTestLeaseDuration.count()
+              << " ms, renew deadline " << kTestRenewDeadline.count() << " ms, retry "
+              << kTestRetryPeriod.count() << " ms)\n";
+    ::testing::Test::RecordProperty(clean ? "failover_clean_ms" : "failover_crash_ms",
+                                    static_cast<int>(failover_ms));
+    for (int i = 4; i < 8; ++i)
+      EXPECT_EQ(b.bind("p" + std::to_string(i), uid_of(fake, "p" + std::to_string(i)), "n1"), 200);
     EXPECT_EQ(holder_of(fake), "replica-b");
     const Json lease = lease_of(fake);
     EXPECT_EQ(lease["spec"]["leaseTransitions"], 1);

@@ -33,7 +33,9 @@ class Shutdown : public ::testing::Test {
     fake.inject_fault(binding_fault(0, delay));  // no error: just slow, then applied
     const std::string uid = uid_of(fake, name);
     auto reply = std::async(std::launch::async, [&extender, name, uid] {
-      return extender.post("bind", Json{{"PodName", name}, {"PodNamespace", "default"}, {"PodUID", uid}, {"Node", "n1"}});
+      return extender.post(
+          "bind",
+          Json{{"PodName", name}, {"PodNamespace", "default"}, {"PodUID", uid}, {"Node", "n1"}});
     });
     EXPECT_TRUE(eventually([&] { return extender.server().binds_in_flight() == 1; }));
     EXPECT_TRUE(fake.wait_for_request_count(Verb::Bind, Resource::Pods, 1, 10s));
@@ -61,9 +63,9 @@ TEST_F(Shutdown, ABindInFlightFinishesAndItsReplyIsSent) {
 
 TEST_F(Shutdown, TheWaitIsBounded) {
   LiveExtender extender(fake, live_options([](LiveOptions& o) {
-    o.shutdown_grace = 200ms;
-    o.bind_timeout = 5s;
-  }));
+                          o.shutdown_grace = 200ms;
+                          o.bind_timeout = 5s;
+                        }));
   ASSERT_TRUE(extender.wait_for_sync());
   auto reply = slow_bind(extender, "p", 2000ms);
   // The grace period runs out first: stop() says so rather than waiting for ever.
@@ -95,16 +97,18 @@ TEST_F(Shutdown, TheLeaderReleasesTheLeaseOnlyAfterItsBindsLanded) {
 TEST_F(Shutdown, ALeaderWhoseBindsDidNotFinishLeavesTheLeaseToExpire) {
   const apiclient::LeaderElectionConfig election = test_election("replica-a");
   LiveExtender extender(fake, live_options([&](LiveOptions& o) {
-    o.leader_election = election;
-    o.shutdown_grace = 100ms;
-  }));
+                          o.leader_election = election;
+                          o.shutdown_grace = 100ms;
+                        }));
   ASSERT_TRUE(extender.wait_for_sync());
   ASSERT_TRUE(eventually([&] { return extender.readyz() == 200; }));
   auto reply = slow_bind(extender, "p", 500ms);
   EXPECT_FALSE(extender.shutdown());
   ASSERT_EQ(reply.wait_for(10s), std::future_status::ready);
   // A follower could otherwise take over before that bind lands and not see it.
-  EXPECT_EQ(fake.get(Resource::Leases, "kube-system", "gpushare-extender")->at("spec")["holderIdentity"], "replica-a");
+  EXPECT_EQ(
+      fake.get(Resource::Leases, "kube-system", "gpushare-extender")->at("spec")["holderIdentity"],
+      "replica-a");
   EXPECT_EQ(extender.gate()->elector().counters().releases, 0u);
 }
 

@@ -19,7 +19,8 @@ class Sync : public ::testing::Test {
     fake.create(Resource::Pods, gpu_pod("running", 10, "n1", 2));
     fake.create(Resource::Pods, gpu_pod("pending", 5));
     fake.create(Resource::Pods, gpu_pod("no-index", 7, "n2"));
-    fake.create(Resource::ConfigMaps, make_configmap("kube-system", "unhealthy-gpu-n1", {{"gpus", "3"}}));
+    fake.create(Resource::ConfigMaps,
+                make_configmap("kube-system", "unhealthy-gpu-n1", {{"gpus", "3"}}));
   }
   FakeApiServer fake;
 };
@@ -58,7 +59,9 @@ TEST_F(Sync, NodeChangesWithinOneEvent) {
     });
   }));
   fake.remove(Resource::Nodes, "", "n2");
-  EXPECT_TRUE(eventually([&] { return extender.read([](const core::ClusterModel& m) { return m.find_node("n2") == nullptr; }); }));
+  EXPECT_TRUE(eventually([&] {
+    return extender.read([](const core::ClusterModel& m) { return m.find_node("n2") == nullptr; });
+  }));
 }
 
 TEST_F(Sync, PodLifecycle) {
@@ -67,7 +70,8 @@ TEST_F(Sync, PodLifecycle) {
   fake.create(Resource::Pods, gpu_pod("late", 3, "n2", 1));
   EXPECT_TRUE(eventually([&] { return extender.used_on("n2", 1) == 3; }));
   // Succeeded pods free their memory.
-  fake.mutate(Resource::Pods, "default", "late", [](Json& pod) { pod["status"]["phase"] = "Succeeded"; });
+  fake.mutate(Resource::Pods, "default", "late",
+              [](Json& pod) { pod["status"]["phase"] = "Succeeded"; });
   EXPECT_TRUE(eventually([&] { return extender.used_on("n2", 1) == 0; }));
   // A terminating pod keeps its memory until it is gone.
   auto http = extender.http();
@@ -97,7 +101,8 @@ TEST_F(Sync, CpuOnlyPodsCountOnTheirNodesCpuAndMemoryOnly) {
   auto used = [&](const std::string& node) {
     return extender.read([&](const core::ClusterModel& m) {
       const core::NodeState* state = m.find_node(node);
-      return state == nullptr ? Used{} : Used{state->cpu_used(), state->memory_used(), state->total_used()};
+      return state == nullptr ? Used{}
+                              : Used{state->cpu_used(), state->memory_used(), state->total_used()};
     });
   };
   extender.read([](const core::ClusterModel& m) {
@@ -111,8 +116,10 @@ TEST_F(Sync, CpuOnlyPodsCountOnTheirNodesCpuAndMemoryOnly) {
 
   fake.create(Resource::Pods, cpu_pod("exporter", "n1", "250m", "300Mi", "monitoring"));
   fake.create(Resource::Pods, cpu_pod("web", "cpu", "1500m", "2Gi"));
-  EXPECT_TRUE(eventually([&] { return used("n1") == Used{250, 300 * kMi, 10} && used("cpu") == Used{1500, 2048 * kMi, 0}; }))
-      << used("n1").cpu << " " << used("cpu").cpu;
+  EXPECT_TRUE(eventually([&] {
+    return used("n1") == Used{250, 300 * kMi, 10} && used("cpu") == Used{1500, 2048 * kMi, 0};
+  })) << used("n1").cpu
+      << " " << used("cpu").cpu;
   // GPUs are untouched, and whatever shows GPUs does not show these pods.
   EXPECT_EQ(extender.used_on("n1", 2), 10);
   extender.read([](const core::ClusterModel& m) {
@@ -137,9 +144,12 @@ TEST_F(Sync, CpuOnlyPodsCountOnTheirNodesCpuAndMemoryOnly) {
   EXPECT_NE(metrics->body.find("\ngpushare_pods 2\n"), std::string::npos);
 
   // Finished or deleted, they are gone again.
-  fake.mutate(Resource::Pods, "default", "web", [](Json& pod) { pod["status"]["phase"] = "Succeeded"; });
+  fake.mutate(Resource::Pods, "default", "web",
+              [](Json& pod) { pod["status"]["phase"] = "Succeeded"; });
   fake.remove(Resource::Pods, "monitoring", "exporter");
-  EXPECT_TRUE(eventually([&] { return used("n1") == Used{0, 0, 10} && used("cpu") == Used{0, 0, 0}; }));
+  EXPECT_TRUE(eventually([&] {
+    return used("n1") == Used{0, 0, 10} && used("cpu") == Used{0, 0, 0};
+  }));
   EXPECT_EQ(extender.read([](const core::ClusterModel& m) { return m.pod_count(); }), 2u);
 }
 
@@ -148,20 +158,25 @@ TEST_F(Sync, PodsBoundByOthersTeachThePolicyOnceListsDoNot) {
   options.policy = "fgd-plus";
   LiveExtender extender(fake, options);
   ASSERT_TRUE(extender.wait_for_sync());
-  const auto observed = [&] { return extender.policy_state()["workload"]["observedPods"].get<int>(); };
+  const auto observed = [&] {
+    return extender.policy_state()["workload"]["observedPods"].get<int>();
+  };
   // The fixture's bound GPU pods came with the list: not observed.
   EXPECT_EQ(observed(), 0);
   // A CPU-only pod kube-scheduler bound by itself arrives by watch: observed once, also after
   // later updates of the same pod.
   fake.create(Resource::Pods, cpu_pod("web", "n1", "2", "4Gi"));
   EXPECT_TRUE(eventually([&] { return observed() == 1; })) << extender.policy_state().dump();
-  fake.mutate(Resource::Pods, "default", "web", [](Json& pod) { pod["metadata"]["labels"] = {{"v", "2"}}; });
+  fake.mutate(Resource::Pods, "default", "web", [](Json& pod) {
+    pod["metadata"]["labels"] = {{"v", "2"}};
+  });
   fake.create(Resource::Pods, cpu_pod("other", "cpu", "1", "1Gi"));
   EXPECT_TRUE(eventually([&] { return observed() == 2; }));
   EXPECT_EQ(observed(), 2);
   // A pending pod teaches nothing until it is bound.
   fake.create(Resource::Pods, cpu_pod("waiting", "", "1", "1Gi"));
-  EXPECT_TRUE(eventually([&] { return extender.sync().cached_pod("default", "waiting").has_value(); }));
+  EXPECT_TRUE(
+      eventually([&] { return extender.sync().cached_pod("default", "waiting").has_value(); }));
   EXPECT_EQ(observed(), 2);
 }
 
@@ -171,7 +186,8 @@ TEST_F(Sync, CpuOnlyPodBoundThroughTheExtenderCountsOnceTheWatchShowsIt) {
   const Json pod = fake.create(Resource::Pods, cpu_pod("batch", "", "2", "1Gi"));
   EXPECT_EQ(extender.bind("batch", pod["metadata"]["uid"], "n2"), 200);
   EXPECT_TRUE(eventually([&] {
-    return extender.read([](const core::ClusterModel& m) { return m.find_node("n2")->cpu_used() == 2000; });
+    return extender.read(
+        [](const core::ClusterModel& m) { return m.find_node("n2")->cpu_used() == 2000; });
   }));
   extender.read([](const core::ClusterModel& m) {
     EXPECT_EQ(m.find_node("n2")->memory_used(), 1024 * 1024 * 1024);
@@ -188,10 +204,12 @@ TEST_F(Sync, CpuOnlyPodBoundThroughTheExtenderCountsOnceTheWatchShowsIt) {
 TEST_F(Sync, SameNameNewUidIsANewPod) {
   LiveExtender extender(fake);
   ASSERT_TRUE(extender.wait_for_sync());
-  const std::string old_uid = fake.get(Resource::Pods, "default", "running")->at("metadata").at("uid");
+  const std::string old_uid =
+      fake.get(Resource::Pods, "default", "running")->at("metadata").at("uid");
   fake.remove(Resource::Pods, "default", "running");
   fake.create(Resource::Pods, gpu_pod("running", 4, "n1", 0));
-  EXPECT_TRUE(eventually([&] { return extender.used_on("n1", 0) == 4 && extender.used_on("n1", 2) == 0; }));
+  EXPECT_TRUE(
+      eventually([&] { return extender.used_on("n1", 0) == 4 && extender.used_on("n1", 2) == 0; }));
   extender.read([&](const core::ClusterModel& m) {
     EXPECT_EQ(m.find_pod(old_uid), nullptr);
     return 0;
@@ -207,13 +225,16 @@ TEST_F(Sync, UnhealthyConfigMapFollowsChanges) {
     });
   };
   EXPECT_FALSE(healthy("n1", 3));
-  fake.mutate(Resource::ConfigMaps, "kube-system", "unhealthy-gpu-n1", [](Json& cm) { cm["data"]["gpus"] = "0,1"; });
-  EXPECT_TRUE(eventually([&] { return !healthy("n1", 0) && !healthy("n1", 1) && healthy("n1", 3); }));
+  fake.mutate(Resource::ConfigMaps, "kube-system", "unhealthy-gpu-n1",
+              [](Json& cm) { cm["data"]["gpus"] = "0,1"; });
+  EXPECT_TRUE(
+      eventually([&] { return !healthy("n1", 0) && !healthy("n1", 1) && healthy("n1", 3); }));
   fake.remove(Resource::ConfigMaps, "kube-system", "unhealthy-gpu-n1");
   EXPECT_TRUE(eventually([&] { return healthy("n1", 0) && healthy("n1", 1); }));
   // ConfigMaps in other namespaces do not count.
   fake.create(Resource::ConfigMaps, make_configmap("default", "unhealthy-gpu-n2", {{"gpus", "0"}}));
-  fake.create(Resource::ConfigMaps, make_configmap("kube-system", "unhealthy-gpu-n2", {{"gpus", "1"}}));
+  fake.create(Resource::ConfigMaps,
+              make_configmap("kube-system", "unhealthy-gpu-n2", {{"gpus", "1"}}));
   EXPECT_TRUE(eventually([&] { return !healthy("n2", 1); }));
   EXPECT_TRUE(healthy("n2", 0));
 }
@@ -242,7 +263,8 @@ TEST_F(Sync, RelistOnGoneReplacesTheCache) {
   fake.create(Resource::Pods, gpu_pod("newcomer", 6, "n1", 1));
   fake.compact_to_current();
   fake.start_listening();
-  EXPECT_TRUE(eventually([&] { return extender.used_on("n1", 2) == 0 && extender.used_on("n1", 1) == 6; }));
+  EXPECT_TRUE(
+      eventually([&] { return extender.used_on("n1", 2) == 0 && extender.used_on("n1", 1) == 6; }));
   // The reflector counts the list after handing it over, so the model may change first.
   EXPECT_TRUE(eventually([&] { return extender.sync().counters().pods.lists > lists_before; }));
 }
@@ -267,10 +289,13 @@ TEST(SyncAuth, TokenFileRotation) {
   FakeApiServer fake(options);
   fake.create(Resource::Nodes, gpu_node("n1", 1, 16));
   write(token_file, "secret-1\n");
-  write(kubeconfig, "apiVersion: v1\nkind: Config\ncurrent-context: fake\n"
-                    "clusters: [{name: fake, cluster: {server: \"" + fake.base_url() + "\"}}]\n"
-                    "users: [{name: u, user: {tokenFile: token}}]\n"
-                    "contexts: [{name: fake, context: {cluster: fake, user: u}}]\n");
+  write(kubeconfig,
+        "apiVersion: v1\nkind: Config\ncurrent-context: fake\n"
+        "clusters: [{name: fake, cluster: {server: \"" +
+            fake.base_url() +
+            "\"}}]\n"
+            "users: [{name: u, user: {tokenFile: token}}]\n"
+            "contexts: [{name: fake, context: {cluster: fake, user: u}}]\n");
   LiveExtender extender(fake, live_options([&](LiveOptions& o) { o.kubeconfig = kubeconfig; }));
   ASSERT_TRUE(extender.wait_for_sync());
   // Rotation: the file gets a new token and the server stops accepting the old one.

@@ -8,7 +8,8 @@
 namespace gpushare::kubesim {
 namespace {
 
-core::NodeSpec node(std::string name, std::int64_t cpu_milli, std::int64_t memory_mib, std::string model) {
+core::NodeSpec node(std::string name, std::int64_t cpu_milli, std::int64_t memory_mib,
+                    std::string model) {
   core::NodeSpec spec;
   spec.name = std::move(name);
   spec.cpu_milli = cpu_milli;
@@ -51,9 +52,11 @@ class TwoNodes : public ::testing::Test {
     options.version = version;
     options.extender_policy = "binpack";
     options.score_mapping = mapping;
-    return run_deployed(nodes, pods, arrivals, {}, parse_scheduler_config(yaml, version), options, 42, "test");
+    return run_deployed(nodes, pods, arrivals, {}, parse_scheduler_config(yaml, version), options,
+                        42, "test");
   }
-  std::vector<core::NodeSpec> nodes{node("small", 8000, 32768, "T4"), node("big", 64000, 262144, "V100")};
+  std::vector<core::NodeSpec> nodes{node("small", 8000, 32768, "T4"),
+                                    node("big", 64000, 262144, "V100")};
   std::string mapping = "minmax";  // the totals above; RankMapping below
 };
 
@@ -95,7 +98,8 @@ TEST_F(TwoNodes, RankMappingGivesTheRunnerUpNine) {
 
 TEST_F(TwoNodes, WithoutPrioritizeKubesPluginsDecide) {
   std::string yaml(kExtenderWeight1);
-  yaml.erase(yaml.find("  prioritizeVerb: prioritize\n"), std::string_view("  prioritizeVerb: prioritize\n").size());
+  yaml.erase(yaml.find("  prioritizeVerb: prioritize\n"),
+             std::string_view("  prioritizeVerb: prioritize\n").size());
   const DeployedResult result = run(yaml);
   EXPECT_EQ(result.placements[1], "big");  // 174 < 197: LeastAllocated spreads
   EXPECT_EQ(result.stats.extender_prioritize_calls, 0u);
@@ -134,7 +138,9 @@ profiles:
   EXPECT_EQ(run(R"(
 apiVersion: kubescheduler.config.k8s.io/v1
 kind: KubeSchedulerConfiguration
-)").placements[1], "big");
+)")
+                .placements[1],
+            "big");
 }
 
 TEST_F(TwoNodes, Kube120ModelReadsV1beta1Plugins) {
@@ -156,14 +162,18 @@ profiles:
   EXPECT_EQ(run(R"(
 apiVersion: kubescheduler.config.k8s.io/v1beta1
 kind: KubeSchedulerConfiguration
-)", {}, KubeVersion::k1_20).placements[1], "big");
+)",
+                {}, KubeVersion::k1_20)
+                .placements[1],
+            "big");
 }
 
 TEST_F(TwoNodes, CpuOnlyPodsReachAnExtenderWithoutManagedResources) {
   // A third pod without GPU: kube alone spreads it to big; an extender entry that scores every
   // pod (binpack: the node whose GPUs are fullest) at weight 10 steers it to small, whose GPU
   // is full.
-  const std::string score_all = std::string(kExtenderWeight1) + R"(- urlPrefix: http://127.0.0.1:39999/gpushare-scheduler
+  const std::string score_all =
+      std::string(kExtenderWeight1) + R"(- urlPrefix: http://127.0.0.1:39999/gpushare-scheduler
   prioritizeVerb: prioritize
   weight: 10
   ignorable: true
@@ -204,8 +214,8 @@ TEST_F(TwoNodes, NodeAffinityKeepsPinnedPodsOnTheirModels) {
   // second has only the unlabelled node left, which In never matches; a pin to a model no node
   // carries fits nowhere.
   const DeployedResult result =
-      run(kExtenderWeight1, {pod("either", 1000, {"T4", "V100"}), pod("either-2", 1000, {"T4", "V100"}),
-                             pod("nowhere", 100, {"H100"})});
+      run(kExtenderWeight1, {pod("either", 1000, {"T4", "V100"}),
+                             pod("either-2", 1000, {"T4", "V100"}), pod("nowhere", 100, {"H100"})});
   EXPECT_EQ(result.placements[0], "small");
   EXPECT_EQ(result.placements[2], "big");
   EXPECT_EQ(result.placements[3], "");

@@ -3,11 +3,11 @@
 
 #include "gpushare/kubesim/scheduler_config.h"
 
+#include <gtest/gtest.h>
+
 #include <filesystem>
 #include <fstream>
 #include <sstream>
-
-#include <gtest/gtest.h>
 
 namespace gpushare::kubesim {
 namespace {
@@ -34,11 +34,13 @@ TEST(SchedulerConfig, DefaultsPerVersion) {
 }
 
 TEST(SchedulerConfig, EveryShippedConfigurationParses) {
-  for (const char* file : {"deploy/scheduler/kube-scheduler-config.yaml", "deploy/scheduler/kube-scheduler-config-v1beta3.yaml",
+  for (const char* file : {"deploy/scheduler/kube-scheduler-config.yaml",
+                           "deploy/scheduler/kube-scheduler-config-v1beta3.yaml",
                            "deploy/scheduler/kube-scheduler-config-v1beta2.yaml",
                            "deploy/overlays/second-scheduler/gpushare-scheduler-config.yaml"}) {
     SCOPED_TRACE(file);
-    const SchedulerConfig config = parse_scheduler_config(read(kSource / file), KubeVersion::kCurrent);
+    const SchedulerConfig config =
+        parse_scheduler_config(read(kSource / file), KubeVersion::kCurrent);
     ASSERT_FALSE(config.extenders.empty());
     int binders = 0;
     for (const ExtenderConfig& extender : config.extenders) {
@@ -85,7 +87,8 @@ profiles:
             score: 0
           - utilization: 100
             score: 10
-)", KubeVersion::kCurrent);
+)",
+                                                        KubeVersion::kCurrent);
   EXPECT_EQ(config.percentage_of_nodes_to_score, 70);
   const SchedulerProfile* packer = config.profile("packer");
   ASSERT_NE(packer, nullptr);
@@ -122,7 +125,8 @@ profiles:
       resources:
       - name: aliyun.com/gpu-mem
         weight: 1
-)", KubeVersion::k1_20);
+)",
+                                                        KubeVersion::k1_20);
   const SchedulerProfile& profile = config.profiles.at(0);
   ASSERT_EQ(profile.scorers.size(), 1u);
   EXPECT_TRUE(profile.constant_plugins.empty());
@@ -147,14 +151,18 @@ extenders:
   filterVerb: filter
   managedResource:
   - name: aliyun.com/gpu-mem
-)").find("extenders[0]: unknown field \"managedResource\""), std::string::npos);
+)")
+                .find("extenders[0]: unknown field \"managedResource\""),
+            std::string::npos);
   EXPECT_NE(error_of(R"(
 apiVersion: kubescheduler.config.k8s.io/v1
 kind: KubeSchedulerConfiguration
 extenders:
 - urlPrefix: http://x/gpushare-scheduler
   prioritizeVerb: prioritize
-)").find("weight must be positive"), std::string::npos);
+)")
+                .find("weight must be positive"),
+            std::string::npos);
   EXPECT_NE(error_of(R"(
 apiVersion: kubescheduler.config.k8s.io/v1
 kind: KubeSchedulerConfiguration
@@ -164,7 +172,9 @@ profiles:
     args:
       scoringStrategy:
         type: MostAlocated
-)").find("unknown strategy \"MostAlocated\""), std::string::npos);
+)")
+                .find("unknown strategy \"MostAlocated\""),
+            std::string::npos);
   EXPECT_NE(error_of("apiVersion: v1\nkind: ConfigMap\n").find("apiVersion"), std::string::npos);
   EXPECT_NE(error_of(R"(
 apiVersion: kubescheduler.config.k8s.io/v1
@@ -174,7 +184,9 @@ profiles:
     score:
       enabled:
       - name: SomeOutOfTreeScorer
-)").find("not modelled"), std::string::npos);
+)")
+                .find("not modelled"),
+            std::string::npos);
 }
 
 TEST(ExtenderConfig, InterestFollowsManagedResources) {

@@ -31,9 +31,9 @@ TEST(BrokenLinear, InterpolatesWithGoIntegerDivision) {
   EXPECT_EQ(broken_linear(packing, 37), 37);
   EXPECT_EQ(broken_linear(spreading, 37), 63);  // 100 + (-100 * 37) / 100
   const std::vector<ShapePoint> steps{{20, 10}, {60, 90}};
-  EXPECT_EQ(broken_linear(steps, 5), 10);    // below the first point
-  EXPECT_EQ(broken_linear(steps, 50), 70);   // 10 + 80 * 30 / 40
-  EXPECT_EQ(broken_linear(steps, 99), 90);   // past the last point
+  EXPECT_EQ(broken_linear(steps, 5), 10);   // below the first point
+  EXPECT_EQ(broken_linear(steps, 50), 70);  // 10 + 80 * 30 / 40
+  EXPECT_EQ(broken_linear(steps, 99), 90);  // past the last point
 }
 
 TEST(ResourceStrategy, LeastAllocatedWeightedAverage) {
@@ -41,14 +41,17 @@ TEST(ResourceStrategy, LeastAllocatedWeightedAverage) {
   const std::vector<ResourceUse> uses{{8000, 2000}, {16 * kGi, 12 * kGi}};  // 75 and 25
   EXPECT_EQ(resource_strategy_score(ScoringStrategy::kLeastAllocated, even, {}, uses, kNow), 50);
   const std::vector<ResourceWeight> cpu_heavy{{"cpu", 2}, {"memory", 1}};
-  EXPECT_EQ(resource_strategy_score(ScoringStrategy::kLeastAllocated, cpu_heavy, {}, uses, kNow), 58);  // 175 / 3
+  EXPECT_EQ(resource_strategy_score(ScoringStrategy::kLeastAllocated, cpu_heavy, {}, uses, kNow),
+            58);  // 175 / 3
 }
 
 TEST(ResourceStrategy, AResourceTheNodeLacksIsSkippedSince123) {
   const std::vector<ResourceWeight> resources{{"cpu", 1}, {"aliyun.com/gpu-mem", 1}};
   const std::vector<ResourceUse> uses{{8000, 2000}, {0, 500}};
-  EXPECT_EQ(resource_strategy_score(ScoringStrategy::kLeastAllocated, resources, {}, uses, kNow), 75);
-  EXPECT_EQ(resource_strategy_score(ScoringStrategy::kLeastAllocated, resources, {}, uses, k120), 37);  // (75 + 0) / 2
+  EXPECT_EQ(resource_strategy_score(ScoringStrategy::kLeastAllocated, resources, {}, uses, kNow),
+            75);
+  EXPECT_EQ(resource_strategy_score(ScoringStrategy::kLeastAllocated, resources, {}, uses, k120),
+            37);  // (75 + 0) / 2
 }
 
 TEST(ResourceStrategy, RequestedToCapacityRatioRoundsUtilizationPerVersion) {
@@ -56,8 +59,12 @@ TEST(ResourceStrategy, RequestedToCapacityRatioRoundsUtilizationPerVersion) {
   const std::vector<ShapePoint> packing{{0, 0}, {100, 10}};  // scores 0..10, scaled x10
   const std::vector<ResourceUse> uses{{8000, 3333}};
   // current: 3333 * 100 / 8000 = 41; 1.20: 100 - 4667 * 100 / 8000 = 100 - 58 = 42.
-  EXPECT_EQ(resource_strategy_score(ScoringStrategy::kRequestedToCapacityRatio, gpu, packing, uses, kNow), 41);
-  EXPECT_EQ(resource_strategy_score(ScoringStrategy::kRequestedToCapacityRatio, gpu, packing, uses, k120), 42);
+  EXPECT_EQ(
+      resource_strategy_score(ScoringStrategy::kRequestedToCapacityRatio, gpu, packing, uses, kNow),
+      41);
+  EXPECT_EQ(
+      resource_strategy_score(ScoringStrategy::kRequestedToCapacityRatio, gpu, packing, uses, k120),
+      42);
 }
 
 TEST(ResourceStrategy, RequestedToCapacityRatioOnANodeWithoutTheResource) {
@@ -66,11 +73,17 @@ TEST(ResourceStrategy, RequestedToCapacityRatioOnANodeWithoutTheResource) {
   const std::vector<ResourceWeight> gpu{{"aliyun.com/gpu-mem", 1}};
   const std::vector<ShapePoint> packing{{0, 0}, {100, 10}};
   const std::vector<ResourceUse> none{{0, 0}};
-  EXPECT_EQ(resource_strategy_score(ScoringStrategy::kRequestedToCapacityRatio, gpu, packing, none, k120), 100);
-  EXPECT_EQ(resource_strategy_score(ScoringStrategy::kRequestedToCapacityRatio, gpu, packing, none, kNow), 0);
+  EXPECT_EQ(
+      resource_strategy_score(ScoringStrategy::kRequestedToCapacityRatio, gpu, packing, none, k120),
+      100);
+  EXPECT_EQ(
+      resource_strategy_score(ScoringStrategy::kRequestedToCapacityRatio, gpu, packing, none, kNow),
+      0);
   // Only resources scoring above 0 count: an empty node averages over nothing.
   const std::vector<ResourceUse> empty{{8000, 0}};
-  EXPECT_EQ(resource_strategy_score(ScoringStrategy::kRequestedToCapacityRatio, gpu, packing, empty, kNow), 0);
+  EXPECT_EQ(resource_strategy_score(ScoringStrategy::kRequestedToCapacityRatio, gpu, packing, empty,
+                                    kNow),
+            0);
 }
 
 TEST(BalancedAllocation, OldFormulaIsOneMinusTheDifference) {
@@ -82,7 +95,7 @@ TEST(BalancedAllocation, OldFormulaIsOneMinusTheDifference) {
 
 TEST(BalancedAllocation, CurrentFormulaIsOneMinusTheStandardDeviation) {
   const std::vector<ResourceUse> uses{{8000, 4000}, {16 * kGi, 4 * kGi}};
-  EXPECT_EQ(balanced_allocation_score(uses, kNow), 87);  // std = 0.125
+  EXPECT_EQ(balanced_allocation_score(uses, kNow), 87);                     // std = 0.125
   const std::vector<ResourceUse> over{{8000, 12000}, {16 * kGi, 8 * kGi}};  // 1.5 capped to 1, 0.5
   EXPECT_EQ(balanced_allocation_score(over, kNow), 75);
   const std::vector<ResourceUse> three{{10, 2}, {10, 5}, {10, 8}};  // std of .2 .5 .8 = .2449
@@ -101,7 +114,9 @@ TEST(FeasibleNodesToFind, AdaptivePercentage) {
   EXPECT_EQ(feasible_nodes_to_find(1213, 30), 363u);
 }
 
-TEST(ExtenderFactor, TenPointsPerExtenderLevel) { EXPECT_EQ(kExtenderScoreFactor, 10); }
+TEST(ExtenderFactor, TenPointsPerExtenderLevel) {
+  EXPECT_EQ(kExtenderScoreFactor, 10);
+}
 
 }  // namespace
 }  // namespace gpushare::kubesim

@@ -1,9 +1,9 @@
+#include "gpushare/sim/arrivals.h"
+
 #include <gtest/gtest.h>
 
 #include <algorithm>
 #include <numeric>
-
-#include "gpushare/sim/arrivals.h"
 
 namespace gpushare::sim {
 namespace {

@@ -1,9 +1,9 @@
+#include "gpushare/sim/report.h"
+
 #include <gtest/gtest.h>
 
 #include <cmath>
 #include <sstream>
-
-#include "gpushare/sim/report.h"
 
 namespace gpushare::sim {
 namespace {

@@ -1,13 +1,14 @@
-#include <gtest/gtest.h>
-
 #include "gpushare/sim/trace.h"
+
+#include <gtest/gtest.h>
 
 namespace gpushare::sim {
 namespace {
 
 TEST(Trace, ParsesNodesByHeaderName) {
   const auto nodes = parse_nodes_csv(
-      "model,sn,gpu,cpu_milli,memory_mib\r\nV100,n-1,8,96000,393216\r\n\r\n,cpu-only,0,32000,1024\n");
+      "model,sn,gpu,cpu_milli,memory_mib\r\nV100,n-1,8,96000,393216\r\n\r\n,cpu-only,0,32000,"
+      "1024\n");
   ASSERT_EQ(nodes.size(), 2u);
   EXPECT_EQ(nodes[0].name, "n-1");
   EXPECT_EQ(nodes[0].gpu_count, 8);

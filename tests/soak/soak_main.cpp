@@ -21,6 +21,9 @@
 // at the end; the fake API server runs in the same process).
 // Exit status: 0 if both checks pass, 1 otherwise.
 
+#include <fmt/format.h>
+#include <spdlog/spdlog.h>
+
 #include <atomic>
 #include <cstdio>
 #include <fstream>
@@ -32,9 +35,6 @@
 #include <string>
 #include <thread>
 #include <vector>
-
-#include <fmt/format.h>
-#include <spdlog/spdlog.h>
 
 #include "gpushare/kube/node_info.h"
 #include "gpushare/kube/pod_info.h"
@@ -53,7 +53,8 @@ long rss_kib() {
 }
 
 struct Counts {
-  std::atomic<long> pods_created{0}, filters{0}, prioritizes{0}, binds_ok{0}, binds_failed{0}, unschedulable{0};
+  std::atomic<long> pods_created{0}, filters{0}, prioritizes{0}, binds_ok{0}, binds_failed{0},
+      unschedulable{0};
   std::atomic<long> cpu_only_bound{0};
   std::atomic<long> pods_deleted{0}, pods_deleted_gracefully{0}, pods_finished{0};
   std::atomic<long> nodes_added{0}, nodes_removed{0}, configmap_changes{0};
@@ -63,19 +64,23 @@ struct Counts {
 core::ClusterModel truth_model(FakeApiServer& fake) {
   core::ClusterModel model;
   const kube::ResourceNames names;
-  for (const Json& node : fake.list(Resource::Nodes)) model.upsert_node(kube::parse_node(node, names));
+  for (const Json& node : fake.list(Resource::Nodes))
+    model.upsert_node(kube::parse_node(node, names));
   for (const Json& configmap : fake.list(Resource::ConfigMaps, names.unhealthy_namespace)) {
-    if (auto unhealthy = kube::parse_unhealthy_configmap(configmap)) model.set_unhealthy(unhealthy->node, unhealthy->indices);
+    if (auto unhealthy = kube::parse_unhealthy_configmap(configmap))
+      model.set_unhealthy(unhealthy->node, unhealthy->indices);
   }
   for (const Json& object : fake.list(Resource::Pods)) {
-    if (auto allocation = kube::allocation_of(kube::parse_pod(object, names))) model.add_pod(std::move(*allocation));
+    if (auto allocation = kube::allocation_of(kube::parse_pod(object, names)))
+      model.add_pod(std::move(*allocation));
   }
   return model;
 }
 
 std::string describe(const core::PodAllocation& pod) {
-  return fmt::format("node {} gpus [{}] {} per GPU, cpu {}m, memory {}{}", pod.node, fmt::join(pod.gpus, ","),
-                     pod.per_gpu, pod.cpu_milli, pod.memory, pod.assumed ? " (assumed)" : "");
+  return fmt::format("node {} gpus [{}] {} per GPU, cpu {}m, memory {}{}", pod.node,
+                     fmt::join(pod.gpus, ","), pod.per_gpu, pod.cpu_milli, pod.memory,
+                     pod.assumed ? " (assumed)" : "");
 }
 
 // The pod's GPU memory limit, 0 for a pod without one (CPU-only).
@@ -85,18 +90,21 @@ long long gpu_request_of(const Json& pod) {
 }
 
 // What differs between the extender's model and the truth, one line each.
-std::vector<std::string> model_diff(const core::ClusterModel& model, const core::ClusterModel& truth) {
+std::vector<std::string> model_diff(const core::ClusterModel& model,
+                                    const core::ClusterModel& truth) {
   std::vector<std::string> diff;
   for (const auto& [uid, pod] : model.pods()) {
     const core::PodAllocation* other = truth.find_pod(uid);
     if (other == nullptr) {
       diff.push_back(fmt::format("pod {} only in the extender: {}", uid, describe(pod)));
     } else if (!(*other == pod)) {
-      diff.push_back(fmt::format("pod {}: extender {} / truth {}", uid, describe(pod), describe(*other)));
+      diff.push_back(
+          fmt::format("pod {}: extender {} / truth {}", uid, describe(pod), describe(*other)));
     }
   }
   for (const auto& [uid, pod] : truth.pods()) {
-    if (model.find_pod(uid) == nullptr) diff.push_back(fmt::format("pod {} missing from the extender: {}", uid, describe(pod)));
+    if (model.find_pod(uid) == nullptr)
+      diff.push_back(fmt::format("pod {} missing from the extender: {}", uid, describe(pod)));
   }
   for (const auto& node : truth.nodes()) {
     const core::NodeState* mine = model.find_node(node.name());
@@ -108,22 +116,24 @@ std::vector<std::string> model_diff(const core::ClusterModel& model, const core:
       const auto& a = mine->gpus()[static_cast<std::size_t>(i)];
       const auto& b = node.gpus()[static_cast<std::size_t>(i)];
       if (a.capacity != b.capacity || a.used != b.used || a.healthy != b.healthy) {
-        diff.push_back(fmt::format("node {} GPU {}: extender {}/{}{} / truth {}/{}{}", node.name(), i, a.used,
-                                   a.capacity, a.healthy ? "" : " unhealthy", b.used, b.capacity,
-                                   b.healthy ? "" : " unhealthy"));
+        diff.push_back(fmt::format("node {} GPU {}: extender {}/{}{} / truth {}/{}{}", node.name(),
+                                   i, a.used, a.capacity, a.healthy ? "" : " unhealthy", b.used,
+                                   b.capacity, b.healthy ? "" : " unhealthy"));
       }
     }
     if (mine->cpu_used() != node.cpu_used() || mine->memory_used() != node.memory_used()) {
-      diff.push_back(fmt::format("node {}: extender cpu {}m memory {} used / truth cpu {}m memory {}", node.name(),
-                                 mine->cpu_used(), mine->memory_used(), node.cpu_used(), node.memory_used()));
+      diff.push_back(fmt::format(
+          "node {}: extender cpu {}m memory {} used / truth cpu {}m memory {}", node.name(),
+          mine->cpu_used(), mine->memory_used(), node.cpu_used(), node.memory_used()));
     }
     if (mine->gpu_count() != node.gpu_count()) {
-      diff.push_back(fmt::format("node {}: {} GPUs in the extender, {} in truth", node.name(), mine->gpu_count(),
-                                 node.gpu_count()));
+      diff.push_back(fmt::format("node {}: {} GPUs in the extender, {} in truth", node.name(),
+                                 mine->gpu_count(), node.gpu_count()));
     }
   }
   for (const auto& node : model.nodes()) {
-    if (truth.find_node(node.name()) == nullptr) diff.push_back(fmt::format("node {} only in the extender", node.name()));
+    if (truth.find_node(node.name()) == nullptr)
+      diff.push_back(fmt::format("node {} only in the extender", node.name()));
   }
   return diff;
 }
@@ -134,7 +144,8 @@ std::vector<std::string> oversubscribed(const core::ClusterModel& truth) {
   for (const auto& node : truth.nodes()) {
     for (int i = 0; i < node.gpu_count(); ++i) {
       const auto& gpu = node.gpus()[static_cast<std::size_t>(i)];
-      if (gpu.used > gpu.capacity) over.push_back(fmt::format("{} GPU {}: {} > {}", node.name(), i, gpu.used, gpu.capacity));
+      if (gpu.used > gpu.capacity)
+        over.push_back(fmt::format("{} GPU {}: {} > {}", node.name(), i, gpu.used, gpu.capacity));
     }
   }
   return over;
@@ -220,28 +231,34 @@ class Soak {
           change_leader(replicas, make_replica);
           next_leader_change = std::chrono::steady_clock::now() + 5s;
         }
-        const auto elapsed = std::chrono::duration_cast<std::chrono::seconds>(std::chrono::steady_clock::now() - start);
+        const auto elapsed = std::chrono::duration_cast<std::chrono::seconds>(
+            std::chrono::steady_clock::now() - start);
         if (elapsed.count() % 10 == 0 && elapsed.count() != last_report_) {
           last_report_ = elapsed.count();
-          std::cerr << fmt::format("soak: {:4}s  pods created {} bound {} deleted {}  nodes +{} -{}  watch drops {}  RSS {} KiB\n",
-                                   elapsed.count(), counts_.pods_created.load(), counts_.binds_ok.load(),
-                                   counts_.pods_deleted.load(), counts_.nodes_added.load(), counts_.nodes_removed.load(),
-                                   counts_.watch_drops.load() + counts_.watch_closes.load(), rss_kib());
+          std::cerr << fmt::format(
+              "soak: {:4}s  pods created {} bound {} deleted {}  nodes +{} -{}  watch drops {}  "
+              "RSS {} KiB\n",
+              elapsed.count(), counts_.pods_created.load(), counts_.binds_ok.load(),
+              counts_.pods_deleted.load(), counts_.nodes_added.load(), counts_.nodes_removed.load(),
+              counts_.watch_drops.load() + counts_.watch_closes.load(), rss_kib());
         }
       }
     }  // workers stop and join
     fake.release_watch_events();
-    const double churn_seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+    const double churn_seconds =
+        std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
 
     // Quiescence: the serving replica (the leader in HA mode) must converge on the truth.
     LiveExtender* serving = nullptr;
     if (args_.ha) {
-      eventually([&] {
-        for (auto& replica : replicas) {
-          if (replica->readyz() == 200) serving = replica.get();
-        }
-        return serving != nullptr;
-      }, 30s);
+      eventually(
+          [&] {
+            for (auto& replica : replicas) {
+              if (replica->readyz() == 200) serving = replica.get();
+            }
+            return serving != nullptr;
+          },
+          30s);
     } else {
       serving = replicas.front().get();
     }
@@ -249,42 +266,50 @@ class Soak {
     core::ClusterModel truth;
     const auto settle_start = std::chrono::steady_clock::now();
     if (serving != nullptr) {
-      same = eventually([&] {
-        truth = truth_model(fake);
-        const core::ClusterModel model = serving->snapshot();
-        return model.assumed_count() == 0 && model.same_allocation_as(truth);
-      }, 60s);
+      same = eventually(
+          [&] {
+            truth = truth_model(fake);
+            const core::ClusterModel model = serving->snapshot();
+            return model.assumed_count() == 0 && model.same_allocation_as(truth);
+          },
+          60s);
     }
-    const double settle_seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - settle_start).count();
+    const double settle_seconds =
+        std::chrono::duration<double>(std::chrono::steady_clock::now() - settle_start).count();
     const long rss_end = rss_kib();
     truth = truth_model(fake);
-    const std::vector<std::string> diff = serving ? model_diff(serving->snapshot(), truth)
-                                                  : std::vector<std::string>{"no replica became ready"};
+    const std::vector<std::string> diff = serving
+                                              ? model_diff(serving->snapshot(), truth)
+                                              : std::vector<std::string>{"no replica became ready"};
     const std::vector<std::string> over = oversubscribed(truth);
     std::size_t live_pods = fake.list(Resource::Pods).size();
 
     std::cout << fmt::format(
         "soak: {:.1f} s of churn (seed {}{}), settled in {:.2f} s\n"
-        "  pods: created {}, filter calls {}, prioritize calls {}, binds ok {}, binds failed {}, unschedulable {}, "
+        "  pods: created {}, filter calls {}, prioritize calls {}, binds ok {}, binds failed {}, "
+        "unschedulable {}, "
         "CPU-only bound {}\n"
         "  pods: deleted {} ({} gracefully), finished {}, still in the API server {}\n"
         "  nodes: added {}, removed {}; unhealthy-gpu ConfigMap changes {}\n"
         "  watches: dropped {}, closed {}, history compactions {}{}\n"
-        "  final model: {} nodes, {} pods holding GPU memory and {} only CPU and memory, {} units used of {}\n"
+        "  final model: {} nodes, {} pods holding GPU memory and {} only CPU and memory, {} units "
+        "used of {}\n"
         "  model vs API server truth: {} ({} differences)\n"
         "  oversubscribed GPUs in truth: {}\n"
         "  RSS: {} KiB after warm-up, {} KiB at the end, growth {} KiB\n",
-        churn_seconds, args_.seed, args_.ha ? ", two replicas with leader election" : "", settle_seconds,
-        counts_.pods_created.load(), counts_.filters.load(), counts_.prioritizes.load(), counts_.binds_ok.load(),
-        counts_.binds_failed.load(), counts_.unschedulable.load(), counts_.cpu_only_bound.load(), counts_.pods_deleted.load(),
-        counts_.pods_deleted_gracefully.load(), counts_.pods_finished.load(), live_pods, counts_.nodes_added.load(),
-        counts_.nodes_removed.load(), counts_.configmap_changes.load(), counts_.watch_drops.load(),
-        counts_.watch_closes.load(), counts_.compactions.load(),
-        args_.ha ? fmt::format("; leader changes {}", counts_.leader_changes.load()) : std::string(),
-        truth.node_count(), truth.gpu_pod_count(), truth.pod_count() - truth.gpu_pod_count(), truth.total_used(),
-        truth.total_capacity(),
-        same && diff.empty() ? "identical" : "DIFFERENT", diff.size(), over.size(), rss_warm, rss_end,
-        rss_end - rss_warm);
+        churn_seconds, args_.seed, args_.ha ? ", two replicas with leader election" : "",
+        settle_seconds, counts_.pods_created.load(), counts_.filters.load(),
+        counts_.prioritizes.load(), counts_.binds_ok.load(), counts_.binds_failed.load(),
+        counts_.unschedulable.load(), counts_.cpu_only_bound.load(), counts_.pods_deleted.load(),
+        counts_.pods_deleted_gracefully.load(), counts_.pods_finished.load(), live_pods,
+        counts_.nodes_added.load(), counts_.nodes_removed.load(), counts_.configmap_changes.load(),
+        counts_.watch_drops.load(), counts_.watch_closes.load(), counts_.compactions.load(),
+        args_.ha ? fmt::format("; leader changes {}", counts_.leader_changes.load())
+                 : std::string(),
+        truth.node_count(), truth.gpu_pod_count(), truth.pod_count() - truth.gpu_pod_count(),
+        truth.total_used(), truth.total_capacity(),
+        same && diff.empty() ? "identical" : "DIFFERENT", diff.size(), over.size(), rss_warm,
+        rss_end, rss_end - rss_warm);
     for (std::size_t i = 0; i < diff.size() && i < 20; ++i) std::cout << "    " << diff[i] << "\n";
     for (const auto& line : over) std::cout << "    oversubscribed: " << line << "\n";
     {
@@ -331,12 +356,16 @@ class Soak {
       const int request = std::uniform_int_distribution<int>(1, 8)(random);
       const bool cpu_only = serial % 4 == 0;
       // Every pod asks for CPU and memory too, so the model's CPU and memory are compared as well.
-      const std::string cpu = fmt::format("{}m", std::uniform_int_distribution<int>(1, 4000)(random));
-      const std::string memory = fmt::format("{}Mi", std::uniform_int_distribution<int>(1, 8192)(random));
+      const std::string cpu =
+          fmt::format("{}m", std::uniform_int_distribution<int>(1, 4000)(random));
+      const std::string memory =
+          fmt::format("{}Mi", std::uniform_int_distribution<int>(1, 8192)(random));
       Json pod;
       try {
         Json object = cpu_only ? cpu_pod(name, "", cpu, memory) : gpu_pod(name, request);
-        if (!cpu_only) object["spec"]["containers"][0]["resources"]["requests"] = {{"cpu", cpu}, {"memory", memory}};
+        if (!cpu_only)
+          object["spec"]["containers"][0]["resources"]["requests"] = {{"cpu", cpu},
+                                                                      {"memory", memory}};
         pod = fake_->create(Resource::Pods, std::move(object));
       } catch (const std::exception&) {
         continue;
@@ -350,7 +379,8 @@ class Soak {
       bool placed = false;
       for (int attempt = 0; attempt < 3 && !placed && !stop.stop_requested(); ++attempt) {
         for (LiveExtender* replica : serving()) {
-          const auto [fstatus, filtered] = replica->post("filter", Json{{"Pod", pod}, {"NodeNames", nodes}});
+          const auto [fstatus, filtered] =
+              replica->post("filter", Json{{"Pod", pod}, {"NodeNames", nodes}});
           ++counts_.filters;
           if (fstatus != 200 || !filtered["NodeNames"].is_array()) continue;
           if (filtered["NodeNames"].empty()) {
@@ -368,8 +398,8 @@ class Soak {
           }
           std::string best = filtered["NodeNames"][0];
           if (filtered["NodeNames"].size() > 1) {
-            const auto [pstatus, scores] =
-                replica->post("prioritize", Json{{"Pod", pod}, {"NodeNames", filtered["NodeNames"]}});
+            const auto [pstatus, scores] = replica->post(
+                "prioritize", Json{{"Pod", pod}, {"NodeNames", filtered["NodeNames"]}});
             ++counts_.prioritizes;
             long long top = -1;
             if (pstatus == 200 && scores.is_array()) {
@@ -381,9 +411,11 @@ class Soak {
               }
             }
           }
-          const auto [bstatus, reply] = replica->post(
-              "bind", Json{{"PodName", name}, {"PodNamespace", "default"}, {"PodUID", pod["metadata"]["uid"]},
-                           {"Node", best}});
+          const auto [bstatus, reply] =
+              replica->post("bind", Json{{"PodName", name},
+                                         {"PodNamespace", "default"},
+                                         {"PodUID", pod["metadata"]["uid"]},
+                                         {"Node", best}});
           if (bstatus == 200) {
             ++counts_.binds_ok;
             placed = true;
@@ -393,7 +425,8 @@ class Soak {
         }
         if (!placed) std::this_thread::sleep_for(20ms);
       }
-      std::this_thread::sleep_for(std::chrono::milliseconds(std::uniform_int_distribution<int>(0, 4)(random)));
+      std::this_thread::sleep_for(
+          std::chrono::milliseconds(std::uniform_int_distribution<int>(0, 4)(random)));
     }
   }
 
@@ -402,9 +435,11 @@ class Soak {
   void place_cpu_only(const Json& pod, std::mt19937& random) {
     const std::vector<std::string> nodes = node_names();
     if (nodes.empty()) return;
-    std::string best = nodes[std::uniform_int_distribution<std::size_t>(0, nodes.size() - 1)(random)];
+    std::string best =
+        nodes[std::uniform_int_distribution<std::size_t>(0, nodes.size() - 1)(random)];
     for (LiveExtender* replica : serving()) {
-      const auto [status, scores] = replica->post("prioritize", Json{{"Pod", pod}, {"NodeNames", nodes}});
+      const auto [status, scores] =
+          replica->post("prioritize", Json{{"Pod", pod}, {"NodeNames", nodes}});
       ++counts_.prioritizes;
       if (status != 200 || !scores.is_array()) continue;
       long long top = -1;
@@ -417,10 +452,11 @@ class Soak {
       break;
     }
     try {
-      fake_->mutate(Resource::Pods, "default", pod["metadata"]["name"].get<std::string>(), [&](Json& p) {
-        p["spec"]["nodeName"] = best;
-        p["status"]["phase"] = "Running";
-      });
+      fake_->mutate(Resource::Pods, "default", pod["metadata"]["name"].get<std::string>(),
+                    [&](Json& p) {
+                      p["spec"]["nodeName"] = best;
+                      p["status"]["phase"] = "Running";
+                    });
       ++counts_.cpu_only_bound;
     } catch (const std::exception&) {
       // deleted meanwhile
@@ -453,7 +489,8 @@ class Soak {
           used += gpu_request_of(pod);
         }
       }
-      const Json& victim = pods[static_cast<std::size_t>(uniform(0, static_cast<int>(pods.size()) - 1))];
+      const Json& victim =
+          pods[static_cast<std::size_t>(uniform(0, static_cast<int>(pods.size()) - 1))];
       const std::string name = victim["metadata"]["name"];
       const bool bound = victim["spec"].contains("nodeName");
       if (bound && used * 3 < capacity * 2) continue;  // under two-thirds: let it fill
@@ -461,7 +498,8 @@ class Soak {
       const int how = uniform(0, 9);
       try {
         if (bound && how < 2 && victim["status"].value("phase", "") != "Succeeded") {
-          fake_->mutate(Resource::Pods, "default", name, [](Json& p) { p["status"]["phase"] = "Succeeded"; });
+          fake_->mutate(Resource::Pods, "default", name,
+                        [](Json& p) { p["status"]["phase"] = "Succeeded"; });
           ++counts_.pods_finished;
         } else if (bound && how < 5) {
           auto result = api.Delete("/api/v1/namespaces/default/pods/" + name);
@@ -497,20 +535,23 @@ class Soak {
         if (action < 4 || names.size() < 4) {
           add_node();
         } else if (action < 7 && names.size() > 3) {
-          const std::string victim = names[static_cast<std::size_t>(uniform(0, static_cast<int>(names.size()) - 1))];
+          const std::string victim =
+              names[static_cast<std::size_t>(uniform(0, static_cast<int>(names.size()) - 1))];
           fake_->remove(Resource::Nodes, "", victim);
           ++counts_.nodes_removed;
           for (const Json& pod : fake_->list(Resource::Pods, "default")) {
             if (pod["spec"].value("nodeName", "") == victim) {
               try {
-                fake_->remove(Resource::Pods, "default", pod["metadata"]["name"].get<std::string>());
+                fake_->remove(Resource::Pods, "default",
+                              pod["metadata"]["name"].get<std::string>());
                 ++counts_.pods_deleted;
               } catch (const std::exception&) {
               }
             }
           }
         } else {
-          const std::string node = names[static_cast<std::size_t>(uniform(0, static_cast<int>(names.size()) - 1))];
+          const std::string node =
+              names[static_cast<std::size_t>(uniform(0, static_cast<int>(names.size()) - 1))];
           const std::string cm = "unhealthy-gpu-" + node;
           if (fake_->get(Resource::ConfigMaps, "kube-system", cm)) {
             fake_->remove(Resource::ConfigMaps, "kube-system", cm);

@@ -1,10 +1,10 @@
 #include "support/fake_apiserver.h"
 
+#include <fmt/format.h>
+
 #include <algorithm>
 #include <fstream>
 #include <stdexcept>
-
-#include <fmt/format.h>
 
 #include "support/fake_apiserver_impl.h"
 #include "support/fake_apiserver_tls.h"
@@ -37,7 +37,8 @@ void FakeApiServer::Impl::start(std::uint16_t requested_port) {
     plain = owned.get();
     server = std::move(owned);
   }
-  if (!server->is_valid()) throw std::runtime_error("fake apiserver: could not set up the HTTP server");
+  if (!server->is_valid())
+    throw std::runtime_error("fake apiserver: could not set up the HTTP server");
   server->set_keep_alive_timeout(keep_alive.count());
   // A real apiserver keeps connections for many requests; httplib's default is 5.
   server->set_keep_alive_max_count(100000);
@@ -50,7 +51,8 @@ void FakeApiServer::Impl::start(std::uint16_t requested_port) {
     bound = requested_port;
   }
   if (bound <= 0) {
-    throw std::runtime_error(fmt::format("fake apiserver: cannot listen on 127.0.0.1:{}", requested_port));
+    throw std::runtime_error(
+        fmt::format("fake apiserver: cannot listen on 127.0.0.1:{}", requested_port));
   }
   port = static_cast<std::uint16_t>(bound);
   {
@@ -90,7 +92,8 @@ json FakeApiServer::Impl::stamp_new_object(Resource resource, json object, bool 
   json& metadata = object["metadata"];
   if (!metadata.is_object()) metadata = json::object();
   if (ri.namespaced) {
-    if (!metadata.contains("namespace") || metadata["namespace"] == "") metadata["namespace"] = "default";
+    if (!metadata.contains("namespace") || metadata["namespace"] == "")
+      metadata["namespace"] = "default";
   } else {
     metadata.erase("namespace");
   }
@@ -106,7 +109,8 @@ json FakeApiServer::Impl::stamp_new_object(Resource resource, json object, bool 
   metadata.erase("deletionGracePeriodSeconds");
   if (resource == Resource::Pods) {
     apply_pod_defaults(object);
-    if (!object.contains("status") || !object["status"].is_object()) object["status"] = json::object();
+    if (!object.contains("status") || !object["status"].is_object())
+      object["status"] = json::object();
     if (!object["status"].contains("phase")) object["status"]["phase"] = "Pending";
   }
   return object;
@@ -131,12 +135,18 @@ FakeApiServer::~FakeApiServer() {
   impl_->stop();
 }
 
-std::uint16_t FakeApiServer::port() const { return impl_->port; }
-std::string FakeApiServer::host() const { return "127.0.0.1"; }
+std::uint16_t FakeApiServer::port() const {
+  return impl_->port;
+}
+std::string FakeApiServer::host() const {
+  return "127.0.0.1";
+}
 std::string FakeApiServer::base_url() const {
   return fmt::format("{}://127.0.0.1:{}", impl_->options.tls ? "https" : "http", impl_->port);
 }
-bool FakeApiServer::uses_tls() const { return impl_->options.tls; }
+bool FakeApiServer::uses_tls() const {
+  return impl_->options.tls;
+}
 std::string FakeApiServer::ca_cert_pem() const {
   return impl_->options.tls ? localhost_tls_material().cert_pem : std::string();
 }
@@ -150,12 +160,13 @@ void FakeApiServer::write_kubeconfig(const std::filesystem::path& path, std::str
   if (uses_tls()) {
     cluster += fmt::format("    certificate-authority-data: {}\n", base64_encode(ca_cert_pem()));
   }
-  const std::string user = token.empty() ? "  user: {}\n" : fmt::format("  user:\n    token: {}\n", token);
+  const std::string user =
+      token.empty() ? "  user: {}\n" : fmt::format("  user:\n    token: {}\n", token);
   std::ofstream out(path);
   out << "apiVersion: v1\nkind: Config\n"
-      << "clusters:\n- name: fake\n  cluster:\n" << cluster
-      << "users:\n- name: fake-user\n" << user
-      << "contexts:\n- name: fake\n  context:\n    cluster: fake\n    user: fake-user\n"
+      << "clusters:\n- name: fake\n  cluster:\n"
+      << cluster << "users:\n- name: fake-user\n"
+      << user << "contexts:\n- name: fake\n  context:\n    cluster: fake\n    user: fake-user\n"
       << "    namespace: " << default_namespace << "\n"
       << "current-context: fake\n";
   if (!out) throw std::runtime_error("cannot write kubeconfig " + path.string());
@@ -215,7 +226,8 @@ json FakeApiServer::replace(Resource resource, json object) {
     object["kind"] = ri.kind;
     object["apiVersion"] = ri.api_version;
     for (const char* field : {"uid", "creationTimestamp"}) {
-      if (!object["metadata"].contains(field)) object["metadata"][field] = current["metadata"][field];
+      if (!object["metadata"].contains(field))
+        object["metadata"][field] = current["metadata"][field];
     }
     if (resource == Resource::Pods) apply_pod_defaults(object);
     replaced = impl_->store.modify(resource, std::move(object));
@@ -323,7 +335,8 @@ void FakeApiServer::set_bookmark_interval(std::chrono::milliseconds interval) {
   {
     std::lock_guard lock(impl_->mutex);
     impl_->bookmark_interval = interval;
-    for (const auto& session : impl_->watches) session->next_periodic_bookmark = Clock::now() + interval;
+    for (const auto& session : impl_->watches)
+      session->next_periodic_bookmark = Clock::now() + interval;
   }
   impl_->changed.notify_all();
 }
@@ -351,7 +364,8 @@ std::size_t FakeApiServer::open_watch_count() const {
   return impl_->watches.size();
 }
 
-bool FakeApiServer::wait_for_open_watches(std::size_t count, std::chrono::milliseconds timeout) const {
+bool FakeApiServer::wait_for_open_watches(std::size_t count,
+                                          std::chrono::milliseconds timeout) const {
   std::unique_lock lock(impl_->mutex);
   return impl_->changed.wait_for(lock, timeout, [&] { return impl_->watches.size() >= count; });
 }
@@ -422,7 +436,8 @@ void FakeApiServer::inject_fault(RequestFault fault, int count) {
   impl_->faults.push_back({std::move(fault), count});
 }
 
-void FakeApiServer::fail_next(Verb verb, int count, int status, std::optional<int> retry_after_seconds) {
+void FakeApiServer::fail_next(Verb verb, int count, int status,
+                              std::optional<int> retry_after_seconds) {
   RequestFault fault;
   fault.verb = verb;
   fault.status = status;
@@ -461,13 +476,14 @@ void FakeApiServer::clear_request_log() {
 }
 
 bool FakeApiServer::wait_for_request_count(Verb verb, std::optional<Resource> resource,
-                                           std::size_t count, std::chrono::milliseconds timeout) const {
+                                           std::size_t count,
+                                           std::chrono::milliseconds timeout) const {
   std::unique_lock lock(impl_->mutex);
   return impl_->changed.wait_for(lock, timeout, [&] {
-    return static_cast<std::size_t>(std::count_if(
-               impl_->log.begin(), impl_->log.end(), [&](const RequestRecord& record) {
-                 return record_matches(record, verb, resource);
-               })) >= count;
+    return static_cast<std::size_t>(std::count_if(impl_->log.begin(), impl_->log.end(),
+                                                  [&](const RequestRecord& record) {
+                                                    return record_matches(record, verb, resource);
+                                                  })) >= count;
   });
 }
 

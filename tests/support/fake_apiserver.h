@@ -22,13 +22,12 @@
 #include <functional>
 #include <map>
 #include <memory>
+#include <nlohmann/json.hpp>
 #include <optional>
 #include <set>
 #include <string>
 #include <string_view>
 #include <vector>
-
-#include <nlohmann/json.hpp>
 
 #include "support/fake_apiserver_status.h"
 #include "support/fake_apiserver_types.h"
@@ -119,8 +118,8 @@ class FakeApiServer {
   std::string host() const;      // "127.0.0.1"
   std::string base_url() const;  // "http://127.0.0.1:<port>" or https
   bool uses_tls() const;
-  std::string ca_cert_pem() const;                  // empty without TLS
-  std::filesystem::path ca_cert_path() const;       // empty without TLS
+  std::string ca_cert_pem() const;             // empty without TLS
+  std::filesystem::path ca_cert_path() const;  // empty without TLS
   // A kubeconfig for this server (token auth if `token` is not empty, CA data with TLS).
   void write_kubeconfig(const std::filesystem::path& path, std::string_view token = "",
                         std::string_view default_namespace = "default") const;

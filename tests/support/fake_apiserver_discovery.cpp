@@ -15,13 +15,17 @@ using nlohmann::json;
 json resource_entry(std::string_view name, std::string_view singular, bool namespaced,
                     std::string_view kind, std::vector<std::string> verbs,
                     std::vector<std::string> short_names = {}) {
-  json entry = {{"name", name},   {"singularName", singular}, {"namespaced", namespaced},
-                {"kind", kind},   {"verbs", verbs}};
+  json entry = {{"name", name},
+                {"singularName", singular},
+                {"namespaced", namespaced},
+                {"kind", kind},
+                {"verbs", verbs}};
   if (!short_names.empty()) entry["shortNames"] = short_names;
   return entry;
 }
 
-const std::vector<std::string> kObjectVerbs = {"create", "delete", "get", "list", "patch", "update", "watch"};
+const std::vector<std::string> kObjectVerbs = {"create", "delete", "get",  "list",
+                                               "patch",  "update", "watch"};
 
 json group_version_entry() {
   return {{"groupVersion", "coordination.k8s.io/v1"}, {"version", "v1"}};
@@ -52,15 +56,12 @@ std::optional<json> discovery_document(std::string_view path, const FakeApiServe
     const auto second_dot = version.find('.', dot + 1);
     const std::string major = version.substr(1, dot - 1);
     const std::string minor = version.substr(dot + 1, second_dot - dot - 1);
-    return json{{"major", major},
-                {"minor", minor},
-                {"gitVersion", version},
-                {"gitCommit", "0000000000000000000000000000000000000000"},
-                {"gitTreeState", "clean"},
-                {"buildDate", "2026-01-01T00:00:00Z"},
-                {"goVersion", "go1.24.0"},
-                {"compiler", "gc"},
-                {"platform", "linux/amd64"}};
+    return json{
+        {"major", major},           {"minor", minor},
+        {"gitVersion", version},    {"gitCommit", "0000000000000000000000000000000000000000"},
+        {"gitTreeState", "clean"},  {"buildDate", "2026-01-01T00:00:00Z"},
+        {"goVersion", "go1.24.0"},  {"compiler", "gc"},
+        {"platform", "linux/amd64"}};
   }
   if (path == "/api") {
     return json{{"kind", "APIVersions"},
@@ -106,17 +107,23 @@ std::optional<json> discovery_document(std::string_view path, const FakeApiServe
         {"kind", "APIResourceList"},
         {"apiVersion", "v1"},
         {"groupVersion", "resource.k8s.io/v1"},
-        {"resources", json::array({resource_entry("deviceclasses", "deviceclass", false, "DeviceClass", kObjectVerbs),
-                                   resource_entry("resourceclaims", "resourceclaim", true, "ResourceClaim", kObjectVerbs),
-                                   resource_entry("resourceclaims/status", "", true, "ResourceClaim", {"get", "patch", "update"}),
-                                   resource_entry("resourceclaimtemplates", "resourceclaimtemplate", true, "ResourceClaimTemplate", kObjectVerbs),
-                                   resource_entry("resourceslices", "resourceslice", false, "ResourceSlice", kObjectVerbs)})}};
+        {"resources", json::array({resource_entry("deviceclasses", "deviceclass", false,
+                                                  "DeviceClass", kObjectVerbs),
+                                   resource_entry("resourceclaims", "resourceclaim", true,
+                                                  "ResourceClaim", kObjectVerbs),
+                                   resource_entry("resourceclaims/status", "", true,
+                                                  "ResourceClaim", {"get", "patch", "update"}),
+                                   resource_entry("resourceclaimtemplates", "resourceclaimtemplate",
+                                                  true, "ResourceClaimTemplate", kObjectVerbs),
+                                   resource_entry("resourceslices", "resourceslice", false,
+                                                  "ResourceSlice", kObjectVerbs)})}};
   }
   if (path == "/apis/coordination.k8s.io/v1") {
     return json{{"kind", "APIResourceList"},
                 {"apiVersion", "v1"},
                 {"groupVersion", "coordination.k8s.io/v1"},
-                {"resources", json::array({resource_entry("leases", "lease", true, "Lease", kObjectVerbs)})}};
+                {"resources",
+                 json::array({resource_entry("leases", "lease", true, "Lease", kObjectVerbs)})}};
   }
   return std::nullopt;
 }

@@ -103,7 +103,8 @@ class BodyWriter {
     out_.push_back('"');
     // Keys and kinds of the fake are plain; anything else goes through the escaping dump.
     if (text.find_first_of("\"\\") == std::string_view::npos &&
-        std::all_of(text.begin(), text.end(), [](char c) { return static_cast<unsigned char>(c) >= 0x20; })) {
+        std::all_of(text.begin(), text.end(),
+                    [](char c) { return static_cast<unsigned char>(c) >= 0x20; })) {
       out_.append(text);
       out_.push_back('"');
       return;
@@ -194,7 +195,8 @@ struct FakeApiServer::Impl::ListBody {
     if (index == 0) return head;
     --index;
     const std::size_t item_pieces = items.empty() ? 0 : 2 * items.size() - 1;
-    if (index < item_pieces) return index % 2 == 0 ? std::string_view(*items[index / 2]) : std::string_view(",");
+    if (index < item_pieces)
+      return index % 2 == 0 ? std::string_view(*items[index / 2]) : std::string_view(",");
     if (index == item_pieces) return kTail;
     return {};
   }
@@ -218,11 +220,20 @@ ApiError fault_error(const RequestFault& fault) {
   std::string message = fault.message;
   if (message.empty()) {
     switch (fault.status) {
-      case 429: message = "Too many requests, please try again later."; break;
-      case 410: message = "The resourceVersion for the provided list is too old."; break;
-      case 500: message = "Internal error occurred: injected fault"; break;
-      case 503: message = "the server is currently unable to handle the request"; break;
-      default: message = fmt::format("injected fault (HTTP {})", fault.status);
+      case 429:
+        message = "Too many requests, please try again later.";
+        break;
+      case 410:
+        message = "The resourceVersion for the provided list is too old.";
+        break;
+      case 500:
+        message = "Internal error occurred: injected fault";
+        break;
+      case 503:
+        message = "the server is currently unable to handle the request";
+        break;
+      default:
+        message = fmt::format("injected fault (HTTP {})", fault.status);
     }
   }
   const std::string reason =
@@ -280,8 +291,11 @@ void set_pod_scheduled(json& pod) {
     if (condition.value("type", "") != "PodScheduled") continue;
     // podutil.UpdatePodCondition: keep lastTransitionTime when the status does not change.
     const bool transition = condition.value("status", "") != "True";
-    json updated = {{"type", "PodScheduled"}, {"status", "True"}, {"lastProbeTime", nullptr},
-                    {"lastTransitionTime", transition ? json(rfc3339_now()) : condition["lastTransitionTime"]}};
+    json updated = {
+        {"type", "PodScheduled"},
+        {"status", "True"},
+        {"lastProbeTime", nullptr},
+        {"lastTransitionTime", transition ? json(rfc3339_now()) : condition["lastTransitionTime"]}};
     condition = std::move(updated);
     return;
   }
@@ -294,8 +308,12 @@ void set_pod_scheduled(json& pod) {
 }  // namespace
 
 std::optional<bool> parse_bool(std::string_view text) {
-  if (text == "1" || text == "t" || text == "T" || text == "true" || text == "TRUE" || text == "True") return true;
-  if (text == "0" || text == "f" || text == "F" || text == "false" || text == "FALSE" || text == "False") return false;
+  if (text == "1" || text == "t" || text == "T" || text == "true" || text == "TRUE" ||
+      text == "True")
+    return true;
+  if (text == "0" || text == "f" || text == "F" || text == "false" || text == "FALSE" ||
+      text == "False")
+    return false;
   return std::nullopt;
 }
 
@@ -328,7 +346,8 @@ ListParams parse_list_params(const httplib::Request& request) {
     params.send_initial_events = parse_bool(request.get_param_value("sendInitialEvents"));
     if (!params.send_initial_events) throw bad_request("sendInitialEvents: invalid value");
   }
-  params.allow_bookmarks = parse_bool(request.get_param_value("allowWatchBookmarks")).value_or(false);
+  params.allow_bookmarks =
+      parse_bool(request.get_param_value("allowWatchBookmarks")).value_or(false);
   return params;
 }
 
@@ -340,39 +359,49 @@ void validate_list_options(const ListParams& params, bool watch) {
   };
   if (watch) {
     if (params.send_initial_events && match != "NotOlderThan") {
-      forbidden("resourceVersionMatch", "sendInitialEvents requires setting resourceVersionMatch to NotOlderThan");
+      forbidden("resourceVersionMatch",
+                "sendInitialEvents requires setting resourceVersionMatch to NotOlderThan");
     }
     if (!match.empty()) {
       if (!params.send_initial_events) {
-        forbidden("resourceVersionMatch", "resourceVersionMatch is forbidden for watch unless sendInitialEvents is provided");
+        forbidden(
+            "resourceVersionMatch",
+            "resourceVersionMatch is forbidden for watch unless sendInitialEvents is provided");
       }
       if (match != "NotOlderThan") {
         errors.push_back({"resourceVersionMatch", "Unsupported value", "FieldValueNotSupported",
                           fmt::format("\"{}\": supported values: \"NotOlderThan\"", match)});
       }
       if (!params.continue_token.empty()) {
-        forbidden("resourceVersionMatch", "resourceVersionMatch is forbidden when continue is provided");
+        forbidden("resourceVersionMatch",
+                  "resourceVersionMatch is forbidden when continue is provided");
       }
     }
   } else {
     if (!match.empty()) {
       if (params.resource_version.empty()) {
-        forbidden("resourceVersionMatch", "resourceVersionMatch is forbidden unless resourceVersion is provided");
+        forbidden("resourceVersionMatch",
+                  "resourceVersionMatch is forbidden unless resourceVersion is provided");
       }
       if (!params.continue_token.empty()) {
-        forbidden("resourceVersionMatch", "resourceVersionMatch is forbidden when continue is provided");
+        forbidden("resourceVersionMatch",
+                  "resourceVersionMatch is forbidden when continue is provided");
       }
       if (match != "Exact" && match != "NotOlderThan") {
-        errors.push_back({"resourceVersionMatch", "Unsupported value", "FieldValueNotSupported",
-                          fmt::format("\"{}\": supported values: \"Exact\", \"NotOlderThan\", \"\"", match)});
+        errors.push_back(
+            {"resourceVersionMatch", "Unsupported value", "FieldValueNotSupported",
+             fmt::format("\"{}\": supported values: \"Exact\", \"NotOlderThan\", \"\"", match)});
       }
       if (match == "Exact" && params.resource_version == "0") {
-        forbidden("resourceVersionMatch", "resourceVersionMatch \"exact\" is forbidden for resourceVersion \"0\"");
+        forbidden("resourceVersionMatch",
+                  "resourceVersionMatch \"exact\" is forbidden for resourceVersion \"0\"");
       }
     }
-    if (params.send_initial_events) forbidden("sendInitialEvents", "sendInitialEvents is forbidden for list");
+    if (params.send_initial_events)
+      forbidden("sendInitialEvents", "sendInitialEvents is forbidden for list");
   }
-  if (!errors.empty()) throw invalid("ListOptions.meta.k8s.io", "meta.k8s.io", "ListOptions", "", errors);
+  if (!errors.empty())
+    throw invalid("ListOptions.meta.k8s.io", "meta.k8s.io", "ListOptions", "", errors);
 }
 
 std::string encode_continue(const ContinueToken& token) {
@@ -388,7 +417,9 @@ ContinueToken decode_continue(std::string_view text) {
   const json body = bytes ? json::parse(*bytes, nullptr, false) : json();
   if (!body.is_object() || body.value("v", "") != "meta.k8s.io/v1" || !body.contains("rv") ||
       !body["rv"].is_number_integer() || !body.contains("start") || !body["start"].is_string()) {
-    throw bad_request("continue key is not valid: incorrect encoded start resourceVersion (version meta.k8s.io/v1)");
+    throw bad_request(
+        "continue key is not valid: incorrect encoded start resourceVersion (version "
+        "meta.k8s.io/v1)");
   }
   ContinueToken token;
   const std::int64_t rv = body["rv"].get<std::int64_t>();
@@ -438,7 +469,8 @@ Route parse_route(std::string_view method, std::string_view path, bool watch_par
     allow({{"GET", Verb::Discovery}});
     return route;
   }
-  std::vector<std::string_view> tail(segments.begin() + static_cast<std::ptrdiff_t>(rest), segments.end());
+  std::vector<std::string_view> tail(segments.begin() + static_cast<std::ptrdiff_t>(rest),
+                                     segments.end());
   std::string_view plural;
   std::string_view name;
   std::string_view subresource;
@@ -475,7 +507,10 @@ Route parse_route(std::string_view method, std::string_view path, bool watch_par
     allow({{"GET", watch_param ? Verb::Watch : Verb::List}, {"POST", Verb::Create}});
   } else if (subresource.empty()) {
     route.kind = Route::Kind::Object;
-    allow({{"GET", Verb::Get}, {"PUT", Verb::Update}, {"PATCH", Verb::Patch}, {"DELETE", Verb::Delete}});
+    allow({{"GET", Verb::Get},
+           {"PUT", Verb::Update},
+           {"PATCH", Verb::Patch},
+           {"DELETE", Verb::Delete}});
   } else if (subresource_exists(*route.resource, subresource)) {
     route.kind = Route::Kind::Subresource;
     if (subresource == "binding") {
@@ -514,7 +549,8 @@ void FakeApiServer::Impl::install_routes(httplib::Server& server) {
   server.Options(".*", handler);
 }
 
-std::optional<RequestFault> FakeApiServer::Impl::take_fault(Verb verb, std::optional<Resource> resource) {
+std::optional<RequestFault> FakeApiServer::Impl::take_fault(Verb verb,
+                                                            std::optional<Resource> resource) {
   std::lock_guard lock(mutex);
   for (auto it = faults.begin(); it != faults.end(); ++it) {
     if (it->fault.verb != verb || (it->fault.resource && it->fault.resource != resource)) continue;
@@ -602,7 +638,8 @@ void FakeApiServer::Impl::serve(const Route& route, const httplib::Request& requ
   }
   if (!route.method_allowed) throw method_not_allowed();
   const bool sends_object = route.verb == Verb::Create || route.verb == Verb::Update ||
-                            route.verb == Verb::Bind || (route.verb == Verb::Delete && !request.body.empty());
+                            route.verb == Verb::Bind ||
+                            (route.verb == Verb::Delete && !request.body.empty());
   const std::string body = sends_object ? json_body_of(request) : std::string();
   if (route.resource && route.kind != Route::Kind::LegacyBindings &&
       (route.verb == Verb::Create || route.verb == Verb::Update || route.verb == Verb::Patch)) {
@@ -623,7 +660,8 @@ void FakeApiServer::Impl::serve(const Route& route, const httplib::Request& requ
     case Route::Kind::Discovery:
     case Route::Kind::Version: {
       auto document = discovery_document(request.path, options, port);
-      if (!document) throw ApiError(404, "NotFound", "the server could not find the requested resource");
+      if (!document)
+        throw ApiError(404, "NotFound", "the server could not find the requested resource");
       write_json(response, 200, *document);
       return;
     }
@@ -657,11 +695,15 @@ void FakeApiServer::Impl::serve(const Route& route, const httplib::Request& requ
         }
         case Verb::Update:
           return write_json(response, 200, http_update(route, body));
-        case Verb::Patch: return write_json(response, 200, http_patch(route, request));
-        case Verb::Delete: return http_delete(route, request, response);
-        default: throw method_not_allowed();
+        case Verb::Patch:
+          return write_json(response, 200, http_patch(route, request));
+        case Verb::Delete:
+          return http_delete(route, request, response);
+        default:
+          throw method_not_allowed();
       }
-    case Route::Kind::Unknown: break;
+    case Route::Kind::Unknown:
+      break;
   }
   throw method_not_allowed();
 }
@@ -689,10 +731,12 @@ void FakeApiServer::Impl::serve_list(const Route& route, const httplib::Request&
       throw bad_request("specifying resource version is not allowed when using continue");
     }
     const ContinueToken token = decode_continue(params.continue_token);
-    if (token.generation < continue_generation || (token.rv != 0 && token.rv < store.compacted_rv())) {
+    if (token.generation < continue_generation ||
+        (token.rv != 0 && token.rv < store.compacted_rv())) {
       // Like etcd, offer a token that continues inconsistently at the latest RV.
       throw expired(kContinueExpiredMessage)
-          .with_metadata({{"continue", encode_continue({0, token.start_after, continue_generation})}});
+          .with_metadata(
+              {{"continue", encode_continue({0, token.start_after, continue_generation})}});
     }
     snapshot_rv = token.rv != 0 ? token.rv : current;
     start_after = token.start_after;
@@ -718,8 +762,11 @@ void FakeApiServer::Impl::serve_list(const Route& route, const httplib::Request&
   const ObjectMap& snapshot = snapshot_rv == current ? store.objects(resource) : historical;
   const std::string prefix = route.ns.empty() ? std::string() : route.ns + "/";
   auto it = start_after.empty() ? snapshot.lower_bound(prefix) : snapshot.upper_bound(start_after);
-  if (!prefix.empty() && it != snapshot.end() && it->first < prefix) it = snapshot.lower_bound(prefix);
-  auto in_scope = [&](const auto& entry) { return entry.first.compare(0, prefix.size(), prefix) == 0; };
+  if (!prefix.empty() && it != snapshot.end() && it->first < prefix)
+    it = snapshot.lower_bound(prefix);
+  auto in_scope = [&](const auto& entry) {
+    return entry.first.compare(0, prefix.size(), prefix) == 0;
+  };
 
   // Items are serialised one by one (nlohmann's serializer; building one list tree and dumping
   // it took seconds for 50 000 pods) and kept per object while its resourceVersion holds.
@@ -754,7 +801,8 @@ void FakeApiServer::Impl::serve_list(const Route& route, const httplib::Request&
     list->items.push_back(entry.text);
   }
   // Deleted objects leave entries behind; start over once they are a sizeable share.
-  if (cache != nullptr && cache->size() > snapshot.size() + snapshot.size() / 4 + 100) cache->clear();
+  if (cache != nullptr && cache->size() > snapshot.size() + snapshot.size() / 4 + 100)
+    cache->clear();
   json metadata = {{"resourceVersion", std::to_string(snapshot_rv)}};
   if (more) {
     metadata["continue"] = encode_continue({snapshot_rv, last_key, continue_generation});
@@ -808,7 +856,8 @@ json FakeApiServer::Impl::http_create(const Route& route, const std::string& bod
     if (body_ns.empty()) {
       metadata["namespace"] = route.ns;
     } else if (body_ns != route.ns) {
-      throw bad_request("the namespace of the provided object does not match the namespace sent on the request");
+      throw bad_request(
+          "the namespace of the provided object does not match the namespace sent on the request");
     }
   }
   if (metadata.value("name", "").empty()) {
@@ -842,18 +891,21 @@ std::optional<json> FakeApiServer::Impl::prepare_update(Resource resource, const
   const std::string name = name_of(current);
   if (!updated.is_object()) throw bad_request("the body of the request must be a JSON object");
   if (updated.contains("kind") && updated["kind"] != ri.kind) {
-    throw bad_request(fmt::format("the object provided is unrecognized (must be of type {})", ri.kind));
+    throw bad_request(
+        fmt::format("the object provided is unrecognized (must be of type {})", ri.kind));
   }
   json& metadata = updated["metadata"];
   if (!metadata.is_object()) metadata = json::object();
   if (metadata.value("name", "") != name) {
-    throw bad_request(fmt::format("the name of the object ({}) does not match the name on the URL ({})",
-                                  metadata.value("name", ""), name));
+    throw bad_request(
+        fmt::format("the name of the object ({}) does not match the name on the URL ({})",
+                    metadata.value("name", ""), name));
   }
   if (ri.namespaced) {
     const std::string ns = metadata.value("namespace", "");
     if (!ns.empty() && ns != namespace_of(current)) {
-      throw bad_request("the namespace of the provided object does not match the namespace sent on the request");
+      throw bad_request(
+          "the namespace of the provided object does not match the namespace sent on the request");
     }
     metadata["namespace"] = namespace_of(current);
   }
@@ -869,7 +921,8 @@ std::optional<json> FakeApiServer::Impl::prepare_update(Resource resource, const
   // Fields only the server sets.
   updated["kind"] = ri.kind;
   updated["apiVersion"] = ri.api_version;
-  for (const char* field : {"uid", "creationTimestamp", "deletionTimestamp", "deletionGracePeriodSeconds"}) {
+  for (const char* field :
+       {"uid", "creationTimestamp", "deletionTimestamp", "deletionGracePeriodSeconds"}) {
     if (current["metadata"].contains(field)) {
       metadata[field] = current["metadata"][field];
     } else {
@@ -893,8 +946,9 @@ std::optional<json> FakeApiServer::Impl::prepare_update(Resource resource, const
     json defaulted_current = current;  // a test may have stored a pod without defaults
     apply_pod_defaults(defaulted_current);
     if (immutable_pod_spec(updated["spec"]) != immutable_pod_spec(defaulted_current["spec"])) {
-      throw invalid("Pod", "", "Pod", name,
-                    {{"spec", "Forbidden", "FieldValueForbidden", std::string(kPodUpdateForbidden)}});
+      throw invalid(
+          "Pod", "", "Pod", name,
+          {{"spec", "Forbidden", "FieldValueForbidden", std::string(kPodUpdateForbidden)}});
     }
   }
   // Like the real server, a write that changes nothing is not a write: no new RV, no event.
@@ -916,7 +970,8 @@ json FakeApiServer::Impl::http_update(const Route& route, const std::string& bod
                     {{"metadata.resourceVersion", "Invalid value", "FieldValueInvalid",
                       "0x0: must be specified for an update"}});
     }
-    auto prepared = prepare_update(resource, current, std::move(updated), route.subresource == "status");
+    auto prepared =
+        prepare_update(resource, current, std::move(updated), route.subresource == "status");
     if (!prepared) return current;
     result = store.modify(resource, std::move(*prepared));
   }
@@ -939,7 +994,8 @@ json FakeApiServer::Impl::http_patch(const Route& route, const httplib::Request&
     std::lock_guard lock(mutex);
     const json& current = find_or_throw(resource, route.ns, route.name);
     json patched = apply_patch(*type, resource, current, patch);
-    auto prepared = prepare_update(resource, current, std::move(patched), route.subresource == "status");
+    auto prepared =
+        prepare_update(resource, current, std::move(patched), route.subresource == "status");
     if (!prepared) return current;
     result = store.modify(resource, std::move(*prepared));
   }
@@ -959,7 +1015,8 @@ void FakeApiServer::Impl::http_delete(const Route& route, const httplib::Request
   json options_body = json::object();
   if (!request.body.empty()) {
     options_body = parse_json_body(request.body);
-    if (options_body.contains("gracePeriodSeconds") && options_body["gracePeriodSeconds"].is_number_integer()) {
+    if (options_body.contains("gracePeriodSeconds") &&
+        options_body["gracePeriodSeconds"].is_number_integer()) {
       grace_period = options_body["gracePeriodSeconds"].get<std::int64_t>();
     }
   }
@@ -971,7 +1028,8 @@ void FakeApiServer::Impl::http_delete(const Route& route, const httplib::Request
     const std::string uid = string_at(options_body, "preconditions", "uid");
     const std::string current_uid = string_at(current, "metadata", "uid");
     if (!uid.empty() && uid != current_uid) {
-      throw conflict(ri.group, ri.plural, route.name, precondition_message("UID", uid, current_uid));
+      throw conflict(ri.group, ri.plural, route.name,
+                     precondition_message("UID", uid, current_uid));
     }
     const std::string rv = string_at(options_body, "preconditions", "resourceVersion");
     const std::string current_rv = string_at(current, "metadata", "resourceVersion");
@@ -986,7 +1044,8 @@ void FakeApiServer::Impl::http_delete(const Route& route, const httplib::Request
       std::int64_t grace = grace_period.value_or(
           current["spec"].value("terminationGracePeriodSeconds", std::int64_t{30}));
       const std::string phase = string_at(current, "status", "phase");
-      if (string_at(current, "spec", "nodeName").empty() || phase == "Succeeded" || phase == "Failed") {
+      if (string_at(current, "spec", "nodeName").empty() || phase == "Succeeded" ||
+          phase == "Failed") {
         grace = 0;
       }
       const bool terminating = current["metadata"].contains("deletionTimestamp");
@@ -1022,13 +1081,15 @@ void FakeApiServer::Impl::http_bind(const Route& route, const std::string& body)
   if (!metadata.is_object()) metadata = json::object();
   const std::string body_ns = metadata.value("namespace", "");
   if (!body_ns.empty() && body_ns != route.ns) {
-    throw bad_request("the namespace of the provided object does not match the namespace sent on the request");
+    throw bad_request(
+        "the namespace of the provided object does not match the namespace sent on the request");
   }
   const std::string name = metadata.value("name", "");
   if (route.kind == Route::Kind::LegacyBindings) {
     if (name.empty()) {
       throw invalid("Binding", "", "Binding", "",
-                    {{"metadata.name", "Required value", "FieldValueRequired", "name or generateName is required"}});
+                    {{"metadata.name", "Required value", "FieldValueRequired",
+                      "name or generateName is required"}});
     }
   } else if (name != route.name) {
     throw bad_request("name in URL does not match name in Binding object");
@@ -1038,7 +1099,8 @@ void FakeApiServer::Impl::http_bind(const Route& route, const std::string& body)
   const std::string target_name = string_at(binding, "target", "name");
   if (!target_kind.empty() && target_kind != "Node") {
     throw internal_unwrapped(fmt::format(
-        "target.kind: Unsupported value: \"{}\": supported values: \"Node\", \"<empty>\"", target_kind));
+        "target.kind: Unsupported value: \"{}\": supported values: \"Node\", \"<empty>\"",
+        target_kind));
   }
   if (target_name.empty()) throw internal_unwrapped("target.name: Required value");
 
@@ -1076,8 +1138,10 @@ void FakeApiServer::Impl::http_bind(const Route& route, const std::string& body)
         bound["metadata"]["annotations"][key] = value;
       }
     }
-    if (options.binding_copies_labels && metadata.contains("labels") && metadata["labels"].is_object()) {
-      for (const auto& [key, value] : metadata["labels"].items()) bound["metadata"]["labels"][key] = value;
+    if (options.binding_copies_labels && metadata.contains("labels") &&
+        metadata["labels"].is_object()) {
+      for (const auto& [key, value] : metadata["labels"].items())
+        bound["metadata"]["labels"][key] = value;
     }
     if (options.binding_clears_nominated_node_name && bound["status"].is_object()) {
       bound["status"].erase("nominatedNodeName");

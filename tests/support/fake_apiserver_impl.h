@@ -30,8 +30,8 @@ struct WatchSession {
   LabelSelector labels;
   bool allow_bookmarks = false;
   std::optional<TableRequest> table;  // events carry one-row Tables (Accept: as=Table)
-  std::uint64_t cursor = 0;  // every event with rv <= cursor has been considered
-  std::vector<std::string> pending;  // frames made at start (initial ADDEDs, an ERROR)
+  std::uint64_t cursor = 0;           // every event with rv <= cursor has been considered
+  std::vector<std::string> pending;   // frames made at start (initial ADDEDs, an ERROR)
   bool finish_after_pending = false;
   std::optional<Clock::time_point> deadline;  // timeoutSeconds
   Clock::time_point next_periodic_bookmark;
@@ -48,7 +48,16 @@ struct PendingFault {
 
 // What a request addresses.
 struct Route {
-  enum class Kind { Unknown, Health, Version, Discovery, Collection, Object, Subresource, LegacyBindings };
+  enum class Kind {
+    Unknown,
+    Health,
+    Version,
+    Discovery,
+    Collection,
+    Object,
+    Subresource,
+    LegacyBindings
+  };
   Kind kind = Kind::Unknown;
   Verb verb = Verb::Other;
   std::optional<Resource> resource;
@@ -142,7 +151,8 @@ struct FakeApiServer::Impl {
 
   // HTTP (fake_apiserver_http.cpp).
   void handle(const httplib::Request& request, httplib::Response& response);
-  void serve(const fakeapi::Route& route, const httplib::Request& request, httplib::Response& response);
+  void serve(const fakeapi::Route& route, const httplib::Request& request,
+             httplib::Response& response);
   struct ListBody;
   // Answers a list: items are serialised (or taken from list_item_cache) under the lock, and
   // the body is streamed from those pieces after it is released.
@@ -151,7 +161,8 @@ struct FakeApiServer::Impl {
   nlohmann::json http_create(const fakeapi::Route& route, const std::string& body);
   nlohmann::json http_update(const fakeapi::Route& route, const std::string& body);
   nlohmann::json http_patch(const fakeapi::Route& route, const httplib::Request& request);
-  void http_delete(const fakeapi::Route& route, const httplib::Request& request, httplib::Response& response);
+  void http_delete(const fakeapi::Route& route, const httplib::Request& request,
+                   httplib::Response& response);
   void http_bind(const fakeapi::Route& route, const std::string& body);
   // Validates and normalises an update of `current` (mutex held); nullopt for a no-op.
   std::optional<nlohmann::json> prepare_update(Resource resource, const nlohmann::json& current,
@@ -169,7 +180,8 @@ struct FakeApiServer::Impl {
   // Store helpers (mutex held).
   nlohmann::json stamp_new_object(Resource resource, nlohmann::json object,
                                   bool keep_uid = false) const;
-  const nlohmann::json& find_or_throw(Resource resource, std::string_view ns, std::string_view name) const;
+  const nlohmann::json& find_or_throw(Resource resource, std::string_view ns,
+                                      std::string_view name) const;
 };
 
 }  // namespace gpushare::testing

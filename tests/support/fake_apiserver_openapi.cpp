@@ -129,7 +129,8 @@ const json& tree_of(Resource resource) {
     json dra = top;
     dra["spec"] = kAny;
     dra["status"] = kAny;
-    for (const char* kind : {"ResourceSlice", "ResourceClaim", "ResourceClaimTemplate", "DeviceClass"})
+    for (const char* kind :
+         {"ResourceSlice", "ResourceClaim", "ResourceClaimTemplate", "DeviceClass"})
       all[kind] = dra;
     return all;
   }();

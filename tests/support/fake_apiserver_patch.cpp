@@ -1,11 +1,11 @@
 #include "support/fake_apiserver_patch.h"
 
+#include <fmt/format.h>
+
 #include <algorithm>
 #include <cctype>
 #include <map>
 #include <string>
-
-#include <fmt/format.h>
 
 #include "support/fake_apiserver_status.h"
 
@@ -47,9 +47,12 @@ const std::map<std::string, std::string, std::less<>>& merge_keys(Resource resou
       {"metadata.ownerReferences", "uid"},
   };
   switch (resource) {
-    case Resource::Pods: return kPod;
-    case Resource::Nodes: return kNode;
-    default: return kOther;
+    case Resource::Pods:
+      return kPod;
+    case Resource::Nodes:
+      return kNode;
+    default:
+      return kOther;
   }
 }
 
@@ -101,7 +104,8 @@ class StrategicMerger {
     if (!original.is_object()) original = json::object();
     for (auto it = patch.begin(); it != patch.end(); ++it) {
       const std::string& key = it.key();
-      if (key == kPatchDirective || key == kRetainKeys || key.rfind(kSetElementOrder, 0) == 0) continue;
+      if (key == kPatchDirective || key == kRetainKeys || key.rfind(kSetElementOrder, 0) == 0)
+        continue;
       if (key.rfind(kDeleteFromPrimitiveList, 0) == 0) {
         const std::string field = key.substr(kDeleteFromPrimitiveList.size());
         if (!it->is_array()) throw bad_request("invalid $deleteFromPrimitiveList: not a list");
@@ -126,7 +130,8 @@ class StrategicMerger {
           original[key] = std::move(merged);
         }
       } else if (value.is_array()) {
-        original[key] = merge_list(original.contains(key) ? original[key] : json::array(), value, here);
+        original[key] =
+            merge_list(original.contains(key) ? original[key] : json::array(), value, here);
       } else {
         original[key] = value;
       }
@@ -181,7 +186,8 @@ class StrategicMerger {
                                       element.dump(), merge_key));
       }
       auto match = std::find_if(original.begin(), original.end(), [&](const json& candidate) {
-        return candidate.is_object() && candidate.contains(merge_key) && candidate[merge_key] == *key;
+        return candidate.is_object() && candidate.contains(merge_key) &&
+               candidate[merge_key] == *key;
       });
       if (directive == "delete") {
         if (match != original.end()) original.erase(match);
@@ -199,8 +205,9 @@ class StrategicMerger {
 
 std::string media_type(std::string_view content_type) {
   std::string type(content_type.substr(0, content_type.find(';')));
-  type.erase(std::remove_if(type.begin(), type.end(), [](unsigned char c) { return std::isspace(c); }),
-             type.end());
+  type.erase(
+      std::remove_if(type.begin(), type.end(), [](unsigned char c) { return std::isspace(c); }),
+      type.end());
   std::transform(type.begin(), type.end(), type.begin(),
                  [](unsigned char c) { return static_cast<char>(std::tolower(c)); });
   return type;

@@ -1,8 +1,8 @@
 #include "support/fake_apiserver_selectors.h"
 
-#include <algorithm>
-
 #include <fmt/format.h>
+
+#include <algorithm>
 
 #include "support/fake_apiserver_status.h"
 #include "support/fake_apiserver_store.h"
@@ -59,14 +59,17 @@ std::optional<std::string> field_label_value(Resource resource, std::string_view
   if (field == "metadata.namespace" && info(resource).namespaced) return namespace_of(object);
   switch (resource) {
     case Resource::Pods:
-      if (field == "spec.nodeName" || field == "spec.host") return string_at(object, "spec", "nodeName");
+      if (field == "spec.nodeName" || field == "spec.host")
+        return string_at(object, "spec", "nodeName");
       if (field == "spec.restartPolicy") return string_at(object, "spec", "restartPolicy");
       if (field == "spec.schedulerName") return string_at(object, "spec", "schedulerName");
-      if (field == "spec.serviceAccountName") return string_at(object, "spec", "serviceAccountName");
+      if (field == "spec.serviceAccountName")
+        return string_at(object, "spec", "serviceAccountName");
       if (field == "spec.hostNetwork") return bool_text(object, "spec", "hostNetwork");
       if (field == "status.phase") return string_at(object, "status", "phase");
       if (field == "status.podIP") return string_at(object, "status", "podIP");
-      if (field == "status.nominatedNodeName") return string_at(object, "status", "nominatedNodeName");
+      if (field == "status.nominatedNodeName")
+        return string_at(object, "status", "nominatedNodeName");
       if (field == "status.podIPs") {
         // Matches on the first (primary) IP, like the real field-label function.
         const json* ips = nullptr;
@@ -170,7 +173,8 @@ LabelSelector LabelSelector::parse(std::string_view text) {
     auto set_in = [&](std::size_t keyword_pos, std::size_t keyword_len, Op op) {
       requirement.key = trim(std::string_view(term).substr(0, keyword_pos));
       const std::string rest = trim(std::string_view(term).substr(keyword_pos + keyword_len));
-      if (rest.size() < 2 || rest.front() != '(' || rest.back() != ')') throw fail("expected (values)");
+      if (rest.size() < 2 || rest.front() != '(' || rest.back() != ')')
+        throw fail("expected (values)");
       requirement.op = op;
       std::string values = rest.substr(1, rest.size() - 2);
       std::size_t start = 0;
@@ -220,11 +224,15 @@ bool LabelSelector::matches(const json& object) const {
         value && std::find(r.values.begin(), r.values.end(), *value) != r.values.end();
     switch (r.op) {
       case Op::Equal:
-      case Op::In: return listed;
+      case Op::In:
+        return listed;
       case Op::NotEqual:
-      case Op::NotIn: return !listed;  // absent keys match, as upstream
-      case Op::Exists: return value.has_value();
-      case Op::NotExists: return !value.has_value();
+      case Op::NotIn:
+        return !listed;  // absent keys match, as upstream
+      case Op::Exists:
+        return value.has_value();
+      case Op::NotExists:
+        return !value.has_value();
     }
     return false;
   });

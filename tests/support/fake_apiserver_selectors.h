@@ -1,11 +1,10 @@
 #pragma once
 // Field and label selectors as the apiserver parses and applies them.
 
+#include <nlohmann/json.hpp>
 #include <string>
 #include <string_view>
 #include <vector>
-
-#include <nlohmann/json.hpp>
 
 #include "support/fake_apiserver_types.h"
 

@@ -25,8 +25,11 @@ ApiError& ApiError::with_metadata(json metadata) {
 }
 
 json ApiError::status_body() const {
-  json body = {{"kind", "Status"},     {"apiVersion", "v1"}, {"metadata", metadata_},
-               {"status", "Failure"},  {"code", code_}};
+  json body = {{"kind", "Status"},
+               {"apiVersion", "v1"},
+               {"metadata", metadata_},
+               {"status", "Failure"},
+               {"code", code_}};
   if (std::string_view(what()).size() > 0) body["message"] = what();
   if (!reason_.empty()) body["reason"] = reason_;
   if (details_.is_object() && !details_.empty()) body["details"] = details_;
@@ -64,22 +67,38 @@ json success_status(int code, json details) {
 
 std::string_view default_reason_for(int code) {
   switch (code) {
-    case 400: return "BadRequest";
-    case 401: return "Unauthorized";
-    case 403: return "Forbidden";
-    case 404: return "NotFound";
-    case 405: return "MethodNotAllowed";
-    case 406: return "NotAcceptable";
-    case 409: return "Conflict";
-    case 410: return "Expired";
-    case 413: return "RequestEntityTooLarge";
-    case 415: return "UnsupportedMediaType";
-    case 422: return "Invalid";
-    case 429: return "TooManyRequests";
-    case 500: return "InternalError";
-    case 503: return "ServiceUnavailable";
-    case 504: return "Timeout";
-    default: return "";
+    case 400:
+      return "BadRequest";
+    case 401:
+      return "Unauthorized";
+    case 403:
+      return "Forbidden";
+    case 404:
+      return "NotFound";
+    case 405:
+      return "MethodNotAllowed";
+    case 406:
+      return "NotAcceptable";
+    case 409:
+      return "Conflict";
+    case 410:
+      return "Expired";
+    case 413:
+      return "RequestEntityTooLarge";
+    case 415:
+      return "UnsupportedMediaType";
+    case 422:
+      return "Invalid";
+    case 429:
+      return "TooManyRequests";
+    case 500:
+      return "InternalError";
+    case 503:
+      return "ServiceUnavailable";
+    case 504:
+      return "Timeout";
+    default:
+      return "";
   }
 }
 
@@ -90,9 +109,10 @@ ApiError not_found(std::string_view group, std::string_view resource, std::strin
 }
 
 ApiError already_exists(std::string_view group, std::string_view resource, std::string_view name) {
-  return ApiError(409, "AlreadyExists",
-                  fmt::format("{} \"{}\" already exists", qualified_resource(group, resource), name),
-                  resource_details(group, resource, name));
+  return ApiError(
+      409, "AlreadyExists",
+      fmt::format("{} \"{}\" already exists", qualified_resource(group, resource), name),
+      resource_details(group, resource, name));
 }
 
 ApiError conflict(std::string_view group, std::string_view resource, std::string_view name,
@@ -107,7 +127,9 @@ ApiError bad_request(std::string_view message) {
   return ApiError(400, "BadRequest", std::string(message));
 }
 
-ApiError unauthorized() { return ApiError(401, "Unauthorized", "Unauthorized"); }
+ApiError unauthorized() {
+  return ApiError(401, "Unauthorized", "Unauthorized");
+}
 
 ApiError unsupported_media_type(std::string_view accepted) {
   return ApiError(415, "UnsupportedMediaType",
@@ -129,10 +151,9 @@ ApiError too_large_resource_version(std::uint64_t requested, std::uint64_t curre
   json details = {{"causes", json::array({{{"reason", "ResourceVersionTooLarge"},
                                            {"message", "Too large resource version"}}})},
                   {"retryAfterSeconds", 1}};
-  return ApiError(
-      504, "Timeout",
-      fmt::format("Too large resource version: {}, current: {}", requested, current),
-      std::move(details));
+  return ApiError(504, "Timeout",
+                  fmt::format("Too large resource version: {}, current: {}", requested, current),
+                  std::move(details));
 }
 
 ApiError internal_unwrapped(std::string_view message) {

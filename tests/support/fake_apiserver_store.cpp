@@ -1,5 +1,7 @@
 #include "support/fake_apiserver_store.h"
 
+#include <fmt/format.h>
+
 #include <algorithm>
 #include <chrono>
 #include <ctime>
@@ -7,22 +9,30 @@
 #include <random>
 #include <stdexcept>
 
-#include <fmt/format.h>
-
 namespace gpushare::testing {
 
 std::string_view to_string(Verb verb) {
   switch (verb) {
-    case Verb::Discovery: return "discovery";
-    case Verb::Get: return "get";
-    case Verb::List: return "list";
-    case Verb::Watch: return "watch";
-    case Verb::Create: return "create";
-    case Verb::Update: return "update";
-    case Verb::Patch: return "patch";
-    case Verb::Delete: return "delete";
-    case Verb::Bind: return "bind";
-    case Verb::Other: return "other";
+    case Verb::Discovery:
+      return "discovery";
+    case Verb::Get:
+      return "get";
+    case Verb::List:
+      return "list";
+    case Verb::Watch:
+      return "watch";
+    case Verb::Create:
+      return "create";
+    case Verb::Update:
+      return "update";
+    case Verb::Patch:
+      return "patch";
+    case Verb::Delete:
+      return "delete";
+    case Verb::Bind:
+      return "bind";
+    case Verb::Other:
+      return "other";
   }
   return "other";
 }
@@ -67,9 +77,12 @@ using nlohmann::json;
 
 std::string_view to_string(EventType type) {
   switch (type) {
-    case EventType::Added: return "ADDED";
-    case EventType::Modified: return "MODIFIED";
-    case EventType::Deleted: return "DELETED";
+    case EventType::Added:
+      return "ADDED";
+    case EventType::Modified:
+      return "MODIFIED";
+    case EventType::Deleted:
+      return "DELETED";
   }
   return "ADDED";
 }
@@ -87,8 +100,12 @@ std::string string_at(const json& object, std::string_view a, std::string_view b
   return node->is_string() ? node->get<std::string>() : std::string();
 }
 
-std::string name_of(const json& object) { return string_at(object, "metadata", "name"); }
-std::string namespace_of(const json& object) { return string_at(object, "metadata", "namespace"); }
+std::string name_of(const json& object) {
+  return string_at(object, "metadata", "name");
+}
+std::string namespace_of(const json& object) {
+  return string_at(object, "metadata", "namespace");
+}
 
 std::uint64_t rv_of(const json& object) {
   const std::string text = string_at(object, "metadata", "resourceVersion");
@@ -133,7 +150,9 @@ std::string new_uid() {
 }
 
 ObjectStore::ObjectStore(std::uint64_t initial_rv, std::size_t max_history)
-    : current_rv_(initial_rv), compacted_rv_(initial_rv), max_history_(std::max<std::size_t>(1, max_history)) {
+    : current_rv_(initial_rv),
+      compacted_rv_(initial_rv),
+      max_history_(std::max<std::size_t>(1, max_history)) {
   for (Resource resource : kAllResources) objects_[resource];
 }
 
@@ -143,9 +162,13 @@ const json* ObjectStore::find(Resource resource, std::string_view key) const {
   return it == map.end() ? nullptr : &it->second;
 }
 
-const ObjectMap& ObjectStore::objects(Resource resource) const { return objects_.at(resource); }
+const ObjectMap& ObjectStore::objects(Resource resource) const {
+  return objects_.at(resource);
+}
 
-std::uint64_t ObjectStore::next_rv() { return ++current_rv_; }
+std::uint64_t ObjectStore::next_rv() {
+  return ++current_rv_;
+}
 
 void ObjectStore::record(HistoryEvent event) {
   history_.push_back(std::move(event));
@@ -172,7 +195,8 @@ const json& ObjectStore::modify(Resource resource, json object) {
   const std::uint64_t rv = next_rv();
   object["metadata"]["resourceVersion"] = std::to_string(rv);
   json previous = std::exchange(it->second, object);
-  record({rv, resource, std::move(key), EventType::Modified, std::move(object), std::move(previous)});
+  record(
+      {rv, resource, std::move(key), EventType::Modified, std::move(object), std::move(previous)});
   return it->second;
 }
 
@@ -205,8 +229,9 @@ ObjectMap ObjectStore::snapshot_at(Resource resource, std::uint64_t rv) const {
 }
 
 std::deque<HistoryEvent>::const_iterator ObjectStore::events_after(std::uint64_t after) const {
-  return std::upper_bound(history_.cbegin(), history_.cend(), after,
-                          [](std::uint64_t rv, const HistoryEvent& event) { return rv < event.rv; });
+  return std::upper_bound(
+      history_.cbegin(), history_.cend(), after,
+      [](std::uint64_t rv, const HistoryEvent& event) { return rv < event.rv; });
 }
 
 void ObjectStore::set_max_history(std::size_t max_history) {

@@ -1,5 +1,6 @@
 #include "support/fake_apiserver_tls.h"
 
+#include <fmt/format.h>
 #include <unistd.h>
 
 #include <array>
@@ -9,8 +10,6 @@
 #include <mutex>
 #include <sstream>
 #include <stdexcept>
-
-#include <fmt/format.h>
 
 namespace gpushare::testing::fakeapi {
 namespace {
@@ -31,7 +30,8 @@ struct TlsDirectory {
 
 TlsDirectory::TlsDirectory() {
   TlsDirectory& result = *this;
-  std::string pattern = (std::filesystem::temp_directory_path() / "fake-apiserver-tls-XXXXXX").string();
+  std::string pattern =
+      (std::filesystem::temp_directory_path() / "fake-apiserver-tls-XXXXXX").string();
   if (::mkdtemp(pattern.data()) == nullptr) throw std::runtime_error("mkdtemp failed");
   result.dir = pattern;
   result.material.cert_path = result.dir / "tls.crt";

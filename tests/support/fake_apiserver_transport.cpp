@@ -31,9 +31,7 @@ class ConnectionStream final : public httplib::Stream {
         read_timeout_(read_timeout),
         write_timeout_(write_timeout) {}
 
-  bool is_readable() const override {
-    return buffered() > 0 || wait_for(POLLIN, read_timeout_);
-  }
+  bool is_readable() const override { return buffered() > 0 || wait_for(POLLIN, read_timeout_); }
   bool is_writable() const override {
     return !connection_.aborted() && wait_for(POLLOUT, write_timeout_);
   }
@@ -173,9 +171,13 @@ FakeHttpServer::FakeHttpServer() {
   new_task_queue = thread_per_connection_queue();
 }
 
-FakeHttpServer::~FakeHttpServer() { begin_shutdown(); }
+FakeHttpServer::~FakeHttpServer() {
+  begin_shutdown();
+}
 
-void FakeHttpServer::begin_shutdown() { shutting_down_ = true; }
+void FakeHttpServer::begin_shutdown() {
+  shutting_down_ = true;
+}
 
 void FakeHttpServer::abort_all_connections() {
   std::lock_guard lock(mutex_);
@@ -187,7 +189,9 @@ std::size_t FakeHttpServer::open_connections() const {
   return connections_.size();
 }
 
-Connection* FakeHttpServer::current_connection() { return t_current_connection; }
+Connection* FakeHttpServer::current_connection() {
+  return t_current_connection;
+}
 
 bool FakeHttpServer::process_and_close_socket(socket_t sock) {
   auto connection = std::make_shared<Connection>(sock);

@@ -8,6 +8,8 @@
 //   - let a long-lived watch notice that its client went away.
 // Requests are still parsed and answered by httplib (Server::process_request).
 
+#include <httplib.h>
+
 #include <atomic>
 #include <chrono>
 #include <cstddef>
@@ -15,8 +17,6 @@
 #include <memory>
 #include <mutex>
 #include <set>
-
-#include <httplib.h>
 
 namespace gpushare::testing::fakeapi {
 

@@ -13,13 +13,23 @@ namespace gpushare::testing {
 // resource.k8s.io/v1 (Dynamic Resource Allocation): ResourceSlices, ResourceClaims,
 // ResourceClaimTemplates, DeviceClasses.
 enum class Resource {
-  Nodes, Pods, ConfigMaps, Leases,
-  ResourceSlices, ResourceClaims, ResourceClaimTemplates, DeviceClasses
+  Nodes,
+  Pods,
+  ConfigMaps,
+  Leases,
+  ResourceSlices,
+  ResourceClaims,
+  ResourceClaimTemplates,
+  DeviceClasses
 };
-inline constexpr std::array<Resource, 8> kAllResources = {
-    Resource::Nodes,          Resource::Pods,           Resource::ConfigMaps,
-    Resource::Leases,         Resource::ResourceSlices, Resource::ResourceClaims,
-    Resource::ResourceClaimTemplates, Resource::DeviceClasses};
+inline constexpr std::array<Resource, 8> kAllResources = {Resource::Nodes,
+                                                          Resource::Pods,
+                                                          Resource::ConfigMaps,
+                                                          Resource::Leases,
+                                                          Resource::ResourceSlices,
+                                                          Resource::ResourceClaims,
+                                                          Resource::ResourceClaimTemplates,
+                                                          Resource::DeviceClasses};
 
 // What a request did, for fault targeting and request counters.
 enum class Verb { Discovery, Get, List, Watch, Create, Update, Patch, Delete, Bind, Other };
@@ -28,16 +38,16 @@ std::string_view to_string(Verb verb);
 // The static facts about one resource type.
 struct ResourceInfo {
   Resource resource;
-  std::string_view plural;      // "pods"
-  std::string_view singular;    // "pod"
-  std::string_view kind;        // "Pod"
-  std::string_view list_kind;   // "PodList"
-  std::string_view group;       // "" for core
-  std::string_view version;     // "v1"
-  std::string_view api_version; // "v1" or "coordination.k8s.io/v1"
-  std::string_view short_name;  // "po"; may be empty
+  std::string_view plural;       // "pods"
+  std::string_view singular;     // "pod"
+  std::string_view kind;         // "Pod"
+  std::string_view list_kind;    // "PodList"
+  std::string_view group;        // "" for core
+  std::string_view version;      // "v1"
+  std::string_view api_version;  // "v1" or "coordination.k8s.io/v1"
+  std::string_view short_name;   // "po"; may be empty
   bool namespaced;
-  bool has_status;              // main-resource writes keep the old status (status subresource)
+  bool has_status;  // main-resource writes keep the old status (status subresource)
 };
 
 const ResourceInfo& info(Resource resource);

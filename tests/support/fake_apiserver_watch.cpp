@@ -43,7 +43,8 @@ std::string bookmark_frame(Resource resource, std::uint64_t rv, bool initial_eve
 }
 
 std::string too_old_frame(std::uint64_t requested, std::uint64_t compacted) {
-  const ApiError error(410, "Expired", fmt::format("too old resource version: {} ({})", requested, compacted));
+  const ApiError error(410, "Expired",
+                       fmt::format("too old resource version: {} ({})", requested, compacted));
   return frame("ERROR", error.status_body());
 }
 
@@ -81,10 +82,13 @@ std::optional<std::string> view_of(const WatchSession& session, const HistoryEve
 
 bool write_frames(const std::vector<std::string>& frames, WatchFraming framing,
                   httplib::DataSink& sink) {
-  auto write = [&](std::string_view piece) { return piece.empty() || sink.write(piece.data(), piece.size()); };
+  auto write = [&](std::string_view piece) {
+    return piece.empty() || sink.write(piece.data(), piece.size());
+  };
   switch (framing) {
     case WatchFraming::OneEventPerChunk:
-      return std::all_of(frames.begin(), frames.end(), [&](const std::string& f) { return write(f); });
+      return std::all_of(frames.begin(), frames.end(),
+                         [&](const std::string& f) { return write(f); });
     case WatchFraming::SplitEvents:
       for (const std::string& f : frames) {
         const std::size_t third = std::max<std::size_t>(1, f.size() / 3);
@@ -133,9 +137,11 @@ void FakeApiServer::Impl::serve_watch(const Route& route, const httplib::Request
     // Like the real server's min-request-timeout × random [1, 2).
     thread_local std::mt19937 random{std::random_device{}()};
     const double factor = std::uniform_real_distribution<double>(1.0, 2.0)(random);
-    const auto lifetime = std::chrono::duration_cast<Clock::duration>(options.watch_lifetime * factor);
+    const auto lifetime =
+        std::chrono::duration_cast<Clock::duration>(options.watch_lifetime * factor);
     const auto server_deadline = Clock::now() + lifetime;
-    session->deadline = session->deadline ? std::min(*session->deadline, server_deadline) : server_deadline;
+    session->deadline =
+        session->deadline ? std::min(*session->deadline, server_deadline) : server_deadline;
   }
   const std::string& rv = params.resource_version;
   const bool from_now = rv.empty() || rv == "0";
@@ -153,7 +159,8 @@ void FakeApiServer::Impl::serve_watch(const Route& route, const httplib::Request
           session->pending.push_back(object_frame(*session, "ADDED", object));
       }
       session->cursor = store.current_rv();
-      const bool annotate = params.send_initial_events.value_or(false) || options.initial_events_end_bookmark;
+      const bool annotate =
+          params.send_initial_events.value_or(false) || options.initial_events_end_bookmark;
       if (session->allow_bookmarks && annotate) {
         session->pending.push_back(bookmark_frame(resource, session->cursor, true));
       }
@@ -214,8 +221,10 @@ bool FakeApiServer::Impl::pump_watch(WatchSession& session, httplib::DataSink& s
       }
       const auto now = Clock::now();
       // A watch from a future RV gets no bookmark until the server has reached that RV.
-      if (!finish && frames.empty() && session.allow_bookmarks && session.cursor <= store.current_rv()) {
-        const bool periodic_due = bookmark_interval.count() > 0 && now >= session.next_periodic_bookmark;
+      if (!finish && frames.empty() && session.allow_bookmarks &&
+          session.cursor <= store.current_rv()) {
+        const bool periodic_due =
+            bookmark_interval.count() > 0 && now >= session.next_periodic_bookmark;
         if (session.bookmarks_seen != bookmark_generation || periodic_due) {
           frames.push_back(bookmark_frame(session.resource, session.cursor, false));
           session.bookmarks_seen = bookmark_generation;

@@ -55,7 +55,8 @@ bool RawHttpConnection::send_raw(std::string_view bytes, std::chrono::millisecon
   while (sent < bytes.size()) {
     pollfd entry{fd_, POLLOUT, 0};
     if (::poll(&entry, 1, static_cast<int>(timeout.count())) <= 0) return false;
-    const ssize_t n = ::send(fd_, bytes.data() + sent, bytes.size() - sent, MSG_NOSIGNAL | MSG_DONTWAIT);
+    const ssize_t n =
+        ::send(fd_, bytes.data() + sent, bytes.size() - sent, MSG_NOSIGNAL | MSG_DONTWAIT);
     if (n < 0 && (errno == EAGAIN || errno == EWOULDBLOCK || errno == EINTR)) continue;
     if (n <= 0) return false;
     sent += static_cast<std::size_t>(n);

@@ -29,7 +29,8 @@ class RawHttpConnection {
                     std::string_view body = {});
   // Sends bytes exactly as given (a request built by hand, part of a body). False when the peer
   // closed or reset the connection, or took none of it within `timeout`.
-  bool send_raw(std::string_view bytes, std::chrono::milliseconds timeout = std::chrono::seconds(10));
+  bool send_raw(std::string_view bytes,
+                std::chrono::milliseconds timeout = std::chrono::seconds(10));
   std::optional<Head> read_head(std::chrono::milliseconds timeout = std::chrono::seconds(5));
   // The next chunk of a chunked body.
   ChunkStatus read_chunk(std::string& data,

@@ -64,7 +64,8 @@ TEST(ClusterModel, PodsBeforeTheirNodeAttachWhenTheNodeArrives) {
   EXPECT_EQ(model.find_node("late")->gpus()[1].used, 5);
   model.remove_node("late");
   EXPECT_EQ(model.find_node("late"), nullptr);
-  EXPECT_EQ(model.pod_count(), 1u);  // pods outlive a node's removal (watch order is not guaranteed)
+  EXPECT_EQ(model.pod_count(),
+            1u);  // pods outlive a node's removal (watch order is not guaranteed)
   model.upsert_node(gpu_node("late", 2, 8));
   EXPECT_EQ(model.find_node("late")->gpus()[1].used, 5);
 }
@@ -132,7 +133,8 @@ TEST(ClusterModel, SameAllocationComparesUsageAndPods) {
   EXPECT_FALSE(a.same_allocation_as(b));
 }
 
-PodAllocation cpu_only_pod(std::string uid, std::string node, std::int64_t cpu_milli, std::int64_t memory) {
+PodAllocation cpu_only_pod(std::string uid, std::string node, std::int64_t cpu_milli,
+                           std::int64_t memory) {
   PodAllocation p = pod(std::move(uid), std::move(node), {}, 0);
   p.cpu_milli = cpu_milli;
   p.memory = memory;
@@ -175,7 +177,8 @@ TEST(ClusterModel, CpuOnlyPodsMoveCpuAndMemoryButNoGpuUsage) {
 
 TEST(ClusterModel, CpuOnlyPodsOnACpuNodeAndAcrossRespec) {
   ClusterModel model;
-  model.add_pod(cpu_only_pod("early", "cpu-node", 250, 64));  // before its node, as a watch may order it
+  model.add_pod(
+      cpu_only_pod("early", "cpu-node", 250, 64));  // before its node, as a watch may order it
   NodeSpec spec;
   spec.name = "cpu-node";
   spec.cpu_milli = 4000;

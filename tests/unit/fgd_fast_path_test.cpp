@@ -79,7 +79,8 @@ NodeState random_node(Random& r) {
   }
   if (!unhealthy.empty()) node.set_unhealthy(unhealthy);
   if (spec.cpu_milli > 0 || spec.memory > 0) {
-    node.add_cpu_mem(r.between(0, spec.cpu_milli), r.between(0, std::max<std::int64_t>(spec.memory, 0)));
+    node.add_cpu_mem(r.between(0, spec.cpu_milli),
+                     r.between(0, std::max<std::int64_t>(spec.memory, 0)));
   }
   return node;
 }
@@ -136,7 +137,9 @@ PodDemand random_pod(Random& r, Units capacity) {
   return pod;
 }
 
-std::uint64_t bits(double value) { return std::bit_cast<std::uint64_t>(value); }
+std::uint64_t bits(double value) {
+  return std::bit_cast<std::uint64_t>(value);
+}
 
 template <class Policy>
 void expect_same_as_reference(const Policy& policy, const NodeState& node, const PodDemand& pod,
@@ -149,7 +152,8 @@ void expect_same_as_reference(const Policy& policy, const NodeState& node, const
   if (!reference) return;
   ++compared;
   ASSERT_EQ(placed->gpus, reference->gpus);
-  ASSERT_EQ(bits(placed->score), bits(reference->score)) << placed->score << " vs " << reference->score;
+  ASSERT_EQ(bits(placed->score), bits(reference->score))
+      << placed->score << " vs " << reference->score;
   ASSERT_EQ(bits(*scored), bits(reference->score)) << *scored << " vs " << reference->score;
 }
 

@@ -1,9 +1,10 @@
 // The fragmentation measure and the target workloads it is measured against.
+#include "gpushare/core/fragmentation.h"
+
 #include <gtest/gtest.h>
 
 #include <cmath>
 
-#include "gpushare/core/fragmentation.h"
 #include "gpushare/core/workload.h"
 
 namespace gpushare::core {
@@ -46,9 +47,9 @@ TEST(ShapeFragmentation, HostableShapeCountsOnlyTooSmallGpus) {
 
 TEST(ShapeFragmentation, UnhostableShapeCountsEverythingIdle) {
   const auto node = free_resources({1000, 300, 0, 500});
-  EXPECT_EQ(shape_fragmentation(node, gpu_shape(600, 2)), 1800);  // one GPU >= 600, needs two
-  EXPECT_EQ(shape_fragmentation(node, gpu_shape(0, 0, 100)), 1800);  // CPU-only
-  EXPECT_EQ(shape_fragmentation(node, gpu_shape(100, 1, 9000)), 1800);        // lacks CPU
+  EXPECT_EQ(shape_fragmentation(node, gpu_shape(600, 2)), 1800);        // one GPU >= 600, needs two
+  EXPECT_EQ(shape_fragmentation(node, gpu_shape(0, 0, 100)), 1800);     // CPU-only
+  EXPECT_EQ(shape_fragmentation(node, gpu_shape(100, 1, 9000)), 1800);  // lacks CPU
   WorkloadShape other_model = gpu_shape(100);
   other_model.allowed_models = {"B"};
   EXPECT_EQ(shape_fragmentation(node, other_model), 1800);
@@ -134,8 +135,7 @@ TEST(TypicalWorkload, SqrtGpuWeightingKeepsRareMultiGpuPods) {
   std::vector<PodDemand> pods(20, pod(500));
   pods.push_back(pod(1000, 8));
   EXPECT_EQ(typical_workload(pods, 0.95).size(), 1u);  // 20 of 21 pods cover 95 %
-  const TargetWorkload weighted =
-      typical_workload(pods, 0.95, false, ShapeWeighting::kSqrtGpus);
+  const TargetWorkload weighted = typical_workload(pods, 0.95, false, ShapeWeighting::kSqrtGpus);
   ASSERT_EQ(weighted.size(), 2u);
   EXPECT_NEAR(weighted[1].weight, std::sqrt(8.0) / (20 + std::sqrt(8.0)), 1e-12);
 }

@@ -16,7 +16,8 @@ Json node_json(Json capacity) {
 }
 
 TEST(ParseNode, ReadsCapacity) {
-  const auto spec = parse_node(node_json({{"aliyun.com/gpu-mem", "32"}, {"aliyun.com/gpu-count", "2"}}), kNames);
+  const auto spec =
+      parse_node(node_json({{"aliyun.com/gpu-mem", "32"}, {"aliyun.com/gpu-count", "2"}}), kNames);
   EXPECT_EQ(spec.name, "gpu-1");
   EXPECT_EQ(spec.gpu_count, 2);
   EXPECT_EQ(spec.memory_per_gpu, 16);
@@ -26,7 +27,8 @@ TEST(ParseNode, ReadsCapacity) {
 }
 
 TEST(ParseNode, SuffixedQuantities) {
-  const auto spec = parse_node(node_json({{"aliyun.com/gpu-mem", "16k"}, {"aliyun.com/gpu-count", "2"}}), kNames);
+  const auto spec =
+      parse_node(node_json({{"aliyun.com/gpu-mem", "16k"}, {"aliyun.com/gpu-count", "2"}}), kNames);
   EXPECT_EQ(spec.memory_per_gpu, 8000);
 }
 
@@ -37,20 +39,27 @@ TEST(ParseNode, NonGpuNode) {
 }
 
 TEST(ParseNode, InconsistentResourcesAreReportedNotThrown) {
-  auto spec = parse_node(node_json({{"aliyun.com/gpu-mem", "32"}, {"aliyun.com/gpu-count", "0"}}), kNames);
+  auto spec =
+      parse_node(node_json({{"aliyun.com/gpu-mem", "32"}, {"aliyun.com/gpu-count", "0"}}), kNames);
   EXPECT_EQ(spec.gpu_count, 0);
   EXPECT_NE(spec.misconfiguration.find("aliyun.com/gpu-count is 0"), std::string::npos);
-  spec = parse_node(node_json({{"aliyun.com/gpu-mem", "33"}, {"aliyun.com/gpu-count", "2"}}), kNames);
+  spec =
+      parse_node(node_json({{"aliyun.com/gpu-mem", "33"}, {"aliyun.com/gpu-count", "2"}}), kNames);
   EXPECT_NE(spec.misconfiguration.find("not divisible"), std::string::npos);
-  spec = parse_node(node_json({{"aliyun.com/gpu-mem", "-4"}, {"aliyun.com/gpu-count", "2"}}), kNames);
+  spec =
+      parse_node(node_json({{"aliyun.com/gpu-mem", "-4"}, {"aliyun.com/gpu-count", "2"}}), kNames);
   EXPECT_NE(spec.misconfiguration.find("negative"), std::string::npos);
   spec = parse_node(node_json({{"aliyun.com/gpu-mem", "32"}}), kNames);
   EXPECT_NE(spec.misconfiguration.find("missing"), std::string::npos);
 }
 
 TEST(ParseNode, CpuAndMemoryFromAllocatable) {
-  Json node = node_json({{"cpu", "32"}, {"memory", "128Gi"}, {"aliyun.com/gpu-mem", "32"}, {"aliyun.com/gpu-count", "2"}});
-  node["status"]["allocatable"] = {{"cpu", "31500m"}, {"memory", "120Gi"}, {"aliyun.com/gpu-mem", "30"}};
+  Json node = node_json({{"cpu", "32"},
+                         {"memory", "128Gi"},
+                         {"aliyun.com/gpu-mem", "32"},
+                         {"aliyun.com/gpu-count", "2"}});
+  node["status"]["allocatable"] = {
+      {"cpu", "31500m"}, {"memory", "120Gi"}, {"aliyun.com/gpu-mem", "30"}};
   const auto spec = parse_node(node, kNames);
   EXPECT_EQ(spec.cpu_milli, 31500);
   EXPECT_EQ(spec.memory, 120LL * 1024 * 1024 * 1024);
@@ -76,11 +85,15 @@ TEST(ParseNode, CpuAndMemoryFallBackToCapacity) {
 }
 
 TEST(ParseNode, AbsentOrMalformedCpuAndMemoryAreNotTracked) {
-  auto spec = parse_node(node_json({{"aliyun.com/gpu-mem", "32"}, {"aliyun.com/gpu-count", "2"}}), kNames);
+  auto spec =
+      parse_node(node_json({{"aliyun.com/gpu-mem", "32"}, {"aliyun.com/gpu-count", "2"}}), kNames);
   EXPECT_EQ(spec.cpu_milli, 0);
   EXPECT_EQ(spec.memory, 0);
   EXPECT_EQ(spec.gpu_count, 2);
-  Json node = node_json({{"cpu", "8"}, {"memory", "8Gi"}, {"aliyun.com/gpu-mem", "32"}, {"aliyun.com/gpu-count", "2"}});
+  Json node = node_json({{"cpu", "8"},
+                         {"memory", "8Gi"},
+                         {"aliyun.com/gpu-mem", "32"},
+                         {"aliyun.com/gpu-count", "2"}});
   node["status"]["allocatable"] = {{"cpu", "lots"}, {"memory", Json::array()}};
   spec = parse_node(node, kNames);
   EXPECT_EQ(spec.cpu_milli, 0);  // malformed allocatable: not tracked, not capacity
@@ -140,7 +153,8 @@ TEST(ParsePod, AnnotationsWin) {
 
 TEST(ParsePod, MalformedAnnotationsAreIgnored) {
   Json json = pod_json();
-  json["metadata"]["annotations"] = {{"ALIYUN_COM_GPU_MEM_IDX", "x1"}, {"ALIYUN_COM_GPU_MEM_POD", "-3"}};
+  json["metadata"]["annotations"] = {{"ALIYUN_COM_GPU_MEM_IDX", "x1"},
+                                     {"ALIYUN_COM_GPU_MEM_POD", "-3"}};
   const auto pod = parse_pod(json, kNames);
   EXPECT_FALSE(pod.gpu_index);
   EXPECT_EQ(pod.effective_request(), 5);
@@ -207,7 +221,8 @@ TEST(AllocationOf, CpuOnlyPodsFollowTheSameLifecycle) {
 TEST(AllocationOf, GpuPodsAlsoCarryCpuAndMemory) {
   Json json = pod_json();
   json["spec"]["containers"][1]["resources"]["requests"] = {{"memory", "2Gi"}};
-  json["metadata"]["annotations"] = {{"ALIYUN_COM_GPU_MEM_IDX", "1"}, {"ALIYUN_COM_GPU_MEM_POD", "4"}};
+  json["metadata"]["annotations"] = {{"ALIYUN_COM_GPU_MEM_IDX", "1"},
+                                     {"ALIYUN_COM_GPU_MEM_POD", "4"}};
   const auto allocation = allocation_of(parse_pod(json, kNames));
   ASSERT_TRUE(allocation);
   EXPECT_EQ(allocation->gpus, std::vector<int>{1});

@@ -42,7 +42,8 @@ TEST(NodeIndex, RandomUpsertsAndRemovalsMatchAMap) {
   for (int i = 0; i < 600; ++i) {
     // Mixed lengths, shared prefixes, and names that differ only at the end.
     pool.push_back(i % 3 == 0 ? "n" + std::to_string(i)
-                              : "gke-ml-prod-a100-pool-" + std::to_string(i % 7) + "-node-" + std::to_string(i));
+                              : "gke-ml-prod-a100-pool-" + std::to_string(i % 7) + "-node-" +
+                                    std::to_string(i));
   }
   pool.push_back("");
   std::mt19937 rng(7);

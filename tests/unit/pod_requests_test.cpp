@@ -1,11 +1,12 @@
 // A pod's CPU and memory request, by kube-scheduler's rules, with values worked out by hand.
 
+#include "gpushare/kube/pod_requests.h"
+
 #include <gtest/gtest.h>
 
 #include <string>
 
 #include "gpushare/kube/pod_info.h"
-#include "gpushare/kube/pod_requests.h"
 
 namespace gpushare::kube {
 namespace {
@@ -26,7 +27,9 @@ Json sidecar(const std::string& name, Json requests) {
   return c;
 }
 
-CpuMemory request_of(const Json& spec) { return pod_cpu_memory_request(spec, "ml/p"); }
+CpuMemory request_of(const Json& spec) {
+  return pod_cpu_memory_request(spec, "ml/p");
+}
 
 // The error message of pod_cpu_memory_request, or "" if it did not throw.
 std::string error_of(const Json& spec) {
@@ -41,7 +44,8 @@ std::string error_of(const Json& spec) {
 TEST(PodRequests, NoResourcesIsZero) {
   EXPECT_EQ(request_of(Json::object()), (CpuMemory{0, 0}));
   EXPECT_EQ(request_of({{"containers", {{{"name", "a"}}}}}), (CpuMemory{0, 0}));
-  EXPECT_EQ(request_of({{"containers", {container("a", {{"aliyun.com/gpu-mem", "4"}})}}}), (CpuMemory{0, 0}));
+  EXPECT_EQ(request_of({{"containers", {container("a", {{"aliyun.com/gpu-mem", "4"}})}}}),
+            (CpuMemory{0, 0}));
 }
 
 TEST(PodRequests, ContainersAreSummed) {
@@ -74,8 +78,9 @@ TEST(PodRequests, InitContainersCountByTheirMaximumPerResource) {
                        container("warm", {{"cpu", "1500m"}, {"memory", "1536Mi"}})}}};
   EXPECT_EQ(request_of(spec), (CpuMemory{2000, 1536 * kMi}));
   // Smaller init containers change nothing.
-  const Json small = {{"containers", {container("app", {{"cpu", "1"}, {"memory", "1Gi"}})}},
-                      {"initContainers", {container("setup", {{"cpu", "100m"}, {"memory", "64Mi"}})}}};
+  const Json small = {
+      {"containers", {container("app", {{"cpu", "1"}, {"memory", "1Gi"}})}},
+      {"initContainers", {container("setup", {{"cpu", "100m"}, {"memory", "64Mi"}})}}};
   EXPECT_EQ(request_of(small), (CpuMemory{1000, kGi}));
 }
 
@@ -99,7 +104,7 @@ TEST(PodRequests, SidecarsRunBesideEverythingDeclaredAfterThem) {
 TEST(PodRequests, SidecarsAddToTheContainers) {
   // No regular init container: containers + sidecar = 1000 + 300 m, 1024 + 200 Mi.
   const Json spec = {{"containers", {container("app", {{"cpu", "1"}, {"memory", "1Gi"}})}},
-                     {"initContainers", {sidecar("mesh", {{"cpu", "300m"}, {"memory", "200Mi"}}) }}};
+                     {"initContainers", {sidecar("mesh", {{"cpu", "300m"}, {"memory", "200Mi"}})}}};
   EXPECT_EQ(request_of(spec), (CpuMemory{1300, 1224 * kMi}));
   // Any other restartPolicy is a regular init container: max(1000, 300) m, max(1024, 200) Mi.
   Json on_failure = spec;
@@ -118,12 +123,14 @@ TEST(PodRequests, OverheadIsAddedLast) {
                      {"overhead", {{"cpu", "250m"}, {"memory", "120Mi"}}}};
   EXPECT_EQ(request_of(spec), (CpuMemory{2800, 2424 * kMi}));
   // Overhead alone (a pod whose containers ask for nothing).
-  EXPECT_EQ(request_of({{"containers", {{{"name", "a"}}}}, {"overhead", {{"cpu", "100m"}}}}), (CpuMemory{100, 0}));
+  EXPECT_EQ(request_of({{"containers", {{{"name", "a"}}}}, {"overhead", {{"cpu", "100m"}}}}),
+            (CpuMemory{100, 0}));
 }
 
 TEST(PodRequests, EachQuantityIsRoundedUp) {
   // 0.1m -> 1 m; 1.0001 cores = 1000.1 m -> 1001 m; 1.5 bytes -> 2; 100m bytes -> 1.
-  EXPECT_EQ(request_of({{"containers", {container("a", {{"cpu", "0.1m"}, {"memory", "1.5"}})}}}), (CpuMemory{1, 2}));
+  EXPECT_EQ(request_of({{"containers", {container("a", {{"cpu", "0.1m"}, {"memory", "1.5"}})}}}),
+            (CpuMemory{1, 2}));
   EXPECT_EQ(request_of({{"containers", {container("a", {{"cpu", "1.0001"}, {"memory", "100m"}})}}}),
             (CpuMemory{1001, 1}));
   // Rounded per quantity, then summed: three times 0.5m is 3 m.
@@ -132,49 +139,64 @@ TEST(PodRequests, EachQuantityIsRoundedUp) {
                          container("c", {{"cpu", "0.5m"}})}}};
   EXPECT_EQ(request_of(halves), (CpuMemory{3, 0}));
   // Suffixes and exponents: 1e3 cores; 1G bytes (decimal); 2k bytes.
-  EXPECT_EQ(request_of({{"containers", {container("a", {{"cpu", "1e3"}, {"memory", "1G"}}), container("b", {{"memory", "2k"}})}}}),
+  EXPECT_EQ(request_of({{"containers",
+                         {container("a", {{"cpu", "1e3"}, {"memory", "1G"}}),
+                          container("b", {{"memory", "2k"}})}}}),
             (CpuMemory{1'000'000, 1'000'002'000}));
   // A JSON integer is read as whole units, as for gpu-mem.
-  EXPECT_EQ(request_of({{"containers", {container("a", {{"cpu", 2}, {"memory", 4096}})}}}), (CpuMemory{2000, 4096}));
+  EXPECT_EQ(request_of({{"containers", {container("a", {{"cpu", 2}, {"memory", 4096}})}}}),
+            (CpuMemory{2000, 4096}));
 }
 
 TEST(PodRequests, SumsBeyondInt64AreOutOfRange) {
   // 5e15 cores are 5e18 milli-cores, within int64; two of them are not.
-  const Json two = {{"containers", {container("a", {{"cpu", "5e15"}}), container("b", {{"cpu", "5e15"}})}}};
+  const Json two = {
+      {"containers", {container("a", {{"cpu", "5e15"}}), container("b", {{"cpu", "5e15"}})}}};
   EXPECT_NE(error_of(two).find("out of range"), std::string::npos) << error_of(two);
   EXPECT_NE(error_of(two).find("ml/p"), std::string::npos) << error_of(two);
-  const Json with_overhead = {{"containers", {container("a", {{"cpu", "5e15"}})}}, {"overhead", {{"cpu", "5e15"}}}};
+  const Json with_overhead = {{"containers", {container("a", {{"cpu", "5e15"}})}},
+                              {"overhead", {{"cpu", "5e15"}}}};
   EXPECT_NE(error_of(with_overhead).find("out of range"), std::string::npos);
   const Json sidecar_and_init = {{"containers", {container("a", {{"cpu", "5e15"}})}},
                                  {"initContainers", {sidecar("s", {{"cpu", "5e15"}})}}};
   EXPECT_NE(error_of(sidecar_and_init).find("out of range"), std::string::npos);
-  const Json init_beside_sidecar = {{"initContainers", {sidecar("s", {{"cpu", "5e15"}}), container("i", {{"cpu", "5e15"}})}}};
+  const Json init_beside_sidecar = {
+      {"initContainers", {sidecar("s", {{"cpu", "5e15"}}), container("i", {{"cpu", "5e15"}})}}};
   EXPECT_NE(error_of(init_beside_sidecar).find("out of range"), std::string::npos);
   // Memory: one quantity is at most ~9.2e15 bytes (int64 milli-units), so it takes many.
   Json many = {{"containers", Json::array()}};
-  for (int i = 0; i < 1100; ++i) many["containers"].push_back(container("c" + std::to_string(i), {{"memory", "9e15"}}));
-  EXPECT_NE(error_of(many).find("memory request out of range"), std::string::npos) << error_of(many);
+  for (int i = 0; i < 1100; ++i)
+    many["containers"].push_back(container("c" + std::to_string(i), {{"memory", "9e15"}}));
+  EXPECT_NE(error_of(many).find("memory request out of range"), std::string::npos)
+      << error_of(many);
   // One quantity beyond int64 milli-units is a malformed quantity.
-  EXPECT_NE(error_of({{"containers", {container("a", {{"memory", "8Ei"}})}}}).find("out of range"), std::string::npos);
+  EXPECT_NE(error_of({{"containers", {container("a", {{"memory", "8Ei"}})}}}).find("out of range"),
+            std::string::npos);
   // The largest sum that fits is fine: 9223372036854775807 m = 4611686018427387903 m + ...904 m.
-  const Json at_limit = {{"containers", {container("a", {{"cpu", "4611686018427387903m"}}),
-                                         container("b", {{"cpu", "4611686018427387904m"}})}}};
+  const Json at_limit = {{"containers",
+                          {container("a", {{"cpu", "4611686018427387903m"}}),
+                           container("b", {{"cpu", "4611686018427387904m"}})}}};
   EXPECT_EQ(request_of(at_limit).cpu_milli, INT64_MAX);
 }
 
 TEST(PodRequests, MalformedQuantitiesNameThePodContainerAndField) {
   auto expect_error = [](const Json& spec, const std::string& wanted) {
     const std::string error = error_of(spec);
-    EXPECT_NE(error.find(wanted), std::string::npos) << "error: \"" << error << "\", wanted \"" << wanted << "\"";
+    EXPECT_NE(error.find(wanted), std::string::npos)
+        << "error: \"" << error << "\", wanted \"" << wanted << "\"";
   };
-  expect_error({{"containers", {container("app", {{"cpu", "lots"}})}}}, "pod ml/p container app requests cpu");
+  expect_error({{"containers", {container("app", {{"cpu", "lots"}})}}},
+               "pod ml/p container app requests cpu");
   expect_error({{"containers", {container("app", nullptr, {{"memory", "-1Gi"}})}}},
                "pod ml/p container app limits memory");
   expect_error({{"containers", {container("app", {{"memory", Json::array()}})}}},
                "pod ml/p container app requests memory must be a quantity string");
-  expect_error({{"containers", {container("app", {{"cpu", 1.5}})}}}, "pod ml/p container app requests cpu");
-  expect_error({{"initContainers", {container("setup", {{"cpu", "1x"}})}}}, "pod ml/p init container setup requests cpu");
-  expect_error({{"initContainers", {sidecar("mesh", {{"memory", ""}})}}}, "pod ml/p init container mesh requests memory");
+  expect_error({{"containers", {container("app", {{"cpu", 1.5}})}}},
+               "pod ml/p container app requests cpu");
+  expect_error({{"initContainers", {container("setup", {{"cpu", "1x"}})}}},
+               "pod ml/p init container setup requests cpu");
+  expect_error({{"initContainers", {sidecar("mesh", {{"memory", ""}})}}},
+               "pod ml/p init container mesh requests memory");
   expect_error({{"overhead", {{"cpu", "-100m"}}}}, "pod ml/p overhead cpu");
   expect_error({{"overhead", {{"memory", true}}}}, "pod ml/p overhead memory");
   // Wrong shapes.
@@ -213,7 +235,8 @@ TEST(PodRequests, ParsePodReportsBadCpuWithThePod) {
     parse_pod(pod, ResourceNames{});
     FAIL() << "expected BadInput";
   } catch (const BadInput& e) {
-    EXPECT_NE(std::string(e.what()).find("pod ml/p container app requests cpu"), std::string::npos) << e.what();
+    EXPECT_NE(std::string(e.what()).find("pod ml/p container app requests cpu"), std::string::npos)
+        << e.what();
   }
 }
 

@@ -11,12 +11,11 @@
 #include <cstdint>
 #include <functional>
 #include <memory>
+#include <nlohmann/json.hpp>
 #include <optional>
 #include <stop_token>
 #include <string>
 #include <string_view>
-
-#include <nlohmann/json.hpp>
 
 #include "gpushare/apiclient/api_error.h"
 #include "gpushare/apiclient/backoff.h"
@@ -48,8 +47,8 @@ struct ClientOptions {
   std::chrono::milliseconds stall_warning{30000};
   std::string user_agent = default_user_agent();
   RetryPolicy retry;
-  std::size_t max_idle_connections = 8;        // pooled handles kept for keep-alive reuse
-  std::size_t max_response_bytes = 1u << 30;   // guard against a runaway body
+  std::size_t max_idle_connections = 8;       // pooled handles kept for keep-alive reuse
+  std::size_t max_response_bytes = 1u << 30;  // guard against a runaway body
   std::chrono::milliseconds token_refresh_interval = TokenSource::kDefaultRefreshInterval;
   SteadyClock clock = real_steady_clock();
   Sleeper sleeper = real_sleeper();  // used for retry delays
@@ -90,9 +89,9 @@ struct WatchOptions {
 struct ListPage {
   Json metadata = Json::object();  // resourceVersion, continue, remainingItemCount
   std::string resource_version;
-  std::string continue_token;      // "" on the last page
-  std::size_t items = 0;           // items handed to the callback
-  std::size_t body_bytes = 0;      // decoded (after any Content-Encoding) body size
+  std::string continue_token;  // "" on the last page
+  std::size_t items = 0;       // items handed to the callback
+  std::size_t body_bytes = 0;  // decoded (after any Content-Encoding) body size
 };
 
 // Receives one list item as soon as it has been read, parsed by simdjson: the element is valid
@@ -105,10 +104,10 @@ using WatchCallback = std::function<void(WatchEvent&& event)>;
 
 // Monotonic counters, for metrics.
 struct ClientCounters {
-  std::uint64_t requests = 0;        // attempts sent (retries included, watches included)
-  std::uint64_t retries = 0;         // attempts after the first because of a retryable error
-  std::uint64_t token_reloads = 0;   // immediate token re-reads after a 401 that changed it
-  std::uint64_t failures = 0;        // calls that returned an error
+  std::uint64_t requests = 0;       // attempts sent (retries included, watches included)
+  std::uint64_t retries = 0;        // attempts after the first because of a retryable error
+  std::uint64_t token_reloads = 0;  // immediate token re-reads after a 401 that changed it
+  std::uint64_t failures = 0;       // calls that returned an error
 };
 
 class ApiClient {

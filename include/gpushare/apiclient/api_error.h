@@ -4,12 +4,11 @@
 // (the Go extender's conflict retry compared messages and never fired).
 
 #include <chrono>
+#include <nlohmann/json_fwd.hpp>
 #include <optional>
 #include <string>
 #include <string_view>
 #include <vector>
-
-#include <nlohmann/json_fwd.hpp>
 
 namespace gpushare::apiclient {
 
@@ -66,9 +65,9 @@ inline constexpr std::string_view kResourceVersionTooLarge = "ResourceVersionToo
 
 struct ApiError {
   ErrorKind kind = ErrorKind::kStatus;
-  int http_code = 0;     // HTTP status, or Status.code of an in-stream ERROR event; 0 if none
-  std::string reason;    // Status.reason, or derived from the code when the body had none
-  std::string message;   // for people and logs only
+  int http_code = 0;    // HTTP status, or Status.code of an in-stream ERROR event; 0 if none
+  std::string reason;   // Status.reason, or derived from the code when the body had none
+  std::string message;  // for people and logs only
   StatusDetails details;
   TransportFailure transport = TransportFailure::kNone;
   std::optional<std::chrono::seconds> retry_after_header;  // Retry-After, when present
@@ -89,7 +88,9 @@ struct ApiError {
   // 504 whose causes say the requested resourceVersion is ahead of the server.
   bool is_resource_version_too_large() const;
   bool is_server_error() const { return is_status() && http_code >= 500; }
-  bool is_connect_failure() const { return is_transport() && transport == TransportFailure::kConnect; }
+  bool is_connect_failure() const {
+    return is_transport() && transport == TransportFailure::kConnect;
+  }
   bool is_timeout() const;
 
   // The delay the server asked for: Retry-After header, else details.retryAfterSeconds.

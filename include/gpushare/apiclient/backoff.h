@@ -26,7 +26,7 @@ struct ReconnectBackoffOptions {
   std::chrono::milliseconds initial{800};
   std::chrono::milliseconds cap{30000};  // the base stops doubling here
   double factor = 2.0;
-  double jitter = 1.0;  // delay = base * (1 + jitter * random)
+  double jitter = 1.0;                            // delay = base * (1 + jitter * random)
   std::chrono::milliseconds reset_after{120000};  // healthy time after which we start over
 };
 

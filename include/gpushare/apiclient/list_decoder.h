@@ -12,10 +12,9 @@
 
 #include <cstddef>
 #include <functional>
+#include <nlohmann/json.hpp>
 #include <string>
 #include <string_view>
-
-#include <nlohmann/json.hpp>
 
 #include "gpushare/apiclient/value_end.h"
 #include "gpushare/json/document.h"

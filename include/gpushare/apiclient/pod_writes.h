@@ -19,9 +19,8 @@ Json binding_body(std::string_view namespace_name, std::string_view pod_name,
 
 // POST /api/v1/namespaces/{ns}/pods/{name}/binding. Returns the server's Status (201). Not
 // retried unless `options.retry` says so: a lost reply may hide a bind that happened.
-Result<Json> bind_pod(ApiClient& client, std::string_view namespace_name,
-                      std::string_view pod_name, std::string_view pod_uid,
-                      std::string_view node_name,
+Result<Json> bind_pod(ApiClient& client, std::string_view namespace_name, std::string_view pod_name,
+                      std::string_view pod_uid, std::string_view node_name,
                       const std::map<std::string, std::string>& annotations,
                       RequestOptions options = {});
 

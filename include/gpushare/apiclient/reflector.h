@@ -42,8 +42,8 @@ struct ReflectorOptions {
   std::string path;            // collection path, e.g. "/api/v1/pods"
   std::string field_selector;  // e.g. "status.phase!=Succeeded,status.phase!=Failed"
   std::string label_selector;
-  std::string name;            // for logs; defaults to `path`
-  int page_size = 500;         // list limit; 0 disables paging
+  std::string name;                             // for logs; defaults to `path`
+  int page_size = 500;                          // list limit; 0 disables paging
   std::chrono::seconds min_watch_timeout{300};  // timeoutSeconds is drawn uniformly from
   std::chrono::seconds max_watch_timeout{600};  // [min, max] for each watch
   ReconnectBackoffOptions backoff;
@@ -55,14 +55,14 @@ struct ReflectorOptions {
 };
 
 struct ReflectorCounters {
-  std::uint64_t lists = 0;            // successful full lists (the first one included)
-  std::uint64_t relists = 0;          // list attempts after the first successful one
-  std::uint64_t watches = 0;          // watch requests started
-  std::uint64_t watch_restarts = 0;   // watches started after the first (re-watch or after relist)
-  std::uint64_t events = 0;           // ADDED/MODIFIED/DELETED delivered
+  std::uint64_t lists = 0;           // successful full lists (the first one included)
+  std::uint64_t relists = 0;         // list attempts after the first successful one
+  std::uint64_t watches = 0;         // watch requests started
+  std::uint64_t watch_restarts = 0;  // watches started after the first (re-watch or after relist)
+  std::uint64_t events = 0;          // ADDED/MODIFIED/DELETED delivered
   std::uint64_t bookmarks = 0;
-  std::uint64_t expired = 0;          // 410s seen (list continue, list, watch)
-  std::uint64_t errors = 0;           // failures that led to a backoff
+  std::uint64_t expired = 0;  // 410s seen (list continue, list, watch)
+  std::uint64_t errors = 0;   // failures that led to a backoff
 };
 
 class Reflector {
@@ -89,11 +89,15 @@ class Reflector {
   // cleanly. 0 before the first list. Failed lists and watches never move it, so during an
   // outage it stays at the last real contact (kube-apiserver sends every watch that allows them
   // a bookmark about once a minute, so a quiet but healthy watch still moves it).
-  std::int64_t last_progress_unix_ns() const { return last_progress_ns_.load(std::memory_order_acquire); }
+  std::int64_t last_progress_unix_ns() const {
+    return last_progress_ns_.load(std::memory_order_acquire);
+  }
   const std::string& name() const { return options_.name; }
   // Wall-clock time (ns since the epoch) of the first failed list or watch since the last sign
   // of progress (see above); 0 while in step. A watch that is open and quiet is not failing.
-  std::int64_t failing_since_unix_ns() const { return failing_since_ns_.load(std::memory_order_acquire); }
+  std::int64_t failing_since_unix_ns() const {
+    return failing_since_ns_.load(std::memory_order_acquire);
+  }
 
  private:
   enum class Next { kRelist, kRewatch, kStop };

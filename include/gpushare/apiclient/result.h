@@ -13,7 +13,7 @@ namespace gpushare::apiclient {
 template <typename T>
 class [[nodiscard]] Result {
  public:
-  Result(T value) : state_(std::in_place_index<0>, std::move(value)) {}          // NOLINT
+  Result(T value) : state_(std::in_place_index<0>, std::move(value)) {}         // NOLINT
   Result(ApiError error) : state_(std::in_place_index<1>, std::move(error)) {}  // NOLINT
 
   bool ok() const noexcept { return state_.index() == 0; }

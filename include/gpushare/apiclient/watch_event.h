@@ -2,11 +2,10 @@
 // Watch events ({"type":T,"object":{...}}) and how a watch ended.
 
 #include <cstddef>
+#include <nlohmann/json.hpp>
 #include <optional>
 #include <string>
 #include <string_view>
-
-#include <nlohmann/json.hpp>
 
 #include "gpushare/apiclient/api_error.h"
 #include "gpushare/json/document.h"

@@ -12,8 +12,8 @@ namespace gpushare::core {
 
 enum class FitStatus {
   kFits,
-  kNoGpus,              // node has no GPUs (or no GPU memory)
-  kMisconfigured,       // node's GPU resources are inconsistent; see NodeSpec::misconfiguration
+  kNoGpus,         // node has no GPUs (or no GPU memory)
+  kMisconfigured,  // node's GPU resources are inconsistent; see NodeSpec::misconfiguration
   kAllGpusUnhealthy,
   kModelNotAllowed,
   kInsufficientCpu,

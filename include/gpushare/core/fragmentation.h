@@ -16,11 +16,11 @@ namespace gpushare::core {
 // What is left on a node, as the measure reads it. A small value type: copy it and subtract a
 // pod to ask what-if questions.
 struct FreeResources {
-  std::int64_t cpu_free = 0;      // max() when the node does not track CPU
-  std::int64_t memory_free = 0;   // max() when not tracked
-  std::string_view gpu_model;     // views the node's spec: keep the node alive
-  Units gpu_capacity = 0;         // per GPU
-  std::vector<Units> gpu_free;    // per GPU index; unhealthy GPUs count as 0
+  std::int64_t cpu_free = 0;     // max() when the node does not track CPU
+  std::int64_t memory_free = 0;  // max() when not tracked
+  std::string_view gpu_model;    // views the node's spec: keep the node alive
+  Units gpu_capacity = 0;        // per GPU
+  std::vector<Units> gpu_free;   // per GPU index; unhealthy GPUs count as 0
 
   static FreeResources of(const NodeState& node);
   Units total_gpu_free() const;
@@ -77,8 +77,8 @@ class CompiledWorkload {
   // Shapes excluded when the node has less of a resource than they want: masks_[i] holds the
   // shapes whose value is above the i smallest distinct values (values_[i - 1]).
   struct Thresholds {
-    std::vector<std::int64_t> values;   // distinct, ascending
-    std::vector<std::uint64_t> masks;   // (values.size() + 1) x words_
+    std::vector<std::int64_t> values;  // distinct, ascending
+    std::vector<std::uint64_t> masks;  // (values.size() + 1) x words_
     const std::uint64_t* excluded(std::int64_t free, std::size_t words) const;
   };
   static Thresholds make_thresholds(const std::vector<std::int64_t>& per_shape, std::size_t words);
@@ -103,7 +103,7 @@ class CompiledWorkload {
   // NodeFragmentation state when nothing else is excluded).
   std::vector<std::uint8_t> plain_index_;
   std::vector<std::uint32_t> group_size_;  // GPU shapes per group
-  bool fits_fast_path_ = true;  // within NodeFragmentation's fixed capacities
+  bool fits_fast_path_ = true;             // within NodeFragmentation's fixed capacities
 };
 
 // One node as one pod sees it, through a CompiledWorkload. A scratch value on the stack.

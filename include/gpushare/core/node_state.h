@@ -29,7 +29,7 @@ struct NodeSpec {
   // from the Node for scoring only: kube-scheduler's own filter is the authority on them.
   std::int64_t cpu_milli = 0;
   std::int64_t memory = 0;
-  std::string address;       // for display only
+  std::string address;         // for display only
   bool unschedulable = false;  // cordoned; shown, not enforced (kube-scheduler filters it)
   // Non-empty when the node's GPU resources are inconsistent (e.g. memory but no GPU count):
   // the node then holds no pods and this text is the filter's reason.

@@ -33,7 +33,8 @@ struct PodAllocation {
   Units total() const {
     if (gpus.empty()) return per_gpu;
     Units product = 0;
-    return __builtin_mul_overflow(per_gpu, static_cast<Units>(gpus.size()), &product) ? INT64_MAX : product;
+    return __builtin_mul_overflow(per_gpu, static_cast<Units>(gpus.size()), &product) ? INT64_MAX
+                                                                                      : product;
   }
   friend bool operator==(const PodAllocation&, const PodAllocation&) = default;
 };

@@ -17,8 +17,8 @@ namespace gpushare::core {
 struct WorkloadShape {
   std::int64_t cpu_milli = 0;
   std::int64_t memory = 0;  // 0 = not considered (the FGD paper's shapes ignore memory)
-  Units per_gpu = 0;  // 0 = CPU-only
-  int gpu_count = 0;  // 0 = CPU-only
+  Units per_gpu = 0;        // 0 = CPU-only
+  int gpu_count = 0;        // 0 = CPU-only
   std::vector<std::string> allowed_models;  // sorted; empty = any
   // When true, per_gpu is in thousandths of the node's per-GPU capacity rather than absolute
   // units: the built-in prior is written before the cluster's units are known.
@@ -79,7 +79,7 @@ class WorkloadHistogram {
     // Observations between recomputations of the target (also after 1, 2, 4, ... observations,
     // so that a fresh service leaves the prior quickly).
     int refresh_every = 128;
-    bool with_memory = false;      // shapes include the pods' memory requests
+    bool with_memory = false;  // shapes include the pods' memory requests
     ShapeWeighting weighting = ShapeWeighting::kPods;
   };
 

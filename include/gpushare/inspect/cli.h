@@ -17,6 +17,7 @@ using EnvLookup = std::function<std::optional<std::string>(std::string_view name
 
 // `args` excludes the program name. Returns the exit code: 0 success, 1 the data could not be
 // read (message on `err`), 2 bad usage.
-int run_cli(const std::vector<std::string>& args, std::ostream& out, std::ostream& err, const EnvLookup& env);
+int run_cli(const std::vector<std::string>& args, std::ostream& out, std::ostream& err,
+            const EnvLookup& env);
 
 }  // namespace gpushare::inspect

@@ -30,7 +30,8 @@ std::string inspect_url(std::string_view base, const std::optional<std::string>&
 
 // GETs the extender's /inspect (or /inspect/NODE). Throws InspectError with a message a person
 // can act on (connection refused, 404 for an unknown node, not JSON).
-kube::Json fetch_from_extender(const ExtenderSource& source, const std::optional<std::string>& node);
+kube::Json fetch_from_extender(const ExtenderSource& source,
+                               const std::optional<std::string>& node);
 
 // What API mode reads of Dynamic Resource Allocation (resource.k8s.io/v1), decoded with the
 // extender's own decoders (kube/dra_objects.h): the slices publishing GPUs of `config.driver`

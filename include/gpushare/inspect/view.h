@@ -1,8 +1,8 @@
 #pragma once
 // What kubectl-inspect-gpushare shows, read from the /inspect JSON. Both sources produce that
 // JSON: the extender serves it, and the API-server mode builds the same core model from Node
-// and Pod objects and renders it with inspect_cluster() (snapshot.h), as the extender does. The reader is
-// tolerant so that it also reads the Go extender's /inspect (fewer fields).
+// and Pod objects and renders it with inspect_cluster() (snapshot.h), as the extender does. The
+// reader is tolerant so that it also reads the Go extender's /inspect (fewer fields).
 
 #include <optional>
 #include <stdexcept>
@@ -66,7 +66,8 @@ struct NodeView {
   core::Units total = 0;
   core::Units used = 0;
   std::vector<GpuView> gpus;
-  std::vector<PodView> unindexed;  // bound without ALIYUN_COM_GPU_MEM_IDX, or on an index the node lacks
+  std::vector<PodView>
+      unindexed;  // bound without ALIYUN_COM_GPU_MEM_IDX, or on an index the node lacks
 
   core::Units unindexed_used() const;
   core::Units dra_used() const;  // held by DRA claims on its GPUs

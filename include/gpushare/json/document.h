@@ -10,14 +10,14 @@
 
 #include <simdjson.h>
 
-#include "gpushare/json/keys.h"
-
 #include <cstddef>
 #include <cstdint>
 #include <optional>
 #include <span>
 #include <string>
 #include <string_view>
+
+#include "gpushare/json/keys.h"
 
 static_assert(simdjson::SIMDJSON_VERSION_MAJOR == 3,
               "Parser::structural_positions reads simdjson 3's parser internals: re-check them");

@@ -1,10 +1,9 @@
 #pragma once
 // Reading kube-scheduler's JSON: Go's decoder matches keys case-insensitively, so we do too.
 
+#include <nlohmann/json.hpp>
 #include <string>
 #include <string_view>
-
-#include <nlohmann/json.hpp>
 
 namespace gpushare::kube {
 

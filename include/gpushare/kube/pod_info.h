@@ -9,8 +9,8 @@
 #include <string_view>
 #include <vector>
 
-#include "gpushare/core/model_pin.h"
 #include "gpushare/core/dra.h"
+#include "gpushare/core/model_pin.h"
 #include "gpushare/core/pod_allocation.h"
 #include "gpushare/core/reservation_ledger.h"
 #include "gpushare/kube/json_access.h"
@@ -87,8 +87,8 @@ PodInfo decode_pod_text(std::string_view text, const ResourceNames& names);
 PodInfo parse_pod(const Json& pod, const ResourceNames& names);
 
 // What a pod holds on its node, or nullopt if it holds nothing: not bound, or finished. GPU
-// memory as docs/user-guide.md says ("What the annotations mean"): none (per_gpu 0, no GPU) for a pod
-// that requests none. CPU and memory for every pod, GPU or not, as kube-scheduler counts them.
+// memory as docs/user-guide.md says ("What the annotations mean"): none (per_gpu 0, no GPU) for a
+// pod that requests none. CPU and memory for every pod, GPU or not, as kube-scheduler counts them.
 std::optional<core::PodAllocation> allocation_of(const PodInfo& pod);
 
 // What the pod, as read from the API server, says about a reservation for `uid` (the pod's own

@@ -46,7 +46,7 @@ inline constexpr std::string_view kGpuMemResource = "aliyun.com/gpu-mem";
 inline constexpr std::string_view kGpuCountResource = "aliyun.com/gpu-count";
 
 enum class CpuOnlyPods {
-  kAuto,     // kSameProfile if the profile is default-scheduler, else kDefaultScheduler
+  kAuto,  // kSameProfile if the profile is default-scheduler, else kDefaultScheduler
   kSameProfile,
   kDefaultScheduler,  // a second-scheduler set-up: only GPU pods name the configured profile
 };
@@ -55,7 +55,7 @@ struct DeployedOptions {
   KubeVersion version = KubeVersion::kCurrent;
   std::string scheduler_name;  // profile for GPU pods; empty = the first profile
   CpuOnlyPods cpu_only_pods = CpuOnlyPods::kAuto;
-  std::int64_t max_pods_per_node = 110;  // kubelet's default
+  std::int64_t max_pods_per_node = 110;     // kubelet's default
   std::string extender_policy = "binpack";  // the service's --policy
   std::string score_mapping = "rank";       // the service's --score-mapping
   bool dra = false;  // GPUs as DRA devices and GPU pods as ResourceClaims (above)
@@ -84,9 +84,11 @@ struct DeployedResult {
 
 // Runs the arrivals (indices into `pods`) for one seed. Throws ConfigError for a profile that
 // does not exist and std::invalid_argument for an unknown policy or score mapping.
-DeployedResult run_deployed(const std::vector<core::NodeSpec>& nodes, const std::vector<sim::TracePod>& pods,
-                            const std::vector<std::size_t>& arrivals, const core::TargetWorkload& typical,
-                            const SchedulerConfig& config, const DeployedOptions& options, std::uint64_t seed,
+DeployedResult run_deployed(const std::vector<core::NodeSpec>& nodes,
+                            const std::vector<sim::TracePod>& pods,
+                            const std::vector<std::size_t>& arrivals,
+                            const core::TargetWorkload& typical, const SchedulerConfig& config,
+                            const DeployedOptions& options, std::uint64_t seed,
                             std::string run_name);
 
 }  // namespace gpushare::kubesim

@@ -60,7 +60,7 @@ struct ExtenderConfig {
 struct SchedulerProfile {
   std::string scheduler_name = "default-scheduler";
   std::vector<ResourceScorer> scorers;
-  std::vector<std::string> constant_plugins;  // enabled score plugins that do not vary here
+  std::vector<std::string> constant_plugins;        // enabled score plugins that do not vary here
   std::optional<int> percentage_of_nodes_to_score;  // the profile's own (v1, 1.27+)
 };
 

@@ -22,9 +22,10 @@ namespace gpushare::kubesim {
 
 enum class KubeVersion { k1_20, kCurrent };
 
-inline constexpr std::int64_t kMaxNodeScore = 100;       // framework.MaxNodeScore
+inline constexpr std::int64_t kMaxNodeScore = 100;        // framework.MaxNodeScore
 inline constexpr std::int64_t kMaxExtenderPriority = 10;  // extenderv1.MaxExtenderPriority
-inline constexpr std::int64_t kMaxCustomPriorityScore = 10;  // RequestedToCapacityRatio shape scores
+inline constexpr std::int64_t kMaxCustomPriorityScore =
+    10;  // RequestedToCapacityRatio shape scores
 // What kube-scheduler assumes for scoring when a container requests no CPU or memory.
 inline constexpr std::int64_t kDefaultMilliCpuRequest = 100;
 inline constexpr std::int64_t kDefaultMemoryRequest = 200LL * 1024 * 1024;
@@ -51,15 +52,17 @@ struct ResourceUse {
 
 // The per-resource scores (0..100).
 std::int64_t least_requested_score(std::int64_t requested, std::int64_t capacity);
-std::int64_t most_requested_score(std::int64_t requested, std::int64_t capacity, KubeVersion version);
+std::int64_t most_requested_score(std::int64_t requested, std::int64_t capacity,
+                                  KubeVersion version);
 // helper.BuildBrokenLinearFunction over the shape with scores already scaled to 0..100.
 std::int64_t broken_linear(std::span<const ShapePoint> scaled_shape, std::int64_t utilization);
 
 // A NodeResourcesFit-style scorer over `uses` (one per resource, in the order of `resources`).
 // Resources with allocatable 0 are skipped in kCurrent (kube 1.23+) and counted in k1_20.
-std::int64_t resource_strategy_score(ScoringStrategy strategy, std::span<const ResourceWeight> resources,
-                                     std::span<const ShapePoint> shape, std::span<const ResourceUse> uses,
-                                     KubeVersion version);
+std::int64_t resource_strategy_score(ScoringStrategy strategy,
+                                     std::span<const ResourceWeight> resources,
+                                     std::span<const ShapePoint> shape,
+                                     std::span<const ResourceUse> uses, KubeVersion version);
 
 // NodeResourcesBalancedAllocation. For k1_20 only cpu and memory (the first two `uses`) count.
 std::int64_t balanced_allocation_score(std::span<const ResourceUse> uses, KubeVersion version);

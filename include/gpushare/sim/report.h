@@ -38,11 +38,9 @@ double unallocated_gpus(double alloc_pct, double capacity_gpus);
 
 // Markdown table: allocation % at 80/90/100/110/120 % arrival, unallocated GPUs at 100 % and at
 // the end, CPU seconds per run.
-void write_table(std::ostream& out, std::span<const PolicySummary> summaries,
-                 double capacity_gpus);
+void write_table(std::ostream& out, std::span<const PolicySummary> summaries, double capacity_gpus);
 
 // Allocation % vs. arrived %, one line per policy.
-void write_svg(std::ostream& out, std::span<const PolicySummary> summaries,
-               std::string_view title);
+void write_svg(std::ostream& out, std::span<const PolicySummary> summaries, std::string_view title);
 
 }  // namespace gpushare::sim

@@ -1,10 +1,10 @@
 #include "gpushare/inspect/cli.h"
 
-#include <algorithm>
-#include <filesystem>
+#include <fmt/format.h>
 
 #include <CLI/CLI.hpp>
-#include <fmt/format.h>
+#include <algorithm>
+#include <filesystem>
 
 #include "gpushare/apiclient/api_client.h"
 #include "gpushare/apiclient/config_resolution.h"
@@ -63,7 +63,8 @@ kube::Json fetch(const CliOptions& o, const std::optional<std::string>& node, co
   try {
     config = cluster_config(o, env);
   } catch (const apiclient::ConfigError& e) {
-    throw InspectError(fmt::format("{} (or read the extender instead: --extender http://HOST:32766)", e.what()));
+    throw InspectError(
+        fmt::format("{} (or read the extender instead: --extender http://HOST:32766)", e.what()));
   }
   apiclient::ClientOptions options;
   options.request_timeout = std::chrono::seconds(o.timeout_seconds);
@@ -88,28 +89,39 @@ void keep_node(kube::Json& snapshot, const std::string& node) {
 
 }  // namespace
 
-int run_cli(const std::vector<std::string>& args, std::ostream& out, std::ostream& err, const EnvLookup& env) {
+int run_cli(const std::vector<std::string>& args, std::ostream& out, std::ostream& err,
+            const EnvLookup& env) {
   CliOptions o;
   CLI::App app{
       "kubectl inspect gpushare: GPU memory allocated and free on each shared GPU.\n"
-      "Reads nodes, pods and DRA ResourceSlices and ResourceClaims from the API server (kubeconfig),\n"
+      "Reads nodes, pods and DRA ResourceSlices and ResourceClaims from the API server "
+      "(kubeconfig),\n"
       "or the extender's /inspect with --extender.",
       "kubectl-inspect-gpushare"};
   app.option_defaults()->multi_option_policy(CLI::MultiOptionPolicy::TakeLast);
   app.set_version_flag("--version", gpushare::version_string());
   app.add_option("node", o.node, "only this node");
   app.add_flag("-d,--details", o.details, "per node: every pod and its memory on each GPU");
-  app.add_option("-o,--output", o.output, "table or json")->check(CLI::IsMember({"table", "json"}))->capture_default_str();
-  app.add_option("--kubeconfig", o.kubeconfig, "kubeconfig file (default: $KUBECONFIG, then ~/.kube/config)");
+  app.add_option("-o,--output", o.output, "table or json")
+      ->check(CLI::IsMember({"table", "json"}))
+      ->capture_default_str();
+  app.add_option("--kubeconfig", o.kubeconfig,
+                 "kubeconfig file (default: $KUBECONFIG, then ~/.kube/config)");
   app.add_option("--context", o.context, "kubeconfig context (default: current-context)");
-  app.add_option("--extender", o.extender,
-                 "read the extender's /inspect instead, e.g. http://NODE-IP:32766 or http://127.0.0.1:39999");
-  app.add_flag("--insecure-skip-tls-verify", o.insecure_skip_tls_verify, "with an https --extender URL");
-  app.add_option("--memory-unit", o.memory_unit, "unit shown in the header (default: guessed like the original)")
+  app.add_option(
+      "--extender", o.extender,
+      "read the extender's /inspect instead, e.g. http://NODE-IP:32766 or http://127.0.0.1:39999");
+  app.add_flag("--insecure-skip-tls-verify", o.insecure_skip_tls_verify,
+               "with an https --extender URL");
+  app.add_option("--memory-unit", o.memory_unit,
+                 "unit shown in the header (default: guessed like the original)")
       ->check(CLI::IsMember({"GiB", "MiB"}));
-  app.add_option("--request-timeout", o.timeout_seconds, "seconds per request")->check(CLI::Range(1, 3600))->capture_default_str();
+  app.add_option("--request-timeout", o.timeout_seconds, "seconds per request")
+      ->check(CLI::Range(1, 3600))
+      ->capture_default_str();
   app.add_option("--resource-name", o.names.memory, "the shared resource")->capture_default_str();
-  app.add_option("--count-name", o.names.count, "node capacity key holding the GPU count")->capture_default_str();
+  app.add_option("--count-name", o.names.count, "node capacity key holding the GPU count")
+      ->capture_default_str();
   app.add_option("--unhealthy-configmap-namespace", o.names.unhealthy_namespace,
                  "namespace of unhealthy-gpu-<node> ConfigMaps")
       ->capture_default_str();

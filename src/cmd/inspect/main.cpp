@@ -9,8 +9,9 @@
 
 int main(int argc, char** argv) {
   const std::vector<std::string> args(argv + 1, argv + argc);
-  return gpushare::inspect::run_cli(args, std::cout, std::cerr, [](std::string_view name) -> std::optional<std::string> {
-    const char* value = std::getenv(std::string(name).c_str());
-    return value ? std::optional<std::string>(value) : std::nullopt;
-  });
+  return gpushare::inspect::run_cli(
+      args, std::cout, std::cerr, [](std::string_view name) -> std::optional<std::string> {
+        const char* value = std::getenv(std::string(name).c_str());
+        return value ? std::optional<std::string>(value) : std::nullopt;
+      });
 }

@@ -1,10 +1,10 @@
 #include "gpushare/inspect/sources.h"
 
-#include <cctype>
-#include <map>
-
 #include <fmt/format.h>
 #include <httplib.h>
+
+#include <cctype>
+#include <map>
 
 #include "gpushare/apiclient/api_client.h"
 #include "gpushare/apiclient/pager.h"
@@ -29,9 +29,11 @@ struct SplitUrl {
 
 SplitUrl split_url(std::string_view url) {
   const auto scheme_end = url.find("://");
-  const std::string_view scheme = scheme_end == std::string_view::npos ? "" : url.substr(0, scheme_end);
+  const std::string_view scheme =
+      scheme_end == std::string_view::npos ? "" : url.substr(0, scheme_end);
   if (scheme != "http" && scheme != "https") {
-    throw InspectError(fmt::format("--extender {}: want http://HOST:PORT or https://HOST:PORT", url));
+    throw InspectError(
+        fmt::format("--extender {}: want http://HOST:PORT or https://HOST:PORT", url));
   }
   const auto path_start = url.find('/', scheme_end + 3);
   if (path_start == std::string_view::npos) return {std::string(url), ""};
@@ -167,13 +169,15 @@ Json fetch_from_extender(const ExtenderSource& source, const std::optional<std::
   if (source.insecure_skip_tls_verify) client.enable_server_certificate_verification(false);
   auto response = client.Get(url.path);
   if (!response) {
-    throw InspectError(fmt::format("cannot reach the extender at {}: {}", full, httplib::to_string(response.error())));
+    throw InspectError(fmt::format("cannot reach the extender at {}: {}", full,
+                                   httplib::to_string(response.error())));
   }
   if (response->status == 404 && node) {
     throw InspectError(fmt::format("node {} is not known to the extender ({})", *node, full));
   }
   if (response->status != 200) {
-    throw InspectError(fmt::format("GET {}: HTTP {}: {}", full, response->status, response->body.substr(0, 200)));
+    throw InspectError(
+        fmt::format("GET {}: HTTP {}: {}", full, response->status, response->body.substr(0, 200)));
   }
   Json body = Json::parse(response->body, nullptr, false);
   if (body.is_discarded()) throw InspectError(fmt::format("GET {}: the answer is not JSON", full));
@@ -194,7 +198,8 @@ Json snapshot_from_objects(const std::vector<Json>& nodes, const std::vector<Jso
   for (const Json& configmap : configmaps) {
     if (auto unhealthy = kube::parse_unhealthy_configmap(configmap)) {
       for (const auto& entry : unhealthy->rejected) {
-        warnings.push_back(fmt::format("ConfigMap unhealthy-gpu-{}: ignoring entry \"{}\"", unhealthy->node, entry));
+        warnings.push_back(fmt::format("ConfigMap unhealthy-gpu-{}: ignoring entry \"{}\"",
+                                       unhealthy->node, entry));
       }
       model.set_unhealthy(unhealthy->node, unhealthy->indices);
     }
@@ -247,7 +252,8 @@ Json fetch_from_api(apiclient::ApiClient& client, const kube::ResourceNames& nam
     if (node) {
       auto result = client.get("/api/v1/nodes/" + encode_segment(*node));
       if (!result) {
-        if (result.error().is_not_found()) throw InspectError(fmt::format("node {} not found", *node));
+        if (result.error().is_not_found())
+          throw InspectError(fmt::format("node {} not found", *node));
         throw ListFailure{result.error()};
       }
       nodes.push_back(std::move(result.value()));
@@ -261,11 +267,14 @@ Json fetch_from_api(apiclient::ApiClient& client, const kube::ResourceNames& nam
                                    failure.error.describe(), api_hint(failure.error)));
   }
   try {
-    configmaps = list_all(client, "/api/v1/namespaces/" + encode_segment(names.unhealthy_namespace) + "/configmaps", {});
+    configmaps = list_all(
+        client, "/api/v1/namespaces/" + encode_segment(names.unhealthy_namespace) + "/configmaps",
+        {});
   } catch (const ListFailure& failure) {
     // Health is an extra: say so and show the rest.
-    warnings.push_back(fmt::format("cannot list ConfigMaps in {} ({}); unhealthy GPUs are not shown",
-                                   names.unhealthy_namespace, failure.error.describe()));
+    warnings.push_back(
+        fmt::format("cannot list ConfigMaps in {} ({}); unhealthy GPUs are not shown",
+                    names.unhealthy_namespace, failure.error.describe()));
   }
   const DraObjects dra = read_dra(client, dra_config, node, warnings);
   return snapshot_from_objects(nodes, pods, configmaps, dra, names, warnings);

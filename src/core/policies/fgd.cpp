@@ -1,10 +1,10 @@
 #include "gpushare/core/policies/fgd.h"
 
+#include <fmt/format.h>
+
 #include <algorithm>
 #include <array>
 #include <cmath>
-
-#include <fmt/format.h>
 
 #include "gpushare/core/fit.h"
 #include "gpushare/core/fragmentation.h"
@@ -29,7 +29,9 @@ FgdPolicy::FgdPolicy(WorkloadHistogram::Options learning)
 FgdPolicy::FgdPolicy(TargetWorkload fixed_target)
     : fixed_(std::move(fixed_target)), compiled_(target()) {}
 
-const TargetWorkload& FgdPolicy::target() const { return learned_ ? learned_->target() : fixed_; }
+const TargetWorkload& FgdPolicy::target() const {
+  return learned_ ? learned_->target() : fixed_;
+}
 
 std::optional<Placement> FgdPolicy::place(const NodeState& node, const PodDemand& pod) const {
   if (!check_fit(node, pod).fits()) return std::nullopt;
@@ -97,7 +99,8 @@ std::optional<double> FgdPolicy::score(const NodeState& node, const PodDemand& p
   return best;
 }
 
-std::optional<Placement> FgdPolicy::reference_place(const NodeState& node, const PodDemand& pod) const {
+std::optional<Placement> FgdPolicy::reference_place(const NodeState& node,
+                                                    const PodDemand& pod) const {
   if (!check_fit(node, pod).fits()) return std::nullopt;
   const TargetWorkload& workload = target();
   const FreeResources before = FreeResources::of(node);
@@ -114,7 +117,7 @@ std::optional<Placement> FgdPolicy::reference_place(const NodeState& node, const
   int best_gpu = -1;
   int best_score = -1;
   FreeResources after = before;
-  after.take(pod, {});  // CPU and memory once; GPUs one candidate at a time below
+  after.take(pod, {});       // CPU and memory once; GPUs one candidate at a time below
   std::vector<Units> tried;  // equal free memory, equal what-if: the lower index keeps it
   for (int gpu : gpus_that_fit(node, pod)) {
     const auto index = static_cast<std::size_t>(gpu);
@@ -141,7 +144,9 @@ void FgdPolicy::observe(const PodDemand& pod) {
   if (learned_->version() != version) compiled_ = CompiledWorkload(learned_->target());
 }
 
-std::uint64_t FgdPolicy::state_version() const { return learned_ ? learned_->version() : 0; }
+std::uint64_t FgdPolicy::state_version() const {
+  return learned_ ? learned_->version() : 0;
+}
 
 std::string FgdPolicy::describe_state() const {
   if (learned_) return fmt::format("{{\"policy\":\"fgd\",\"workload\":{}}}", learned_->describe());
