@@ -27,37 +27,6 @@ std::string filter_request(const std::string& body) {
          std::to_string(body.size()) + "\r\n\r\n" + body;
 }
 
-TEST(BodyBudget, ABodyOverTheBudgetWaitsForTheOneInFlightAndIsThenServed) {
-  const std::string body =
-      Json{{"Pod", pod_object("p", "uid-p", 4)}, {"NodeNames", {"n1", "n2"}}}.dump();
-  // Room for one body: the second must wait while the first is buffered.
-  ExtenderUnderTest extender(cluster_list({node_object("n1", 2, 32), node_object("n2", 4, 16)}),
-                             "binpack", 1 << 20, 0, [&](extender::HttpServerOptions& options) {
-                               options.connections.body_budget_bytes = body.size();
-                             });
-  ASSERT_GT(extender.port(), 0);
-  const auto port = static_cast<std::uint16_t>(extender.port());
-  const std::string first = filter_request(body);
-  const std::size_t split = first.size() - body.size() / 2;
-
-  RawHttpConnection holder(port);
-  ASSERT_TRUE(holder.send_raw(first.substr(0, split)));  // its body is charged, half sent
-  RawHttpConnection waiter(port);
-  ASSERT_TRUE(waiter.send_raw(filter_request(body)));
-  // Not answered while the first body holds the budget (nothing may come, however long).
-  EXPECT_FALSE(waiter.read_head(300ms));
-
-  ASSERT_TRUE(holder.send_raw(first.substr(split)));
-  for (RawHttpConnection* connection : {&holder, &waiter}) {
-    const auto head = connection->read_head(10s);
-    ASSERT_TRUE(head);
-    EXPECT_EQ(head->status, 200);
-    const auto reply = connection->read_body(*head, 10s);
-    ASSERT_TRUE(reply);
-    EXPECT_EQ(Json::parse(*reply)["NodeNames"], Json::array({"n1", "n2"}));
-  }
-}
-
 std::string valid_filter_body(std::size_t padded_to = 0) {
   std::string body = Json{{"Pod", pod_object("p", "uid-p", 4)}, {"NodeNames", {"n1", "n2"}}}.dump();
   if (body.size() < padded_to) body.append(padded_to - body.size(), ' ');
@@ -98,12 +67,46 @@ bool body_bytes_reach(const ExtenderUnderTest& extender, std::size_t bytes) {
   return false;
 }
 
+TEST(BodyBudget, ABodyOverTheBudgetWaitsForTheOneInFlightAndIsThenServed) {
+  const std::string body =
+      Json{{"Pod", pod_object("p", "uid-p", 4)}, {"NodeNames", {"n1", "n2"}}}.dump();
+  // Room for one body: the second must wait while the first is buffered.
+  ExtenderUnderTest extender(cluster_list({node_object("n1", 2, 32), node_object("n2", 4, 16)}),
+                             "binpack", 1 << 20, 0, [&](extender::HttpServerOptions& options) {
+                               options.connections.body_budget_bytes = body.size();
+                             });
+  ASSERT_GT(extender.port(), 0);
+  const auto port = static_cast<std::uint16_t>(extender.port());
+  const std::string first = filter_request(body);
+  const std::size_t split = first.size() - body.size() / 2;
+
+  RawHttpConnection holder(port);
+  ASSERT_TRUE(holder.send_raw(first.substr(0, split)));  // its body is charged, half sent
+  // Charged before the second body arrives, or the reactor could admit that one first.
+  ASSERT_TRUE(body_bytes_reach(extender, body.size()));
+  RawHttpConnection waiter(port);
+  ASSERT_TRUE(waiter.send_raw(filter_request(body)));
+  // Not answered while the first body holds the budget (nothing may come, however long).
+  EXPECT_FALSE(waiter.read_head(300ms));
+
+  ASSERT_TRUE(holder.send_raw(first.substr(split)));
+  for (RawHttpConnection* connection : {&holder, &waiter}) {
+    const auto head = connection->read_head(10s);
+    ASSERT_TRUE(head);
+    EXPECT_EQ(head->status, 200);
+    const auto reply = connection->read_body(*head, 10s);
+    ASSERT_TRUE(reply);
+    EXPECT_EQ(Json::parse(*reply)["NodeNames"], Json::array({"n1", "n2"}));
+  }
+}
+
 // A holder whose body holds the whole budget (announced, half sent) and a waiter whose complete
 // body waits for it.
 class BodyBudgetWaiter : public ::testing::Test {
  protected:
   void SetUp() override {
     ASSERT_TRUE(holder.send_raw(first.substr(0, first.size() - body.size() / 2)));
+    ASSERT_TRUE(body_bytes_reach(extender, body.size()));  // the holder is charged first
     ASSERT_TRUE(waiter.send_raw(filter_request(body)));
     EXPECT_FALSE(waiter.read_head(300ms));  // waits for the budget
   }
