@@ -1,5 +1,8 @@
 #include "gpushare/core/policies/best_fit.h"
 
+#include <functional>
+
+#include "fitting_gpu_scan.h"
 #include "gpushare/core/fit.h"
 #include "gpushare/core/fragmentation.h"
 #include "paper_scales.h"
@@ -11,19 +14,7 @@ using namespace paper_scales;
 std::vector<int> best_fit_gpus(const NodeState& node, const PodDemand& pod) {
   if (!pod.wants_gpu()) return {};
   if (pod.needs_whole_gpus()) return lowest_whole_gpus(node, pod.gpu_count);
-  // The GPUs gpus_that_fit() would list, scanned in place.
-  int best = -1;
-  Units best_free = 0;
-  if (node.total_free() >= pod.per_gpu) {
-    for (int gpu = 0; gpu < node.gpu_count(); ++gpu) {
-      const GpuState& state = node.gpus()[static_cast<std::size_t>(gpu)];
-      if (!state.healthy || state.free() < pod.per_gpu) continue;
-      if (best < 0 || state.free() < best_free) {
-        best = gpu;
-        best_free = state.free();
-      }
-    }
-  }
+  const int best = preferred_fitting_gpu(node, pod.per_gpu, std::less<Units>());
   return best < 0 ? std::vector<int>{} : std::vector<int>{best};
 }
 

@@ -1,5 +1,8 @@
 #include "gpushare/core/policies/spread.h"
 
+#include <functional>
+
+#include "fitting_gpu_scan.h"
 #include "gpushare/core/fit.h"
 
 namespace gpushare::core {
@@ -22,19 +25,7 @@ std::optional<Placement> SpreadPolicy::place(const NodeState& node, const PodDem
     placement.gpus = lowest_whole_gpus(node, pod.gpu_count);
     return placement;
   }
-  // The GPUs gpus_that_fit() would list, scanned in place (prioritize calls this per node).
-  int best = -1;
-  Units best_free = 0;
-  if (node.total_free() >= pod.per_gpu) {
-    for (int gpu = 0; gpu < node.gpu_count(); ++gpu) {
-      const GpuState& state = node.gpus()[static_cast<std::size_t>(gpu)];
-      if (!state.healthy || state.free() < pod.per_gpu) continue;
-      if (best < 0 || state.free() > best_free) {
-        best = gpu;
-        best_free = state.free();
-      }
-    }
-  }
+  const int best = preferred_fitting_gpu(node, pod.per_gpu, std::greater<Units>());
   placement.gpus = {best};
   return placement;
 }
