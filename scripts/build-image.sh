@@ -7,8 +7,8 @@
 #   2. their runtime libraries, found with ldd and `dpkg -S` on the binaries themselves (so the
 #      list cannot go stale), made into a minimal root file system by
 #      `mmdebstrap --variant=extract` from the Debian mirror (about 15 MB of packages);
-#   3. the image from Containerfile (FROM scratch) with podman, else buildah, else docker,
-#      tagged localhost/gpushare-extender:VERSION (what deploy/base points at); VERSION is
+#   3. the image from Containerfile (FROM scratch) with podman, else buildah, else docker (only
+#      when its daemon answers), tagged localhost/gpushare-extender:VERSION (what deploy/base points at); VERSION is
 #      CMakeLists.txt's. With no image builder, it leaves the root file system with the binaries
 #      as a tarball to import elsewhere, and says so.
 #
@@ -66,8 +66,12 @@ binaries=(gpushare-extender kubectl-inspect-gpushare)
 [[ -r /etc/debian_version ]] || die "needs a Debian 12 host: the image is made of this machine's Debian packages"
 packages=(mmdebstrap binutils)
 if [[ -z "$builder" ]]; then
+  # docker counts only when its daemon answers: a client alone (common on CI runners) cannot build.
   for candidate in podman buildah docker; do
-    if command -v "$candidate" >/dev/null; then builder=$candidate; break; fi
+    command -v "$candidate" >/dev/null || continue
+    if [[ "$candidate" == docker ]] && ! timeout 20 docker info >/dev/null 2>&1; then continue; fi
+    builder=$candidate
+    break
   done
   if [[ -z "$builder" ]]; then builder=podman; packages+=(podman); fi
 fi
@@ -139,7 +143,8 @@ read -r -a podman_args <<<"${GPUSHARE_PODMAN_ARGS:-}"
 case "$builder" in
   podman) podman "${podman_args[@]}" build --quiet --build-arg "VERSION=$version" -t "$tag" "$work/context" >/dev/null ;;
   buildah) buildah "${podman_args[@]}" bud --quiet --build-arg "VERSION=$version" -t "$tag" "$work/context" >/dev/null ;;
-  docker) docker build --quiet --build-arg "VERSION=$version" -t "$tag" "$work/context" >/dev/null ;;
+  docker) docker build --quiet --build-arg "VERSION=$version" -t "$tag" \
+    -f "$work/context/Containerfile" "$work/context" >/dev/null ;;
   none)
     tarball="$caller/gpushare-extender-$version-rootfs.tar"
     cp "$work/context/rootfs.tar" "$tarball"
