@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
-# Builds the unit, contract, integration, API-client and fake-API-server tests with
-# AddressSanitizer+UndefinedBehaviorSanitizer (build-asan/), and all but the single-threaded unit
-# tests with ThreadSanitizer (build-tsan/), and runs them. Any report fails the run.
+# Builds the unit suites (core and kube, API client, extender, fake API server) and the contract
+# and integration suites with AddressSanitizer+UndefinedBehaviorSanitizer (build-asan/), and all
+# but the single-threaded core and kube unit tests with ThreadSanitizer (build-tsan/), and runs
+# them. Any report fails the run.
 #
 #   scripts/test-sanitizers.sh [asan] [tsan]        (default: both)
 #
@@ -21,11 +22,12 @@ kinds=("$@")
 if ((${#kinds[@]} == 0)); then
   kinds=(asan tsan)
 fi
-threaded=(gpushare_contract_tests gpushare_integration_tests gpushare_apiclient_tests gpushare_fakeapi_tests)
+threaded=(gpushare_contract_tests gpushare_integration_tests gpushare_apiclient_tests
+  gpushare_extender_unit_tests gpushare_fakeapi_tests)
 # The unit tests and the code they cover (src/core, src/kube) start no thread, so TSan could
 # report nothing there: it runs them only once they do (about 17 files less to build with TSan).
 unit_threads() {
-  grep -rqE 'std::(j?thread|async)|pthread_create' src/core src/kube tests/unit
+  grep -rqE 'std::(j?thread|async)|pthread_create' src/core src/kube tests/unit/core tests/unit/kube tests/unit/json
 }
 supp="$PWD/scripts/sanitizers"
 

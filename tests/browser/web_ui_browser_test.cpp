@@ -442,7 +442,6 @@ TEST_F(WebUiBrowser, RefreshesAfterABindShowsRejectionsAndWritesAScreenshot) {
   std::cout << "screenshot: " << out << " (" << png.size() << " bytes)\n";
 }
 
-#ifdef GPUSHARE_FAKE_APISERVER_BINARY
 // Live mode on a DRA cluster: deploy/samples/dra-cluster.yaml in the fake API server (two nodes
 // whose GPUs are published in ResourceSlices, claims holding 30 and 15 GiB) plus a device-plugin
 // pod on its device-plugin node. Each claim is drawn on its GPU, apart from the pods, labelled
@@ -520,7 +519,6 @@ TEST_F(WebUiBrowser, DraClaimsAreDrawnOnTheirGpusBesideDevicePluginPods) {
   // The filter finds a node by a claim's name.
   EXPECT_EQ(filter_to_one_tile(browser, "serving-gpu"), "dra-node-b");
 }
-#endif
 
 // A synthetic cluster: `nodes` GPU nodes of 1, 2, 4 or 8 GPUs of 16, 24, 32 or 80 units, GPUs
 // filled by pods of common sizes, some GPUs unhealthy. Deterministic.

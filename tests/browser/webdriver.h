@@ -183,7 +183,6 @@ class Extender {
   int port_ = -1;
 };
 
-#ifdef GPUSHARE_FAKE_APISERVER_BINARY
 // The tests' fake API server as a process (gpushare-fake-apiserver), seeded from a v1 List file,
 // for the extender's live mode.
 class FakeApiServerProcess {
@@ -208,7 +207,6 @@ class FakeApiServerProcess {
   std::filesystem::path kubeconfig_;
   Process process_;
 };
-#endif
 
 inline std::string base64_decode(const std::string& in) {
   auto value = [](char c) -> int {

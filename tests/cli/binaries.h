@@ -6,7 +6,7 @@
 #include <filesystem>
 #include <string>
 
-#include "fakeapi/test_helpers.h"
+#include "fakeapi/tests/test_helpers.h"
 #include "support/silent_listener.h"
 
 namespace gpushare::testing::cli_test {

@@ -16,10 +16,10 @@
 #include <stdexcept>
 #include <string>
 
-#include "apiclient/tls_material.h"
 #include "contract/extender_fixture.h"
 #include "gpushare/extender/options.h"
 #include "support/raw_http_connection.h"
+#include "support/tls_material.h"
 
 namespace gpushare::testing {
 namespace {

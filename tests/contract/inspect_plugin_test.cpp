@@ -9,13 +9,13 @@
 #include <sstream>
 
 #include "contract/extender_fixture.h"
+#include "fakeapi/fake_apiserver.h"
 #include "gpushare/extender/standalone/standalone_cluster.h"
 #include "gpushare/inspect/cli.h"
 #include "gpushare/inspect/render.h"
 #include "gpushare/inspect/sources.h"
 #include "gpushare/inspect/tabwriter.h"
 #include "gpushare/inspect/view.h"
-#include "support/fake_apiserver.h"
 
 namespace gpushare::testing {
 namespace {

@@ -5,7 +5,8 @@ The folders: each top-level product folder, each folder directly under src/, src
 src/cmd/, include/gpushare/, include/gpushare/extender/ and tests/. A folder counts as named when
 its path appears in backquotes in the section (`src/extender/http`), or, for a top-level folder,
 as its bare name (`bench`). Exits 1 listing the missing ones; also fails for a named path that
-no longer exists.
+no longer exists, and for a folder under tests/unit/ that mirrors no source folder (tests/unit/X
+tests src/X, or include/gpushare/X for the header-only ones).
 
   tests/docs/check_layout.py SOURCE_DIR
 """
@@ -42,11 +43,18 @@ def main():
     stale = sorted(p for p in named
                    if re.match(r"^(src|include|tests|bench|deploy|docs|scripts|fuzz)/", p)
                    and not (root / p).exists())
+    # Unit tests sit on one axis: each folder under tests/unit mirrors a source folder.
+    unit = root / "tests" / "unit"
+    unmirrored = sorted(str(d.relative_to(root)) for d in unit.rglob("*") if d.is_dir()
+                        and not (root / "src" / d.relative_to(unit)).is_dir()
+                        and not (root / "include" / "gpushare" / d.relative_to(unit)).is_dir())
+    for path in unmirrored:
+        print(f"{path} mirrors no folder of src/ or include/gpushare/")
     for path in missing:
         print(f"README.md Layout: no row names `{path}`")
     for path in stale:
         print(f"README.md Layout: `{path}` does not exist")
-    return 1 if missing or stale else 0
+    return 1 if missing or stale or unmirrored else 0
 
 
 if __name__ == "__main__":

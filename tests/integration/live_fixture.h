@@ -11,6 +11,7 @@
 #include <optional>
 #include <thread>
 
+#include "fakeapi/fake_apiserver.h"
 #include "gpushare/apiclient/api_client.h"
 #include "gpushare/apiclient/kubeconfig.h"
 #include "gpushare/core/placement_policy.h"
@@ -25,7 +26,6 @@
 #include "gpushare/sync/leader_gate.h"
 #include "gpushare/sync/leader_metrics.h"
 #include "support/eventually.h"
-#include "support/fake_apiserver.h"
 
 namespace gpushare::testing {
 
