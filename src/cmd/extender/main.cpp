@@ -124,8 +124,11 @@ int serve(const ext::Options& options, ext::SchedulingService& service, ext::Mod
 int run_standalone(const ext::Options& options, ShutdownSignals& signals) {
   std::unique_ptr<ext::StandaloneCluster> cluster;
   try {
+    std::optional<gpushare::core::DraConfig> dra;
+    if (options.dra)
+      dra = gpushare::core::DraConfig{options.dra_driver, options.dra_bytes_per_unit};
     cluster = std::make_unique<ext::StandaloneCluster>(
-        ext::load_cluster_file(options.cluster_file, options.names), options.names);
+        ext::load_cluster_file(options.cluster_file, options.names), options.names, dra);
   } catch (const std::exception& e) {
     // A line per mistake: the logger would escape the newlines of one message.
     for (const auto line : std::views::split(std::string_view(e.what()), '\n')) {

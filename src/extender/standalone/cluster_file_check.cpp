@@ -246,8 +246,15 @@ class Checker {
     const std::string name = metadata != nullptr ? metadata->value("name", "") : "";
     const std::string ns = metadata != nullptr ? metadata->value("namespace", "") : "";
     const std::string what = fmt::format("{} {}", kind, ns.empty() ? name : ns + "/" + name);
+    // DRA objects are checked by their decoders, as live mode's watches read them.
+    if (kind == "ResourceSlice" || kind == "ResourceClaim" || kind == "ResourceClaimTemplate" ||
+        kind == "DeviceClass") {
+      return;
+    }
     if (kind != "Node" && kind != "Pod" && kind != "ConfigMap") {
-      if (const std::string_view guess = near_miss(kind, {"Node", "Pod", "ConfigMap"});
+      if (const std::string_view guess =
+              near_miss(kind, {"Node", "Pod", "ConfigMap", "ResourceSlice", "ResourceClaim",
+                               "ResourceClaimTemplate", "DeviceClass"});
           !guess.empty()) {
         problem(extend(path, "kind"),
                 fmt::format("item kind \"{}\" (did you mean \"{}\"?)", kind, guess));

@@ -9,6 +9,7 @@
 #include "gpushare/extender/service/pin_warnings.h"
 #include "gpushare/extender/standalone/cluster_file_check.h"
 #include "gpushare/kube/claim_check.h"
+#include "gpushare/kube/dra_objects.h"
 #include "gpushare/kube/node_info.h"
 
 namespace gpushare::extender {
@@ -59,8 +60,9 @@ kube::Json load_cluster_file(const std::filesystem::path& path, const kube::Reso
   return list;
 }
 
-StandaloneCluster::StandaloneCluster(const kube::Json& list, kube::ResourceNames names)
-    : names_(std::move(names)) {
+StandaloneCluster::StandaloneCluster(const kube::Json& list, kube::ResourceNames names,
+                                     std::optional<core::DraConfig> dra)
+    : names_(std::move(names)), dra_(std::move(dra)) {
   const kube::Json* items = list.is_object() ? kube::find_key(list, "items") : nullptr;
   if (items == nullptr || !items->is_array()) {
     throw std::runtime_error("cluster file must be a v1 List with an items array");
@@ -85,6 +87,10 @@ StandaloneCluster::StandaloneCluster(const kube::Json& list, kube::ResourceNames
             spdlog::warn("{}", warning.message);
           unhealthy_.emplace_back(unhealthy->node, unhealthy->indices);
         }
+      } else if (is_dra_kind(kind) && dra_) {
+        add_dra_object(kind, item.dump());
+      } else if (is_dra_kind(kind)) {
+        spdlog::warn("cluster file item {}: ignoring {} (DRA is off)", i, kind);
       } else {
         spdlog::warn("cluster file item {}: ignoring kind \"{}\"", i, kind);
       }
@@ -94,9 +100,40 @@ StandaloneCluster::StandaloneCluster(const kube::Json& list, kube::ResourceNames
   }
 }
 
+bool StandaloneCluster::is_dra_kind(std::string_view kind) {
+  return kind == "ResourceSlice" || kind == "ResourceClaim" || kind == "ResourceClaimTemplate" ||
+         kind == "DeviceClass";
+}
+
+// Through the same decoders as live mode's watches, so a file and an API server read alike.
+void StandaloneCluster::add_dra_object(std::string_view kind, const std::string& text) {
+  if (kind == "ResourceSlice") {
+    dra_slices_.push_back(kube::parse_resource_slice(text));
+  } else if (kind == "ResourceClaim") {
+    dra_claims_.push_back(kube::parse_resource_claim(text));
+  } else if (kind == "ResourceClaimTemplate") {
+    dra_templates_.push_back(kube::parse_claim_template(text));
+  } else {
+    dra_classes_.push_back(kube::parse_device_class(text));
+  }
+}
+
 void StandaloneCluster::populate(core::ClusterModel& model) const {
   for (const auto& [node, indices] : unhealthy_) model.set_unhealthy(node, indices);
   for (const auto& node : nodes_) model.upsert_node(node);
+  if (dra_) {
+    model.update_dra([&](core::DraState& state) {
+      state.set_config(*dra_);
+      state.replace_classes(dra_classes_);
+      state.replace_slices(dra_slices_);
+      state.replace_templates(dra_templates_);
+      state.replace_claims(dra_claims_);
+    });
+    for (const std::string& warning : model.dra().warnings(
+             [&](std::string_view node) { return model.find_node(node) != nullptr; })) {
+      spdlog::warn("DRA: {}", warning);  // once, at start-up
+    }
+  }
   for (const auto& allocation : allocations_) {
     if (auto pod = pods_.find(allocation.namespace_name + "/" + allocation.name);
         pod != pods_.end()) {

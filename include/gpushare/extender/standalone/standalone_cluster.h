@@ -1,14 +1,18 @@
 #pragma once
-// Standalone mode (--cluster-file): the cluster is a v1 List of Nodes, Pods and
-// unhealthy-gpu ConfigMaps read once at start; binds change memory only (and are logged).
+// Standalone mode (--cluster-file): the cluster is a v1 List of Nodes, Pods, unhealthy-gpu
+// ConfigMaps and DRA objects (DeviceClasses, ResourceSlices, ResourceClaims,
+// ResourceClaimTemplates) read once at start; binds change memory only (and are logged).
 
 #include <deque>
 #include <filesystem>
 #include <map>
 #include <mutex>
+#include <optional>
 #include <string>
+#include <vector>
 
 #include "gpushare/core/cluster_model.h"
+#include "gpushare/core/dra.h"
 #include "gpushare/extender/service/inspect_json.h"
 #include "gpushare/extender/service/pod_binder.h"
 #include "gpushare/inspect/snapshot.h"
@@ -26,10 +30,13 @@ kube::Json load_cluster_file(const std::filesystem::path& path, const kube::Reso
 
 class StandaloneCluster final : public PodBinder {
  public:
-  // Validates every item; throws std::runtime_error naming the bad item.
-  StandaloneCluster(const kube::Json& list, kube::ResourceNames names);
+  // Validates every item; throws std::runtime_error naming the bad item. `dra` is how DRA
+  // objects are read (--dra-driver, --dra-memory-unit); nullopt (--dra off) ignores them.
+  StandaloneCluster(const kube::Json& list, kube::ResourceNames names,
+                    std::optional<core::DraConfig> dra = core::DraConfig{});
 
-  // Puts the file's nodes, unhealthy GPUs and bound pods into the model.
+  // Puts the file's nodes, unhealthy GPUs, bound pods and DRA objects into the model; logs once
+  // what the model cannot use of the DRA objects, each naming its object.
   void populate(core::ClusterModel& model) const;
 
   std::optional<kube::PodInfo> find_pod(std::string_view namespace_name,
@@ -49,10 +56,19 @@ class StandaloneCluster final : public PodBinder {
  private:
   static constexpr std::size_t kMaxRememberedPods = 10000;
 
+  static bool is_dra_kind(std::string_view kind);
+  // Decodes one DRA object of `kind` from its JSON text; throws kube::BadInput.
+  void add_dra_object(std::string_view kind, const std::string& text);
+
   kube::ResourceNames names_;
   std::vector<core::NodeSpec> nodes_;
   std::vector<std::pair<std::string, std::vector<int>>> unhealthy_;
   std::vector<core::PodAllocation> allocations_;
+  std::optional<core::DraConfig> dra_;
+  std::vector<core::DraSlice> dra_slices_;
+  std::vector<core::DraClaim> dra_claims_;
+  std::vector<core::DraClaimTemplate> dra_templates_;
+  std::vector<core::DraDeviceClass> dra_classes_;
 
   mutable std::mutex mutex_;  // guards pods_, remembered_ and annotations_
   std::map<std::string, kube::PodInfo, std::less<>> pods_;  // by namespace/name
