@@ -405,6 +405,7 @@ TEST(Metrics, ExpositionParsesAndFollowsNamingConventions) {
       {"gpushare_http_connections_waiting", "gauge"},
       {"gpushare_http_connection_limit", "gauge"},
       {"gpushare_http_body_bytes", "gauge"},
+      {"gpushare_http_parser_bytes", "gauge"},
   };
   for (const auto& [name, type] : required) {
     const Family* f = e.family(name);
@@ -418,6 +419,8 @@ TEST(Metrics, ExpositionParsesAndFollowsNamingConventions) {
   EXPECT_EQ(e.value("gpushare_binds_total", {{"outcome", "success"}}), 1);
   EXPECT_EQ(e.value("gpushare_ready", Labels{}), 1);  // standalone: ready at once
   EXPECT_EQ(e.family("gpushare_leader"), nullptr) << "leader series only with --leader-elect";
+  // The filter's parser, kept 10 s after it.
+  EXPECT_GT(e.value("gpushare_http_parser_bytes", Labels{}), 0);
   EXPECT_EQ(e.value("gpushare_http_connection_limit", Labels{}), 4096);  // --max-connections
   EXPECT_GE(e.value("gpushare_http_connections", Labels{}), 1);          // this scrape's own
   // cpu-node-a has no GPU memory; gpu-node-b cannot fit 6 more on either GPU? It can (32-24=8

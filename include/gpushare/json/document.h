@@ -73,6 +73,21 @@ class Parser {
   std::size_t capacity() const { return parser_.capacity(); }
   std::size_t copy_capacity() const { return buffer_.capacity(); }
 
+  // The bytes its buffers hold, as simdjson 3 sizes them for capacity() and max_depth(): per
+  // byte of text 8 of tape, 4 of structural positions and 5/3 of strings (~13.7), 9 per nesting
+  // level (90 KB at kMaxDepth), and the padded copy. Pages never written stay unbacked, so the
+  // resident part is smaller; this is what the parser could touch.
+  std::size_t allocated_bytes() const {
+    const std::size_t text = parser_.capacity();
+    const auto rounded = [](std::size_t n) { return (n + 63) / 64 * 64; };
+    const std::size_t simdjson_bytes =
+        text == 0
+            ? 0
+            : 8 * rounded(text + 3) + 4 * (rounded(text) + 9) +
+                  rounded(5 * text / 3 + simdjson::SIMDJSON_PADDING) + 9 * parser_.max_depth();
+    return simdjson_bytes + buffer_.capacity();
+  }
+
   // Gives back the buffers when a large document grew them beyond `keep` bytes of text: a
   // 40 MB request must not pin ~200 MB of tape on its worker thread for good.
   void shrink(std::size_t keep = std::size_t{1} << 20) {

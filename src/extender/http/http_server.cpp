@@ -19,6 +19,7 @@
 #include "gpushare/extender/http/web_ui.h"
 #include "gpushare/extender/metrics/model_metrics.h"
 #include "gpushare/extender/service/inspect_json.h"
+#include "gpushare/extender/wire/wire_types.h"
 #include "gpushare/version.h"
 #include "http_connection.h"
 
@@ -281,6 +282,8 @@ std::string HttpServer::render_metrics() {
   const http_connection::ConnectionStats connections = http_connection::connection_stats(*server_);
   metrics_.set_http_connections({connections.open, connections.waiting_for_thread,
                                  connections.limit, connections.body_bytes});
+  const RequestParserBytes parsers = request_parser_bytes();
+  metrics_.set_parser_bytes(parsers.small + parsers.large);
   // Copy the model's gauges under the shared lock; format after releasing it.
   const ModelGauges gauges = store_.read(
       [](const core::ClusterModel& model, const core::PlacementPolicy&,

@@ -33,7 +33,11 @@ RequestMetrics::RequestMetrics(MetricRegistry& registry)
                            .add(prometheus::BuildGauge(), "gpushare_http_body_bytes",
                                 "Request-body bytes buffered or being answered, charged to "
                                 "--max-buffered-body-bytes.")
-                           .Add({})) {
+                           .Add({})),
+      http_parser_bytes_(registry
+                             .add(prometheus::BuildGauge(), "gpushare_http_parser_bytes",
+                                  "Bytes the request-body JSON parsers keep between requests.")
+                             .Add({})) {
   requests_.keep_label_order(registry);
 }
 
@@ -51,6 +55,10 @@ void RequestMetrics::set_http_connections(HttpConnections connections) {
   http_waiting_.Set(static_cast<double>(connections.waiting));
   http_limit_.Set(static_cast<double>(connections.limit));
   http_body_bytes_.Set(static_cast<double>(connections.body_bytes));
+}
+
+void RequestMetrics::set_parser_bytes(std::size_t bytes) {
+  http_parser_bytes_.Set(static_cast<double>(bytes));
 }
 
 }  // namespace gpushare::extender

@@ -1,11 +1,15 @@
 #include "gpushare/extender/wire/warm_parser.h"
 
+#include <utility>
+
 #include "gpushare/json/document.h"
 
 namespace gpushare::extender {
 
-WarmParser::WarmParser(std::chrono::milliseconds keep)
-    : keep_(keep), releaser_([this](std::stop_token stop) { release_when_idle(stop); }) {}
+WarmParser::WarmParser(std::chrono::milliseconds keep, std::size_t parsers)
+    : keep_(keep),
+      parsers_(parsers == 0 ? 1 : parsers),
+      releaser_([this](std::stop_token stop) { release_when_idle(stop); }) {}
 
 WarmParser::~WarmParser() {
   releaser_.request_stop();
@@ -16,12 +20,18 @@ std::unique_ptr<json::Parser> WarmParser::take() {
   {
     std::unique_lock lock(mutex_);
     ++waiting_;
-    returned_.wait(lock, [this] { return !out_; });
+    returned_.wait(lock, [this] { return lent_ < parsers_; });
     --waiting_;
-    out_ = true;
-    if (kept_) return std::move(kept_);
+    ++lent_;
+    // The one given back last: the warmest, and the older ones are left to the releaser.
+    if (!kept_.empty()) {
+      std::unique_ptr<json::Parser> parser = std::move(kept_.back().parser);
+      kept_bytes_ -= kept_.back().bytes;
+      kept_.pop_back();
+      return parser;
+    }
   }
-  // Not under the lock: nobody else may take it meanwhile (out_), and allocation may throw.
+  // Not under the lock: its place is counted in lent_, and allocation may throw.
   try {
     return std::make_unique<json::Parser>();
   } catch (...) {
@@ -31,21 +41,26 @@ std::unique_ptr<json::Parser> WarmParser::take() {
 }
 
 void WarmParser::give_back(std::unique_ptr<json::Parser> parser) {
+  bool wake_taker = false;
+  bool wake_releaser = false;
   {
     std::lock_guard lock(mutex_);
-    out_ = false;
+    --lent_;
+    wake_taker = waiting_ > 0;
     if (parser) {
-      kept_ = std::move(parser);
-      release_at_ = std::chrono::steady_clock::now() + keep_;
+      const std::size_t bytes = parser->allocated_bytes();
+      kept_.push_back({std::move(parser), bytes, std::chrono::steady_clock::now()});
+      kept_bytes_ += bytes;
+      wake_releaser = std::exchange(releaser_idle_, false);
     }
   }
-  returned_.notify_one();
-  changed_.notify_all();
+  if (wake_taker) returned_.notify_one();
+  if (wake_releaser) changed_.notify_all();
 }
 
 bool WarmParser::holds() const {
   std::lock_guard lock(mutex_);
-  return kept_ != nullptr;
+  return !kept_.empty();
 }
 
 std::size_t WarmParser::waiting() const {
@@ -53,23 +68,33 @@ std::size_t WarmParser::waiting() const {
   return waiting_;
 }
 
+std::size_t WarmParser::kept_bytes() const {
+  std::lock_guard lock(mutex_);
+  return kept_bytes_;
+}
+
 void WarmParser::release_when_idle(std::stop_token stop) {
   std::unique_lock lock(mutex_);
   while (!stop.stop_requested()) {
-    if (!kept_) {
-      changed_.wait(lock, stop, [this] { return kept_ != nullptr; });
+    if (kept_.empty()) {
+      releaser_idle_ = true;
+      changed_.wait(lock, stop, [this] { return !kept_.empty(); });
+      releaser_idle_ = false;
       continue;
     }
-    const auto release_at = release_at_;
-    // Wakes when the deadline passes, or early when the parser is taken or given back anew.
-    changed_.wait_until(lock, stop, release_at,
-                        [&] { return !kept_ || release_at_ != release_at; });
-    if (kept_ && release_at_ == release_at && std::chrono::steady_clock::now() >= release_at) {
-      std::unique_ptr<json::Parser> idle = std::move(kept_);
-      lock.unlock();
-      idle.reset();  // frees ~75 MB: not under the lock
-      lock.lock();
+    // The oldest kept parser's deadline. Taking or giving back meanwhile does not wake this
+    // thread: it re-reads the oldest when the deadline passes.
+    const auto release_at = kept_.front().given_back + keep_;
+    if (std::chrono::steady_clock::now() < release_at) {
+      changed_.wait_until(lock, stop, release_at, [] { return false; });
+      continue;
     }
+    std::unique_ptr<json::Parser> idle = std::move(kept_.front().parser);
+    kept_bytes_ -= kept_.front().bytes;
+    kept_.erase(kept_.begin());
+    lock.unlock();
+    idle.reset();  // up to ~75 MB for a large body's parser: not under the lock
+    lock.lock();
   }
 }
 

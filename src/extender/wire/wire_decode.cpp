@@ -7,12 +7,14 @@
 
 #include <fmt/format.h>
 
+#include <algorithm>
 #include <array>
 #include <chrono>
 #include <map>
 #include <memory>
 #include <stdexcept>
 #include <string_view>
+#include <thread>
 
 #include "gpushare/extender/wire/warm_parser.h"
 #include "gpushare/extender/wire/wire_types.h"
@@ -28,7 +30,7 @@ using kube::BadInput;
 
 namespace {
 
-// Bodies above this use the process's warm parser; smaller ones their thread's own.
+// Bodies above this use the large-body parser; smaller ones one of the small-body parsers.
 constexpr std::size_t kLargeBody = std::size_t{1} << 20;
 
 // Large bodies come from kube-scheduler's full-Node filters, one after another while it works
@@ -39,26 +41,35 @@ WarmParser& warm_parser() {
   return warm;
 }
 
-// The parser of one request. Ordinary bodies use their worker thread's own (it never grows
-// beyond kLargeBody, so nothing is given back); a large body leases the warm one, waiting while
-// another large body has it.
+// Bodies up to kLargeBody (every filter and prioritize) lease one of at most kSmallParsers
+// parsers (one per core, 4 to 16), not one per HTTP worker thread: a parser keeps ~14 bytes per
+// byte of the largest body it parsed (json::Parser::allocated_bytes), ~15.5 MB after a 1 MiB
+// one, and one per thread, never freed, could keep 512 x 15.5 MB with --http-threads 512. Now
+// at most 16 x 15.5 MB (~250 MB, docs/hardening.md), each freed 10 s after its last use; a
+// 5 000-node NodeNames filter (~200 KB) grows one to ~3 MB. A decode is all CPU, so more of
+// them at once than cores would not finish sooner: the next waits for a parser.
+constexpr std::size_t kSmallParsers = 16;
+
+WarmParser& small_parsers() {
+  static WarmParser pool(
+      std::chrono::seconds(10),
+      std::clamp<std::size_t>(std::thread::hardware_concurrency(), 4, kSmallParsers));
+  return pool;
+}
+
+// The parser of one request, leased for the decode.
 class RequestParser {
  public:
-  explicit RequestParser(std::size_t body_size) {
-    if (body_size > kLargeBody) leased_ = warm_parser().take();
-  }
-  ~RequestParser() {
-    if (leased_) warm_parser().give_back(std::move(leased_));
-  }
+  explicit RequestParser(std::size_t body_size)
+      : pool_(body_size > kLargeBody ? warm_parser() : small_parsers()), leased_(pool_.take()) {}
+  ~RequestParser() { pool_.give_back(std::move(leased_)); }
   RequestParser(const RequestParser&) = delete;
   RequestParser& operator=(const RequestParser&) = delete;
 
-  json::Parser& get() {
-    thread_local json::Parser own;
-    return leased_ ? *leased_ : own;
-  }
+  json::Parser& get() { return *leased_; }
 
  private:
+  WarmParser& pool_;
   std::unique_ptr<json::Parser> leased_;
 };
 
@@ -201,6 +212,10 @@ void read_victims(json::Object map, std::string_view map_name, std::string_view 
 }
 
 }  // namespace
+
+RequestParserBytes request_parser_bytes() {
+  return {small_parsers().kept_bytes(), warm_parser().kept_bytes()};
+}
 
 std::vector<std::string> ExtenderArgs::offered_names() const {
   if (node_names) return node_names->strings();

@@ -24,6 +24,8 @@ class RequestMetrics {
   };
   // Set per scrape.
   void set_http_connections(HttpConnections connections);
+  // Bytes the request parsers keep between requests (request_parser_bytes); set per scrape.
+  void set_parser_bytes(std::size_t bytes);
 
  private:
   Series<prometheus::Counter> requests_;
@@ -33,6 +35,7 @@ class RequestMetrics {
   prometheus::Gauge& http_waiting_;
   prometheus::Gauge& http_limit_;
   prometheus::Gauge& http_body_bytes_;
+  prometheus::Gauge& http_parser_bytes_;
 };
 
 }  // namespace gpushare::extender

@@ -94,6 +94,14 @@ ExtenderArgs decode_extender_args_body(std::string&& body, const kube::ResourceN
 ExtenderArgs decode_extender_args_body(std::string_view body, const kube::ResourceNames& names);
 BindingArgs decode_binding_args(std::string_view body);
 PreemptionArgs decode_preemption_args(std::string_view body, const kube::ResourceNames& names);
+// The bytes the decoders' parsers keep between requests (gpushare_http_parser_bytes, their
+// sum): at most 16 small-body parsers of ~15.5 MB each and the large-body one, each freed 10 s
+// after its last use (wire_decode.cpp).
+struct RequestParserBytes {
+  std::size_t small = 0;  // bodies up to 1 MiB
+  std::size_t large = 0;  // bodies over 1 MiB
+};
+RequestParserBytes request_parser_bytes();
 
 std::string encode_filter_result(const FilterResult& result);
 // The same reply when it echoes full Node objects, without copying them: the surviving nodes'
