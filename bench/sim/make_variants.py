@@ -28,6 +28,21 @@ CPU-heavy and sharing-heavy:
 
 Writes bench/data/openb/variants/openb_pod_list_<name>.csv (same columns as the source trace);
 `--seed N --out DIR` writes fresh draws (every seed + N) elsewhere, for held-out checks.
+
+`--combined --out DIR` writes instead the combined variants, which mix the axes above and are
+generated on demand rather than committed (docs/placement.md, "Combined variants"):
+  gs100pin30cap     gpushare100 trace, 30 % of GPU pods pinned in proportion to the models' GPUs
+  gs100pin20scarce  gpushare100 trace, 20 % pinned to V100M32
+  gs100pin5v16      gpushare100 trace, 5 % pinned to V100M16
+  mg20pin40fam      multigpu20 trace, 40 % pinned to a family (as pin33family)
+  mg20pin30several  multigpu20 trace, 30 % pinned to 2-3 models each
+  mg20multipinned   multigpu20 trace, half of the multi-GPU pods pinned to V100M32, the V100
+                    family or G3
+  mg60pin20         multigpu60's shape (fresh draw) with 20 % pinned in proportion
+  cpuheavypin20     20 % pinned in proportion, every GPU pod's CPU x1.5
+  halfsharepinG2    25 % pinned to G2, half of the whole-GPU pods halved
+  pin50scarceT4     50 % pinned to T4 (14 % of the GPUs)
+  pin60cap          60 % pinned in proportion
 """
 import argparse
 import collections
@@ -158,6 +173,53 @@ def heterogeneous():
     yield "multigpu60", multi_gpu(0.4, 19)
 
 
+def combined():
+    gpus = gpus_per_model()
+    models = sorted(m for m in gpus if gpus[m] >= 100)
+    by_capacity = lambda rng: rng.choices(models, weights=[gpus[m] for m in models])[0]
+    families = ["V100M16|V100M32", "P100|T4", "G3"]
+
+    def several(rng):
+        chosen = set()
+        count = rng.choice([2, 3])
+        while len(chosen) < count:
+            chosen.add(by_capacity(rng))
+        return "|".join(sorted(chosen))
+
+    gs100, mg20, default = ("openb_pod_list_gpushare100.csv", "openb_pod_list_multigpu20.csv",
+                            "openb_pod_list_default.csv")
+    yield "gs100pin30cap", pinned(gs100, 0.30, by_capacity, 531)
+    yield "gs100pin20scarce", pinned(gs100, 0.20, lambda rng: "V100M32", 532)
+    yield "gs100pin5v16", pinned(gs100, 0.05, lambda rng: "V100M16", 942)
+    yield "mg20pin40fam", pinned(mg20, 0.40, lambda rng: rng.choice(families), 533)
+    yield "mg20pin30several", pinned(mg20, 0.30, several, 943)
+    rows, fields = read(mg20)
+    rng = rng_for(944)
+    for row in rows:
+        if int(row["num_gpu"]) > 1 and rng.random() < 0.5:
+            row["gpu_spec"] = rng.choice(["V100M32", "V100M16|V100M32", "G3"])
+    yield "mg20multipinned", (rows, fields)
+    rows, fields = multi_gpu(0.4, 947)
+    rng = rng_for(948)
+    gpu = [r for r in rows if int(r["num_gpu"]) > 0 and not r.get("gpu_spec")]
+    for row in rng.sample(gpu, int(len(gpu) * 0.2)):
+        row["gpu_spec"] = by_capacity(rng)
+    yield "mg60pin20", (rows, fields)
+    rows, fields = pinned(default, 0.20, by_capacity, 534)
+    for row in rows:
+        if int(row["num_gpu"]) > 0:
+            row["cpu_milli"] = str(min(96000, int(int(row["cpu_milli"]) * 1.5)))
+    yield "cpuheavypin20", (rows, fields)
+    rows, fields = pinned(default, 0.25, lambda rng: "G2", 945)
+    rng = rng_for(946)
+    for row in rows:
+        if row["num_gpu"] == "1" and row["gpu_milli"] == "1000" and rng.random() < 0.5:
+            row["gpu_milli"] = "500"
+    yield "halfsharepinG2", (rows, fields)
+    yield "pin50scarceT4", pinned(default, 0.50, lambda rng: "T4", 535)
+    yield "pin60cap", pinned(default, 0.60, by_capacity, 941)
+
+
 def main():
     global OUT, SEED_OFFSET
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
@@ -165,8 +227,14 @@ def main():
                         help="added to every variant's seed: fresh draws of the same variants "
                              "(held-out checks); 0 = the committed ones")
     parser.add_argument("--out", default=OUT, help="output folder (default: %(default)s)")
+    parser.add_argument("--combined", action="store_true",
+                        help="write the combined variants (to --out) instead")
     args = parser.parse_args()
     OUT, SEED_OFFSET = args.out, args.seed
+    if args.combined:
+        for name, (rows, fields) in combined():
+            write(name, rows, fields)
+        return
     rows, fields = constrained_by_capacity(0.10)
     write("constrained10", rows, fields)
     rows, fields = constrained(0.30, ["V100M16|V100M32", "T4"])

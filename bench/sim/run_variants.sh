@@ -7,23 +7,32 @@
 #
 #   bench/sim/run_variants.sh
 #   SEEDS=10 VARIANTS=constrained30 bench/sim/run_variants.sh
+#   COMBINED=1 bench/sim/run_variants.sh    # the combined variants, generated into out/
 set -euo pipefail
 cd "$(dirname "$0")/../.."
 
 build="${GPUSHARE_SIM_BUILD_DIR:-build-sim}"
 jobs="${JOBS:-2}"
 seeds="${SEEDS:-3}"
-variants="${VARIANTS:-constrained10 constrained30 constrained60 halfshare multigpu40}"
 out="${OUT_DIR:-out/variants}"
 nodes=bench/data/openb/openb_node_list_all_node.csv
 
-python3 bench/sim/make_variants.py >/dev/null
+if [[ "${COMBINED:-0}" == 1 ]]; then
+  variant_dir="$out/data"
+  python3 bench/sim/make_variants.py --combined --out "$variant_dir" >/dev/null
+  all=$(cd "$variant_dir" && ls openb_pod_list_*.csv | sed 's/openb_pod_list_//; s/\.csv$//')
+  variants="${VARIANTS:-$all}"
+else
+  variant_dir=bench/data/openb/variants
+  python3 bench/sim/make_variants.py >/dev/null
+  variants="${VARIANTS:-constrained10 constrained30 constrained60 halfshare multigpu40}"
+fi
 cmake -S . -B "$build" -DCMAKE_BUILD_TYPE=Release -DGPUSHARE_BUILD_BENCH=OFF >/dev/null
 cmake --build "$build" -j "$jobs" --target gpushare-sim >/dev/null
 mkdir -p "$out"
 
 for variant in $variants; do
-  pods="bench/data/openb/variants/openb_pod_list_$variant.csv"
+  pods="$variant_dir/openb_pod_list_$variant.csv"
   echo "== $variant: the policies alone"
   "$build/gpushare-sim" --nodes "$nodes" --pods "$pods" --seeds "$seeds" --jobs "$jobs" \
     --policy fgd-plus-online,fgd-online,fgd,binpack --out "$out/$variant.csv" | tail -n 6 |
@@ -40,7 +49,7 @@ for fgd in ("fgd", "fgd-online"):
     gap = mean["fgd-plus-online"][worst] - mean[fgd][worst]
     print(f"fgd-plus-online minus {fgd}: worst {gap:+.2f} points at {worst} % arrival")
 PY
-  if [[ "$variant" != multigpu* ]]; then
+  if [[ "$variant" != multigpu* && "$variant" != mg* ]]; then
     echo "== $variant: as deployed (shipped configuration, single-GPU and CPU-only pods)"
     "$build/gpushare-sim" --nodes "$nodes" --pods "$pods" --seeds "$seeds" --jobs "$jobs" \
       --policy fgd-plus,binpack --with-ideal \
