@@ -70,9 +70,14 @@ Placement FgdPolicy::place_with(const NodeFragmentation& fragmentation, const No
 }
 
 std::optional<double> FgdPolicy::score(const NodeState& node, const PodDemand& pod) const {
+  return score_with_reading(node, pod, nullptr);
+}
+
+std::optional<double> FgdPolicy::score_with_reading(const NodeState& node, const PodDemand& pod,
+                                                    NodeReading* reading) const {
   if (!check_fit(node, pod).fits()) return std::nullopt;
   NodeFragmentation fragmentation;
-  if (!fragmentation.prepare(compiled_, node, pod)) {
+  if (!fragmentation.prepare(compiled_, node, pod, reading)) {
     const auto placement = reference_place(node, pod);
     return placement ? std::optional<double>(placement->score) : std::nullopt;
   }

@@ -331,9 +331,14 @@ std::optional<Placement> FgdPlusPolicy::place(const NodeState& node, const PodDe
 }
 
 std::optional<double> FgdPlusPolicy::score(const NodeState& node, const PodDemand& pod) const {
+  return score_with_reading(node, pod, nullptr);
+}
+
+std::optional<double> FgdPlusPolicy::score_with_reading(const NodeState& node, const PodDemand& pod,
+                                                        NodeReading* reading) const {
   if (!check_fit(node, pod).fits()) return std::nullopt;
   NodeFragmentation fragmentation;
-  if (!fragmentation.prepare(compiled_, node, pod)) {
+  if (!fragmentation.prepare(compiled_, node, pod, reading)) {
     const auto placement = reference_place(node, pod);
     return placement ? std::optional<double>(placement->score) : std::nullopt;
   }
@@ -468,6 +473,10 @@ void FgdPlusPolicy::observe(const PodDemand& pod) {
 
 std::uint64_t FgdPlusPolicy::state_version() const {
   return (learned_ ? learned_->version() : 0) + prices_version_;
+}
+
+std::optional<std::uint64_t> FgdPlusPolicy::reading_version() const {
+  return learned_ ? learned_->version() : 0;
 }
 
 std::string FgdPlusPolicy::describe_state() const {
