@@ -7,6 +7,7 @@
 #include <limits>
 
 #include "gpushare/core/fit.h"
+#include "reference_candidates.h"
 
 namespace gpushare::core {
 namespace {
@@ -339,8 +340,7 @@ std::optional<double> FgdPlusPolicy::score_with_reading(const NodeState& node, c
   if (!check_fit(node, pod).fits()) return std::nullopt;
   NodeFragmentation fragmentation;
   if (!fragmentation.prepare(compiled_, node, pod, reading)) {
-    const auto placement = reference_place(node, pod);
-    return placement ? std::optional<double>(placement->score) : std::nullopt;
+    return reference_score(*this, node, pod);
   }
   double best = 0;
   place_with(fragmentation, node, pod, &best);
@@ -438,24 +438,7 @@ std::optional<Placement> FgdPlusPolicy::reference_place(const NodeState& node,
     placement.score -= host_cost(node, pod);
     return placement;
   }
-  FreeResources after = before;
-  after.take(pod, {});       // CPU and memory once; the GPU one candidate at a time
-  std::vector<Units> tried;  // GPUs with equal free memory give the same node after placement
-  int best_gpu = -1;
-  double best_score = 0;
-  for (int gpu : gpus_that_fit(node, pod)) {
-    const auto index = static_cast<std::size_t>(gpu);
-    const Units free = before.gpu_free[index];
-    if (std::find(tried.begin(), tried.end(), free) != tried.end()) continue;
-    tried.push_back(free);
-    after.gpu_free[index] = free - pod.per_gpu;
-    const double candidate = score(after);
-    after.gpu_free[index] = free;
-    if (best_gpu < 0 || candidate > best_score) {
-      best_gpu = gpu;
-      best_score = candidate;
-    }
-  }
+  const auto [best_gpu, best_score] = best_reference_gpu(node, pod, before, score);
   placement.gpus = {best_gpu};
   placement.score =
       best_score -
