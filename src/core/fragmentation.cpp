@@ -143,6 +143,59 @@ inline void count_gpus(const T* free, int gpu_count, T need, int& big_enough, Un
   too_small = small;
 }
 
+// The steps of NodeFragmentation::prepare that read only the node's free amounts.
+
+// Each GPU's free memory (0 when unhealthy) into `free`; returns their sum.
+Units read_free(const NodeState& node, std::array<Units, NodeFragmentation::kMaxGpus>& free) {
+  Units total = 0;
+  const GpuState* gpus = node.gpus().data();
+  for (int i = 0; i < node.gpu_count(); ++i) {
+    const GpuState& gpu = gpus[i];
+    // gpu.healthy ? gpu.free() : 0, without branches
+    const Units amount = gpu.used >= gpu.capacity ? 0 : gpu.capacity - gpu.used;
+    free[static_cast<std::size_t>(i)] = amount & -static_cast<Units>(gpu.healthy);
+    total += free[static_cast<std::size_t>(i)];
+  }
+  return total;
+}
+
+// GPUs with at least `need` free and the free memory of the others, in 32 bits (`free32`, 8 or
+// 16 lanes) where every amount is below 2^30 (`narrow`), else in 64 bits.
+void count_need(Units need, const Units* free, const I32x4* free32, int gpu_count, Units total,
+                bool narrow, bool wide, int& big_enough, Units& too_small) {
+  if (!narrow) {
+    count_gpus(free, gpu_count, need, big_enough, too_small);
+  } else if (need <= 0) {  // every GPU is big enough
+    big_enough = gpu_count;
+    too_small = 0;
+  } else if (need > total) {  // none is
+    big_enough = 0;
+    too_small = total;
+  } else if (wide) {
+    count_lanes<4>(free32, static_cast<std::int32_t>(need), big_enough, too_small);
+  } else {
+    count_lanes<2>(free32, static_cast<std::int32_t>(need), big_enough, too_small);
+  }
+}
+
+// Bit i set when no GPU below i has GPU i's free amount (the candidates a sharing pod tries).
+std::uint32_t first_of_each_free(const Units* free, const I32x4* free32, int gpu_count, bool narrow,
+                                 bool wide) {
+  std::uint32_t first_of_free = 0;
+  for (int i = 0; i < gpu_count; ++i) {
+    const Units f = free[i];
+    bool first = true;
+    if (narrow) {
+      first = wide ? !earlier_equal<4>(free32, i, static_cast<std::int32_t>(f))
+                   : !earlier_equal<2>(free32, i, static_cast<std::int32_t>(f));
+    } else {
+      for (int e = 0; e < i; ++e) first &= free[e] != f;
+    }
+    first_of_free |= static_cast<std::uint32_t>(first) << i;
+  }
+  return first_of_free;
+}
+
 }  // namespace
 
 CompiledWorkload::Thresholds CompiledWorkload::make_thresholds(
@@ -254,15 +307,7 @@ bool NodeFragmentation::prepare(const CompiledWorkload& workload, const NodeStat
   if (!workload.fits_fast_path_ || node.gpu_count() > kMaxGpus) return false;
   workload_ = &workload;
   gpu_count_ = node.gpu_count();
-  total_ = 0;
-  const GpuState* gpus = node.gpus().data();
-  for (int i = 0; i < gpu_count_; ++i) {
-    const GpuState& gpu = gpus[i];
-    // gpu.healthy ? gpu.free() : 0, without branches
-    const Units free = gpu.used >= gpu.capacity ? 0 : gpu.capacity - gpu.used;
-    free_[static_cast<std::size_t>(i)] = free & -static_cast<Units>(gpu.healthy);
-    total_ += free_[static_cast<std::size_t>(i)];
-  }
+  total_ = read_free(node, free_);
   cpu_before_ = node.cpu_free();
   memory_before_ = node.memory_free();
   cpu_after_ = cpu_before_ == kNotTracked ? cpu_before_ : cpu_before_ - pod.cpu_milli;
@@ -300,18 +345,9 @@ bool NodeFragmentation::prepare(const CompiledWorkload& workload, const NodeStat
     if (known) {
       big_enough_[d] = reading->big_enough[d];
       too_small_[d] = reading->too_small[d];
-    } else if (!narrow) {
-      count_gpus(free_.data(), gpu_count_, n, big_enough_[d], too_small_[d]);
-    } else if (n <= 0) {  // every GPU is big enough
-      big_enough_[d] = gpu_count_;
-      too_small_[d] = 0;
-    } else if (n > total_) {  // none is
-      big_enough_[d] = 0;
-      too_small_[d] = total_;
-    } else if (wide) {
-      count_lanes<4>(free32.data(), static_cast<std::int32_t>(n), big_enough_[d], too_small_[d]);
     } else {
-      count_lanes<2>(free32.data(), static_cast<std::int32_t>(n), big_enough_[d], too_small_[d]);
+      count_need(n, free_.data(), free32.data(), gpu_count_, total_, narrow, wide, big_enough_[d],
+                 too_small_[d]);
     }
   }
   before_known_ = known;
@@ -350,17 +386,7 @@ bool NodeFragmentation::prepare(const CompiledWorkload& workload, const NodeStat
   const bool keep = reading != nullptr && !known && narrow;
   std::uint32_t first_of_free = known ? reading->first_of_free : 0;
   if (!known && (sharing || keep)) {
-    for (int i = 0; i < gpu_count_; ++i) {
-      const Units f = free_[static_cast<std::size_t>(i)];
-      bool first = true;
-      if (narrow) {
-        first = wide ? !earlier_equal<4>(free32.data(), i, static_cast<std::int32_t>(f))
-                     : !earlier_equal<2>(free32.data(), i, static_cast<std::int32_t>(f));
-      } else {
-        for (int e = 0; e < i; ++e) first &= free_[static_cast<std::size_t>(e)] != f;
-      }
-      first_of_free |= static_cast<std::uint32_t>(first) << i;
-    }
+    first_of_free = first_of_each_free(free_.data(), free32.data(), gpu_count_, narrow, wide);
   }
   if (sharing) {
     const Units p = pod.per_gpu;
