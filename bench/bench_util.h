@@ -6,6 +6,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <cstdlib>
 #include <map>
 #include <string>
 #include <utility>
@@ -38,8 +39,12 @@ inline double percentile(const std::vector<double>& values, double p) {
 }
 
 // Adds p50/p90/p99/max rows to a repeated single-iteration benchmark.
+// GPUSHARE_BENCH_REQUESTS caps the repetitions: a few requests are enough under callgrind.
 inline benchmark::internal::Benchmark* as_distribution(benchmark::internal::Benchmark* b,
                                                        int requests) {
+  if (const char* cap = std::getenv("GPUSHARE_BENCH_REQUESTS"); cap != nullptr) {
+    requests = std::clamp(std::atoi(cap), 1, requests);
+  }
   return b->Iterations(1)
       ->Repetitions(requests)
       ->ReportAggregatesOnly(true)

@@ -143,6 +143,59 @@ inline void count_gpus(const T* free, int gpu_count, T need, int& big_enough, Un
   too_small = small;
 }
 
+// The steps of NodeFragmentation::prepare that read only the node's free amounts.
+
+// Each GPU's free memory (0 when unhealthy) into `free`; returns their sum.
+Units read_free(const NodeState& node, std::array<Units, NodeFragmentation::kMaxGpus>& free) {
+  Units total = 0;
+  const GpuState* gpus = node.gpus().data();
+  for (int i = 0; i < node.gpu_count(); ++i) {
+    const GpuState& gpu = gpus[i];
+    // gpu.healthy ? gpu.free() : 0, without branches
+    const Units amount = gpu.used >= gpu.capacity ? 0 : gpu.capacity - gpu.used;
+    free[static_cast<std::size_t>(i)] = amount & -static_cast<Units>(gpu.healthy);
+    total += free[static_cast<std::size_t>(i)];
+  }
+  return total;
+}
+
+// GPUs with at least `need` free and the free memory of the others, in 32 bits (`free32`, 8 or
+// 16 lanes) where every amount is below 2^30 (`narrow`), else in 64 bits.
+void count_need(Units need, const Units* free, const I32x4* free32, int gpu_count, Units total,
+                bool narrow, bool wide, int& big_enough, Units& too_small) {
+  if (!narrow) {
+    count_gpus(free, gpu_count, need, big_enough, too_small);
+  } else if (need <= 0) {  // every GPU is big enough
+    big_enough = gpu_count;
+    too_small = 0;
+  } else if (need > total) {  // none is
+    big_enough = 0;
+    too_small = total;
+  } else if (wide) {
+    count_lanes<4>(free32, static_cast<std::int32_t>(need), big_enough, too_small);
+  } else {
+    count_lanes<2>(free32, static_cast<std::int32_t>(need), big_enough, too_small);
+  }
+}
+
+// Bit i set when no GPU below i has GPU i's free amount (the candidates a sharing pod tries).
+std::uint32_t first_of_each_free(const Units* free, const I32x4* free32, int gpu_count, bool narrow,
+                                 bool wide) {
+  std::uint32_t first_of_free = 0;
+  for (int i = 0; i < gpu_count; ++i) {
+    const Units f = free[i];
+    bool first = true;
+    if (narrow) {
+      first = wide ? !earlier_equal<4>(free32, i, static_cast<std::int32_t>(f))
+                   : !earlier_equal<2>(free32, i, static_cast<std::int32_t>(f));
+    } else {
+      for (int e = 0; e < i; ++e) first &= free[e] != f;
+    }
+    first_of_free |= static_cast<std::uint32_t>(first) << i;
+  }
+  return first_of_free;
+}
+
 }  // namespace
 
 CompiledWorkload::Thresholds CompiledWorkload::make_thresholds(
@@ -250,19 +303,11 @@ CompiledWorkload::CompiledWorkload(const TargetWorkload& workload) {
 }
 
 bool NodeFragmentation::prepare(const CompiledWorkload& workload, const NodeState& node,
-                                const PodDemand& pod) {
+                                const PodDemand& pod, NodeReading* reading) {
   if (!workload.fits_fast_path_ || node.gpu_count() > kMaxGpus) return false;
   workload_ = &workload;
   gpu_count_ = node.gpu_count();
-  total_ = 0;
-  const GpuState* gpus = node.gpus().data();
-  for (int i = 0; i < gpu_count_; ++i) {
-    const GpuState& gpu = gpus[i];
-    // gpu.healthy ? gpu.free() : 0, without branches
-    const Units free = gpu.used >= gpu.capacity ? 0 : gpu.capacity - gpu.used;
-    free_[static_cast<std::size_t>(i)] = free & -static_cast<Units>(gpu.healthy);
-    total_ += free_[static_cast<std::size_t>(i)];
-  }
+  total_ = read_free(node, free_);
   cpu_before_ = node.cpu_free();
   memory_before_ = node.memory_free();
   cpu_after_ = cpu_before_ == kNotTracked ? cpu_before_ : cpu_before_ - pod.cpu_milli;
@@ -276,11 +321,13 @@ bool NodeFragmentation::prepare(const CompiledWorkload& workload, const NodeStat
   // Amounts below 2^30 (all of them, in practice) are counted in 32 bits, which vectorises.
   narrow_ = total_ < (Units{1} << 30);
   const bool narrow = narrow_;
+  // A reading kept from an earlier pod replaces the counts, the distinct free amounts and F.
+  const bool known = reading != nullptr && reading->filled && narrow && reading->needs == needs;
   // In 32 bits, padded with GPUs of nothing free (too small for any need > 0, adding 0), over a
   // fixed width of 8 or 16 GPUs, so the loops below have fixed trip counts and vectorise.
   std::array<I32x4, kMaxGpus / 4> free32;
   const bool wide = gpu_count_ > 8;
-  if (narrow) {
+  if (narrow && !known) {
     // Built in registers (element stores followed by vector loads would stall store forwarding).
     const auto lane = [&](int i) {
       return i < gpu_count_ ? static_cast<std::int32_t>(free_[static_cast<std::size_t>(i)]) : 0;
@@ -295,21 +342,20 @@ bool NodeFragmentation::prepare(const CompiledWorkload& workload, const NodeStat
     // WorkloadShape::per_gpu_on
     const Units n = need.relative ? (need.per_gpu * capacity + 999) / 1000 : need.per_gpu;
     need_[d] = n;
-    if (!narrow) {
-      count_gpus(free_.data(), gpu_count_, n, big_enough_[d], too_small_[d]);
-    } else if (n <= 0) {  // every GPU is big enough
-      big_enough_[d] = gpu_count_;
-      too_small_[d] = 0;
-    } else if (n > total_) {  // none is
-      big_enough_[d] = 0;
-      too_small_[d] = total_;
-    } else if (wide) {
-      count_lanes<4>(free32.data(), static_cast<std::int32_t>(n), big_enough_[d], too_small_[d]);
+    if (known) {
+      big_enough_[d] = reading->big_enough[d];
+      too_small_[d] = reading->too_small[d];
     } else {
-      count_lanes<2>(free32.data(), static_cast<std::int32_t>(n), big_enough_[d], too_small_[d]);
+      count_need(n, free_.data(), free32.data(), gpu_count_, total_, narrow, wide, big_enough_[d],
+                 too_small_[d]);
     }
   }
-  fill_state(big_enough_, too_small_, total_, before_state_);
+  before_known_ = known;
+  if (known) {
+    before_value_ = reading->before;
+  } else {
+    fill_state(big_enough_, too_small_, total_, before_state_);
+  }
 
   // Which shapes the node (before and after placement) cannot host for CPU, memory or model.
   const std::size_t words = workload.words_;
@@ -335,17 +381,18 @@ bool NodeFragmentation::prepare(const CompiledWorkload& workload, const NodeStat
   // Candidates: GPUs that fit (healthy, free >= p; unhealthy ones read 0 < p), the first of
   // each free amount. Branch-free: the loops run over the node's GPUs, a fixed count.
   candidate_count_ = 0;
-  if (pod.wants_gpu() && !pod.needs_whole_gpus() && node.total_free() >= pod.per_gpu) {
+  const bool sharing =
+      pod.wants_gpu() && !pod.needs_whole_gpus() && node.total_free() >= pod.per_gpu;
+  const bool keep = reading != nullptr && !known && narrow;
+  std::uint32_t first_of_free = known ? reading->first_of_free : 0;
+  if (!known && (sharing || keep)) {
+    first_of_free = first_of_each_free(free_.data(), free32.data(), gpu_count_, narrow, wide);
+  }
+  if (sharing) {
     const Units p = pod.per_gpu;
     for (int i = 0; i < gpu_count_; ++i) {
       const Units f = free_[static_cast<std::size_t>(i)];
-      bool first = true;
-      if (narrow) {
-        first = wide ? !earlier_equal<4>(free32.data(), i, static_cast<std::int32_t>(f))
-                     : !earlier_equal<2>(free32.data(), i, static_cast<std::int32_t>(f));
-      } else {
-        for (int e = 0; e < i; ++e) first &= free_[static_cast<std::size_t>(e)] != f;
-      }
+      const bool first = (first_of_free >> i) & 1U;
       candidate_gpu_[static_cast<std::size_t>(candidate_count_)] = i;
       candidate_free_[static_cast<std::size_t>(candidate_count_)] = f;
       candidate_count_ += static_cast<int>(first & (f >= p));
@@ -364,15 +411,29 @@ bool NodeFragmentation::prepare(const CompiledWorkload& workload, const NodeStat
     same_exclusions_ &= excluded_before_[w] == excluded_after_[w];
   index_before_ = workload.plain_index_.data();
   index_after_ = workload.plain_index_.data();
-  if (!plain(excluded_before_)) {
+  if (!known && !plain(excluded_before_)) {  // F(node) known: the index before is not read
     build_index(excluded_before_.data(), index_before_storage_.data());
     index_before_ = index_before_storage_.data();
   }
-  if (same_exclusions_) {
+  if (same_exclusions_ && !known) {
     index_after_ = index_before_;
   } else if (!plain_after_) {
     build_index(excluded_after_.data(), index_after_storage_.data());
     index_after_ = index_after_storage_.data();
+  }
+  if (keep) {
+    // F(node) now, on its own, so that later pods find it; the pod's own sums then add only
+    // F(after) (the same additions in the same order as sum_two: the same bits).
+    before_value_ = sum(index_before_, before_state_);
+    before_known_ = true;
+    reading->filled = true;
+    reading->needs = static_cast<std::uint8_t>(needs);
+    reading->first_of_free = static_cast<std::uint16_t>(first_of_free);
+    reading->before = before_value_;
+    for (std::size_t d = 0; d < needs; ++d) {
+      reading->big_enough[d] = static_cast<std::uint8_t>(big_enough_[d]);
+      reading->too_small[d] = static_cast<std::int32_t>(too_small_[d]);
+    }
   }
   return true;
 }
@@ -411,6 +472,8 @@ double NodeFragmentation::sum(const std::uint8_t* index, const State& state) con
   const std::size_t n = workload_->size();
   const double* weight = workload_->weight_.data();
   double sum = 0;
+  // Unrolled for fewer loop instructions; still one chain of additions in the target's order.
+#pragma GCC unroll 4
   for (std::size_t j = 0; j < n; ++j) sum += weight[j] * state.value[index[j]];
   return sum;
 }
@@ -443,7 +506,7 @@ void NodeFragmentation::sum_two(const std::uint8_t* index_a, const State& a,
 }
 
 double NodeFragmentation::before() const {
-  return sum(index_before_, before_state_);
+  return before_known_ ? before_value_ : sum(index_before_, before_state_);
 }
 
 void NodeFragmentation::before_and_after(std::span<const int> gpus, double& before,
@@ -452,6 +515,11 @@ void NodeFragmentation::before_and_after(std::span<const int> gpus, double& befo
     // The GPUs are as before: only the shapes the pod's CPU and memory exclude can change.
     if (same_exclusions_) {
       before = after = this->before();
+    } else if (before_known_) {
+      State state;
+      fill_state(big_enough_, too_small_, total_, state);
+      before = before_value_;
+      after = sum(index_after_, state);
     } else {
       sum_two(index_before_, before_state_, index_after_, before_state_, before, after);
     }
@@ -470,7 +538,16 @@ void NodeFragmentation::before_and_after(std::span<const int> gpus, double& befo
   }
   State state;
   fill_state(big_enough, too_small, total, state);
-  sum_two(index_before_, before_state_, index_after_, state, before, after);
+  before_and(state, before, after);
+}
+
+void NodeFragmentation::before_and(const State& state, double& before, double& after) const {
+  if (before_known_) {
+    before = before_value_;
+    after = sum(index_after_, state);
+  } else {
+    sum_two(index_before_, before_state_, index_after_, state, before, after);
+  }
 }
 
 void NodeFragmentation::candidate_state(int k, State& state) const {
@@ -622,7 +699,7 @@ int NodeFragmentation::before_and_minimum(double margin, double& before,
   State state;
   if (count == 1) {
     candidate_state(0, state);
-    sum_two(index_before_, before_state_, index_after_, state, before, after[0]);
+    before_and(state, before, after[0]);
     return 1;
   }
   if (!narrow_) {  // amounts beyond 32 bits (not seen in practice): every candidate, exactly
@@ -638,8 +715,10 @@ int NodeFragmentation::before_and_minimum(double margin, double& before,
   alignas(16) std::array<double, kMaxGpus> approx;
   if (count > 8) {
     approximate_candidates<4>(weights, columns, approx);
-  } else {
+  } else if (count > 4) {
     approximate_candidates<2>(weights, columns, approx);
+  } else {
+    approximate_candidates<1>(weights, columns, approx);
   }
   const std::size_t groups = workload_->groups_.size();
   const double idle = static_cast<double>(total_ - per_gpu_);
@@ -683,7 +762,7 @@ int NodeFragmentation::before_and_minimum(double margin, double& before,
     if (repeated) continue;
     candidate_state(static_cast<int>(k), state);
     if (distinct == 0) {
-      sum_two(index_before_, before_state_, index_after_, state, before, after[0]);
+      before_and(state, before, after[0]);
     } else {
       after[static_cast<std::size_t>(distinct)] = sum(index_after_, state);
     }

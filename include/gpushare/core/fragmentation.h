@@ -106,17 +106,35 @@ class CompiledWorkload {
   bool fits_fast_path_ = true;             // within NodeFragmentation's fixed capacities
 };
 
+// What NodeFragmentation reads of a node alone, nothing of the pod: F(node) and the per-need
+// counts the candidates start from. A pure function of the node's state (node_state_key.h) and
+// the CompiledWorkload, so it can be kept from one pod to the next (fragmentation_cache.h) and
+// only the part after placement is computed for a new demand. Filled by prepare(); only for
+// nodes whose amounts are all below 2^30 (every node in practice; others are not kept).
+struct NodeReading {
+  static constexpr std::size_t kMaxNeeds = 32;
+  bool filled = false;
+  std::uint8_t needs = 0;                          // entries of the arrays below in use
+  std::uint16_t first_of_free = 0;                 // GPUs whose free amount no lower-index GPU has
+  double before = 0;                               // F(node)
+  std::array<std::uint8_t, kMaxNeeds> big_enough;  // GPUs with at least the need free
+  std::array<std::int32_t, kMaxNeeds> too_small;   // free memory of the others
+};
+
 // One node as one pod sees it, through a CompiledWorkload. A scratch value on the stack.
 class NodeFragmentation {
  public:
   static constexpr int kMaxGpus = 16;
-  static constexpr std::size_t kMaxNeeds = 32;
+  static constexpr std::size_t kMaxNeeds = NodeReading::kMaxNeeds;
   static constexpr std::size_t kMaxGroups = 64;
   static constexpr std::size_t kMaxWords = 16;  // 1 024 shapes
 
   // Reads the node and the pod; false when the node or the target is beyond the fixed
-  // capacities above (the caller then uses the reference computation).
-  bool prepare(const CompiledWorkload& workload, const NodeState& node, const PodDemand& pod);
+  // capacities above (the caller then uses the reference computation). With `reading`: a
+  // filled one is used instead of reading the node again (it must be this node's state's, for
+  // this workload); an empty one is filled. The results are the same bits either way.
+  bool prepare(const CompiledWorkload& workload, const NodeState& node, const PodDemand& pod,
+               NodeReading* reading = nullptr);
 
   // F(node), as fragmentation(FreeResources::of(node), target).
   double before() const;
@@ -163,6 +181,8 @@ class NodeFragmentation {
   double sum(const std::uint8_t* index, const State& state) const;
   void sum_two(const std::uint8_t* index_a, const State& a, const std::uint8_t* index_b,
                const State& b, double& sum_a, double& sum_b) const;
+  // F(node) and F of `state` after placement (only the latter summed when F(node) is known).
+  void before_and(const State& state, double& before, double& after) const;
   // Weights for the approximation of F after a candidate: of the shapes the node after
   // placement excludes, and of the others per group.
   struct Weights {
@@ -197,7 +217,10 @@ class NodeFragmentation {
   std::array<Units, kMaxNeeds> too_small_;
   std::array<std::uint64_t, kMaxWords> excluded_before_;
   std::array<std::uint64_t, kMaxWords> excluded_after_;
-  State before_state_;
+  State before_state_;  // only when !before_known_ (else built where needed)
+  // F(node) from a NodeReading: before() returns it, and only F(after) is summed.
+  bool before_known_ = false;
+  double before_value_ = 0;
   // Whether the node after placement excludes only the shapes that want no GPU, and whether it
   // excludes the same shapes as before.
   bool plain_after_ = false;

@@ -2,6 +2,7 @@
 // Placement policies: one object both scores a node (prioritize) and picks the GPUs (bind),
 // so the node that scored best is filled exactly the way its score assumed.
 
+#include <cstdint>
 #include <memory>
 #include <optional>
 #include <span>
@@ -26,6 +27,8 @@ struct GpuTake {
   friend bool operator==(const GpuTake&, const GpuTake&) = default;
 };
 
+struct NodeReading;  // fragmentation.h
+
 class PlacementPolicy {
  public:
   virtual ~PlacementPolicy() = default;
@@ -43,6 +46,19 @@ class PlacementPolicy {
     std::optional<Placement> placement = place(node, pod);
     return placement ? std::optional<double>(placement->score) : std::nullopt;
   }
+
+  // score(node, pod), given what the policy read of the node alone for an earlier pod:
+  // `reading` is kept by the caller for this node's state and this state_version(), empty on
+  // first use and filled here (core/fragmentation_cache.h). Must return score()'s value.
+  virtual std::optional<double> score_with_reading(const NodeState& node, const PodDemand& pod,
+                                                   NodeReading* /*reading*/) const {
+    return score(node, pod);
+  }
+  // The version of what a reading depends on besides the node (the target workload), where
+  // score_with_reading reads or fills readings; nullopt where it ignores them (the caller then
+  // keeps none). Moves at least when a kept reading may have changed, so not more often than
+  // state_version().
+  virtual std::optional<std::uint64_t> reading_version() const { return std::nullopt; }
 
   // The score of a placement already chosen: `takes` from those GPUs, and the pod's CPU and
   // memory (DRA pods: kube's allocator picks the devices, so the node is judged by what that

@@ -8,6 +8,7 @@
 
 #include "gpushare/core/fit.h"
 #include "gpushare/core/fragmentation.h"
+#include "reference_candidates.h"
 
 namespace gpushare::core {
 namespace {
@@ -70,11 +71,15 @@ Placement FgdPolicy::place_with(const NodeFragmentation& fragmentation, const No
 }
 
 std::optional<double> FgdPolicy::score(const NodeState& node, const PodDemand& pod) const {
+  return score_with_reading(node, pod, nullptr);
+}
+
+std::optional<double> FgdPolicy::score_with_reading(const NodeState& node, const PodDemand& pod,
+                                                    NodeReading* reading) const {
   if (!check_fit(node, pod).fits()) return std::nullopt;
   NodeFragmentation fragmentation;
-  if (!fragmentation.prepare(compiled_, node, pod)) {
-    const auto placement = reference_place(node, pod);
-    return placement ? std::optional<double>(placement->score) : std::nullopt;
+  if (!fragmentation.prepare(compiled_, node, pod, reading)) {
+    return reference_score(*this, node, pod);
   }
   const Units capacity = node.spec().memory_per_gpu;
   const int count = fragmentation.candidates();
@@ -114,26 +119,12 @@ std::optional<Placement> FgdPolicy::reference_place(const NodeState& node,
     placement.score = fgd_score(fragmentation_before, fragmentation(after, workload), capacity);
     return placement;
   }
-  int best_gpu = -1;
-  int best_score = -1;
-  FreeResources after = before;
-  after.take(pod, {});       // CPU and memory once; GPUs one candidate at a time below
-  std::vector<Units> tried;  // equal free memory, equal what-if: the lower index keeps it
-  for (int gpu : gpus_that_fit(node, pod)) {
-    const auto index = static_cast<std::size_t>(gpu);
-    const Units free = before.gpu_free[index];
-    if (std::find(tried.begin(), tried.end(), free) != tried.end()) continue;
-    tried.push_back(free);
-    after.gpu_free[index] = free - pod.per_gpu;
-    const int score = fgd_score(fragmentation_before, fragmentation(after, workload), capacity);
-    after.gpu_free[index] = free;
-    if (score > best_score) {
-      best_score = score;
-      best_gpu = gpu;
-    }
-  }
+  const auto [best_gpu, best_score] =
+      best_reference_gpu(node, pod, before, [&](const FreeResources& after) {
+        return fgd_score(fragmentation_before, fragmentation(after, workload), capacity);
+      });
   placement.gpus = {best_gpu};
-  placement.score = best_score;
+  placement.score = best_gpu < 0 ? -1 : best_score;
   return placement;
 }
 

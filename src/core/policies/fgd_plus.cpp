@@ -7,6 +7,7 @@
 #include <limits>
 
 #include "gpushare/core/fit.h"
+#include "reference_candidates.h"
 
 namespace gpushare::core {
 namespace {
@@ -331,11 +332,15 @@ std::optional<Placement> FgdPlusPolicy::place(const NodeState& node, const PodDe
 }
 
 std::optional<double> FgdPlusPolicy::score(const NodeState& node, const PodDemand& pod) const {
+  return score_with_reading(node, pod, nullptr);
+}
+
+std::optional<double> FgdPlusPolicy::score_with_reading(const NodeState& node, const PodDemand& pod,
+                                                        NodeReading* reading) const {
   if (!check_fit(node, pod).fits()) return std::nullopt;
   NodeFragmentation fragmentation;
-  if (!fragmentation.prepare(compiled_, node, pod)) {
-    const auto placement = reference_place(node, pod);
-    return placement ? std::optional<double>(placement->score) : std::nullopt;
+  if (!fragmentation.prepare(compiled_, node, pod, reading)) {
+    return reference_score(*this, node, pod);
   }
   double best = 0;
   place_with(fragmentation, node, pod, &best);
@@ -433,24 +438,7 @@ std::optional<Placement> FgdPlusPolicy::reference_place(const NodeState& node,
     placement.score -= host_cost(node, pod);
     return placement;
   }
-  FreeResources after = before;
-  after.take(pod, {});       // CPU and memory once; the GPU one candidate at a time
-  std::vector<Units> tried;  // GPUs with equal free memory give the same node after placement
-  int best_gpu = -1;
-  double best_score = 0;
-  for (int gpu : gpus_that_fit(node, pod)) {
-    const auto index = static_cast<std::size_t>(gpu);
-    const Units free = before.gpu_free[index];
-    if (std::find(tried.begin(), tried.end(), free) != tried.end()) continue;
-    tried.push_back(free);
-    after.gpu_free[index] = free - pod.per_gpu;
-    const double candidate = score(after);
-    after.gpu_free[index] = free;
-    if (best_gpu < 0 || candidate > best_score) {
-      best_gpu = gpu;
-      best_score = candidate;
-    }
-  }
+  const auto [best_gpu, best_score] = best_reference_gpu(node, pod, before, score);
   placement.gpus = {best_gpu};
   placement.score =
       best_score -
@@ -468,6 +456,10 @@ void FgdPlusPolicy::observe(const PodDemand& pod) {
 
 std::uint64_t FgdPlusPolicy::state_version() const {
   return (learned_ ? learned_->version() : 0) + prices_version_;
+}
+
+std::optional<std::uint64_t> FgdPlusPolicy::reading_version() const {
+  return learned_ ? learned_->version() : 0;
 }
 
 std::string FgdPlusPolicy::describe_state() const {

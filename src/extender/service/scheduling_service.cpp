@@ -301,16 +301,20 @@ std::vector<HostPriority> SchedulingService::prioritize_impl(const ExtenderArgs&
     gpu_only.allowed_models = demand.allowed_models;
     core::StateMemo* memo =
         cache != nullptr && !policy.reads_node_identity() ? &state_memo_ : nullptr;
+    const std::optional<std::uint64_t> reading_version = policy.reading_version();
+    core::FragmentationCache* readings =
+        cache != nullptr && reading_version ? &fragmentation_cache_ : nullptr;
     if (cache != nullptr) cache->begin(demand, policy.state_version(), model.node_count());
     if (memo != nullptr) memo->begin(offered.size());
+    if (readings != nullptr) readings->begin(*reading_version, model.node_count());
     constexpr std::size_t kMemoTrial = 256;
     std::size_t memo_lookups = 0;
     std::size_t memo_hits = 0;
-    const auto compute = [&](const core::NodeState& node) {
-      std::optional<double> score = policy.score(node, demand);
+    const auto compute = [&](const core::NodeState& node, core::NodeReading* reading) {
+      std::optional<double> score = policy.score_with_reading(node, demand, reading);
       // kube-scheduler found the node feasible; where our view of its CPU or memory
       // disagrees, score it on GPUs alone rather than call it infeasible.
-      if (!score && tracks_cpu_memory) score = policy.score(node, gpu_only);
+      if (!score && tracks_cpu_memory) score = policy.score_with_reading(node, gpu_only, reading);
       return score;
     };
     model.visit_nodes(
@@ -318,11 +322,14 @@ std::vector<HostPriority> SchedulingService::prioritize_impl(const ExtenderArgs&
         [&](std::size_t i, const core::NodeState* node) {
           if (node == nullptr) return;
           if (cache == nullptr) {
-            raw[i] = compute(*node);
+            raw[i] = compute(*node, nullptr);
             return;
           }
           const std::size_t position = model.position_of(*node);
           const std::uint64_t stamp = model.stamp(position);
+          const auto reading = [&]() -> core::NodeReading* {  // only when scored
+            return readings != nullptr ? &readings->at(position, stamp) : nullptr;
+          };
           if (const auto known = cache->find(position, stamp)) {
             raw[i] = *known;
             return;
@@ -333,14 +340,14 @@ std::vector<HostPriority> SchedulingService::prioritize_impl(const ExtenderArgs&
               raw[i] = *same;
               ++memo_hits;
             } else {
-              raw[i] = compute(*node);
+              raw[i] = compute(*node, reading());
               memo->remember(*node, hash, raw[i]);
             }
             // Hashing a node costs a few percent of scoring it: where fewer than one node in
             // 16 shares a state with an earlier one, the memo costs more than it saves.
             if (++memo_lookups == kMemoTrial && memo_hits * 16 < memo_lookups) memo = nullptr;
           } else {
-            raw[i] = compute(*node);
+            raw[i] = compute(*node, reading());
           }
           cache->store(position, stamp, raw[i]);
         },

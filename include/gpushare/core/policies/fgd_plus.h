@@ -99,6 +99,10 @@ class FgdPlusPolicy final : public PlacementPolicy {
   // place()->score without choosing the GPU: only the candidates that can score best are
   // evaluated exactly (see NodeFragmentation::minimum_candidates).
   std::optional<double> score(const NodeState& node, const PodDemand& pod) const override;
+  std::optional<double> score_with_reading(const NodeState& node, const PodDemand& pod,
+                                           NodeReading* reading) const override;
+  // The learned target's version (fgd-plus: prices do not enter a reading).
+  std::optional<std::uint64_t> reading_version() const override;
   std::optional<double> score_taken(const NodeState& node, const PodDemand& pod,
                                     std::span<const GpuTake> takes) const override;
   void observe(const PodDemand& pod) override;

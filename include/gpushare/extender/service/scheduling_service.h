@@ -11,6 +11,7 @@
 #include <string>
 #include <vector>
 
+#include "gpushare/core/fragmentation_cache.h"
 #include "gpushare/core/score_cache.h"
 #include "gpushare/core/score_mapping.h"
 #include "gpushare/core/state_memo.h"
@@ -105,11 +106,15 @@ class SchedulingService {
   ServiceConfig config_;
   // Raw scores of earlier prioritize requests per demand, reused for the nodes that did not
   // change when a pod asks for a demand seen before (core/score_cache.h), and the scores of the
-  // node states met in one request (core/state_memo.h). The mutex guards score_cache_ and
-  // state_memo_ only; the model they score is read under the store's lock, taken after it.
+  // node states met in one request (core/state_memo.h), and what fgd and fgd-plus read of each
+  // node alone, so that a demand never seen before sums only F after placement
+  // (core/fragmentation_cache.h). The mutex guards score_cache_, state_memo_ and
+  // fragmentation_cache_ only; the model they score is read under the store's lock, taken
+  // after it.
   mutable std::mutex score_cache_mutex_;
   mutable core::ScoreCache score_cache_;
   mutable core::StateMemo state_memo_;
+  mutable core::FragmentationCache fragmentation_cache_;
   // Anyone who can reach /bind can make binds fail at will: their lines are throttled (every
   // failure is still counted in gpushare_binds_total).
   LogThrottle bind_failure_log_{10, std::chrono::seconds(10)};
