@@ -26,7 +26,12 @@ void index_erase(Index& index, const std::string& key, const std::string& value)
 
 void DraState::set_config(DraConfig config) {
   config_ = std::move(config);
-  for (const auto& node : nodes()) dirty_.insert(node);
+  for (const auto& node : nodes()) mark_dirty(node);
+}
+
+void DraState::mark_dirty(const std::string& node) {
+  dirty_.insert(node);
+  if (auto it = gpus_by_node_.find(node); it != gpus_by_node_.end()) gpus_by_node_.erase(it);
 }
 
 void DraState::mark_slice(const DraSlice& slice) {
@@ -35,10 +40,10 @@ void DraState::mark_slice(const DraSlice& slice) {
       it != slices_by_pool_.end()) {
     for (const auto& name : it->second) {
       if (auto s = slices_.find(name); s != slices_.end() && !s->second.node.empty())
-        dirty_.insert(s->second.node);
+        mark_dirty(s->second.node);
     }
   }
-  if (!slice.node.empty()) dirty_.insert(slice.node);
+  if (!slice.node.empty()) mark_dirty(slice.node);
 }
 
 void DraState::mark_claim(const DraClaim& claim) {
@@ -135,7 +140,17 @@ void DraState::replace_classes(std::vector<DraDeviceClass> classes) {
 }
 
 std::set<std::string> DraState::take_dirty_nodes() {
+  for (const auto& node : dirty_) {
+    if (gpus_by_node_.contains(node)) continue;  // only a claim changed: the GPUs stand
+    std::vector<DraGpu> gpus = view_of(node).gpus;
+    if (!gpus.empty()) gpus_by_node_.insert_or_assign(node, std::move(gpus));
+  }
   return std::exchange(dirty_, {});
+}
+
+const std::vector<DraGpu>* DraState::cached_gpus(std::string_view node) const {
+  auto it = gpus_by_node_.find(node);
+  return it == gpus_by_node_.end() ? nullptr : &it->second;
 }
 
 const DraClaim* DraState::find_claim(std::string_view namespace_name, std::string_view name) const {
@@ -252,6 +267,7 @@ DraState::NodeView DraState::view_of(std::string_view node) const {
 }
 
 std::vector<DraGpu> DraState::gpus_of(std::string_view node) const {
+  if (const std::vector<DraGpu>* cached = cached_gpus(node)) return *cached;
   return view_of(node).gpus;
 }
 
@@ -450,7 +466,10 @@ class FirstFitSearch {
 
 std::optional<std::vector<GpuTake>> DraState::first_fit(
     const NodeState& node, std::span<const DraRequest> requests) const {
-  const std::vector<DraGpu> gpus = gpus_of(node.name());
+  std::vector<DraGpu> worked_out;
+  const std::vector<DraGpu>* cached = cached_gpus(node.name());
+  if (cached == nullptr) worked_out = view_of(node.name()).gpus;
+  const std::vector<DraGpu>& gpus = cached != nullptr ? *cached : worked_out;
   FirstFitSearch::Placement placement;
   placement.free.assign(gpus.size(), 0);
   placement.held.assign(gpus.size(), 0);

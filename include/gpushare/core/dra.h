@@ -230,6 +230,9 @@ class DraState {
     std::vector<DraWarning> warnings;
   };
   NodeView view_of(std::string_view node) const;
+  // The node's GPUs from gpus_by_node_, or nullptr when they must be worked out (view_of).
+  const std::vector<DraGpu>* cached_gpus(std::string_view node) const;
+  void mark_dirty(const std::string& node);
   void mark_slice(const DraSlice& slice);
   void mark_claim(const DraClaim& claim);
 
@@ -244,6 +247,11 @@ class DraState {
   std::map<std::string, std::set<std::string>, std::less<>> slices_by_pool_;
   std::map<std::string, std::set<std::string>, std::less<>> claims_by_node_;
   std::set<std::string> dirty_;
+  // Each node's GPUs as view_of gave them when take_dirty_nodes() last saw the node; a node
+  // marked dirty since is not here. Prioritize predicts kube's allocator on every offered node,
+  // and rebuilding the list there cost most of a DRA pod's prioritize. Written only by the
+  // non-const members, so const readers (under the model's read lock) share it.
+  std::map<std::string, std::vector<DraGpu>, std::less<>> gpus_by_node_;
 };
 
 }  // namespace gpushare::core
