@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <limits>
+#include <tuple>
 #include <utility>
 
 #include "gpushare/core/dra.h"
@@ -25,7 +26,12 @@ void index_erase(Index& index, const std::string& key, const std::string& value)
 
 void DraState::set_config(DraConfig config) {
   config_ = std::move(config);
-  for (const auto& node : nodes()) dirty_.insert(node);
+  for (const auto& node : nodes()) mark_dirty(node);
+}
+
+void DraState::mark_dirty(const std::string& node) {
+  dirty_.insert(node);
+  if (auto it = gpus_by_node_.find(node); it != gpus_by_node_.end()) gpus_by_node_.erase(it);
 }
 
 void DraState::mark_slice(const DraSlice& slice) {
@@ -34,10 +40,10 @@ void DraState::mark_slice(const DraSlice& slice) {
       it != slices_by_pool_.end()) {
     for (const auto& name : it->second) {
       if (auto s = slices_.find(name); s != slices_.end() && !s->second.node.empty())
-        dirty_.insert(s->second.node);
+        mark_dirty(s->second.node);
     }
   }
-  if (!slice.node.empty()) dirty_.insert(slice.node);
+  if (!slice.node.empty()) mark_dirty(slice.node);
 }
 
 void DraState::mark_claim(const DraClaim& claim) {
@@ -134,7 +140,17 @@ void DraState::replace_classes(std::vector<DraDeviceClass> classes) {
 }
 
 std::set<std::string> DraState::take_dirty_nodes() {
+  for (const auto& node : dirty_) {
+    if (gpus_by_node_.contains(node)) continue;  // only a claim changed: the GPUs stand
+    std::vector<DraGpu> gpus = view_of(node).gpus;
+    if (!gpus.empty()) gpus_by_node_.insert_or_assign(node, std::move(gpus));
+  }
   return std::exchange(dirty_, {});
+}
+
+const std::vector<DraGpu>* DraState::cached_gpus(std::string_view node) const {
+  auto it = gpus_by_node_.find(node);
+  return it == gpus_by_node_.end() ? nullptr : &it->second;
 }
 
 const DraClaim* DraState::find_claim(std::string_view namespace_name, std::string_view name) const {
@@ -178,32 +194,40 @@ DraState::NodeView DraState::view_of(std::string_view node) const {
       return s->slice_count != expected;
     });
     if (disagrees != current.end()) {
-      view.warnings.push_back(fmt::format(
-          "ResourceSlice {}: pool {} generation {}: resourceSliceCount {} disagrees with {} of "
-          "ResourceSlice {}; the pool's devices are ignored",
-          (*disagrees)->name, key, newest, (*disagrees)->slice_count, expected,
-          current.front()->name));
+      view.warnings.push_back(
+          {"ResourceSlice " + (*disagrees)->name, (*disagrees)->node,
+           fmt::format(
+               "ResourceSlice {}: pool {} generation {}: resourceSliceCount {} disagrees with {} "
+               "of ResourceSlice {}; the pool's devices are ignored",
+               (*disagrees)->name, key, newest, (*disagrees)->slice_count, expected,
+               current.front()->name)});
       continue;
     }
     if (static_cast<std::int64_t>(current.size()) < expected) {
-      view.warnings.push_back(fmt::format(
-          "pool {} generation {}: {} of {} ResourceSlices seen (ResourceSlice {}); the pool is "
-          "incomplete and its devices are ignored until the rest arrive",
-          key, newest, current.size(), expected, mine.front()->name));
+      view.warnings.push_back(
+          {"ResourceSlice " + mine.front()->name, mine.front()->node,
+           fmt::format("pool {} generation {}: {} of {} ResourceSlices seen (ResourceSlice {}); "
+                       "the pool is incomplete and its devices are ignored until the rest arrive",
+                       key, newest, current.size(), expected, mine.front()->name)});
       continue;
     }
     std::set<std::string_view> device_names;
-    std::string duplicate;
+    const DraSlice* repeating = nullptr;
+    std::string_view repeated;
     for (const DraSlice* s : current) {
       for (const auto& device : s->devices) {
-        if (!device_names.insert(device.name).second)
-          duplicate = s->name + " device " + device.name;
+        if (!device_names.insert(device.name).second) {
+          repeating = s;
+          repeated = device.name;
+        }
       }
     }
-    if (!duplicate.empty()) {
-      view.warnings.push_back(fmt::format(
-          "ResourceSlice {} repeats a device name of pool {}; the pool's devices are ignored",
-          duplicate, key));
+    if (repeating != nullptr) {
+      view.warnings.push_back(
+          {"ResourceSlice " + repeating->name, repeating->node,
+           fmt::format("ResourceSlice {} device {} repeats a device name of pool {}; the pool's "
+                       "devices are ignored",
+                       repeating->name, repeated, key)});
       continue;
     }
     std::sort(mine.begin(), mine.end(),
@@ -211,17 +235,19 @@ DraState::NodeView DraState::view_of(std::string_view node) const {
     for (const DraSlice* s : mine) {
       for (const auto& device : s->devices) {
         if (!device.capacity_error.empty()) {
-          view.warnings.push_back(fmt::format("ResourceSlice {} device {}: {}; device ignored",
-                                              s->name, device.name, device.capacity_error));
+          view.warnings.push_back({"ResourceSlice " + s->name, s->node,
+                                   fmt::format("ResourceSlice {} device {}: {}; device ignored",
+                                               s->name, device.name, device.capacity_error)});
           continue;
         }
         if (!device.memory_bytes) continue;  // not a GPU with memory
         const Units capacity = units_of_capacity(*device.memory_bytes);
         if (capacity <= 0) {
-          view.warnings.push_back(fmt::format(
-              "ResourceSlice {} device {}: memory {} bytes is less than one unit ({} bytes); "
-              "device ignored",
-              s->name, device.name, *device.memory_bytes, config_.bytes_per_unit));
+          view.warnings.push_back(
+              {"ResourceSlice " + s->name, s->node,
+               fmt::format("ResourceSlice {} device {}: memory {} bytes is less than one unit ({} "
+                           "bytes); device ignored",
+                           s->name, device.name, *device.memory_bytes, config_.bytes_per_unit)});
           continue;
         }
         DraGpu gpu;
@@ -241,6 +267,7 @@ DraState::NodeView DraState::view_of(std::string_view node) const {
 }
 
 std::vector<DraGpu> DraState::gpus_of(std::string_view node) const {
+  if (const std::vector<DraGpu>* cached = cached_gpus(node)) return *cached;
   return view_of(node).gpus;
 }
 
@@ -303,9 +330,9 @@ std::set<std::string> DraState::nodes() const {
   return result;
 }
 
-std::vector<std::string> DraState::warnings(
+std::vector<DraWarning> DraState::problems(
     const std::function<bool(std::string_view)>& node_known) const {
-  std::vector<std::string> result;
+  std::vector<DraWarning> result;
   // Every device of our driver that counts, by "driver/pool/device", and its node.
   std::map<std::string, std::string, std::less<>> devices;
   for (const auto& [node, names] : slices_by_node_) {
@@ -321,69 +348,141 @@ std::vector<std::string> DraState::warnings(
       if (r.driver != config_.driver) continue;
       auto device = devices.find(pool_key(r.driver, r.pool) + "/" + r.device);
       if (device == devices.end()) {
-        result.push_back(fmt::format(
-            "ResourceClaim {}: allocated device {}/{}/{} is not published by any current "
-            "ResourceSlice; its memory is not counted",
-            key, r.driver, r.pool, r.device));
+        result.push_back({"ResourceClaim " + key, claim.node,
+                          fmt::format("ResourceClaim {}: allocated device {}/{}/{} is not "
+                                      "published by any current ResourceSlice; its memory is not "
+                                      "counted",
+                                      key, r.driver, r.pool, r.device)});
       } else if (!node_known(device->second)) {
-        result.push_back(fmt::format(
-            "ResourceClaim {}: allocated on node {}, which is not a node of the cluster; its "
-            "memory is not counted",
-            key, device->second));
+        result.push_back({"ResourceClaim " + key, device->second,
+                          fmt::format("ResourceClaim {}: allocated on node {}, which is not a "
+                                      "node of the cluster; its memory is not counted",
+                                      key, device->second)});
       }
     }
   }
-  std::sort(result.begin(), result.end());
+  std::sort(result.begin(), result.end(), [](const DraWarning& a, const DraWarning& b) {
+    return std::tie(a.message, a.object, a.node) < std::tie(b.message, b.object, b.node);
+  });
   result.erase(std::unique(result.begin(), result.end()), result.end());
   return result;
 }
 
-bool DraState::ours(const DraRequest& request) const {
-  const DraDeviceClass* device_class = find_class(request.device_class);
+std::vector<std::string> DraState::warnings(
+    const std::function<bool(std::string_view)>& node_known) const {
+  std::vector<std::string> result;
+  for (auto& problem : problems(node_known)) {
+    if (result.empty() || result.back() != problem.message)
+      result.push_back(std::move(problem.message));
+  }
+  return result;
+}
+
+bool DraState::ours(const DraDeviceAsk& ask) const {
+  const DraDeviceClass* device_class = find_class(ask.device_class);
   // A class we have not seen (or whose selector we cannot read) is taken as ours when it is
   // named after the driver, as the NVIDIA driver's classes are (gpu.nvidia.com).
   if (device_class == nullptr || device_class->driver.empty())
-    return request.device_class == config_.driver;
+    return ask.device_class == config_.driver;
   return device_class->driver == config_.driver;
 }
 
+bool DraState::any_ours(const DraRequest& request) const {
+  const auto ways = request.ways();
+  return std::any_of(ways.begin(), ways.end(), [&](const DraDeviceAsk& ask) { return ours(ask); });
+}
+
+namespace {
+
+// kube's allocator on one node: depth first over the requests, each request's alternatives in
+// order, the devices of an ask in allocator order (first fit, no backtracking over devices).
+class FirstFitSearch {
+ public:
+  FirstFitSearch(const DraState& dra, std::span<const DraGpu> gpus,
+                 std::span<const DraRequest> requests)
+      : dra_(dra), gpus_(gpus), requests_(requests) {}
+
+  struct Placement {
+    std::vector<Units> free;
+    std::vector<char> held;
+    std::vector<GpuTake> takes;
+  };
+
+  // Whether requests [from, end) fit on top of `placement`, which then holds their takes. On
+  // failure `placement` is left changed: a caller with alternatives to try passes a copy.
+  bool fit(std::size_t from, Placement& placement) {
+    if (from == requests_.size()) return true;
+    const auto ways = requests_[from].ways();
+    if (ways.size() == 1) return take(ways.front(), placement) && fit(from + 1, placement);
+    for (const DraDeviceAsk& way : ways) {
+      // kube's search has no bound but its context's deadline; a pod whose alternatives multiply
+      // past this many tries is predicted to fit nowhere.
+      if (++tries_ > kMaxTries) return false;
+      Placement attempt = placement;
+      if (take(way, attempt) && fit(from + 1, attempt)) {
+        placement = std::move(attempt);
+        return true;
+      }
+    }
+    return false;
+  }
+
+ private:
+  static constexpr int kMaxTries = 4096;
+
+  bool take(const DraDeviceAsk& ask, Placement& placement) const {
+    if (!dra_.ours(ask)) return true;
+    if (ask.all && gpus_.empty()) return false;
+    std::vector<char> taken_here(gpus_.size(), 0);
+    const std::int64_t wanted =
+        ask.all ? static_cast<std::int64_t>(gpus_.size()) : std::max<std::int64_t>(1, ask.count);
+    std::int64_t got = 0;
+    for (std::size_t i = 0; i < gpus_.size() && got < wanted; ++i) {
+      const Units need = gpus_[i].shareable && ask.memory_bytes
+                             ? dra_.units_of_claim(*ask.memory_bytes)
+                             : gpus_[i].capacity;
+      const bool available = gpus_[i].shareable ? placement.free[i] >= need
+                                                : !placement.held[i] && placement.free[i] >= need;
+      if (!available || taken_here[i]) {
+        if (ask.all) return false;  // All wants every device
+        continue;
+      }
+      taken_here[i] = 1;
+      placement.free[i] -= need;
+      placement.held[i] = 1;
+      placement.takes.push_back({gpus_[i].index, need});
+      ++got;
+    }
+    return got == wanted;
+  }
+
+  const DraState& dra_;
+  std::span<const DraGpu> gpus_;
+  std::span<const DraRequest> requests_;
+  int tries_ = 0;
+};
+
+}  // namespace
+
 std::optional<std::vector<GpuTake>> DraState::first_fit(
     const NodeState& node, std::span<const DraRequest> requests) const {
-  const std::vector<DraGpu> gpus = gpus_of(node.name());
-  std::vector<Units> free(gpus.size(), 0);
-  std::vector<char> held(gpus.size(), 0);
+  std::vector<DraGpu> worked_out;
+  const std::vector<DraGpu>* cached = cached_gpus(node.name());
+  if (cached == nullptr) worked_out = view_of(node.name()).gpus;
+  const std::vector<DraGpu>& gpus = cached != nullptr ? *cached : worked_out;
+  FirstFitSearch::Placement placement;
+  placement.free.assign(gpus.size(), 0);
+  placement.held.assign(gpus.size(), 0);
   for (std::size_t i = 0; i < gpus.size(); ++i) {
     const auto index = static_cast<std::size_t>(gpus[i].index);
     if (index >= node.gpus().size() || !node.gpus()[index].healthy) continue;
     const GpuState& state = node.gpus()[index];
-    free[i] = std::min(state.free(), gpus[i].capacity);
-    held[i] = state.used > 0;
+    placement.free[i] = std::min(state.free(), gpus[i].capacity);
+    placement.held[i] = state.used > 0;
   }
-  std::vector<GpuTake> takes;
-  for (const DraRequest& request : requests) {
-    if (!ours(request)) continue;
-    std::vector<char> taken_here(gpus.size(), 0);
-    const std::int64_t wanted = request.all ? static_cast<std::int64_t>(gpus.size())
-                                            : std::max<std::int64_t>(1, request.count);
-    std::int64_t got = 0;
-    for (std::size_t i = 0; i < gpus.size() && got < wanted; ++i) {
-      const Units need = gpus[i].shareable && request.memory_bytes
-                             ? units_of_claim(*request.memory_bytes)
-                             : gpus[i].capacity;
-      const bool available = gpus[i].shareable ? free[i] >= need : !held[i] && free[i] >= need;
-      if (!available || taken_here[i]) {
-        if (request.all) return std::nullopt;  // All wants every device
-        continue;
-      }
-      taken_here[i] = 1;
-      free[i] -= need;
-      held[i] = 1;
-      takes.push_back({gpus[i].index, need});
-      ++got;
-    }
-    if (got < wanted || (request.all && gpus.empty())) return std::nullopt;
-  }
-  return takes;
+  FirstFitSearch search(*this, gpus, requests);
+  if (!search.fit(0, placement)) return std::nullopt;
+  return std::move(placement.takes);
 }
 
 }  // namespace gpushare::core

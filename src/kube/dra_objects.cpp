@@ -108,6 +108,23 @@ core::DraDevice decode_device(json::Object device, std::string_view driver) {
   return result;
 }
 
+// The ask of an `exactly` request, of a v1beta1 request, or of a firstAvailable subrequest.
+core::DraDeviceAsk decode_ask(json::Object exact, std::string name) {
+  core::DraDeviceAsk ask;
+  ask.name = std::move(name);
+  ask.device_class = string_field(exact, "deviceClassName", "deviceClassName");
+  ask.all = string_field(exact, "allocationMode", "allocationMode") == "All";
+  ask.count = int_field(exact, "count", "device request count", 1);
+  if (ask.count < 1) throw BadInput(fmt::format("device request {} count < 1", ask.name));
+  if (const auto capacity = object_field(exact, "capacity", "device request capacity")) {
+    if (const auto asked = object_field(*capacity, "requests", "capacity requests")) {
+      if (const auto memory = memory_member(*asked, {}))
+        ask.memory_bytes = bytes_of(*memory, "capacity.requests.memory");
+    }
+  }
+  return ask;
+}
+
 std::vector<core::DraRequest> decode_requests(json::Object spec, std::string_view what) {
   std::vector<core::DraRequest> requests;
   const auto devices = object_field(spec, "devices", what);
@@ -116,29 +133,26 @@ std::vector<core::DraRequest> decode_requests(json::Object spec, std::string_vie
   if (!list) return requests;
   for (const json::Value item : *list) {
     const json::Object request = object_of(item, "device request");
+    std::string name = string_field(request, "name", "device request name");
     core::DraRequest result;
-    result.name = string_field(request, "name", "device request name");
-    // v1 (and v1beta2): the fields under `exactly`; v1beta1: on the request itself.
-    json::Object exact = request;
-    if (const auto exactly = object_field(request, "exactly", "device request exactly")) {
-      exact = *exactly;
-    } else if (const auto first = array_field(request, "firstAvailable", "firstAvailable")) {
-      // Prioritised alternatives: kube tries them in order; the first one is what a free
-      // node gives, so that is what the prediction uses.
+    const auto exactly = object_field(request, "exactly", "device request exactly");
+    const auto first =
+        exactly ? std::nullopt : array_field(request, "firstAvailable", "firstAvailable");
+    if (first) {
+      // Prioritised alternatives, in the order kube's allocator tries them.
       for (const json::Value sub : *first) {
-        exact = object_of(sub, "device subrequest");
-        break;
+        const json::Object subrequest = object_of(sub, "device subrequest");
+        result.first_available.push_back(decode_ask(
+            subrequest, fmt::format("{}/{}", name,
+                                    string_field(subrequest, "name", "device subrequest name"))));
       }
-    }
-    result.device_class = string_field(exact, "deviceClassName", "deviceClassName");
-    result.all = string_field(exact, "allocationMode", "allocationMode") == "All";
-    result.count = int_field(exact, "count", "device request count", 1);
-    if (result.count < 1) throw BadInput(fmt::format("device request {} count < 1", result.name));
-    if (const auto capacity = object_field(exact, "capacity", "device request capacity")) {
-      if (const auto asked = object_field(*capacity, "requests", "capacity requests")) {
-        if (const auto memory = memory_member(*asked, {}))
-          result.memory_bytes = bytes_of(*memory, "capacity.requests.memory");
-      }
+      if (result.first_available.empty())
+        throw BadInput(fmt::format("device request {} has an empty firstAvailable", name));
+      static_cast<core::DraDeviceAsk&>(result) = result.first_available.front();
+      result.name = std::move(name);
+    } else {
+      // v1 (and v1beta2): the fields under `exactly`; v1beta1: on the request itself.
+      static_cast<core::DraDeviceAsk&>(result) = decode_ask(exactly.value_or(request), name);
     }
     requests.push_back(std::move(result));
   }

@@ -22,7 +22,7 @@ std::vector<core::DraRequest> dra_requests(const core::DraState& dra, const PodI
             dra.find_template(pod.namespace_name, entry.template_name))
       requests.insert(requests.end(), from->requests.begin(), from->requests.end());
   }
-  std::erase_if(requests, [&](const core::DraRequest& request) { return !dra.ours(request); });
+  std::erase_if(requests, [&](const core::DraRequest& request) { return !dra.any_ours(request); });
   return requests;
 }
 
@@ -38,11 +38,15 @@ core::PodDemand learned_demand(const core::ClusterModel& model, const PodInfo& p
   int gpus = 0;
   core::Units per_gpu = 0;
   for (const core::DraRequest& request : dra_requests(model.dra(), pod, /*pending_only=*/false)) {
+    // Of prioritised alternatives, the first of the driver: what a free node gives.
+    const auto ways = request.ways();
+    const auto ask = std::find_if(ways.begin(), ways.end(),
+                                  [&](const core::DraDeviceAsk& a) { return model.dra().ours(a); });
     // A request for whole devices (no memory asked) or for all of them says nothing of the
     // memory a shared GPU gives: left out.
-    if (request.all || !request.memory_bytes) continue;
-    gpus += static_cast<int>(std::max<std::int64_t>(1, request.count));
-    per_gpu = std::max(per_gpu, model.dra().units_of_claim(*request.memory_bytes));
+    if (ask == ways.end() || ask->all || !ask->memory_bytes) continue;
+    gpus += static_cast<int>(std::max<std::int64_t>(1, ask->count));
+    per_gpu = std::max(per_gpu, model.dra().units_of_claim(*ask->memory_bytes));
   }
   if (gpus > 0 && per_gpu > 0) {
     demand.gpu_count = gpus;

@@ -411,8 +411,12 @@ core::DraClaim DeployedRun::pending_claim(const KubePod& pod, kube::PodInfo& inf
   claim.namespace_name = "default";
   claim.name = fmt::format("{}-{}", pod.name, kDraRequest);
   claim.uid = fmt::format("claim-{}", sequence);
-  claim.requests.push_back({std::string(kDraRequest), std::string(kDraDriver), pod.dra_count, false,
-                            pod.dra_memory * kDraBytesPerUnit});
+  core::DraRequest request;
+  request.name = kDraRequest;
+  request.device_class = kDraDriver;
+  request.count = pod.dra_count;
+  request.memory_bytes = pod.dra_memory * kDraBytesPerUnit;
+  claim.requests.push_back(std::move(request));
   info.resource_claims.push_back({std::string(kDraRequest), claim.name, {}});
   store_.write([&](core::ClusterModel& model, core::PlacementPolicy&) {
     model.update_dra([&](core::DraState& dra) { dra.upsert_claim(claim); });

@@ -167,6 +167,29 @@ std::vector<std::string> DraSync::warnings() const {
   return {warnings_.begin(), warnings_.end()};
 }
 
+std::vector<extender::ConfigWarning> DraSync::config_warnings() const {
+  std::vector<extender::ConfigWarning> result;
+  if (!enabled_ || listed_kinds_.load() < handlers_.size()) return result;
+  const std::vector<core::DraWarning> problems =
+      store_.read([](const core::ClusterModel& model, const core::PlacementPolicy&) {
+        return model.dra().problems(
+            [&](std::string_view node) { return model.find_node(node) != nullptr; });
+      });
+  const std::string kind(extender::ConfigWarning::kDraObject);
+  for (const core::DraWarning& problem : problems) {
+    if (result.size() == kMaxConfigWarnings) {
+      result.push_back({"", kind, "", "",
+                        fmt::format("{} more DRA problems are not listed here; the log names "
+                                    "each as it appears",
+                                    problems.size() - kMaxConfigWarnings),
+                        ""});
+      break;
+    }
+    result.push_back({problem.object, kind, "", "", problem.message, problem.node});
+  }
+  return result;
+}
+
 void DraSync::check_warnings() {
   // Until every kind has been listed once, a claim may name a slice not listed yet.
   if (listed_kinds_.load() < handlers_.size()) return;

@@ -4,6 +4,7 @@
 #include <httplib.h>
 
 #include <functional>
+#include <map>
 #include <memory>
 #include <string>
 #include <string_view>
@@ -114,6 +115,16 @@ class ExtenderUnderTest {
   }
   std::pair<int, Json> post(const std::string& verb, const Json& body) const {
     return post(verb, body.dump());
+  }
+  // Prioritize's score of each of `nodes` for `pod`, by node name (empty on a failed request).
+  std::map<std::string, int> prioritize_scores(const Json& pod,
+                                               const std::vector<std::string>& nodes) const {
+    const auto [status, reply] =
+        post("prioritize", Json{{"Pod", pod}, {"Nodes", nullptr}, {"NodeNames", nodes}});
+    std::map<std::string, int> result;
+    if (status != 200 || !reply.is_array()) return result;
+    for (const auto& entry : reply) result[entry["Host"]] = entry["Score"];
+    return result;
   }
   Json inspect() const {
     auto result = client().Get("/gpushare-scheduler/inspect");

@@ -187,17 +187,17 @@ class LiveExtender {
       metrics_.add_collector(sync::leader_election_collector(
           [this] { return sync::leader_election_state(gate_->elector()); }));
     }
-    extender::attach_inspect_sources(*sync_, http);
-    server_ =
-        std::make_unique<extender::HttpServer>(*service_, store_, metrics_, rejections_, http);
-    port_ = server_->bind("127.0.0.1", 0);
-    sync_->start();
     if (options.dra) {
       sync::DraSyncOptions dra_options;
       dra_options.tune_reflector = sync_options.tune_reflector;
       dra_ = std::make_unique<sync::DraSync>(*client_, store_, dra_options);
-      dra_->start();
     }
+    extender::attach_inspect_sources(*sync_, dra_.get(), http);
+    server_ =
+        std::make_unique<extender::HttpServer>(*service_, store_, metrics_, rejections_, http);
+    port_ = server_->bind("127.0.0.1", 0);
+    sync_->start();
+    if (dra_) dra_->start();
     if (gate_) gate_->start();
     thread_ = std::jthread([this] { server_->serve(); });
     while (!server_->is_running()) std::this_thread::yield();

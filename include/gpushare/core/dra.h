@@ -60,13 +60,28 @@ struct DraSlice {
   friend bool operator==(const DraSlice&, const DraSlice&) = default;
 };
 
-// One request of a claim, exact-count mode (allocationMode All counts as every device).
-struct DraRequest {
+// What one request (or one firstAvailable subrequest) asks: exact-count mode (allocationMode All
+// counts as every device).
+struct DraDeviceAsk {
   std::string name;
   std::string device_class;
   std::int64_t count = 1;
   bool all = false;
   std::optional<std::int64_t> memory_bytes;  // capacity.requests.memory
+  friend bool operator==(const DraDeviceAsk&, const DraDeviceAsk&) = default;
+};
+
+// One request of a claim: `exactly` one ask, or a prioritised list (firstAvailable) of
+// alternatives that kube's allocator tries in order on each node, the first that can be
+// satisfied there (with the claim's other requests) winning. For such a list the request's own
+// ask mirrors its first alternative, what a free node gives.
+struct DraRequest : DraDeviceAsk {
+  std::vector<DraDeviceAsk> first_available;
+  // The alternatives in the order kube tries them: firstAvailable, or the request itself.
+  std::span<const DraDeviceAsk> ways() const {
+    if (first_available.empty()) return {static_cast<const DraDeviceAsk*>(this), 1};
+    return first_available;
+  }
   friend bool operator==(const DraRequest&, const DraRequest&) = default;
 };
 
@@ -134,6 +149,14 @@ struct DraHolding {
   std::string share_id;
 };
 
+// A DRA object the model cannot use (or uses only in part).
+struct DraWarning {
+  std::string object;   // "ResourceSlice <name>" or "ResourceClaim <namespace>/<name>"
+  std::string node;     // the node it is about, "" if none
+  std::string message;  // a sentence naming the object and what the model does about it
+  friend auto operator<=>(const DraWarning&, const DraWarning&) = default;
+};
+
 class DraState {
  public:
   explicit DraState(DraConfig config = {}) : config_(std::move(config)) {}
@@ -176,16 +199,23 @@ class DraState {
   // Nodes that have DRA GPUs or hold allocated claims.
   std::set<std::string> nodes() const;
 
-  // Problems in the objects as they stand (each names its object), sorted.
+  // Problems in the objects as they stand (each names its object), sorted by message.
   // `node_known` tells which nodes the model has: a claim allocated on another is reported.
+  std::vector<DraWarning> problems(const std::function<bool(std::string_view)>& node_known) const;
+  // Their messages.
   std::vector<std::string> warnings(const std::function<bool(std::string_view)>& node_known) const;
 
-  // Whether the request asks for devices of the configured driver (by its DeviceClass).
-  bool ours(const DraRequest& request) const;
+  // Whether the ask is for devices of the configured driver (by its DeviceClass).
+  bool ours(const DraDeviceAsk& ask) const;
+  // Whether any alternative of the request is.
+  bool any_ours(const DraRequest& request) const;
   // The GPUs kube's allocator would give `requests` on `node` (its first fit: allocator order,
   // a shareable device while it has the memory asked for, any other device while nothing holds
   // it; the devices of one request distinct), and the memory each takes; nullopt when they do
-  // not fit. Requests for other drivers are skipped.
+  // not fit. A request with firstAvailable alternatives takes the first of them that fits
+  // together with the requests after it, as kube's allocator backtracks: the earlier request's
+  // alternative varies last. Asks for other drivers take nothing (the model does not track
+  // those drivers' devices) and count as satisfied.
   std::optional<std::vector<GpuTake>> first_fit(const NodeState& node,
                                                 std::span<const DraRequest> requests) const;
 
@@ -197,9 +227,12 @@ class DraState {
  private:
   struct NodeView {
     std::vector<DraGpu> gpus;
-    std::vector<std::string> warnings;
+    std::vector<DraWarning> warnings;
   };
   NodeView view_of(std::string_view node) const;
+  // The node's GPUs from gpus_by_node_, or nullptr when they must be worked out (view_of).
+  const std::vector<DraGpu>* cached_gpus(std::string_view node) const;
+  void mark_dirty(const std::string& node);
   void mark_slice(const DraSlice& slice);
   void mark_claim(const DraClaim& claim);
 
@@ -214,6 +247,11 @@ class DraState {
   std::map<std::string, std::set<std::string>, std::less<>> slices_by_pool_;
   std::map<std::string, std::set<std::string>, std::less<>> claims_by_node_;
   std::set<std::string> dirty_;
+  // Each node's GPUs as view_of gave them when take_dirty_nodes() last saw the node; a node
+  // marked dirty since is not here. Prioritize predicts kube's allocator on every offered node,
+  // and rebuilding the list there cost most of a DRA pod's prioritize. Written only by the
+  // non-const members, so const readers (under the model's read lock) share it.
+  std::map<std::string, std::vector<DraGpu>, std::less<>> gpus_by_node_;
 };
 
 }  // namespace gpushare::core

@@ -17,6 +17,7 @@
 #include "gpushare/apiclient/api_client.h"
 #include "gpushare/apiclient/reflector.h"
 #include "gpushare/core/dra.h"
+#include "gpushare/extender/service/config_warnings.h"
 #include "gpushare/extender/service/model_store.h"
 
 namespace gpushare::sync {
@@ -42,6 +43,11 @@ class DraSync {
   bool synced() const;
   // Problems in the DRA objects as last checked (each names its object).
   std::vector<std::string> warnings() const;
+  // The problems as they stand in the model now, for /inspect's configWarnings: at most
+  // kMaxConfigWarnings, and then one more saying how many are left out. None until every DRA
+  // kind has been listed once (a claim may name a slice not listed yet).
+  static constexpr std::size_t kMaxConfigWarnings = 20;
+  std::vector<extender::ConfigWarning> config_warnings() const;
 
  private:
   class Handler;

@@ -250,8 +250,8 @@ int run_live(const ext::Options& options, ShutdownSignals& signals) {
     metrics.add_collector(gpushare::sync::leader_election_collector(
         [&gate] { return gpushare::sync::leader_election_state(gate->elector()); }));
   }
-  auto inspect_sources = [&sync](ext::HttpServerOptions& http) {
-    gpushare::extender::attach_inspect_sources(sync, http);
+  auto inspect_sources = [&sync, &dra](ext::HttpServerOptions& http) {
+    gpushare::extender::attach_inspect_sources(sync, &dra, http);
   };
   const int code = serve(options, service, store, metrics, rejections, not_ready, signals,
                          on_drained, inspect_sources);

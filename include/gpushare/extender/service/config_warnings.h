@@ -1,5 +1,6 @@
 #pragma once
-// Mistakes found in the objects the extender reads (today: unhealthy-gpu-<node> ConfigMaps),
+// Mistakes found in the objects the extender reads (unhealthy-gpu-<node> ConfigMaps here; DRA
+// objects come from sync/dra_sync.h),
 // kept while they stand, so that /inspect, the web view and /metrics can show them and not
 // only a log line that scrolls away. Thread-safe.
 
@@ -17,6 +18,8 @@ struct ConfigWarning {
   // The `kind` label of gpushare_config_warnings.
   static constexpr std::string_view kUnknownKey = "unknown_key";  // a key the object may not have
   static constexpr std::string_view kBadValue = "bad_value";      // a value that is not usable
+  // A DRA object the model cannot use (sync/dra_sync.h); in /inspect, not in the gauge.
+  static constexpr std::string_view kDraObject = "dra_object";
 
   std::string object;  // namespace/name
   std::string kind;
@@ -41,7 +44,7 @@ class ConfigWarnings {
   std::size_t retain_only(const std::vector<std::string>& objects);
 
   std::vector<ConfigWarning> all() const;  // by object, then in the order found
-  // How many warnings of each kind stand; every kind above is present, 0 included.
+  // How many warnings of each kind stand; unknown_key and bad_value always present, 0 included.
   std::map<std::string, std::size_t> count_by_kind() const;
 
  private:
