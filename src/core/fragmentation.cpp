@@ -357,7 +357,24 @@ bool NodeFragmentation::prepare(const CompiledWorkload& workload, const NodeStat
     fill_state(big_enough_, too_small_, total_, before_state_);
   }
 
-  // Which shapes the node (before and after placement) cannot host for CPU, memory or model.
+  mark_exclusions(node);
+  const bool sharing =
+      pod.wants_gpu() && !pod.needs_whole_gpus() && node.total_free() >= pod.per_gpu;
+  const bool keep = reading != nullptr && !known && narrow;
+  std::uint32_t first_of_free = known ? reading->first_of_free : 0;
+  if (!known && (sharing || keep)) {
+    first_of_free = first_of_each_free(free_.data(), free32.data(), gpu_count_, narrow, wide);
+  }
+  candidate_count_ = 0;
+  if (sharing) pick_candidates(pod.per_gpu, first_of_free);
+  choose_indexes(known);
+  if (keep) keep_reading(*reading, first_of_free);
+  return true;
+}
+
+// Which shapes the node (before and after placement) cannot host for CPU, memory or model.
+void NodeFragmentation::mark_exclusions(const NodeState& node) {
+  const CompiledWorkload& workload = *workload_;
   const std::size_t words = workload.words_;
   const std::uint64_t* cpu_before = workload.cpu_.excluded(cpu_before_, words);
   const std::uint64_t* memory_before = workload.memory_.excluded(memory_before_, words);
@@ -377,28 +394,24 @@ bool NodeFragmentation::prepare(const CompiledWorkload& workload, const NodeStat
       excluded_after_[w] |= set.mask[w];
     }
   }
+}
 
-  // Candidates: GPUs that fit (healthy, free >= p; unhealthy ones read 0 < p), the first of
-  // each free amount. Branch-free: the loops run over the node's GPUs, a fixed count.
-  candidate_count_ = 0;
-  const bool sharing =
-      pod.wants_gpu() && !pod.needs_whole_gpus() && node.total_free() >= pod.per_gpu;
-  const bool keep = reading != nullptr && !known && narrow;
-  std::uint32_t first_of_free = known ? reading->first_of_free : 0;
-  if (!known && (sharing || keep)) {
-    first_of_free = first_of_each_free(free_.data(), free32.data(), gpu_count_, narrow, wide);
+// Candidates: GPUs that fit (healthy, free >= p; unhealthy ones read 0 < p), the first of each
+// free amount. Branch-free: the loop runs over the node's GPUs, a fixed count.
+void NodeFragmentation::pick_candidates(Units p, std::uint32_t first_of_free) {
+  for (int i = 0; i < gpu_count_; ++i) {
+    const Units f = free_[static_cast<std::size_t>(i)];
+    const bool first = (first_of_free >> i) & 1U;
+    candidate_gpu_[static_cast<std::size_t>(candidate_count_)] = i;
+    candidate_free_[static_cast<std::size_t>(candidate_count_)] = f;
+    candidate_count_ += static_cast<int>(first & (f >= p));
   }
-  if (sharing) {
-    const Units p = pod.per_gpu;
-    for (int i = 0; i < gpu_count_; ++i) {
-      const Units f = free_[static_cast<std::size_t>(i)];
-      const bool first = (first_of_free >> i) & 1U;
-      candidate_gpu_[static_cast<std::size_t>(candidate_count_)] = i;
-      candidate_free_[static_cast<std::size_t>(candidate_count_)] = f;
-      candidate_count_ += static_cast<int>(first & (f >= p));
-    }
-  }
-  // Each shape's index into a state's values: its group, or the all-idle slot if excluded.
+}
+
+// Each shape's index into a state's values: its group, or the all-idle slot if excluded.
+void NodeFragmentation::choose_indexes(bool known) {
+  const CompiledWorkload& workload = *workload_;
+  const std::size_t words = workload.words_;
   const auto plain = [&](const std::array<std::uint64_t, kMaxWords>& excluded) {
     for (std::size_t w = 0; w < words; ++w) {
       if (excluded[w] != workload.no_gpu_[w]) return false;
@@ -421,21 +434,22 @@ bool NodeFragmentation::prepare(const CompiledWorkload& workload, const NodeStat
     build_index(excluded_after_.data(), index_after_storage_.data());
     index_after_ = index_after_storage_.data();
   }
-  if (keep) {
-    // F(node) now, on its own, so that later pods find it; the pod's own sums then add only
-    // F(after) (the same additions in the same order as sum_two: the same bits).
-    before_value_ = sum(index_before_, before_state_);
-    before_known_ = true;
-    reading->filled = true;
-    reading->needs = static_cast<std::uint8_t>(needs);
-    reading->first_of_free = static_cast<std::uint16_t>(first_of_free);
-    reading->before = before_value_;
-    for (std::size_t d = 0; d < needs; ++d) {
-      reading->big_enough[d] = static_cast<std::uint8_t>(big_enough_[d]);
-      reading->too_small[d] = static_cast<std::int32_t>(too_small_[d]);
-    }
+}
+
+// F(node) now, on its own, so that later pods find it; the pod's own sums then add only
+// F(after) (the same additions in the same order as sum_two: the same bits).
+void NodeFragmentation::keep_reading(NodeReading& reading, std::uint32_t first_of_free) {
+  const std::size_t needs = workload_->needs_.size();
+  before_value_ = sum(index_before_, before_state_);
+  before_known_ = true;
+  reading.filled = true;
+  reading.needs = static_cast<std::uint8_t>(needs);
+  reading.first_of_free = static_cast<std::uint16_t>(first_of_free);
+  reading.before = before_value_;
+  for (std::size_t d = 0; d < needs; ++d) {
+    reading.big_enough[d] = static_cast<std::uint8_t>(big_enough_[d]);
+    reading.too_small[d] = static_cast<std::int32_t>(too_small_[d]);
   }
-  return true;
 }
 
 void NodeFragmentation::build_index(const std::uint64_t* excluded, std::uint8_t* out) const {

@@ -176,6 +176,12 @@ class NodeFragmentation {
                   const std::array<Units, kMaxNeeds>& too_small, Units total, State& state) const;
   void candidate_state(int k, State& state) const;
   bool same_state(const State& a, const State& b) const;
+  // prepare()'s steps: the shapes the node cannot host before and after placement (CPU, memory,
+  // model); the sharing pod's candidate GPUs; each state's shape index; the reading to keep.
+  void mark_exclusions(const NodeState& node);
+  void pick_candidates(Units per_gpu, std::uint32_t first_of_free);
+  void choose_indexes(bool known);
+  void keep_reading(NodeReading& reading, std::uint32_t first_of_free);
   void build_index(const std::uint64_t* excluded, std::uint8_t* out) const;
   // F of a state: weight x value[index[j]] over the shapes j, added in the target's order.
   double sum(const std::uint8_t* index, const State& state) const;
