@@ -163,8 +163,11 @@ bool DraSync::synced() const {
 }
 
 std::vector<std::string> DraSync::warnings() const {
-  std::lock_guard lock(warnings_mutex_);
-  return {warnings_.begin(), warnings_.end()};
+  if (!enabled_ || listed_kinds_.load() < handlers_.size()) return {};
+  return store_.read([](const core::ClusterModel& model, const core::PlacementPolicy&) {
+    return model.dra().warnings(
+        [&](std::string_view node) { return model.find_node(node) != nullptr; });
+  });
 }
 
 std::vector<extender::ConfigWarning> DraSync::config_warnings() const {
@@ -191,18 +194,16 @@ std::vector<extender::ConfigWarning> DraSync::config_warnings() const {
 }
 
 void DraSync::check_warnings() {
-  // Until every kind has been listed once, a claim may name a slice not listed yet.
+  // Until every kind has been listed once, a claim may name a slice not listed yet; until the
+  // nodes are, a node not listed yet would read as gone.
   if (listed_kinds_.load() < handlers_.size()) return;
-  const std::vector<std::string> now =
-      store_.read([](const core::ClusterModel& model, const core::PlacementPolicy&) {
-        return model.dra().warnings(
-            [&](std::string_view node) { return model.find_node(node) != nullptr; });
-      });
+  if (options_.nodes_listed && !options_.nodes_listed()) return;
+  const std::vector<std::string> now = warnings();
   std::lock_guard lock(warnings_mutex_);
   for (const auto& warning : now) {
-    if (!warnings_.contains(warning)) spdlog::warn("DRA: {}", warning);
+    if (!logged_.contains(warning)) spdlog::warn("DRA: {}", warning);
   }
-  warnings_ = {now.begin(), now.end()};
+  logged_ = {now.begin(), now.end()};
 }
 
 }  // namespace gpushare::sync

@@ -7,6 +7,7 @@
 #include <gtest/gtest.h>
 
 #include "integration/live_fixture.h"
+#include "support/log_capture.h"
 
 namespace gpushare::testing {
 namespace {
@@ -167,6 +168,26 @@ TEST_F(DraSync, BadObjectsAreNamedAndTheRestStands) {
   EXPECT_EQ(
       extender.read([](const core::ClusterModel& m) { return m.find_node("b")->gpu_count(); }), 2);
   EXPECT_EQ(extender.readyz(), 200);
+}
+
+// The DRA objects listed before the nodes: a claim's node that is merely not listed yet is no
+// problem, neither logged nor kept; once the nodes are listed only the real problems remain.
+TEST_F(DraSync, NodesListedAfterTheClaimsAreNotReportedGone) {
+  fake.create(Resource::ResourceClaims, allocated_claim("orphan", "gone", "gpu-0", "1Gi", "py"));
+  RequestFault slow_nodes;
+  slow_nodes.verb = Verb::List;
+  slow_nodes.resource = Resource::Nodes;
+  slow_nodes.status = 0;
+  slow_nodes.delay = std::chrono::milliseconds(500);
+  fake.inject_fault(slow_nodes);
+  LogCapture log;
+  LiveExtender extender(fake, live_options([](LiveOptions& o) { o.dra = true; }));
+  ASSERT_TRUE(extender.wait_for_sync());
+  EXPECT_TRUE(eventually([&] { return extender.used_on("a", 0) == 30; }));
+  EXPECT_TRUE(eventually([&] { return extender.dra()->warnings().size() == 1; }));
+  const std::string all = fmt::format("{}", fmt::join(extender.dra()->warnings(), "\n"));
+  EXPECT_NE(all.find("ml/orphan"), std::string::npos) << all;
+  EXPECT_EQ(log.text().find("ml/held-a"), std::string::npos) << log.text();
 }
 
 TEST(DraSyncOff, AServerWithoutResourceK8sIoTurnsDraOff) {

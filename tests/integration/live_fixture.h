@@ -190,6 +190,7 @@ class LiveExtender {
     if (options.dra) {
       sync::DraSyncOptions dra_options;
       dra_options.tune_reflector = sync_options.tune_reflector;
+      dra_options.nodes_listed = [this] { return sync_->synced(); };
       dra_ = std::make_unique<sync::DraSync>(*client_, store_, dra_options);
     }
     extender::attach_inspect_sources(*sync_, dra_.get(), http);

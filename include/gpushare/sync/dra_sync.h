@@ -25,6 +25,9 @@ namespace gpushare::sync {
 struct DraSyncOptions {
   core::DraConfig config;
   std::function<void(apiclient::ReflectorOptions&)> tune_reflector;
+  // Whether the cluster's nodes have been listed (ClusterSync::synced). Until then a claim's
+  // node may merely not be listed yet, so problems are not logged. Unset: always listed.
+  std::function<bool()> nodes_listed;
 };
 
 class DraSync {
@@ -41,7 +44,8 @@ class DraSync {
   bool enabled() const { return enabled_; }
   // Every DRA reflector has listed once (true when DRA is off).
   bool synced() const;
-  // Problems in the DRA objects as last checked (each names its object).
+  // Problems in the DRA objects as they stand in the model now (each names its object); none
+  // until every DRA kind has been listed once.
   std::vector<std::string> warnings() const;
   // The problems as they stand in the model now, for /inspect's configWarnings: at most
   // kMaxConfigWarnings, and then one more saying how many are left out. None until every DRA
@@ -51,15 +55,16 @@ class DraSync {
 
  private:
   class Handler;
-  // Logs the warnings that are new since the last check (the model's state after a change).
+  // Logs the warnings that are new since the last check (the model's state after a change),
+  // once every DRA kind and the nodes have been listed.
   void check_warnings();
 
   apiclient::ApiClient& client_;
   extender::ModelStore& store_;
   DraSyncOptions options_;
   bool enabled_ = false;
-  mutable std::mutex warnings_mutex_;  // guards warnings_
-  std::set<std::string> warnings_;
+  mutable std::mutex warnings_mutex_;         // guards logged_
+  std::set<std::string> logged_;              // the warnings of the last check, logged once each
   std::atomic<std::size_t> listed_kinds_{0};  // kinds listed at least once
   std::vector<std::unique_ptr<Handler>> handlers_;
   std::vector<std::unique_ptr<apiclient::Reflector>> reflectors_;  // after handlers_: stopped first

@@ -230,6 +230,7 @@ int run_live(const ext::Options& options, ShutdownSignals& signals) {
   gpushare::sync::DraSyncOptions dra_options;
   dra_options.config.driver = options.dra_driver;
   dra_options.config.bytes_per_unit = options.dra_bytes_per_unit;
+  dra_options.nodes_listed = [&sync] { return sync.synced(); };
   gpushare::sync::DraSync dra(client, store, dra_options);
   if (options.dra) {
     dra.start();
