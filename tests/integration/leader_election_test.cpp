@@ -385,7 +385,8 @@ TEST(LeaderElection, FailoverTime) {
     const auto stopped_at = std::chrono::steady_clock::now();
     if (clean) {
       EXPECT_TRUE(a->shutdown());
-      EXPECT_EQ(holder_of(fake), "");  // released
+      // Released: empty, or already taken by replica-b, which may retry in between.
+      EXPECT_NE(holder_of(fake), "replica-a");
     } else {
       a->crash();
       EXPECT_EQ(holder_of(fake), "replica-a");  // left to expire
