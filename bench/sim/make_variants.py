@@ -111,17 +111,49 @@ def gpus_per_model():
     return gpus
 
 
+def pin_rows(rows, share, pick, rng):
+    """`share` of the unpinned GPU pods in `rows` pinned to pick(rng) (a gpu_spec string)."""
+    gpu = [r for r in rows if int(r["num_gpu"]) > 0 and not r.get("gpu_spec")]
+    for row in rng.sample(gpu, int(len(gpu) * share)):
+        row["gpu_spec"] = pick(rng)
+
+
 def pinned(trace, share, pick, seed):
     """`share` of the trace's GPU pods pinned to pick(rng) (a gpu_spec string)."""
     rows, fields = read(trace)
     if "gpu_spec" not in rows[0]:
         for row in rows:
             row["gpu_spec"] = ""
-    rng = rng_for(seed)
-    gpu = [r for r in rows if int(r["num_gpu"]) > 0 and not r["gpu_spec"]]
-    for row in rng.sample(gpu, int(len(gpu) * share)):
-        row["gpu_spec"] = pick(rng)
+    pin_rows(rows, share, pick, rng_for(seed))
     return rows, fields
+
+
+FAMILIES = ["V100M16|V100M32", "P100|T4", "G3"]
+
+
+def by_capacity_picker():
+    """A pick of one GPU model in proportion to its GPUs (models with 100 GPUs or more)."""
+    gpus = gpus_per_model()
+    models = sorted(m for m in gpus if gpus[m] >= 100)  # A10's two GPUs are no real pool
+    return lambda rng: rng.choices(models, weights=[gpus[m] for m in models])[0]
+
+
+def several_picker(by_capacity, counts):
+    """A pick of rng.choice(counts) distinct models, each drawn by `by_capacity`."""
+    def several(rng):
+        count = rng.choice(counts)
+        chosen = set()
+        while len(chosen) < count:
+            chosen.add(by_capacity(rng))
+        return "|".join(sorted(chosen))
+    return several
+
+
+def cpu_heavy(rows):
+    """Every GPU pod's CPU request x1.5, capped at 96 cores."""
+    for row in rows:
+        if int(row["num_gpu"]) > 0:
+            row["cpu_milli"] = str(min(96000, int(int(row["cpu_milli"]) * 1.5)))
 
 
 def multi_gpu(share, seed):
@@ -139,30 +171,18 @@ def multi_gpu(share, seed):
 
 
 def heterogeneous():
-    gpus = gpus_per_model()
-    models = sorted(m for m in gpus if gpus[m] >= 100)  # A10's two GPUs are no real pool
-    by_capacity = lambda rng: rng.choices(models, weights=[gpus[m] for m in models])[0]
-
-    def several(rng):
-        count = rng.choice([1, 2, 3])
-        chosen = set()
-        while len(chosen) < count:
-            chosen.add(by_capacity(rng))
-        return "|".join(sorted(chosen))
-
-    families = ["V100M16|V100M32", "P100|T4", "G3"]
+    by_capacity = by_capacity_picker()
+    several = several_picker(by_capacity, [1, 2, 3])
     yield "pin5scarce", pinned("openb_pod_list_default.csv", 0.05, lambda rng: "V100M16", 11)
     yield "pin20scarce", pinned("openb_pod_list_default.csv", 0.20, lambda rng: "V100M32", 12)
-    yield "pin33family", pinned("openb_pod_list_default.csv", 0.33, lambda rng: rng.choice(families), 13)
+    yield "pin33family", pinned("openb_pod_list_default.csv", 0.33, lambda rng: rng.choice(FAMILIES), 13)
     yield "pin45multi", pinned("openb_pod_list_default.csv", 0.45, several, 14)
     yield "pin30plenty", pinned("openb_pod_list_default.csv", 0.30, lambda rng: "G2", 15)
     yield "pin60plenty", pinned("openb_pod_list_default.csv", 0.60, lambda rng: "G2", 16)
     yield "pin25multigpu", pinned("openb_pod_list_multigpu20.csv", 0.25, by_capacity, 17)
 
     rows, fields = read("openb_pod_list_default.csv")
-    for row in rows:
-        if int(row["num_gpu"]) > 0:
-            row["cpu_milli"] = str(min(96000, int(int(row["cpu_milli"]) * 1.5)))
+    cpu_heavy(rows)
     yield "cpuheavy", (rows, fields)
     rows, fields = read("openb_pod_list_default.csv")
     rng = rng_for(18)
@@ -174,24 +194,15 @@ def heterogeneous():
 
 
 def combined():
-    gpus = gpus_per_model()
-    models = sorted(m for m in gpus if gpus[m] >= 100)
-    by_capacity = lambda rng: rng.choices(models, weights=[gpus[m] for m in models])[0]
-    families = ["V100M16|V100M32", "P100|T4", "G3"]
-
-    def several(rng):
-        chosen = set()
-        count = rng.choice([2, 3])
-        while len(chosen) < count:
-            chosen.add(by_capacity(rng))
-        return "|".join(sorted(chosen))
+    by_capacity = by_capacity_picker()
+    several = several_picker(by_capacity, [2, 3])
 
     gs100, mg20, default = ("openb_pod_list_gpushare100.csv", "openb_pod_list_multigpu20.csv",
                             "openb_pod_list_default.csv")
     yield "gs100pin30cap", pinned(gs100, 0.30, by_capacity, 531)
     yield "gs100pin20scarce", pinned(gs100, 0.20, lambda rng: "V100M32", 532)
     yield "gs100pin5v16", pinned(gs100, 0.05, lambda rng: "V100M16", 942)
-    yield "mg20pin40fam", pinned(mg20, 0.40, lambda rng: rng.choice(families), 533)
+    yield "mg20pin40fam", pinned(mg20, 0.40, lambda rng: rng.choice(FAMILIES), 533)
     yield "mg20pin30several", pinned(mg20, 0.30, several, 943)
     rows, fields = read(mg20)
     rng = rng_for(944)
@@ -200,15 +211,10 @@ def combined():
             row["gpu_spec"] = rng.choice(["V100M32", "V100M16|V100M32", "G3"])
     yield "mg20multipinned", (rows, fields)
     rows, fields = multi_gpu(0.4, 947)
-    rng = rng_for(948)
-    gpu = [r for r in rows if int(r["num_gpu"]) > 0 and not r.get("gpu_spec")]
-    for row in rng.sample(gpu, int(len(gpu) * 0.2)):
-        row["gpu_spec"] = by_capacity(rng)
+    pin_rows(rows, 0.2, by_capacity, rng_for(948))
     yield "mg60pin20", (rows, fields)
     rows, fields = pinned(default, 0.20, by_capacity, 534)
-    for row in rows:
-        if int(row["num_gpu"]) > 0:
-            row["cpu_milli"] = str(min(96000, int(int(row["cpu_milli"]) * 1.5)))
+    cpu_heavy(rows)
     yield "cpuheavypin20", (rows, fields)
     rows, fields = pinned(default, 0.25, lambda rng: "G2", 945)
     rng = rng_for(946)

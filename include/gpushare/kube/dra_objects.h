@@ -5,6 +5,7 @@
 // the device (DraDevice::capacity_error) rather than thrown, so one bad device does not hide
 // its slice.
 
+#include <array>
 #include <string_view>
 #include <vector>
 
@@ -25,7 +26,18 @@ core::DraDeviceClass decode_device_class(const simdjson::dom::element& device_cl
 // claim names; empty for a pod without claims.
 std::vector<core::DraPodClaim> decode_pod_claims(const simdjson::dom::element& pod);
 
-// The same from JSON text (BadInput also for invalid JSON); for tests and tools.
+// The kinds above, as `kind` names them in an object.
+inline constexpr std::array<std::string_view, 4> kDraKinds = {
+    "DeviceClass", "ResourceSlice", "ResourceClaim", "ResourceClaimTemplate"};
+inline bool is_dra_kind(std::string_view kind) {
+  for (std::string_view dra : kDraKinds) {
+    if (kind == dra) return true;
+  }
+  return false;
+}
+
+// The same from JSON text (BadInput also for invalid JSON); for standalone cluster files, tests
+// and tools.
 core::DraSlice parse_resource_slice(std::string_view text);
 core::DraClaim parse_resource_claim(std::string_view text);
 core::DraClaimTemplate parse_claim_template(std::string_view text);

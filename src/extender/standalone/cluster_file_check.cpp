@@ -12,6 +12,7 @@
 
 #include "gpushare/extender/service/config_warnings.h"
 #include "gpushare/kube/annotations.h"
+#include "gpushare/kube/dra_objects.h"
 #include "gpushare/kube/node_info.h"
 
 namespace gpushare::extender {
@@ -247,15 +248,11 @@ class Checker {
     const std::string ns = metadata != nullptr ? metadata->value("namespace", "") : "";
     const std::string what = fmt::format("{} {}", kind, ns.empty() ? name : ns + "/" + name);
     // DRA objects are checked by their decoders, as live mode's watches read them.
-    if (kind == "ResourceSlice" || kind == "ResourceClaim" || kind == "ResourceClaimTemplate" ||
-        kind == "DeviceClass") {
-      return;
-    }
+    if (kube::is_dra_kind(kind)) return;
     if (kind != "Node" && kind != "Pod" && kind != "ConfigMap") {
-      if (const std::string_view guess =
-              near_miss(kind, {"Node", "Pod", "ConfigMap", "ResourceSlice", "ResourceClaim",
-                               "ResourceClaimTemplate", "DeviceClass"});
-          !guess.empty()) {
+      std::vector<std::string_view> known = {"Node", "Pod", "ConfigMap"};
+      known.insert(known.end(), kube::kDraKinds.begin(), kube::kDraKinds.end());
+      if (const std::string_view guess = near_miss(kind, known); !guess.empty()) {
         problem(extend(path, "kind"),
                 fmt::format("item kind \"{}\" (did you mean \"{}\"?)", kind, guess));
       }

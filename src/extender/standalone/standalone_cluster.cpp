@@ -87,9 +87,9 @@ StandaloneCluster::StandaloneCluster(const kube::Json& list, kube::ResourceNames
             spdlog::warn("{}", warning.message);
           unhealthy_.emplace_back(unhealthy->node, unhealthy->indices);
         }
-      } else if (is_dra_kind(kind) && dra_) {
+      } else if (kube::is_dra_kind(kind) && dra_) {
         add_dra_object(kind, item.dump());
-      } else if (is_dra_kind(kind)) {
+      } else if (kube::is_dra_kind(kind)) {
         spdlog::warn("cluster file item {}: ignoring {} (DRA is off)", i, kind);
       } else {
         spdlog::warn("cluster file item {}: ignoring kind \"{}\"", i, kind);
@@ -98,11 +98,6 @@ StandaloneCluster::StandaloneCluster(const kube::Json& list, kube::ResourceNames
       throw std::runtime_error(fmt::format("cluster file item {} ({}): {}", i, kind, e.what()));
     }
   }
-}
-
-bool StandaloneCluster::is_dra_kind(std::string_view kind) {
-  return kind == "ResourceSlice" || kind == "ResourceClaim" || kind == "ResourceClaimTemplate" ||
-         kind == "DeviceClass";
 }
 
 // Through the same decoders as live mode's watches, so a file and an API server read alike.

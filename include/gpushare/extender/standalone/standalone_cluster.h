@@ -56,7 +56,6 @@ class StandaloneCluster final : public PodBinder {
  private:
   static constexpr std::size_t kMaxRememberedPods = 10000;
 
-  static bool is_dra_kind(std::string_view kind);
   // Decodes one DRA object of `kind` from its JSON text; throws kube::BadInput.
   void add_dra_object(std::string_view kind, const std::string& text);
 
