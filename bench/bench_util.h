@@ -13,6 +13,8 @@
 #include <vector>
 
 #include "cluster_generator.h"
+#include "gpushare/wire/wire_decode.h"
+#include "gpushare/wire/wire_encode.h"
 
 namespace gpushare::bench {
 

@@ -8,7 +8,8 @@
 #include <vector>
 
 #include "fuzz_util.h"
-#include "gpushare/wire/wire_types.h"
+#include "gpushare/wire/wire_decode.h"
+#include "gpushare/wire/wire_encode.h"
 #include "reference_extender_args.h"
 
 using namespace gpushare;

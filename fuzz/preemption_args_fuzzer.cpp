@@ -5,7 +5,8 @@
 #include <string>
 
 #include "fuzz_util.h"
-#include "gpushare/wire/wire_types.h"
+#include "gpushare/wire/wire_decode.h"
+#include "gpushare/wire/wire_encode.h"
 
 using namespace gpushare;
 

@@ -17,7 +17,7 @@
 #include <system_error>
 
 #include "gpushare/http/process_resources.h"
-#include "gpushare/wire/wire_types.h"
+#include "gpushare/wire/wire_encode.h"
 #include "sigpipe_suppressed.h"
 
 namespace gpushare::http::detail {

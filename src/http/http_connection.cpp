@@ -25,7 +25,8 @@
 #include "connection_reactor.h"
 #include "gpushare/http/connection_thread_pool.h"
 #include "gpushare/http/process_resources.h"
-#include "gpushare/wire/wire_types.h"
+#include "gpushare/wire/wire_decode.h"
+#include "gpushare/wire/wire_encode.h"
 
 namespace gpushare::http::detail {
 namespace {

@@ -20,7 +20,9 @@
 #include "gpushare/metrics/model_metrics.h"
 #include "gpushare/service/inspect_json.h"
 #include "gpushare/version.h"
-#include "gpushare/wire/wire_types.h"
+#include "gpushare/wire/filter_reply.h"
+#include "gpushare/wire/wire_decode.h"
+#include "gpushare/wire/wire_encode.h"
 #include "http_connection.h"
 
 namespace gpushare::http {

@@ -5,6 +5,8 @@
 // exact key wins, else a key equal ignoring ASCII case; of duplicates the last. The replies are
 // written in wire_encode.cpp.
 
+#include "gpushare/wire/wire_decode.h"
+
 #include <fmt/format.h>
 
 #include <algorithm>
@@ -20,7 +22,6 @@
 #include "gpushare/json/source_spans.h"
 #include "gpushare/kube/json_fields.h"
 #include "gpushare/wire/warm_parser.h"
-#include "gpushare/wire/wire_types.h"
 
 namespace gpushare::wire {
 

@@ -13,7 +13,8 @@
 
 #include <simdjson.h>
 
-#include "gpushare/wire/wire_types.h"
+#include "gpushare/wire/filter_reply.h"
+#include "gpushare/wire/wire_encode.h"
 
 namespace gpushare::wire {
 

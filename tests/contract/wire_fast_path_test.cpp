@@ -9,7 +9,9 @@
 #include <random>
 
 #include "contract/extender_fixture.h"
-#include "gpushare/wire/wire_types.h"
+#include "gpushare/wire/filter_reply.h"
+#include "gpushare/wire/wire_decode.h"
+#include "gpushare/wire/wire_encode.h"
 #include "support/reference_extender_args.h"
 
 namespace gpushare::testing {

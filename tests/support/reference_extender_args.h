@@ -13,7 +13,7 @@
 
 #include "gpushare/kube/json_access.h"
 #include "gpushare/kube/pod_info.h"
-#include "gpushare/wire/wire_types.h"
+#include "gpushare/wire/wire_decode.h"
 
 namespace gpushare::reference {
 

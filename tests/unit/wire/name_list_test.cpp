@@ -9,7 +9,7 @@
 #include <vector>
 
 #include "gpushare/kube/resource_names.h"
-#include "gpushare/wire/wire_types.h"
+#include "gpushare/wire/wire_decode.h"
 
 namespace gpushare::wire {
 namespace {

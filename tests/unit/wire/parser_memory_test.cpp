@@ -14,7 +14,7 @@
 #include "gpushare/json/document.h"
 #include "gpushare/kube/resource_names.h"
 #include "gpushare/wire/warm_parser.h"
-#include "gpushare/wire/wire_types.h"
+#include "gpushare/wire/wire_decode.h"
 #include "support/eventually.h"
 
 namespace gpushare::wire {
