@@ -78,7 +78,7 @@ def panel(out, points, x0, y0, w, h, title, filter_bench, prioritize_bench, y_ma
     out.append(f'<line x1="{x0}" y1="{y0 + h}" x2="{x0 + w}" y2="{y0 + h}" stroke="black"/>')
     out.append(f'<line x1="{x0}" y1="{y0}" x2="{x0}" y2="{y0 + h}" stroke="black"/>')
     if target_ms > 0 and 5000 in xs:
-        # The issue's target: p99 <= 1 ms at 5 000 nodes.
+        # The latency target: p99 <= 1 ms at 5 000 nodes.
         x, y = px(5000), py(target_ms)
         out.append(f'<line x1="{x - 30:.1f}" y1="{y:.1f}" x2="{x + 30:.1f}" y2="{y:.1f}" stroke="#2ca02c" '
                    f'stroke-width="2"/>')

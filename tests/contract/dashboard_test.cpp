@@ -231,7 +231,7 @@ TEST(Monitoring, DashboardIsValidAndQueriesOnlyExportedMetrics) {
           << name << " in " << expr << " is not exported by /metrics";
     }
   }
-  // What the issue asks the dashboard to show.
+  // What the dashboard must show.
   for (const char* family : {"gpushare_node_gpu_memory_allocated", "gpushare_gpu_memory_allocated",
                              "gpushare_request_duration_seconds", "gpushare_binds_total",
                              "gpushare_watch_restarts_total"}) {
@@ -278,7 +278,7 @@ TEST(Monitoring, AlertRulesAreValidAndQueryOnlyExportedMetrics) {
       EXPECT_TRUE(rule["annotations"]["summary"].IsScalar()) << alert;
     }
   }
-  // What the issue asks the rules to cover.
+  // What the alerting rules must cover.
   EXPECT_TRUE(alerts.count("GpushareExtenderDown"));
   EXPECT_TRUE(alerts.count("GpushareExtenderNotReady"));
   EXPECT_TRUE(used.count("gpushare_binds_total")) << "bind failure rate";

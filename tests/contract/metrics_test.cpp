@@ -383,7 +383,7 @@ TEST(Metrics, ExpositionParsesAndFollowsNamingConventions) {
       EXPECT_TRUE(seen.emplace(sample.name, sample.labels).second) << sample.name;
     }
   }
-  // What the issue asks for, by name and type.
+  // The families operators rely on (docs/operations.md), by name and type.
   const std::map<std::string, std::string> required{
       {"gpushare_requests_total", "counter"},
       {"gpushare_request_duration_seconds", "histogram"},

@@ -203,7 +203,7 @@ TEST(SlowClients, OneClientCannotOpenMoreThanItsShare) {
   EXPECT_TRUE(served);
 }
 
-// Item 14: keep-alive clients posting filters back to back, more of them than there are threads,
+// Keep-alive clients posting filters back to back, more of them than there are threads,
 // with pauses shorter than the keep-alive time-out: every request is answered.
 TEST(SlowClients, WellBehavedKeepAliveClientsNeverSeeAFailure) {
   ExtenderUnderTest extender(
