@@ -17,7 +17,6 @@
 #include <system_error>
 
 #include "gpushare/http/process_resources.h"
-#include "gpushare/wire/wire_encode.h"
 #include "sigpipe_suppressed.h"
 
 namespace gpushare::http::detail {
@@ -56,15 +55,6 @@ std::string peer_ip_of(int fd) {
                 sizeof text);
   }
   return text;
-}
-
-std::string plain_reply(int status, std::string_view reason, std::string_view message,
-                        std::string_view more_headers = {}) {
-  const std::string body = wire::encode_error(message);
-  return fmt::format(
-      "HTTP/1.1 {} {}\r\nContent-Type: application/json\r\nContent-Length: {}\r\n{}Connection: "
-      "close\r\n\r\n{}",
-      status, reason, body.size(), more_headers, body);
 }
 
 // Best effort, never blocking: the reply to a client we are about to close on. What the client
@@ -184,8 +174,8 @@ void Reactor::add(int fd, const std::function<bool()>& stopped) {
               connection->peer_ip, limits_.max_connections_per_client, held_back_note(admitted));
         }
         if (tls_ == nullptr) {
-          send_and_close_write(
-              fd, plain_reply(503, "Service Unavailable", "too many connections from this client"));
+          send_and_close_write(fd, refusal_reply(limits_, 503, "Service Unavailable",
+                                                 "too many connections from this client"));
         }
         return;
       }
@@ -528,8 +518,8 @@ void Reactor::advance(int fd) {
             connection.peer_ip, limits_.max_chunked_bodies, held_back_note(logged));
       }
       return drop(fd,
-                  plain_reply(503, "Service Unavailable",
-                              "too many chunked request bodies at once; send a Content-Length"));
+                  refusal_reply(limits_, 503, "Service Unavailable",
+                                "too many chunked request bodies at once; send a Content-Length"));
     }
   }
   // A chunked body is read by the worker, within the body deadline; an oversized one is refused.
@@ -612,9 +602,9 @@ void Reactor::expire(Clock::time_point now) {
           waiting_.at(fd)->peer_ip, limits_.body_timeout.count(), stats().body_bytes,
           held_back_note(admitted));
     }
-    drop(fd, plain_reply(503, "Service Unavailable",
-                         "request bodies in memory are at --max-buffered-body-bytes; retry later",
-                         "Retry-After: 1\r\n"));
+    drop(fd, refusal_reply(limits_, 503, "Service Unavailable",
+                           "request bodies in memory are at --max-buffered-body-bytes; retry later",
+                           "Retry-After: 1\r\n"));
   }
   for (const auto& [fd, owed] : late) {
     if (owed) {
@@ -629,7 +619,7 @@ void Reactor::expire(Clock::time_point now) {
                      held_back_note(admitted));
       }
     }
-    drop(fd, owed ? plain_reply(408, "Request Timeout", "request not received in time")
+    drop(fd, owed ? refusal_reply(limits_, 408, "Request Timeout", "request not received in time")
                   : std::string());
   }
 }

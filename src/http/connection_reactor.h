@@ -63,10 +63,6 @@ Framing parse_framing(std::string_view header_block);
 std::string_view request_path(std::string_view block);
 std::optional<std::size_t> header_block_length(std::string_view buffer);
 
-// Spare capacity the reactor leaves after a buffered body: a handler may then take the buffer as
-// the body and parse it in place (simdjson reads up to 64 bytes past the end).
-inline constexpr std::size_t kBufferedBodySpare = 64;
-
 // An IP address and port, as httplib reports them.
 struct Address {
   std::string ip;

@@ -7,6 +7,7 @@
 
 #include <cstddef>
 #include <functional>
+#include <string>
 #include <string_view>
 
 #include "gpushare/http/connection_limits.h"
@@ -25,6 +26,17 @@ struct Limits : ConnectionLimits {
   // one gets 503 and its connection closes, so slow chunked uploads cannot take every worker.
   // 0: no limit.
   std::size_t max_chunked_bodies = 0;
+  // The body of a reply refusing a request the connection layer answers itself (408, 413, 431,
+  // 503): the server's error body for `message`. Called on the reactor thread and on workers.
+  std::function<std::string(std::string_view message)> error_body;
 };
+
+// The reply refusing a request, closing its connection, with error_body(message) as its body.
+std::string refusal_reply(const Limits& limits, int status, std::string_view reason,
+                          std::string_view message, std::string_view more_headers = {});
+
+// Spare capacity the reactor leaves after a buffered body: a handler may then take the buffer as
+// the body and parse it in place (the HTTP server checks that it covers the decoder's padding).
+inline constexpr std::size_t kBufferedBodySpare = 64;
 
 }  // namespace gpushare::http::detail

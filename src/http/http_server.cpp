@@ -13,6 +13,7 @@
 #include <thread>
 #include <utility>
 
+#include "body_reader.h"
 #include "gpushare/http/connection_thread_pool.h"
 #include "gpushare/http/listen_error.h"
 #include "gpushare/http/process_resources.h"
@@ -23,9 +24,12 @@
 #include "gpushare/wire/filter_reply.h"
 #include "gpushare/wire/wire_decode.h"
 #include "gpushare/wire/wire_encode.h"
-#include "http_connection.h"
+#include "limited_server.h"
 
 namespace gpushare::http {
+
+// A body the reactor buffered whole is decoded in place.
+static_assert(detail::kBufferedBodySpare >= wire::kRequestBodyPadding);
 using kube::Json;
 namespace {
 
@@ -179,10 +183,12 @@ HttpServer::HttpServer(service::SchedulingService& service, service::ModelStore&
                          std::chrono::milliseconds(0)),
       node_inspect_(std::max<std::size_t>(1, connection_thread_limit(options_.threads) / 4),
                     options_.inspect_max_age) {
-  // httplib's connection loop, with the request limits it lacks (http_connection.h).
+  // httplib's connection loop, with the request limits it lacks (limited_server.h); the
+  // refusals it answers itself carry the same error body as the routes'.
   detail::Limits limits;
   static_cast<ConnectionLimits&>(limits) = options_.connections;
-  // Slow chunked uploads may hold at most a quarter of the workers (http_connection.h).
+  limits.error_body = [](std::string_view message) { return wire::encode_error(message); };
+  // Slow chunked uploads may hold at most a quarter of the workers (connection_rules.h).
   limits.max_chunked_bodies =
       std::max<std::size_t>(1, connection_thread_limit(options_.threads) / 4);
   if (access_.restricts()) {
@@ -365,13 +371,12 @@ void HttpServer::configure_transport() {
 // first, decoded and within --max-request-bytes (413 and close beyond).
 void HttpServer::answer(const std::string& verb, RouteBody body_fn, ErrorBody error_body,
                         const httplib::Request& req, httplib::Response& res,
-                        const httplib::ContentReader* reader) {
+                        const detail::BodyReader* read_body, const httplib::ContentReader* reader) {
   const auto start = std::chrono::steady_clock::now();
   try {
     std::optional<std::string> body = std::string();
-    if (reader != nullptr)
-      body = detail::read_limited_body(req, res, *reader, options_.connections.max_request_bytes,
-                                       wire::kRequestBodyPadding);
+    if (read_body != nullptr && reader != nullptr)
+      body = (*read_body)(req, res, *reader, wire::kRequestBodyPadding);
     if (body) {
       (this->*body_fn)(req, *body, res);
     } else {
@@ -416,10 +421,11 @@ void HttpServer::answer(const std::string& verb, RouteBody body_fn, ErrorBody er
 // is buffered without the decoded-size limit.
 void HttpServer::post_route(const std::string& path, std::string verb, RouteBody body_fn,
                             ErrorBody error_body) {
-  server_->Post(path, [this, verb = std::move(verb), body_fn, error_body](
+  server_->Post(path, [this, verb = std::move(verb), body_fn, error_body,
+                       read_body = detail::BodyReader(options_.connections.max_request_bytes)](
                           const httplib::Request& req, httplib::Response& res,
                           const httplib::ContentReader& reader) {
-    answer(verb, body_fn, error_body, req, res, &reader);
+    answer(verb, body_fn, error_body, req, res, &read_body, &reader);
   });
 }
 
@@ -427,7 +433,7 @@ void HttpServer::get_route(const std::string& path, std::string verb, RouteBody 
                            ErrorBody error_body) {
   server_->Get(path, [this, verb = std::move(verb), body_fn, error_body](
                          const httplib::Request& req, httplib::Response& res) {
-    answer(verb, body_fn, error_body, req, res, nullptr);
+    answer(verb, body_fn, error_body, req, res, nullptr, nullptr);
   });
 }
 
@@ -438,10 +444,10 @@ void HttpServer::install_scheduling_routes() {
   post_route(route("preempt"), "preempt", &HttpServer::route_preempt, plain_error);
   // Any other request with a body: read it within the limit (or refuse it), then 404. Without
   // these, httplib would buffer such a body itself, decompressed and without a limit.
-  auto unknown_with_body = [max = options_.connections.max_request_bytes](
+  auto unknown_with_body = [read_body = detail::BodyReader(options_.connections.max_request_bytes)](
                                const httplib::Request& req, httplib::Response& res,
                                const httplib::ContentReader& reader) {
-    if (detail::read_limited_body(req, res, reader, max)) res.status = 404;
+    if (read_body(req, res, reader)) res.status = 404;
   };
   server_->Post(".*", unknown_with_body);
   server_->Put(".*", unknown_with_body);

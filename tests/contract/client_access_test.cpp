@@ -156,7 +156,7 @@ TEST(AllowedClients, AClientOutsideTheListGets403OnEverySchedulingVerb) {
   }
 }
 
-// The client's address is looked up once per connection (http_connection.cpp): every request
+// The client's address is looked up once per connection (request_stream.cpp): every request
 // of a keep-alive connection must still be checked against it, and pass.
 TEST(AllowedClients, EveryRequestOfAKeepAliveConnectionIsServed) {
   ExtenderUnderTest extender(two_node_cluster(), allowing("127.0.0.1/32"));

@@ -233,7 +233,7 @@ TEST(Tls, AClientThatDoesNotTrustTheCertificateIsRefused) {
 }
 
 // The request limits hold on TLS connections too (gpushare serves them itself, see
-// src/http/http_connection.h): decompressed body size, header block.
+// src/http/limited_server.h): decompressed body size, header block.
 TEST(Tls, RequestLimitsHoldOverHttps) {
   HttpsExtender extender(pki().server_cert.string(), pki().server_key.string(), 1 << 20);
   ASSERT_GT(extender.port(), 0);

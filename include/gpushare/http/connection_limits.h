@@ -2,7 +2,7 @@
 // What one HTTP connection and one request may cost the extender: the --max-request-bytes,
 // --max-connections*, --http-*-timeout and --max-buffered-body-bytes flags. One struct from the
 // flags (Options) through HttpServerOptions to the connection layer that enforces it
-// (src/http/http_connection.h), so a new limit is added in one place.
+// (src/http/connection_rules.h), so a new limit is added in one place.
 
 #include <chrono>
 #include <cstddef>

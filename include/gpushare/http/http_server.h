@@ -33,6 +33,9 @@ struct Response;
 }  // namespace httplib
 
 namespace gpushare::http {
+namespace detail {
+class BodyReader;
+}
 
 class ConnectionThreadPool;
 
@@ -107,9 +110,10 @@ class HttpServer {
                   ErrorBody error_body);
   void get_route(const std::string& path, std::string verb, RouteBody body_fn,
                  ErrorBody error_body);
+  // `read_body` and `reader` are both set for a request with a body, both null for one without.
   void answer(const std::string& verb, RouteBody body_fn, ErrorBody error_body,
               const httplib::Request& req, httplib::Response& res,
-              const httplib::ContentReader* reader);
+              const detail::BodyReader* read_body, const httplib::ContentReader* reader);
   // true when the request was answered here (refused client, PRI), before any route.
   bool before_routing(const httplib::Request& req, httplib::Response& res);
   void route_filter(const httplib::Request& req, std::string& body, httplib::Response& res);

@@ -17,32 +17,22 @@
 //     connection closes;
 //   * a chunked body may not bring more than max_request_bytes plus a framing allowance off the
 //     wire: httplib's read fails, the reply is 413, the connection closes;
-//   * handlers read bodies through read_limited_body, which stops at max_request_bytes of
+//   * routes read bodies through a BodyReader (body_reader.h), which stops at max_request_bytes of
 //     *decoded* body (after Content-Encoding): 413, close; and charges the decoded body to the
 //     body budget as it grows (connection_reactor.h): 503, close, when others hold the rest.
 //
-// The stream also keeps bytes that arrived after one request for the next (pipelining), which
-// httplib's per-request socket stream dropped.
+// The stream (request_stream.h) also keeps bytes that arrived after one request for the next
+// (pipelining). The bytes themselves go through transport.h, plain or TLS.
 
-#include <openssl/ssl.h>
-
-#include <chrono>
 #include <cstddef>
 #include <cstdint>
-#include <functional>
 #include <memory>
-#include <optional>
 #include <string>
-#include <string_view>
 
 #include "connection_rules.h"
-#include "sigpipe_suppressed.h"
 
 namespace httplib {
 class Server;
-class ContentReader;
-struct Request;
-struct Response;
 }  // namespace httplib
 
 namespace gpushare::http {
@@ -71,17 +61,7 @@ ConnectionStats connection_stats(const httplib::Server& server);
 // After bind: a listen backlog of SOMAXCONN instead of httplib's 5.
 void raise_listen_backlog(httplib::Server& server);
 
-// For handlers, on the thread serving the request. Reads the request body through `reader`,
-// decoded, up to max_request_bytes, charging it to --max-buffered-body-bytes as it grows. On
-// failure sets res.status (413 too large; 503 with Retry-After when the budget is spent by other
-// bodies; else what httplib said or 400), asks for the connection to close, and returns nullopt.
-// The body has `spare_capacity` bytes to spare when its Content-Length was announced, so a decoder
-// that needs room after the text (simdjson's padding) does not copy a 40 MB body again.
-std::optional<std::string> read_limited_body(const httplib::Request& req, httplib::Response& res,
-                                             const httplib::ContentReader& reader,
-                                             std::size_t max_request_bytes,
-                                             std::size_t spare_capacity = 0);
-
+// For handlers, on the thread serving the request.
 // The connection will close after this response (the rest of its body was not read).
 void close_after_response();
 bool closing_after_response();
