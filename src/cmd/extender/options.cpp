@@ -8,6 +8,7 @@
 #include <optional>
 #include <tuple>
 
+#include "cmd/resource_name_flags.h"
 #include "gpushare/core/placement_policy.h"
 #include "gpushare/core/policy_registry.h"
 #include "gpushare/core/quantity.h"
@@ -97,17 +98,7 @@ void add_scheduling_flags(CLI::App& app, Options& o) {
          "binding: one pods/binding POST carrying the annotations; patch-bind: patch, then bind")
       ->check(CLI::IsMember({"binding", "patch-bind"}))
       ->capture_default_str();
-  app.add_option("--resource-name", o.names.memory, "per-GPU shareable resource")
-      ->capture_default_str();
-  app.add_option("--count-name", o.names.count, "node capacity key holding the GPU count")
-      ->capture_default_str();
-  app.add_option("--unhealthy-configmap-namespace", o.names.unhealthy_namespace,
-                 "namespace of unhealthy-gpu-<node> ConfigMaps")
-      ->capture_default_str();
-  app.add_option("--gpu-model-label", o.names.gpu_model_label,
-                 "node label carrying the GPU model: nodes take their model from it, and pods' "
-                 "nodeSelector and required node affinity on it pin them to models")
-      ->capture_default_str();
+  add_resource_name_flags(app, o.names);
 }
 
 void add_cluster_flags(CLI::App& app, Options& o) {

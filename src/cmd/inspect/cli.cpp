@@ -7,6 +7,7 @@
 #include <filesystem>
 
 #include "cmd/inspect/sources.h"
+#include "cmd/resource_name_flags.h"
 #include "gpushare/apiclient/api_client.h"
 #include "gpushare/apiclient/config_resolution.h"
 #include "gpushare/core/quantity.h"
@@ -119,15 +120,7 @@ int run_cli(const std::vector<std::string>& args, std::ostream& out, std::ostrea
   app.add_option("--request-timeout", o.timeout_seconds, "seconds per request")
       ->check(CLI::Range(1, 3600))
       ->capture_default_str();
-  app.add_option("--resource-name", o.names.memory, "the shared resource")->capture_default_str();
-  app.add_option("--count-name", o.names.count, "node capacity key holding the GPU count")
-      ->capture_default_str();
-  app.add_option("--unhealthy-configmap-namespace", o.names.unhealthy_namespace,
-                 "namespace of unhealthy-gpu-<node> ConfigMaps")
-      ->capture_default_str();
-  app.add_option("--gpu-model-label", o.names.gpu_model_label,
-                 "node label carrying the GPU model (and pods' pins to models)")
-      ->capture_default_str();
+  gpushare::cmd::add_resource_name_flags(app, o.names);
   app.add_option("--dra-driver", o.dra.driver,
                  "DRA driver whose devices with a memory capacity are GPUs (the extender's flag)")
       ->capture_default_str();
