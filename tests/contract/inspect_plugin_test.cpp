@@ -13,7 +13,6 @@
 #include "contract/extender_fixture.h"
 #include "fakeapi/fake_apiserver.h"
 #include "gpushare/inspect/render.h"
-#include "gpushare/inspect/tabwriter.h"
 #include "gpushare/inspect/view.h"
 #include "gpushare/standalone/standalone_cluster.h"
 
@@ -286,23 +285,6 @@ TEST(InspectPlugin, DraClaimsAreCountedAndListedBesideDevicePluginPods) {
   EXPECT_EQ(inspect::render_notes(view, true),
             "note: node dra-1: GPUs published through DRA (pool/device): GPU0 dra-1/gpu-0, GPU1 "
             "dra-1/gpu-1\n");
-}
-
-TEST(GoTabwriter, LaysOutBlocksAsGoDoes) {
-  // Column widths hold within a block of consecutive lines that have the column; a line without
-  // tabs ends every block; the cell after the last tab is not padded, a tab-terminated one is.
-  EXPECT_EQ(inspect::go_tabwriter("a\tbbb\tc\naaaa\tb\n--\nx\ty\t\n"),
-            "a     bbb  c\n"
-            "aaaa  b\n"
-            "--\n"
-            "x  y  \n");
-  // Column 1 spans only the lines that have it: line 3 has column 0 alone.
-  EXPECT_EQ(inspect::go_tabwriter("a\tb\tc\nlonger\tbb\t\nz\t\n"),
-            "a       b   c\nlonger  bb  \nz       \n");
-  // Empty cells are padded; widths count code points.
-  EXPECT_EQ(inspect::go_tabwriter("\t\u00e9\u00e9\tx\nabc\t\ty\n"),
-            "     \u00e9\u00e9  x\nabc      y\n");
-  EXPECT_EQ(inspect::go_tabwriter(""), "");
 }
 
 TEST(InspectPlugin, JsonOutputIsTheExtendersDocument) {
