@@ -1,12 +1,11 @@
 #pragma once
 // Where the HTTP server's connections wait between requests (private to src/http).
 //
-// A thread per open connection let ~520 slow clients (slowloris: a header byte now and then)
-// hold every thread of the pool, and every endpoint went deaf. Here one epoll thread owns every
-// connection that is not being answered: it reads (and TLS-decrypts) what arrives, and hands a
-// connection to a worker only once a whole request is buffered: the header block, and the body
-// too when a Content-Length announces it. A slow connection costs a file descriptor and a
-// buffer, never a thread. The reactor also enforces what a thread per connection could not:
+// Slow clients (slowloris: a header byte now and then) must not hold the workers, or every
+// endpoint goes deaf. One epoll thread owns every connection that is not being answered: it reads
+// (and TLS-decrypts) what arrives, and hands a connection to a worker only once a whole request is
+// buffered: the header block, and the body too when a Content-Length announces it. A slow
+// connection costs a file descriptor and a buffer, never a thread. The reactor also enforces:
 //
 //   * a deadline for the header block (from the connection's first byte, or its acceptance) and
 //     one for the body; a client that misses it gets 408 and is closed;

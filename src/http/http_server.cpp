@@ -352,7 +352,7 @@ void HttpServer::configure_transport() {
   server_->set_keep_alive_max_count(100000);  // the idle time-out is the reactor's
   // httplib writes a reply's headers and body separately; with Nagle's algorithm the body then
   // waits for the client's delayed ACK (40 ms on Linux) whenever the reply is small, as it is
-  // for the ~500 nodes kube-scheduler offers by default (bench/http/run.sh: 44 ms -> sub-ms).
+  // for the ~500 nodes kube-scheduler offers by default (bench/http/run.sh measures it).
   server_->set_tcp_nodelay(true);
   // httplib's default also sets SO_REUSEPORT, under which a second process on our port (a
   // leftover replica, a typo in --listen) would silently share our connections instead of
@@ -585,8 +585,8 @@ void HttpServer::install_request_hooks() {
 // every browser does: seconds of CPU per MB of /inspect or /metrics, on every refresh of the
 // web view. Offer such clients gzip (or nothing) instead.
 // The scheduling verbs are not compressed at all: kube-scheduler's Go client asks for gzip
-// on every call, and gzip more than doubles the server's CPU per filter (0.64 -> 1.46 ms with
-// 5 000 nodes, docs/benchmarks.md) to save bytes on a cluster network.
+// on every call, and compressing a filter reply costs more CPU than answering the filter
+// (docs/benchmarks.md) to save bytes on a cluster network.
 bool HttpServer::before_routing(const httplib::Request& req, httplib::Response& res) {
   const bool scheduling_verb = is_scheduling_verb(req.path);
   if (scheduling_verb && refuse_client(req, res)) return true;

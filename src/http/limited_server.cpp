@@ -107,8 +107,8 @@ class LimitedServer final : public Base, public ReactorOwner {
   }
 
   // httplib 0.11 listens with a backlog of 5 (CPPHTTPLIB_LISTEN_BACKLOG, compiled into the
-  // library): 64 clients connecting at once overflowed it. listen() again on the bound socket
-  // only changes the backlog.
+  // library), too few for kube-scheduler's and the probes' connections arriving at once.
+  // listen() again on the bound socket only changes the backlog.
   void raise_listen_backlog() override {
     const socket_t sock = this->svr_sock_;
     if (sock != INVALID_SOCKET) ::listen(sock, SOMAXCONN);

@@ -148,9 +148,8 @@ class ClusterSync::PodHandler final : public apiclient::ReflectorHandler {
     staged_.clear();
     shadowed_.clear();
   }
-  // Items go straight into the next pods' directory: a list staged in a vector first held ~17 MB
-  // more at 50 000 pods (and twice that while the vector grew), on top of the model and the
-  // directory still in use during a relist.
+  // Items go straight into the next pods' directory, not through a staging vector: during a
+  // relist the model and the directory in use are held as well, so the list is held once.
   void on_list_item(const json::Value& item) override {
     auto pod = parse(item);
     if (!pod) return;
@@ -595,8 +594,7 @@ void ClusterSync::publish_sync_metrics() {
   publish("configmaps", now.configmaps, published_.configmaps);
   if (synced()) {
     // The model is in step only as far as its stalest resource, and only as of the last real
-    // list/watch progress: during an API-server outage this must stop moving (it used to be
-    // "now" whenever the first sync had happened, so an outage never showed).
+    // list/watch progress: during an API-server outage it stops moving, so the outage shows.
     std::int64_t oldest_ns = INT64_MAX;
     for (const auto* reflector : {nodes_.get(), pods_reflector_.get(), configmaps_.get()}) {
       oldest_ns = std::min(oldest_ns, reflector->last_progress_unix_ns());

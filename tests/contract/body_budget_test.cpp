@@ -181,10 +181,10 @@ TEST(BodyBudget, ABodyWaitingForTheBudgetPastTheBodyTimeoutGets503) {
   holder.reset();  // frees the holder's worker (its write fails)
 }
 
-// A chunked body announces no size: it was never charged, and 20 uploads of 50 MiB held back
-// their last chunk took 1 GiB under a 1 KiB budget. Now its bytes are charged as they are
-// decoded: while another body holds the budget, one that would exceed it is refused (503,
-// Retry-After; a body on a worker cannot wait without holding the worker).
+// A chunked body announces no size: its bytes are charged as they are decoded, so uploads that
+// hold back their last chunk cannot exceed the budget: while another body holds the budget, one
+// that would exceed it is refused (503, Retry-After; a body on a worker cannot wait without holding
+// the worker).
 TEST(BodyBudget, AChunkedBodyIsChargedAsItArrives) {
   ExtenderUnderTest extender = budgeted_extender(1024);
   ASSERT_GT(extender.port(), 0);
@@ -217,8 +217,8 @@ TEST(BodyBudget, AChunkedBodyIsChargedAsItArrives) {
   EXPECT_EQ(answered->status, 200);
 }
 
-// A gzip body was charged its compressed size: twenty 51 kB bodies inflating to 50 MiB each
-// took 1.3 GiB under a 2 MiB budget. Its decoded bytes are now charged as it inflates.
+// A gzip body is charged its decoded size as it inflates, not its compressed size: bodies that
+// inflate a thousandfold stay within the budget.
 TEST(BodyBudget, AGzipBodyIsChargedItsDecodedSize) {
   const std::string body = valid_filter_body();
   const std::size_t budget = 8 * 1024;

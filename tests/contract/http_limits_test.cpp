@@ -139,7 +139,8 @@ TEST_F(HttpLimits, AChunkedBodyWithinTheLimitIsServedAndTheConnectionCloses) {
   EXPECT_TRUE(connection.closed_by_peer(20s));
 }
 
-// 1 MB of gzip used to inflate to 1 GiB in memory. httplib's client compresses what it sends.
+// 1 MB of gzip may inflate to 1 GiB: the limit applies to the decompressed size. httplib's
+// client compresses what it sends.
 TEST_F(HttpLimits, AGzipBodyIsLimitedOnItsDecompressedSize) {
   httplib::Client client("127.0.0.1", extender.port());
   client.set_compress(true);
@@ -185,8 +186,8 @@ TEST_F(HttpLimits, APriRequestsBodyIsNeverRead) {
   EXPECT_TRUE(refusal.closed);
 }
 
-// httplib answered a Range header with a multipart reply built in memory, one copy of the body
-// per range listed: 500 ranges of /metrics were 500 copies. Ranges are ignored.
+// httplib answers a Range header with a multipart reply built in memory, one copy of the body
+// per range listed, so ranges are ignored: the whole reply, 200.
 TEST_F(HttpLimits, ByteRangesAreIgnored) {
   std::string ranges = "bytes=0-";
   for (int i = 0; i < 500; ++i) ranges += ",0-";
@@ -275,10 +276,9 @@ TEST_F(HttpLimits, PipelinedRequestsAreAllAnsweredInOrder) {
   }
 }
 
-// A Content-Length body is buffered whole by the reactor before a worker answers it: it was then
-// copied into a second string for the handler, so a 40 MB full-Node filter was held twice while
-// it was decoded and answered. The handler now gets the buffer itself; bodies whose end only
-// decoding finds (chunked) are still read into a string of their own.
+// A Content-Length body is buffered whole by the reactor before a worker answers it: the handler
+// gets that buffer itself, so a 40 MB full-Node filter is not held twice while it is decoded and
+// answered. Bodies whose end only decoding finds (chunked) are read into a string of their own.
 TEST_F(HttpLimits, ABufferedBodyIsHandedToItsHandlerWithoutACopy) {
   Json node = node_object("n1", 2, 32);
   const std::string body =

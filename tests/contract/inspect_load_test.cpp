@@ -1,7 +1,6 @@
 // /inspect under load (shared_rendering.h): concurrent requests share one rendering instead of
-// each building its own (40 at once took 3.7 GiB with 8 000 nodes; 64 ended the process), at
-// most one rendering runs at a time, requests beyond those allowed to wait get 503, and an
-// allocation failure in a handler is a 503, never the end of the process.
+// each building its own, at most one rendering runs at a time, requests beyond those allowed to
+// wait get 503, and an allocation failure in a handler is a 503, never the end of the process.
 
 #include <gtest/gtest.h>
 #include <httplib.h>
@@ -193,9 +192,8 @@ TEST(InspectLoad, RequestsBeyondThoseAllowedToWaitGet503) {
   EXPECT_EQ(extender.server().inspect_renderings().most_at_once, 1u);
 }
 
-// std::bad_alloc while the reply's tree was alive unwound through nlohmann's destructor, which
-// allocates (noexcept: std::terminate); and a handler's bad_alloc was a 500 like any bug. It is
-// now a 503 with Retry-After, and the server goes on serving.
+// std::bad_alloc in a handler (nlohmann's destructors allocate, so it must not unwind through a
+// live reply tree) is a 503 with Retry-After, not a 500, and the server goes on serving.
 TEST(InspectLoad, AnAllocationFailureInAHandlerIsA503AndTheServerGoesOn) {
   std::atomic<int> calls{0};
   ExtenderUnderTest extender(generated_cluster(200), "binpack", 1 << 20, 0,

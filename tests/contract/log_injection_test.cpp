@@ -53,7 +53,7 @@ class CapturedLog {
 constexpr const char* kForged =
     "2030-01-01T00:00:00.000 I bound pod default/forged to node n1 gpu 0";
 
-// A PodName with a newline used to put a line of the attacker's choosing into the log.
+// A PodName with a newline must not put a line of the attacker's choosing into the log.
 TEST(LogInjection, ANewlineInAPodNameCannotForgeALogLine) {
   ExtenderUnderTest extender(cluster_list({node_object("n1", 2, 32)}));
   for (const std::string format : {"text", "json"}) {

@@ -65,8 +65,8 @@ Json absurd_claim(const std::string& name, const std::string& uid, const std::st
   return pod;
 }
 
-// Two pods annotated with int64's maximum on GPU 0 once summed to -2 "used": GPU 0 was then
-// offered to a 16-unit pod and oversubscribed.
+// Two pods annotated with int64's maximum on GPU 0 must not sum to a negative "used" that would
+// offer GPU 0 to a 16-unit pod and oversubscribe it.
 TEST(InspectAccounting, AbsurdClaimsNeverMakeAGpuLookFree) {
   ExtenderUnderTest extender(cluster_list(
       {node_object("n1", 2, 32), absurd_claim("huge-a", "uid-huge-a", "9223372036854775807"),

@@ -77,7 +77,7 @@ class Trickle {
   std::jthread thread_;
 };
 
-// ~520 slow connections used to hold every thread of the pool; here 300 against 8 threads.
+// Slow connections hold no thread of the pool: 300 of them against 8 threads.
 TEST(SlowClients, ManySlowConnectionsDoNotBlockHealthzOrFilter) {
   ExtenderUnderTest extender(
       small_cluster(), "binpack", 1 << 20, /*http_threads=*/8,

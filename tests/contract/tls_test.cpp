@@ -171,7 +171,7 @@ class RawTlsConnection {
 };
 
 // The reactor's own replies (a late header block: 408; a chunked body over the limit: 503) go
-// out over TLS too; they used to be a bare close.
+// out over TLS too, not as a bare close.
 TEST(Tls, TheReactorsRefusalsAreAnsweredOverTls) {
   HttpsExtender extender(pki().server_cert.string(), pki().server_key.string(), 64 << 20,
                          [](http::HttpServerOptions& options) {

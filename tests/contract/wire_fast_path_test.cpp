@@ -467,9 +467,9 @@ TEST(WireFastPath, EchoesNodeTextsVerbatim) {
   EXPECT_EQ(reply["Nodes"]["kind"], "NodeList");
 }
 
-// The reply of a full-Node filter is as large as its request: written whole, it was one more
-// body-sized buffer per filter (with the body, the parser and the reactor's buffer: 5 x the body
-// at peak). FilterReply writes the same bytes from the body's texts, copying none of them.
+// The reply of a full-Node filter is as large as its request: written whole, it would be one
+// more body-sized buffer per filter. FilterReply writes the same bytes from the body's texts,
+// copying none of them.
 TEST(WireFastPath, AFullNodeReplyIsWrittenFromTheBodyWithoutACopy) {
   std::vector<Json> items;
   for (int i = 0; i < 40; ++i) {

@@ -263,8 +263,8 @@ TEST_F(Bind, AnUnresolvedReservationIsHeldUntilThePodCanBeReadBack) {
 }
 
 // The pods watch stays down while binding POSTs succeed. The reservation must
-// not be forgotten (it used to be dropped after ~40 s as "deleted while binding", and the GPU
-// granted again); the pod is read back and confirmed, the next pod does not fit, and /readyz
+// not be forgotten as "deleted while binding" (the GPU would be granted again); the pod is read
+// back and confirmed, the next pod does not fit, and /readyz
 // reports the stale sync.
 TEST_F(Bind, AWatchThatStaysDownNeverFreesABoundPodsMemory) {
   LiveExtender extender(fake, live_options([](LiveOptions& o) {

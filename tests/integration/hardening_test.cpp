@@ -15,8 +15,8 @@ std::string uid_of(FakeApiServer& fake, const std::string& name) {
   return fake.get(Resource::Pods, "default", name)->at("metadata").at("uid");
 }
 
-// Two pods bound to GPU 0 claiming int64's maximum once summed to -2 used: the GPU was then
-// offered again and a pod bound onto it.
+// Two pods bound to GPU 0 claiming int64's maximum must not sum to a negative "used" that would
+// offer the GPU again and bind a pod onto it.
 TEST(HostileClaims, MaximalAnnotationsFillTheirGpuButNeverWrap) {
   FakeApiServer fake;
   fake.create(Resource::Nodes, gpu_node("n1", 2, 32));

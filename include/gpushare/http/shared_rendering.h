@@ -1,13 +1,12 @@
 #pragma once
 // A reply rendered once and shared by the concurrent requests for it (/inspect: ~10 MB of JSON
-// from an nlohmann tree about nine times that size with 8 000 nodes). Every request used to
-// build its own tree: 40 at once took 3.7 GiB and 64 ended the process in std::bad_alloc. Here
-// at most one rendering runs at a time; a request arriving meanwhile waits for it (up to
-// max_waiting requests, beyond which get() refuses: the caller answers 503). A rendering serves
-// every request that arrived before it began, and is reused while the state it was made from
-// (the key) is unchanged and it is younger than max_age (0: only the former).
-// The memory /inspect holds is therefore one tree and at most two replies, whatever the
-// concurrency. Thread-safe.
+// from an nlohmann tree about nine times that size with 8 000 nodes), so that concurrent
+// requests cannot each build a tree and exhaust memory. At most one rendering runs at a time; a
+// request arriving meanwhile waits for it (up to max_waiting requests, beyond which get() refuses:
+// the caller answers 503). A rendering serves every request that arrived before it began, and is
+// reused while the state it was made from (the key) is unchanged and it is younger than max_age (0:
+// only the former). The memory /inspect holds is therefore one tree and at most two replies,
+// whatever the concurrency. Thread-safe.
 
 #include <chrono>
 #include <condition_variable>
