@@ -13,7 +13,8 @@
 # default percentageOfNodesToScore offers 500 at 5 000 nodes), DURATION (10s per run), CONNECTIONS ("1 2 8 64"),
 # VERBS ("filter prioritize"), BODY (names | nodes: full Node objects), POLICY (binpack),
 # HTTP_THREADS (0 = the server's default), WRK_THREADS (2), KEEP (1: keep the work directory),
-# ACCEPT_ENCODING (unset; "gzip" asks for compressed replies, as kube-scheduler's Go client does).
+# ACCEPT_ENCODING (unset; "gzip" asks for compressed replies, as kube-scheduler's Go client does),
+# MS_DECIMALS (2: decimals of the millisecond columns).
 set -euo pipefail
 
 NODES=${NODES:-5000}
@@ -56,7 +57,7 @@ for verb in $VERBS; do
     if [[ -z "$line" ]]; then echo "| $verb | $c | wrk failed | | | | | | | | |"; continue; fi
     declare -A r=()
     for kv in ${line#RESULT }; do r[${kv%%=*}]=${kv#*=}; done
-    ms() { awk -v us="$1" 'BEGIN { printf "%.2f", us / 1000 }'; }
+    ms() { awk -v us="$1" -v d="${MS_DECIMALS:-2}" 'BEGIN { printf "%.*f", d, us / 1000 }'; }
     cpu_ms=$(awk -v t=$((after - before)) -v hz="$ticks_per_second" -v n="${r[requests]}" \
                'BEGIN { if (n > 0) printf "%.3f", t / hz * 1000 / n; else print "-" }')
     errors=$(( r[non2xx] + r[socket_errors] + r[timeouts] ))
