@@ -104,7 +104,7 @@ class ClusterSync {
   class ConfigMapHandler;
 
   // Adds the warning for a pending pod pinned to GPU models no node carries, once per pod
-  // (extender/service/pin_warnings.h). Under the model's lock; the caller logs after releasing it.
+  // (service/pin_warnings.h). Under the model's lock; the caller logs after releasing it.
   void check_pin(const kube::PodInfo& pod, const core::ClusterModel& model,
                  std::vector<std::string>& warnings);
   void publish_sync_metrics();
