@@ -150,8 +150,25 @@ void expect_holds_the_bar(const Verdict& verdict) {
   EXPECT_GE(verdict.worst_gap, -0.5) << "points below FGD at " << verdict.worst_at << " % arrival";
 }
 
-// Disabled: the default does not hold the bar on this class and the lightly pinned one
-// (docs/placement.md, "Multi-GPU share"); run them with --gtest_also_run_disabled_tests.
+// The default does not yet hold the bar on the multi-GPU-heavy and lightly pinned classes
+// (docs/placement.md, "Multi-GPU share"): those two checks are disabled (run them with
+// --gtest_also_run_disabled_tests), and a looser guard keeps them from getting worse: never more
+// than one point below FGD, at 100 % arrival or at any level.
+void expect_within_a_point(const Verdict& verdict) {
+  ASSERT_FALSE(std::isnan(verdict.fgd_at_100) || std::isnan(verdict.default_at_100));
+  EXPECT_GE(verdict.default_at_100, verdict.fgd_at_100 - 1.0) << "allocation % at 100 % arrival";
+  EXPECT_GE(verdict.worst_gap, -1.0) << "points below FGD at " << verdict.worst_at << " % arrival";
+}
+
+TEST(DefaultVsFgd, MultiGpuHeavyWithinAPoint) {
+  expect_within_a_point(default_against_fgd(quarter_fleet(), multi_gpu_heavy(0.4, 7)));
+}
+
+TEST(DefaultVsFgd, LightlyPinnedWithinAPoint) {
+  const std::vector<core::NodeSpec> nodes = quarter_fleet();
+  expect_within_a_point(default_against_fgd(nodes, lightly_pinned(nodes, 0.05, 7)));
+}
+
 TEST(DefaultVsFgd, DISABLED_MultiGpuHeavy) {
   expect_holds_the_bar(default_against_fgd(quarter_fleet(), multi_gpu_heavy(0.4, 7)));
 }
