@@ -2,14 +2,13 @@
 // label (kube/pod_pin.h), matched as kube-scheduler matches it and resolved against the models
 // a cluster's GPU nodes carry (core/model_pin.h).
 
-#include "gpushare/core/model_pin.h"
-
 #include <gtest/gtest.h>
 
 #include <string>
 #include <vector>
 
 #include "gpushare/core/cluster_model.h"
+#include "gpushare/core/model_pin.h"
 #include "gpushare/kube/node_info.h"
 #include "gpushare/kube/pod_info.h"
 
