@@ -296,6 +296,7 @@ DraState::NodeView DraState::view_of(std::string_view node) const {
   if (node.empty() || on_node == slices_by_node_.end()) return view;
   // The node's slices of our driver, by pool (a std::map: pools in (driver, name) order).
   std::map<std::string, std::vector<const DraSlice*>> pools;
+  bool full = false;  // kMaxDraGpusPerNode reached (and said)
   for (const auto& name : on_node->second) {
     const DraSlice& slice = slices_.at(name);
     if (slice.driver == config_.driver) pools[pool_key(slice.driver, slice.pool)].push_back(&slice);
@@ -369,6 +370,17 @@ DraState::NodeView DraState::view_of(std::string_view node) const {
                fmt::format("ResourceSlice {} device {}: memory {} bytes is less than one unit ({} "
                            "bytes); device ignored",
                            s->name, device.name, *device.memory_bytes, config_.bytes_per_unit)});
+          continue;
+        }
+        if (view.gpus.size() == kMaxDraGpusPerNode) {
+          if (full) continue;  // one warning per node
+          full = true;
+          view.warnings.push_back(
+              {"ResourceSlice " + s->name, s->node,
+               fmt::format("ResourceSlice {} device {}: node {} has {} DRA GPUs already, the most "
+                           "the model gives a node; this device and the node's later ones are "
+                           "ignored",
+                           s->name, device.name, s->node, kMaxDraGpusPerNode)});
           continue;
         }
         DraGpu gpu;

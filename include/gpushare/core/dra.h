@@ -41,6 +41,9 @@
 namespace gpushare::core {
 
 inline constexpr std::int64_t kGiB = std::int64_t{1} << 30;
+// The most DRA GPUs one node is given (the device plugin's plausibility bound, kube's
+// node_info.cpp): devices past it are ignored, with a warning naming the slice.
+inline constexpr std::size_t kMaxDraGpusPerNode = 1024;
 
 struct DraConfig {
   std::string driver = "gpu.nvidia.com";

@@ -217,6 +217,17 @@ TEST_F(DraDevices, AnEventCostsWhatItChanged) {
   EXPECT_TRUE(fresh.empty()) << "n7's problem stands; nothing new";
 }
 
+TEST_F(DraDevices, ANodeGetsAtMostTheBoundOfGpus) {
+  model.upsert_node(plain_node("n1"));
+  std::vector<Device> many;
+  for (std::size_t i = 0; i < core::kMaxDraGpusPerNode + 5; ++i)
+    many.push_back({fmt::format("gpu-{}", i), "1Gi"});
+  slice(slice_of("n1-gpus", "n1", many));
+  EXPECT_EQ(static_cast<std::size_t>(model.find_node("n1")->gpu_count()), core::kMaxDraGpusPerNode);
+  ASSERT_EQ(warnings().size(), 1u);
+  EXPECT_NE(warnings()[0].find("gpu-1024"), std::string::npos) << warnings()[0];
+}
+
 TEST(DraLearnedDemand, AHugeCountIsBounded) {
   core::ClusterModel model;
   model.update_dra([](core::DraState& dra) {
