@@ -13,6 +13,7 @@ namespace gpushare::http {
 namespace {
 
 using namespace std::chrono_literals;
+using testing::eventually;
 
 TEST(IdleHeapRelease, ReleasesOnceAfterEachBurstOfActivity) {
   std::atomic<int> releases{0};
