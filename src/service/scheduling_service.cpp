@@ -311,7 +311,9 @@ std::vector<wire::HostPriority> SchedulingService::prioritize_impl(
     core::FragmentationCache* readings =
         cache != nullptr && reading_version ? &fragmentation_cache_ : nullptr;
     if (cache != nullptr) cache->begin(demand, policy.state_version(), model.node_count());
-    if (memo != nullptr) memo->begin(offered.size());
+    // Sized by the nodes it can meet, not the names offered: the memo is kept between requests,
+    // and a body may name far more nodes (repeated, or unknown) than the model has.
+    if (memo != nullptr) memo->begin(std::min(offered.size(), model.node_count()));
     if (readings != nullptr) readings->begin(*reading_version, model.node_count());
     constexpr std::size_t kMemoTrial = 256;
     std::size_t memo_lookups = 0;
