@@ -77,9 +77,10 @@ Result<std::vector<json>> Cluster::pods_on_node() {
   return pods;
 }
 
-Result<json> Cluster::patch_pod(std::string_view namespace_name, std::string_view name,
-                                const std::map<std::string, std::optional<std::string>>& annotations,
-                                std::optional<std::string_view> resource_version) {
+Result<json> Cluster::patch_pod(
+    std::string_view namespace_name, std::string_view name,
+    const std::map<std::string, std::optional<std::string>>& annotations,
+    std::optional<std::string_view> resource_version) {
   return apiclient::patch_pod_annotations(client_, namespace_name, name, annotations,
                                           resource_version);
 }
@@ -126,8 +127,7 @@ Result<std::set<int>> Cluster::unhealthy_indices(std::string_view namespace_name
 Result<std::set<int>> Cluster::add_unhealthy_indices(std::string_view namespace_name,
                                                      const std::set<int>& indices) {
   const std::string name = configmap_name(node_);
-  const std::string path =
-      fmt::format("/api/v1/namespaces/{}/configmaps/{}", namespace_name, name);
+  const std::string path = fmt::format("/api/v1/namespaces/{}/configmaps/{}", namespace_name, name);
   for (int attempt = 0; attempt < 5; ++attempt) {
     auto current = client_.get(path);
     if (!current.ok() && !current.error().is_not_found()) return current.error();
@@ -148,13 +148,19 @@ Result<std::set<int>> Cluster::add_unhealthy_indices(std::string_view namespace_
       for (const int index : parse_indices(gpus->get<std::string>())) merged.insert(index);
     }
     const std::string rv = current.value()["metadata"].value("resourceVersion", "");
-    const json patch = {{"metadata", {{"resourceVersion", rv}}}, {"data", {{"gpus", join(merged)}}}};
+    const json patch = {{"metadata", {{"resourceVersion", rv}}},
+                        {"data", {{"gpus", join(merged)}}}};
     auto patched = client_.patch(path, patch, apiclient::PatchType::kMerge);
     if (patched.ok()) return merged;
     if (!patched.error().is_conflict()) return patched.error();
   }
-  return apiclient::ApiError{apiclient::ErrorKind::kStatus, 409, "Conflict",
-                             "the unhealthy-gpu ConfigMap kept changing", {}, {}, {}};
+  return apiclient::ApiError{apiclient::ErrorKind::kStatus,
+                             409,
+                             "Conflict",
+                             "the unhealthy-gpu ConfigMap kept changing",
+                             {},
+                             {},
+                             {}};
 }
 
 Result<json> Cluster::set_gpu_count(std::string_view count_name, std::int64_t count) {

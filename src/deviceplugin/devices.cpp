@@ -13,7 +13,9 @@ MemoryUnit parse_memory_unit(std::string_view text) {
   throw ConfigError(fmt::format("--memory-unit must be GiB or MiB, got \"{}\"", text));
 }
 
-std::string_view to_string(MemoryUnit unit) { return unit == MemoryUnit::kGiB ? "GiB" : "MiB"; }
+std::string_view to_string(MemoryUnit unit) {
+  return unit == MemoryUnit::kGiB ? "GiB" : "MiB";
+}
 
 std::uint64_t unit_bytes(MemoryUnit unit) {
   return unit == MemoryUnit::kGiB ? (std::uint64_t{1} << 30) : (std::uint64_t{1} << 20);
@@ -38,9 +40,9 @@ Advertisement plan_advertisement(std::span<const nvml::GpuInfo> gpus, MemoryUnit
   std::vector<nvml::GpuInfo> kept;
   for (const auto& gpu : gpus) {
     if (gpu.mig_enabled) {
-      ad.warnings.push_back(fmt::format(
-          "GPU {} ({}) has MIG enabled: left out (gpushare shares whole GPUs only)", gpu.index,
-          gpu.uuid));
+      ad.warnings.push_back(
+          fmt::format("GPU {} ({}) has MIG enabled: left out (gpushare shares whole GPUs only)",
+                      gpu.index, gpu.uuid));
       continue;
     }
     if (gpu.uuid.empty()) throw ConfigError(fmt::format("GPU {} has an empty UUID", gpu.index));
@@ -84,8 +86,8 @@ Advertisement plan_advertisement(std::span<const nvml::GpuInfo> gpus, MemoryUnit
   ad.units_per_gpu = static_cast<std::int64_t>(units);
   int index = 0;
   for (const auto& gpu : kept) {
-    ad.gpus.push_back(AdvertisedGpu{index++, gpu.uuid, gpu.name, gpu.index, gpu.minor_number,
-                                    gpu.memory_bytes});
+    ad.gpus.push_back(
+        AdvertisedGpu{index++, gpu.uuid, gpu.name, gpu.index, gpu.minor_number, gpu.memory_bytes});
   }
   return ad;
 }
@@ -120,9 +122,9 @@ std::vector<DeviceState> device_states(const Advertisement& ad,
 }
 
 std::string describe(const Advertisement& ad) {
-  std::string out = fmt::format("aliyun.com/gpu-mem: {} devices ({} x {} {}); aliyun.com/gpu-count: {}\n",
-                                ad.device_count(), ad.gpus.size(), ad.units_per_gpu,
-                                to_string(ad.unit), ad.gpus.size());
+  std::string out = fmt::format(
+      "aliyun.com/gpu-mem: {} devices ({} x {} {}); aliyun.com/gpu-count: {}\n", ad.device_count(),
+      ad.gpus.size(), ad.units_per_gpu, to_string(ad.unit), ad.gpus.size());
   for (const auto& gpu : ad.gpus) {
     out += fmt::format("GPU {}: {} {} (NVML index {}, /dev/nvidia{}, {} bytes) devices {} .. {}\n",
                        gpu.index, gpu.uuid, gpu.name, gpu.nvml_index, gpu.minor_number,

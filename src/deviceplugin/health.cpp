@@ -72,8 +72,8 @@ void HealthMonitor::sync_operator_list() {
   }
   auto listed = cluster_->unhealthy_indices(namespace_);
   if (!listed.ok()) {
-    spdlog::warn("cannot read ConfigMap {}/unhealthy-gpu-{}: {}", namespace_,
-                 cluster_->node_name(), listed.error().describe());
+    spdlog::warn("cannot read ConfigMap {}/unhealthy-gpu-{}: {}", namespace_, cluster_->node_name(),
+                 listed.error().describe());
     return;
   }
   service_.mark_unhealthy(uuids_of_indices(service_.advertisement(), listed.value()));

@@ -94,8 +94,8 @@ std::optional<PendingPod> read_pod(const json& pod, std::string_view resource_na
       if (parsed && *parsed >= 0 && *parsed < 1024) {
         out.gpu_index = static_cast<int>(*parsed);
       } else if (problem) {
-        *problem = fmt::format("pod {}: unreadable {} \"{}\"", out.key(),
-                               kube::kAnnotationGpuIndex, index);
+        *problem = fmt::format("pod {}: unreadable {} \"{}\"", out.key(), kube::kAnnotationGpuIndex,
+                               index);
       }
     }
     out.assigned = string_member(*annotations, kube::kAnnotationAssigned) == "true";
@@ -106,8 +106,8 @@ std::optional<PendingPod> read_pod(const json& pod, std::string_view resource_na
 }
 
 bool waiting(const PendingPod& pod) {
-  return (pod.phase.empty() || pod.phase == "Pending") && !pod.assigned && pod.assume_time_ns > 0 && pod.gpu_index.has_value() &&
-         !pod.requests.empty();
+  return (pod.phase.empty() || pod.phase == "Pending") && !pod.assigned && pod.assume_time_ns > 0 &&
+         pod.gpu_index.has_value() && !pod.requests.empty();
 }
 
 std::optional<Match> match_call(std::span<const PendingPod> pods,
@@ -139,7 +139,8 @@ std::optional<Match> match_call(std::span<const PendingPod> pods,
   if (!best) return std::nullopt;
   Match match{*best, *best->gpu_index, 0, false, {}};
   for (const PendingPod* pod : fitting) {
-    if (pod != best && pod->gpu_index != best->gpu_index) match.ambiguous_with.push_back(pod->key());
+    if (pod != best && pod->gpu_index != best->gpu_index)
+      match.ambiguous_with.push_back(pod->key());
   }
   return match;
 }
@@ -150,12 +151,13 @@ int gpu_of_devices(const Advertisement& ad, std::span<const std::string> ids) {
     const auto ref = parse_device_id(id);
     const AdvertisedGpu* owner = ref ? ad.by_uuid(ref->uuid) : nullptr;
     if (!owner || ref->unit >= ad.units_per_gpu) {
-      throw std::invalid_argument(fmt::format("device ID \"{}\" is not one this plugin advertises", id));
+      throw std::invalid_argument(
+          fmt::format("device ID \"{}\" is not one this plugin advertises", id));
     }
     if (gpu && *gpu != owner->index) {
-      throw std::invalid_argument(fmt::format(
-          "device IDs on two GPUs ({} and {}): a gpushare container runs on one GPU",
-          ad.gpus[static_cast<std::size_t>(*gpu)].uuid, owner->uuid));
+      throw std::invalid_argument(
+          fmt::format("device IDs on two GPUs ({} and {}): a gpushare container runs on one GPU",
+                      ad.gpus[static_cast<std::size_t>(*gpu)].uuid, owner->uuid));
     }
     gpu = owner->index;
   }
@@ -165,8 +167,8 @@ int gpu_of_devices(const Advertisement& ad, std::span<const std::string> ids) {
 
 std::vector<std::string> preferred_ids(const Advertisement& ad,
                                        std::span<const std::string> available,
-                                       std::span<const std::string> must_include,
-                                       std::int64_t size, std::optional<int> gpu) {
+                                       std::span<const std::string> must_include, std::int64_t size,
+                                       std::optional<int> gpu) {
   std::vector<std::string> out(must_include.begin(), must_include.end());
   std::set<std::string> taken(out.begin(), out.end());
   // Available IDs per GPU, in unit order.

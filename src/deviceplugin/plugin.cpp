@@ -1,9 +1,9 @@
 #include "gpushare/deviceplugin/plugin.h"
 
 #include <fmt/format.h>
+#include <fmt/ranges.h>
 #include <grpcpp/grpcpp.h>
 #include <prometheus/text_serializer.h>
-#include <fmt/ranges.h>
 #include <spdlog/spdlog.h>
 
 #include <algorithm>
@@ -92,7 +92,8 @@ std::optional<std::vector<HeldDevices>> list_pod_resources(const std::string& so
     for (const auto& container : pod.containers()) {
       for (const auto& devices : container.devices()) {
         if (devices.resource_name() != resource_name) continue;
-        out.push_back(HeldDevices{pod.namespace_() + "/" + pod.name(), container.name(),
+        out.push_back(HeldDevices{pod.namespace_() + "/" + pod.name(),
+                                  container.name(),
                                   {devices.device_ids().begin(), devices.device_ids().end()}});
       }
     }
@@ -247,11 +248,11 @@ void DevicePluginService::check_handouts_locked(std::vector<PendingPod>& pods) {
         fix.pod, fix.released, fix.gpu, fix.pod, fix.gpu, fix.released, fix.released_gpu);
     metrics_.corrections.Increment();
     if (truth) {
-      auto patched = cluster_.patch_pod(
-          truth->namespace_name, truth->name,
-          {{std::string(kube::kAnnotationGpuIndex), std::to_string(fix.gpu)},
-           {std::string(kube::kAnnotationAssigned), "true"}},
-          std::nullopt);
+      auto patched =
+          cluster_.patch_pod(truth->namespace_name, truth->name,
+                             {{std::string(kube::kAnnotationGpuIndex), std::to_string(fix.gpu)},
+                              {std::string(kube::kAnnotationAssigned), "true"}},
+                             std::nullopt);
       if (!patched.ok()) {
         spdlog::error("correcting pod {}: {}", fix.pod, patched.error().describe());
       }
@@ -283,8 +284,8 @@ void DevicePluginService::warn_best_candidate(const std::vector<PendingPod>& pod
     if (!best || pod.assume_time_ns < best->assume_time_ns) best = &pod;
   }
   if (!best) return;
-  auto posted = cluster_.warn_pod(best->namespace_name, best->name, best->uid, kFailedReason,
-                                  message);
+  auto posted =
+      cluster_.warn_pod(best->namespace_name, best->name, best->uid, kFailedReason, message);
   if (!posted.ok()) {
     spdlog::warn("cannot post an Event on pod {}: {}", best->key(), posted.error().describe());
   }
@@ -350,10 +351,9 @@ ContainerResponse DevicePluginService::allocate_one_locked(const std::vector<std
     }
     const AdvertisedGpu* gpu = ad_.by_index(match->gpu);
     if (!gpu) {
-      const std::string message =
-          fmt::format("pod {} has {}={} but node {} advertises {} GPU(s): no GPU handed out",
-                      match->pod.key(), kube::kAnnotationGpuIndex, match->gpu,
-                      cluster_.node_name(), ad_.gpus.size());
+      const std::string message = fmt::format(
+          "pod {} has {}={} but node {} advertises {} GPU(s): no GPU handed out", match->pod.key(),
+          kube::kAnnotationGpuIndex, match->gpu, cluster_.node_name(), ad_.gpus.size());
       auto posted = cluster_.warn_pod(match->pod.namespace_name, match->pod.name, match->pod.uid,
                                       kFailedReason, message);
       (void)posted;
@@ -368,10 +368,10 @@ ContainerResponse DevicePluginService::allocate_one_locked(const std::vector<std
           spdlog::info("pod {} changed while being assigned; reading it again", match->pod.key());
           continue;
         }
-        throw CallError{grpc::StatusCode::UNAVAILABLE,
-                        fmt::format("cannot mark pod {} {}=true ({}): no GPU handed out",
-                                    match->pod.key(), kube::kAnnotationAssigned,
-                                    patched.error().describe())};
+        throw CallError{
+            grpc::StatusCode::UNAVAILABLE,
+            fmt::format("cannot mark pod {} {}=true ({}): no GPU handed out", match->pod.key(),
+                        kube::kAnnotationAssigned, patched.error().describe())};
       }
       if (match->pod.requests.size() > 1) {
         in_progress_.push_back(InProgress{match->pod, match->gpu, 1});
@@ -386,13 +386,14 @@ ContainerResponse DevicePluginService::allocate_one_locked(const std::vector<std
       handouts_.push_back(Handout{match->pod.key(), match->gpu, ids});
     }
     if (unhealthy().contains(gpu->uuid)) {
-      spdlog::warn("pod {}: its GPU {} ({}) is marked unhealthy; handing it out as the extender "
-                   "chose it",
-                   match->pod.key(), gpu->index, gpu->uuid);
+      spdlog::warn(
+          "pod {}: its GPU {} ({}) is marked unhealthy; handing it out as the extender "
+          "chose it",
+          match->pod.key(), gpu->index, gpu->uuid);
     }
-    const std::string container =
-        match->container < match->pod.containers.size() ? match->pod.containers[match->container]
-                                                        : std::string();
+    const std::string container = match->container < match->pod.containers.size()
+                                      ? match->pod.containers[match->container]
+                                      : std::string();
     spdlog::info(
         "Allocate: pod {} container {} gets {} of {} unit(s) on GPU {} ({}){}", match->pod.key(),
         container, size, match->pod.total, gpu->index, gpu->uuid,

@@ -18,7 +18,8 @@ std::string cdi_annotation_key(const AdvertisedGpu& gpu) {
   std::string name = "gpushare_" + gpu.uuid;
   bool valid = name.size() <= 63 && std::isalnum(static_cast<unsigned char>(name.back()));
   for (const char c : name) {
-    valid = valid && (std::isalnum(static_cast<unsigned char>(c)) || c == '_' || c == '.' || c == '-');
+    valid =
+        valid && (std::isalnum(static_cast<unsigned char>(c)) || c == '_' || c == '.' || c == '-');
   }
   if (!valid) name = fmt::format("gpushare_gpu{}", gpu.index);
   return "cdi.k8s.io/" + name;
@@ -47,9 +48,9 @@ ContainerResponse build_response(const Advertisement& ad, const AdvertisedGpu& g
   if (!options.memory_limit_env.empty()) {
     const std::uint64_t mib =
         static_cast<std::uint64_t>(container_units) * (unit_bytes(ad.unit) >> 20);
-    out.envs[options.memory_limit_env] = options.memory_limit_env == "CUDA_MPS_PINNED_DEVICE_MEM_LIMIT"
-                                             ? fmt::format("0={}M", mib)
-                                             : fmt::format("{}m", mib);
+    out.envs[options.memory_limit_env] =
+        options.memory_limit_env == "CUDA_MPS_PINNED_DEVICE_MEM_LIMIT" ? fmt::format("0={}M", mib)
+                                                                       : fmt::format("{}m", mib);
   }
   if (options.pass_device_specs) {
     for (const std::string& path :

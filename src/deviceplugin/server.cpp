@@ -22,8 +22,8 @@ class DirectoryWatch {
  public:
   explicit DirectoryWatch(const std::filesystem::path& dir) : fd_(inotify_init1(IN_CLOEXEC)) {
     if (fd_ < 0) throw std::system_error(errno, std::generic_category(), "inotify_init1");
-    if (inotify_add_watch(fd_, dir.c_str(),
-                          IN_CREATE | IN_DELETE | IN_MOVED_TO | IN_MOVED_FROM) < 0) {
+    if (inotify_add_watch(fd_, dir.c_str(), IN_CREATE | IN_DELETE | IN_MOVED_TO | IN_MOVED_FROM) <
+        0) {
       const int error = errno;
       close(fd_);
       throw std::system_error(error, std::generic_category(),
@@ -52,7 +52,8 @@ class DirectoryWatch {
       if ((event->mask & (IN_CREATE | IN_MOVED_TO)) && name == kKubeletSocket) {
         change.kubelet_created = true;
       }
-      if ((event->mask & (IN_DELETE | IN_MOVED_FROM)) && name == own_name) change.own_removed = true;
+      if ((event->mask & (IN_DELETE | IN_MOVED_FROM)) && name == own_name)
+        change.own_removed = true;
       at += static_cast<ssize_t>(sizeof(inotify_event) + event->len);
     }
     return change;
@@ -86,8 +87,7 @@ void PluginServer::run(std::stop_token stop) {
       backoff = std::min(backoff * 2, options_.max_backoff);
       continue;
     }
-    spdlog::info("serving the device plugin for {} on {}", options_.resource_name,
-                 socket.string());
+    spdlog::info("serving the device plugin for {} on {}", options_.resource_name, socket.string());
 
     bool registered = false;
     bool restart = false;
@@ -128,8 +128,9 @@ void PluginServer::run(std::stop_token stop) {
       }
       const auto change = watch.wait(std::chrono::milliseconds(500), options_.socket_name);
       if (change.kubelet_created) {
-        spdlog::info("kubelet.sock created again (kubelet restarted): serving and registering "
-                     "again");
+        spdlog::info(
+            "kubelet.sock created again (kubelet restarted): serving and registering "
+            "again");
         restart = true;
       } else if (change.own_removed || !std::filesystem::exists(socket, ignored)) {
         spdlog::info("{} was removed: serving and registering again", socket.string());

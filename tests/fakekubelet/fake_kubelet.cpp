@@ -83,9 +83,9 @@ struct FakeKubelet::Impl final : public v1beta1::Registration::Service,
       if (!answer_register) return grpc::Status(grpc::StatusCode::UNAVAILABLE, "not answering");
     }
     if (request->version() != "v1beta1") {
-      return grpc::Status(grpc::StatusCode::INVALID_ARGUMENT,
-                          "requested API version \"" + request->version() +
-                              "\" is not supported by kubelet");
+      return grpc::Status(
+          grpc::StatusCode::INVALID_ARGUMENT,
+          "requested API version \"" + request->version() + "\" is not supported by kubelet");
     }
     if (request->resource_name() != options.resource_name) {
       return grpc::Status(grpc::StatusCode::INVALID_ARGUMENT,
@@ -93,7 +93,8 @@ struct FakeKubelet::Impl final : public v1beta1::Registration::Service,
     }
     auto channel = grpc::CreateChannel("unix://" + (dir / request->endpoint()).string(),
                                        grpc::InsecureChannelCredentials());
-    auto stub = std::shared_ptr<v1beta1::DevicePlugin::Stub>(v1beta1::DevicePlugin::NewStub(channel));
+    auto stub =
+        std::shared_ptr<v1beta1::DevicePlugin::Stub>(v1beta1::DevicePlugin::NewStub(channel));
     v1beta1::DevicePluginOptions plugin_options;
     {
       grpc::ClientContext call;
@@ -159,7 +160,9 @@ FakeKubelet::FakeKubelet(std::filesystem::path dir, Options options)
   impl_->serve();
 }
 
-FakeKubelet::~FakeKubelet() { impl_->shut_down(); }
+FakeKubelet::~FakeKubelet() {
+  impl_->shut_down();
+}
 
 int FakeKubelet::registrations() const {
   std::lock_guard lock(impl_->mutex);
@@ -237,7 +240,8 @@ grpc::Status FakeKubelet::admit(const std::string& pod_key, const std::string& c
   }
   // kubelet fills up in map order (random); from the end here, so that an unsteered choice
   // lands on the last GPU.
-  for (auto it = available.rbegin(); it != available.rend() && chosen.size() < static_cast<std::size_t>(size); ++it) {
+  for (auto it = available.rbegin();
+       it != available.rend() && chosen.size() < static_cast<std::size_t>(size); ++it) {
     if (std::find(chosen.begin(), chosen.end(), *it) == chosen.end()) chosen.push_back(*it);
   }
   v1beta1::AllocateRequest request;

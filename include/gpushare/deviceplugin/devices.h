@@ -57,9 +57,7 @@ struct Advertisement {
   std::vector<AdvertisedGpu> gpus;
   std::vector<std::string> warnings;  // MIG GPUs left out, mixed sizes (to log)
 
-  std::size_t device_count() const {
-    return gpus.size() * static_cast<std::size_t>(units_per_gpu);
-  }
+  std::size_t device_count() const { return gpus.size() * static_cast<std::size_t>(units_per_gpu); }
   std::int64_t total_units() const {
     return static_cast<std::int64_t>(gpus.size()) * units_per_gpu;
   }

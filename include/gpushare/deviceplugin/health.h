@@ -4,8 +4,8 @@
 // which the extender reads; GPUs an operator listed there are advertised Unhealthy too.
 
 #include <chrono>
-#include <mutex>
 #include <cstdint>
+#include <mutex>
 #include <set>
 #include <span>
 #include <stop_token>

@@ -25,12 +25,12 @@ struct PendingPod {
   std::string uid;
   std::string resource_version;
   std::string phase;
-  std::optional<int> gpu_index;          // ALIYUN_COM_GPU_MEM_IDX
-  std::int64_t assume_time_ns = 0;       // ALIYUN_COM_GPU_MEM_ASSUME_TIME
-  bool assigned = false;                 // ALIYUN_COM_GPU_MEM_ASSIGNED == "true"
-  std::vector<std::string> containers;   // regular containers with a gpu-mem limit, in order
-  std::vector<std::int64_t> requests;    // their limits, same order
-  std::int64_t total = 0;                // sum of requests
+  std::optional<int> gpu_index;         // ALIYUN_COM_GPU_MEM_IDX
+  std::int64_t assume_time_ns = 0;      // ALIYUN_COM_GPU_MEM_ASSUME_TIME
+  bool assigned = false;                // ALIYUN_COM_GPU_MEM_ASSIGNED == "true"
+  std::vector<std::string> containers;  // regular containers with a gpu-mem limit, in order
+  std::vector<std::int64_t> requests;   // their limits, same order
+  std::int64_t total = 0;               // sum of requests
 
   std::string key() const { return namespace_name + "/" + name; }
 };
@@ -49,15 +49,15 @@ bool waiting(const PendingPod& pod);
 // call, all of a pod's containers before the next pod's).
 struct InProgress {
   PendingPod pod;
-  int gpu = 0;            // the GPU handed out to its first container
-  std::size_t next = 1;   // position in pod.requests of the container still to allocate
+  int gpu = 0;           // the GPU handed out to its first container
+  std::size_t next = 1;  // position in pod.requests of the container still to allocate
 };
 
 struct Match {
   PendingPod pod;
-  int gpu = 0;                 // the pod's GPU (extender index): what the response names
-  std::size_t container = 0;   // position in pod.requests
-  bool continuing = false;     // a later container of an InProgress pod
+  int gpu = 0;                // the pod's GPU (extender index): what the response names
+  std::size_t container = 0;  // position in pod.requests
+  bool continuing = false;    // a later container of an InProgress pod
   // Other waiting pods the call could equally have been for (same first-container size, another
   // GPU): kubelet does not say which one it admits, so the choice may be corrected afterwards
   // from the pod-resources API (reconcile()).
@@ -82,8 +82,8 @@ int gpu_of_devices(const Advertisement& ad, std::span<const std::string> ids);
 // `gpu` (when given) in unit order, then on the GPU with the most available IDs, up to `size`.
 std::vector<std::string> preferred_ids(const Advertisement& ad,
                                        std::span<const std::string> available,
-                                       std::span<const std::string> must_include,
-                                       std::int64_t size, std::optional<int> gpu);
+                                       std::span<const std::string> must_include, std::int64_t size,
+                                       std::optional<int> gpu);
 
 // What kubelet's pod-resources API says a container holds.
 struct HeldDevices {

@@ -2,14 +2,15 @@
 // The DevicePlugin gRPC service for aliyun.com/gpu-mem (kubelet is the client), its metrics and
 // the pod-resources lookup it uses to check its hand-outs.
 
+#include <prometheus/counter.h>
+#include <prometheus/gauge.h>
+#include <prometheus/registry.h>
+
 #include <chrono>
 #include <condition_variable>
 #include <cstdint>
 #include <memory>
 #include <mutex>
-#include <prometheus/counter.h>
-#include <prometheus/gauge.h>
-#include <prometheus/registry.h>
 #include <set>
 #include <string>
 #include <vector>

@@ -14,8 +14,8 @@ namespace gpushare::deviceplugin {
 
 // How the container is told its GPU (NVIDIA's --device-list-strategy values that apply).
 enum class DeviceListStrategy {
-  kEnvvar,          // NVIDIA_VISIBLE_DEVICES=<UUID>
-  kCdiCri,          // cdi_devices: nvidia.com/gpu=<UUID> (kubelet >= 1.28 with DevicePluginCDIDevices)
+  kEnvvar,  // NVIDIA_VISIBLE_DEVICES=<UUID>
+  kCdiCri,  // cdi_devices: nvidia.com/gpu=<UUID> (kubelet >= 1.28 with DevicePluginCDIDevices)
   kCdiAnnotations,  // annotation cdi.k8s.io/gpushare_<UUID> = nvidia.com/gpu=<UUID>
 };
 

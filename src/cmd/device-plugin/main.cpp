@@ -105,7 +105,8 @@ int run(const Flags& flags) {
   }
   for (const auto& warning : ad.warnings) spdlog::warn("{}", warning);
   if (flags.node_name.empty()) {
-    throw dp::ConfigError("--node-name is empty and $NODE_NAME is unset (set it from spec.nodeName)");
+    throw dp::ConfigError(
+        "--node-name is empty and $NODE_NAME is unset (set it from spec.nodeName)");
   }
   const auto [host, port] = split_listen(flags.listen);
 
@@ -207,11 +208,13 @@ int run(const Flags& flags) {
 }  // namespace
 
 int main(int argc, char** argv) {
-  CLI::App app{"gpushare-device-plugin: advertises aliyun.com/gpu-mem to kubelet and hands each "
-               "container the GPU the gpushare extender chose"};
+  CLI::App app{
+      "gpushare-device-plugin: advertises aliyun.com/gpu-mem to kubelet and hands each "
+      "container the GPU the gpushare extender chose"};
   Flags flags;
   if (const char* node = std::getenv("NODE_NAME")) flags.node_name = node;
-  app.add_option("--kubeconfig", flags.kubeconfig, "kubeconfig file (default: $KUBECONFIG, else in-cluster)");
+  app.add_option("--kubeconfig", flags.kubeconfig,
+                 "kubeconfig file (default: $KUBECONFIG, else in-cluster)");
   app.add_option("--node-name", flags.node_name, "this node's name (default: $NODE_NAME)");
   app.add_option("--kubelet-dir", flags.kubelet_dir, "kubelet's device-plugin directory")
       ->capture_default_str();
@@ -224,9 +227,10 @@ int main(int argc, char** argv) {
       ->capture_default_str();
   app.add_flag("--pass-device-specs", flags.pass_device_specs,
                "add /dev/nvidia* device specs (rw) to each container");
-  app.add_option("--memory-limit-env", flags.memory_limit_env,
-                 "set the container's reservation as a limit in this variable (e.g. "
-                 "CUDA_DEVICE_MEMORY_LIMIT: \"<MiB>m\"; CUDA_MPS_PINNED_DEVICE_MEM_LIMIT: \"0=<MiB>M\")");
+  app.add_option(
+      "--memory-limit-env", flags.memory_limit_env,
+      "set the container's reservation as a limit in this variable (e.g. "
+      "CUDA_DEVICE_MEMORY_LIMIT: \"<MiB>m\"; CUDA_MPS_PINNED_DEVICE_MEM_LIMIT: \"0=<MiB>M\")");
   app.add_option("--health-check", flags.health_check, "watch XID events (true|false)")
       ->capture_default_str();
   app.add_option("--nvml-library", flags.nvml_library, "NVML shared library to load")
@@ -242,8 +246,9 @@ int main(int argc, char** argv) {
   app.add_option("--register-timeout", flags.register_timeout_s,
                  "seconds to wait for kubelet's answer to Register")
       ->capture_default_str();
-  app.add_flag("--discover", flags.discover,
-               "print what would be advertised (from NVML) and exit, without kubelet or API server");
+  app.add_flag(
+      "--discover", flags.discover,
+      "print what would be advertised (from NVML) and exit, without kubelet or API server");
   app.add_option("--log-level", flags.log_level, "trace|debug|info|warn|error")
       ->capture_default_str();
   app.set_version_flag("--version", gpushare::version_string());

@@ -33,7 +33,8 @@ TEST(DeviceIds, RoundTrip) {
 
 TEST(Advertisement, OneDevicePerGiBOfEachGpu) {
   // NVML reports a little less than the marketed size: 15 GiB of a "16 GB" T4.
-  const std::vector<nvml::GpuInfo> gpus = {gpu(1, "GPU-b", 16106127360), gpu(0, "GPU-a", 16106127360)};
+  const std::vector<nvml::GpuInfo> gpus = {gpu(1, "GPU-b", 16106127360),
+                                           gpu(0, "GPU-a", 16106127360)};
   const auto ad = plan_advertisement(gpus, MemoryUnit::kGiB, "node-1");
   EXPECT_EQ(ad.units_per_gpu, 15);
   ASSERT_EQ(ad.gpus.size(), 2u);
@@ -51,7 +52,8 @@ TEST(Advertisement, OneDevicePerGiBOfEachGpu) {
 }
 
 TEST(Advertisement, MigGpusLeftOutWithAWarning) {
-  const std::vector<nvml::GpuInfo> gpus = {gpu(0, "GPU-a", 16 * kGiB, true), gpu(1, "GPU-b", 16 * kGiB)};
+  const std::vector<nvml::GpuInfo> gpus = {gpu(0, "GPU-a", 16 * kGiB, true),
+                                           gpu(1, "GPU-b", 16 * kGiB)};
   const auto ad = plan_advertisement(gpus, MemoryUnit::kGiB, "node-1");
   ASSERT_EQ(ad.gpus.size(), 1u);
   EXPECT_EQ(ad.gpus[0].uuid, "GPU-b");

@@ -14,16 +14,20 @@ json pod_json(std::string name, std::vector<int> limits, std::optional<int> idx,
   json containers = json::array();
   int i = 0;
   for (const int limit : limits) {
-    containers.push_back({{"name", "c" + std::to_string(i++)},
-                          {"resources", {{"limits", {{"aliyun.com/gpu-mem", std::to_string(limit)}}}}}});
+    containers.push_back(
+        {{"name", "c" + std::to_string(i++)},
+         {"resources", {{"limits", {{"aliyun.com/gpu-mem", std::to_string(limit)}}}}}});
   }
   json annotations = json::object();
   if (idx) annotations["ALIYUN_COM_GPU_MEM_IDX"] = std::to_string(*idx);
   if (assume) annotations["ALIYUN_COM_GPU_MEM_ASSUME_TIME"] = std::to_string(assume);
   annotations["ALIYUN_COM_GPU_MEM_ASSIGNED"] = assigned;
   return {{"metadata",
-           {{"namespace", "default"}, {"name", name}, {"uid", name + "-uid"},
-            {"resourceVersion", "7"}, {"annotations", annotations}}},
+           {{"namespace", "default"},
+            {"name", name},
+            {"uid", name + "-uid"},
+            {"resourceVersion", "7"},
+            {"annotations", annotations}}},
           {"spec", {{"nodeName", "n"}, {"containers", containers}}},
           {"status", {{"phase", "Pending"}}}};
 }
@@ -31,7 +35,8 @@ json pod_json(std::string name, std::vector<int> limits, std::optional<int> idx,
 PendingPod pod(std::string name, std::vector<int> limits, std::optional<int> idx,
                std::int64_t assume, std::string assigned = "false") {
   std::string problem;
-  auto out = read_pod(pod_json(name, limits, idx, assume, assigned), "aliyun.com/gpu-mem", &problem);
+  auto out =
+      read_pod(pod_json(name, limits, idx, assume, assigned), "aliyun.com/gpu-mem", &problem);
   EXPECT_TRUE(out) << problem;
   return *out;
 }
@@ -53,7 +58,7 @@ TEST(ReadPod, ReadsAnnotationsAndPerContainerLimits) {
   EXPECT_EQ(p.total, 5);
   EXPECT_TRUE(waiting(p));
   EXPECT_FALSE(waiting(pod("q", {2}, 1, 100, "true")));
-  EXPECT_FALSE(waiting(pod("r", {2}, 1, 0)));           // not bound by the extender
+  EXPECT_FALSE(waiting(pod("r", {2}, 1, 0)));             // not bound by the extender
   EXPECT_FALSE(waiting(pod("s", {2}, std::nullopt, 5)));  // no index
 }
 
@@ -80,7 +85,7 @@ TEST(MatchCall, PrefersThePodOnTheDevicesGpuThenTheOldest) {
   EXPECT_EQ(m->ambiguous_with, std::vector<std::string>{"default/a"});
   m = match_call(pods, {}, 2, std::nullopt);
   ASSERT_TRUE(m);
-  EXPECT_EQ(m->pod.name, "a");  // oldest
+  EXPECT_EQ(m->pod.name, "a");     // oldest
   m = match_call(pods, {}, 3, 0);  // c is on GPU 1: its GPU is handed out, not the devices'
   ASSERT_TRUE(m);
   EXPECT_EQ(m->pod.name, "c");
@@ -129,7 +134,8 @@ TEST(Reconcile, ReportsAHandOutThatWentToAnotherPod) {
   const std::vector<PendingPod> pods = {pod("a", {2}, 0, 100, "true"), pod("b", {2}, 1, 200)};
   const std::vector<Handout> handouts = {Handout{"default/a", 0, {"GPU-a-_-0", "GPU-a-_-1"}},
                                          Handout{"default/x", 1, {"GPU-b-_-3"}}};
-  const std::vector<HeldDevices> held = {HeldDevices{"default/b", "c0", {"GPU-a-_-0", "GPU-a-_-1"}}};
+  const std::vector<HeldDevices> held = {
+      HeldDevices{"default/b", "c0", {"GPU-a-_-0", "GPU-a-_-1"}}};
   std::vector<Handout> unknown;
   const auto fixes = reconcile(handouts, held, pods, &unknown);
   ASSERT_EQ(fixes.size(), 1u);
