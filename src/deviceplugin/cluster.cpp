@@ -147,10 +147,11 @@ Result<std::set<int>> Cluster::add_unhealthy_indices(std::string_view namespace_
     if (const auto gpus = data.find("gpus"); gpus != data.end() && gpus->is_string()) {
       for (const int index : parse_indices(gpus->get<std::string>())) merged.insert(index);
     }
-    const std::string rv = current.value()["metadata"].value("resourceVersion", "");
-    const json patch = {{"metadata", {{"resourceVersion", rv}}},
-                        {"data", {{"gpus", join(merged)}}}};
-    auto patched = client_.patch(path, patch, apiclient::PatchType::kMerge);
+    // A whole-object update (RBAC grants configmaps get/create/update), conditional on the
+    // resourceVersion read.
+    json updated = current.value();
+    updated["data"]["gpus"] = join(merged);
+    auto patched = client_.put(path, updated);
     if (patched.ok()) return merged;
     if (!patched.error().is_conflict()) return patched.error();
   }

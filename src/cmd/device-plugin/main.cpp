@@ -5,6 +5,7 @@
 #include <httplib.h>
 #include <pthread.h>
 #include <spdlog/spdlog.h>
+#include <unistd.h>
 
 #include <CLI/CLI.hpp>
 #include <atomic>
@@ -151,6 +152,7 @@ int run(const Flags& flags) {
   std::jthread http_thread([&] { http.listen_after_bind(); });
 
   Stopper stopper;
+  std::atomic<bool> server_failed = false;
   std::jthread server_thread;
   std::jthread health_thread;
   std::jthread upkeep_thread;
@@ -166,12 +168,13 @@ int run(const Flags& flags) {
     server_options.register_timeout = std::chrono::seconds(flags.register_timeout_s);
     server_options.on_registered = assert_gpu_count;
     auto plugin_server = std::make_shared<dp::PluginServer>(service, server_options, metrics);
-    server_thread = std::jthread([plugin_server](std::stop_token stop) {
+    server_thread = std::jthread([plugin_server, &server_failed](std::stop_token stop) {
       try {
         plugin_server->run(stop);
       } catch (const std::exception& e) {
         spdlog::critical("device plugin server: {}", e.what());
-        std::raise(SIGTERM);
+        server_failed = true;
+        kill(getpid(), SIGTERM);  // process-directed: reaches the sigwait below
       }
     });
     if (flags.health_check) {
@@ -202,7 +205,7 @@ int run(const Flags& flags) {
   }
   if (upkeep_thread.joinable()) upkeep_thread.join();
   http.stop();
-  return 0;
+  return server_failed ? 1 : 0;
 }
 
 }  // namespace
