@@ -81,22 +81,21 @@ inline const std::string& request_body(int nodes, BodyForm form, core::Units pod
 }
 
 // What the filter and prioritize routes do with a request body (see http_server.cpp).
-inline extender::ExtenderArgs decode_request(std::string_view body,
-                                             const kube::ResourceNames& names) {
-  return extender::decode_extender_args_body(body, names);
+inline wire::ExtenderArgs decode_request(std::string_view body, const kube::ResourceNames& names) {
+  return wire::decode_extender_args_body(body, names);
 }
 
 // Not inlined, so profilers (callgrind --toggle-collect) can isolate one request.
-[[gnu::noinline]] inline std::string handle_filter(extender::SchedulingService& service,
+[[gnu::noinline]] inline std::string handle_filter(service::SchedulingService& service,
                                                    std::string_view body) {
-  extender::ExtenderArgs args = decode_request(body, service.config().names);
-  return extender::encode_filter_result(service.filter(std::move(args)));
+  wire::ExtenderArgs args = decode_request(body, service.config().names);
+  return wire::encode_filter_result(service.filter(std::move(args)));
 }
 
-[[gnu::noinline]] inline std::string handle_prioritize(extender::SchedulingService& service,
+[[gnu::noinline]] inline std::string handle_prioritize(service::SchedulingService& service,
                                                        std::string_view body) {
-  extender::ExtenderArgs args = decode_request(body, service.config().names);
-  return extender::encode_priorities(service.prioritize(std::move(args)));
+  wire::ExtenderArgs args = decode_request(body, service.config().names);
+  return wire::encode_priorities(service.prioritize(std::move(args)));
 }
 
 }  // namespace gpushare::bench

@@ -31,7 +31,6 @@
 #include "gpushare/kube/pod_info.h"
 
 namespace gb = gpushare::bench;
-namespace ext = gpushare::extender;
 namespace core = gpushare::core;
 using Clock = std::chrono::steady_clock;
 
@@ -76,7 +75,8 @@ struct Latencies {
   std::vector<double> filter_ms, prioritize_ms;
 };
 
-void measure(gb::Harness& harness, const ext::ExtenderArgs& args, int requests, Latencies& out) {
+void measure(gb::Harness& harness, const gpushare::wire::ExtenderArgs& args, int requests,
+             Latencies& out) {
   for (int i = 0; i < requests; ++i) {
     auto started = Clock::now();
     auto filtered = harness.service->filter(args);
@@ -114,7 +114,7 @@ int main(int argc, char** argv) {
   shape.track_cpu_memory = true;
   shape.learned_workload = true;
   gb::Harness harness(shape, flags.policy);
-  const ext::ExtenderArgs args = gb::decode_request(
+  const gpushare::wire::ExtenderArgs args = gb::decode_request(
       gb::request_body(flags.nodes, gb::BodyForm::kNodeNames), gpushare::kube::ResourceNames{});
 
   Latencies warm_up, idle, churn;
@@ -175,7 +175,7 @@ int main(int argc, char** argv) {
     const std::string uid = "uid-" + name;
     gpushare::kube::PodInfo pod = gpushare::kube::parse_pod(gb::pending_pod(name, uid, 4), {});
     harness.binder.remember(pod);
-    ext::BindingArgs binding;
+    gpushare::wire::BindingArgs binding;
     binding.pod_name = pod.name;
     binding.pod_namespace = pod.namespace_name;
     binding.pod_uid = uid;

@@ -23,13 +23,13 @@
 #include "gpushare/core/cluster_model.h"
 #include "gpushare/core/placement_policy.h"
 #include "gpushare/core/policy_registry.h"
-#include "gpushare/extender/metrics/metric_registry.h"
-#include "gpushare/extender/service/model_store.h"
-#include "gpushare/extender/service/pod_binder.h"
-#include "gpushare/extender/service/rejection_log.h"
-#include "gpushare/extender/service/scheduling_service.h"
-#include "gpushare/extender/wire/wire_types.h"
 #include "gpushare/kube/json_access.h"
+#include "gpushare/metrics/metric_registry.h"
+#include "gpushare/service/model_store.h"
+#include "gpushare/service/pod_binder.h"
+#include "gpushare/service/rejection_log.h"
+#include "gpushare/service/scheduling_service.h"
+#include "gpushare/wire/wire_types.h"
 
 namespace gpushare::bench {
 
@@ -540,15 +540,15 @@ inline std::string args_with_nodes(const ClusterShape& shape, const Json& pod, i
 // A SchedulingService over a generated cluster, as main.cpp wires it in standalone mode.
 
 // Finds every pod it was told about in filter; binds succeed in memory.
-class MemoryBinder final : public extender::PodBinder {
+class MemoryBinder final : public service::PodBinder {
  public:
   std::optional<kube::PodInfo> find_pod(std::string_view ns, std::string_view name) override {
     auto it = pods_.find(fmt::format("{}/{}", ns, name));
     if (it == pods_.end()) return std::nullopt;
     return it->second;
   }
-  extender::BindOutcome bind(const kube::PodInfo&, std::string_view,
-                             const std::map<std::string, std::string>&) override {
+  service::BindOutcome bind(const kube::PodInfo&, std::string_view,
+                            const std::map<std::string, std::string>&) override {
     return {true, "", false};
   }
   bool confirms_asynchronously() const override { return false; }
@@ -567,15 +567,15 @@ struct Harness {
     store.write([&](core::ClusterModel& model, core::PlacementPolicy& policy) {
       populate_model(model, shape, &policy);
     });
-    extender::ServiceConfig config;
+    service::ServiceConfig config;
     service =
-        std::make_unique<extender::SchedulingService>(store, binder, metrics, rejections, config);
+        std::make_unique<service::SchedulingService>(store, binder, metrics, rejections, config);
   }
-  extender::ModelStore store;
+  service::ModelStore store;
   MemoryBinder binder;
-  extender::MetricRegistry metrics;
-  extender::RejectionLog rejections;
-  std::unique_ptr<extender::SchedulingService> service;
+  metrics::MetricRegistry metrics;
+  service::RejectionLog rejections;
+  std::unique_ptr<service::SchedulingService> service;
 };
 
 // Keeps the most recently built harness alive across benchmark registrations of the same

@@ -11,7 +11,6 @@
 #include "bench_util.h"
 
 namespace gb = gpushare::bench;
-namespace ext = gpushare::extender;
 
 namespace {
 
@@ -40,8 +39,8 @@ void BM_DecodeNodes(benchmark::State& state) {
   state.counters["body_MB"] = static_cast<double>(body.size()) / 1e6;
 }
 
-ext::FilterResult half_failed(int nodes) {
-  ext::FilterResult result;
+gpushare::wire::FilterResult half_failed(int nodes) {
+  gpushare::wire::FilterResult result;
   for (int i = 0; i < nodes; ++i) {
     if (i % 2 == 0) {
       result.node_names.push_back(gb::node_name(i));
@@ -55,10 +54,10 @@ ext::FilterResult half_failed(int nodes) {
 }
 
 void BM_EncodeFilterResult(benchmark::State& state) {
-  const ext::FilterResult result = half_failed(static_cast<int>(state.range(0)));
+  const gpushare::wire::FilterResult result = half_failed(static_cast<int>(state.range(0)));
   std::size_t bytes = 0;
   for (auto _ : state) {
-    std::string text = ext::encode_filter_result(result);
+    std::string text = gpushare::wire::encode_filter_result(result);
     bytes = text.size();
     benchmark::DoNotOptimize(text);
   }
@@ -66,11 +65,11 @@ void BM_EncodeFilterResult(benchmark::State& state) {
 }
 
 void BM_EncodePriorities(benchmark::State& state) {
-  std::vector<ext::HostPriority> priorities;
+  std::vector<gpushare::wire::HostPriority> priorities;
   for (int i = 0; i < state.range(0); ++i) priorities.push_back({gb::node_name(i), i % 11});
   std::size_t bytes = 0;
   for (auto _ : state) {
-    std::string text = ext::encode_priorities(priorities);
+    std::string text = gpushare::wire::encode_priorities(priorities);
     bytes = text.size();
     benchmark::DoNotOptimize(text);
   }

@@ -10,18 +10,18 @@
 #include <string>
 
 #include "cluster_generator.h"
-#include "gpushare/extender/http/request_metrics.h"
-#include "gpushare/extender/metrics/metric_registry.h"
-#include "gpushare/extender/metrics/model_metrics.h"
-#include "gpushare/extender/metrics/scheduling_metrics.h"
+#include "gpushare/http/request_metrics.h"
+#include "gpushare/metrics/metric_registry.h"
+#include "gpushare/metrics/model_metrics.h"
+#include "gpushare/metrics/scheduling_metrics.h"
 
 namespace gpushare::bench {
 namespace {
 
-extender::ModelGauges synthetic_gauges(int nodes, int gpus_per_node) {
-  extender::ModelGauges gauges;
+metrics::ModelGauges synthetic_gauges(int nodes, int gpus_per_node) {
+  metrics::ModelGauges gauges;
   for (int n = 0; n < nodes; ++n) {
-    extender::NodeGauge& node = gauges.nodes.emplace_back();
+    metrics::NodeGauge& node = gauges.nodes.emplace_back();
     node.name = node_name(n);
     for (int g = 0; g < gpus_per_node; ++g) {
       const Units allocated = (n * 7 + g * 3) % 33;
@@ -38,9 +38,9 @@ extender::ModelGauges synthetic_gauges(int nodes, int gpus_per_node) {
 
 // The registry with the components' families, as a running extender has them.
 struct Exported {
-  extender::MetricRegistry registry;
-  extender::RequestMetrics requests{registry};
-  extender::SchedulingMetrics scheduling{registry};
+  metrics::MetricRegistry registry;
+  http::RequestMetrics requests{registry};
+  metrics::SchedulingMetrics scheduling{registry};
 
   Exported() {
     for (const char* verb : {"filter", "prioritize", "bind", "preempt", "inspect"}) {
@@ -62,7 +62,7 @@ void BM_Render(benchmark::State& state) {
   for (auto _ : state) {
     const std::string text =
         metrics.registry.render([&gauges](std::vector<prometheus::MetricFamily>& out) {
-          extender::collect_model(out, gauges);
+          metrics::collect_model(out, gauges);
         });
     bytes = text.size();
     benchmark::DoNotOptimize(text.data());

@@ -50,7 +50,6 @@
 #include "gpushare/core/policy_registry.h"
 
 namespace gb = gpushare::bench;
-namespace ext = gpushare::extender;
 namespace core = gpushare::core;
 
 namespace {
@@ -58,8 +57,8 @@ namespace {
 constexpr int kLatencyRequests = 2000;
 
 // `request` GiB of GPU memory; 0: the pod wants no GPU.
-const ext::ExtenderArgs& typed_args(int nodes, core::Units request = 4) {
-  static std::map<std::pair<int, core::Units>, ext::ExtenderArgs> cache;
+const gpushare::wire::ExtenderArgs& typed_args(int nodes, core::Units request = 4) {
+  static std::map<std::pair<int, core::Units>, gpushare::wire::ExtenderArgs> cache;
   const auto key = std::pair{nodes, request};
   auto it = cache.find(key);
   if (it == cache.end()) {
@@ -97,7 +96,7 @@ void BM_Filter(benchmark::State& state) {
 void BM_FilterLatency(benchmark::State& state) {
   const int nodes = static_cast<int>(state.range(0));
   auto& harness = gb::cached_harness(gb::shape_of(nodes, static_cast<int>(state.range(1))));
-  ext::ExtenderArgs args = typed_args(nodes);
+  gpushare::wire::ExtenderArgs args = typed_args(nodes);
   for (auto _ : state) {
     auto result = harness.service->filter(std::move(args));
     benchmark::DoNotOptimize(result);
@@ -130,7 +129,7 @@ void BM_PrioritizeLatency(benchmark::State& state) {
   static int requests = 0;
   const std::int64_t newpod = state.range(5);
   const core::Units request = cpu_only ? 0 : (newpod == 1 && ++requests % 2 == 0 ? 3 : 4);
-  ext::ExtenderArgs args = typed_args(nodes, request);  // given up below, see top
+  gpushare::wire::ExtenderArgs args = typed_args(nodes, request);  // given up below, see top
   static std::int64_t unseen = 0;
   if (newpod == 2) args.pod.cpu_milli += ++unseen;
   state.SetLabel(fmt::format("{} {} pod, {}{}", policy, cpu_only ? "CPU-only" : "GPU",
@@ -177,7 +176,7 @@ void BM_Bind(benchmark::State& state) {
   const int nodes = static_cast<int>(state.range(1));
   auto& harness =
       gb::cached_harness(gb::shape_of(nodes, static_cast<int>(state.range(2))), policy_name);
-  const ext::ExtenderArgs& args = typed_args(nodes);
+  const gpushare::wire::ExtenderArgs& args = typed_args(nodes);
   harness.binder.remember(args.pod);
   state.SetLabel(policy_name);
   // Nodes where the pod fits, so every bind succeeds.
@@ -186,12 +185,12 @@ void BM_Bind(benchmark::State& state) {
     state.SkipWithError("no node fits");
     return;
   }
-  ext::BindingArgs bind{args.pod.name, args.pod.namespace_name, args.pod.uid, ""};
+  gpushare::wire::BindingArgs bind{args.pod.name, args.pod.namespace_name, args.pod.uid, ""};
   std::size_t i = 0;
   std::size_t failures = 0;
   for (auto _ : state) {
     bind.node = targets[i];
-    const ext::BindReply reply = harness.service->bind(bind);
+    const gpushare::service::BindReply reply = harness.service->bind(bind);
     failures += !reply.error.empty();
     state.PauseTiming();
     harness.store.write(

@@ -8,7 +8,7 @@
 #include <vector>
 
 #include "fuzz_util.h"
-#include "gpushare/extender/wire/wire_types.h"
+#include "gpushare/wire/wire_types.h"
 #include "reference_extender_args.h"
 
 using namespace gpushare;
@@ -17,12 +17,11 @@ extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size
   const std::string_view body(reinterpret_cast<const char*>(data), size);
   const kube::ResourceNames names;
   reference::ReferenceArgs dom;
-  extender::ExtenderArgs text;
+  wire::ExtenderArgs text;
   const bool dom_ok = fuzz::accepts("reference::decode_extender_args",
                                     [&] { dom = reference::decode_extender_args(body, names); });
-  const bool text_ok = fuzz::accepts("decode_extender_args_body", [&] {
-    text = extender::decode_extender_args_body(body, names);
-  });
+  const bool text_ok = fuzz::accepts("decode_extender_args_body",
+                                     [&] { text = wire::decode_extender_args_body(body, names); });
   if (dom_ok != text_ok) {
     fuzz::finding("decoders disagree", dom_ok ? "only the DOM decoder accepted the body"
                                               : "only the text decoder accepted the body");
@@ -42,15 +41,14 @@ extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size
   // The replies are written without a DOM but must be what nlohmann would write, and a filter
   // reply echoes the text decoder's node spans verbatim: they must be the very objects the DOM
   // decoder saw, or kube-scheduler would receive broken JSON.
-  extender::FilterResult passed;
+  wire::FilterResult passed;
   passed.node_names = text.offered_names();
   if (text.node_texts) {
     passed.node_texts.emplace();
-    for (const extender::NodeText& node : *text.node_texts) passed.node_texts->push_back(node.json);
+    for (const wire::NodeText& node : *text.node_texts) passed.node_texts->push_back(node.json);
     passed.node_source = text.node_source;
   }
-  const kube::Json reply =
-      kube::Json::parse(extender::encode_filter_result(passed), nullptr, false);
+  const kube::Json reply = kube::Json::parse(wire::encode_filter_result(passed), nullptr, false);
   if (reply.is_discarded()) fuzz::finding("encode_filter_result", "reply is not valid JSON");
   if (reply["NodeNames"].get<std::vector<std::string>>() != passed.node_names.strings()) {
     fuzz::finding("encode_filter_result", "NodeNames do not round-trip");
@@ -59,7 +57,7 @@ extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size
       (!reply["Nodes"].is_object() || reply["Nodes"]["items"] != kube::Json(*dom.nodes))) {
     fuzz::finding("encode_filter_result", "echoed node objects differ from the DOM decoder's");
   }
-  std::vector<extender::HostPriority> priorities;
+  std::vector<wire::HostPriority> priorities;
   kube::Json expected = kube::Json::array();
   std::int64_t score = 0;
   for (const std::string_view name : passed.node_names) {
@@ -67,7 +65,7 @@ extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size
     expected.push_back({{"Host", name}, {"Score", score}});
     score = score * 7 - 3;
   }
-  if (extender::encode_priorities(priorities) !=
+  if (wire::encode_priorities(priorities) !=
       expected.dump(-1, ' ', false, kube::Json::error_handler_t::replace)) {
     fuzz::finding("encode_priorities", "differs from nlohmann's dump");
   }

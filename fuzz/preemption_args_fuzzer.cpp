@@ -5,16 +5,16 @@
 #include <string>
 
 #include "fuzz_util.h"
-#include "gpushare/extender/wire/wire_types.h"
+#include "gpushare/wire/wire_types.h"
 
 using namespace gpushare;
 
 extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size) {
   const std::string_view body(reinterpret_cast<const char*>(data), size);
   const kube::ResourceNames names;
-  extender::PreemptionArgs args;
+  wire::PreemptionArgs args;
   if (!fuzz::accepts("decode_preemption_args",
-                     [&] { args = extender::decode_preemption_args(body, names); })) {
+                     [&] { args = wire::decode_preemption_args(body, names); })) {
     return 0;
   }
   for (const auto& [node, victims] : args.victims) {
@@ -24,7 +24,7 @@ extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size
   }
   // The reply names the same nodes and victims (what preempt answers when it keeps them all).
   const kube::Json reply =
-      kube::Json::parse(extender::encode_preemption_result(args.victims), nullptr, false);
+      kube::Json::parse(wire::encode_preemption_result(args.victims), nullptr, false);
   if (reply.is_discarded() || !reply["NodeNameToMetaVictims"].is_object()) {
     fuzz::finding("encode_preemption_result", "reply is not a JSON object");
   }

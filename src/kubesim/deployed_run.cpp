@@ -13,13 +13,13 @@
 #include "gpushare/core/model_pin.h"
 #include "gpushare/core/placement_policy.h"
 #include "gpushare/core/policy_registry.h"
-#include "gpushare/extender/metrics/metric_registry.h"
-#include "gpushare/extender/service/model_store.h"
-#include "gpushare/extender/service/pod_binder.h"
-#include "gpushare/extender/service/rejection_log.h"
-#include "gpushare/extender/service/scheduling_service.h"
 #include "gpushare/kube/pod_dra_demand.h"
 #include "gpushare/kubesim/dra_allocator.h"
+#include "gpushare/metrics/metric_registry.h"
+#include "gpushare/service/model_store.h"
+#include "gpushare/service/pod_binder.h"
+#include "gpushare/service/rejection_log.h"
+#include "gpushare/service/scheduling_service.h"
 #include "gpushare/sim/arrivals.h"
 
 namespace gpushare::kubesim {
@@ -67,7 +67,7 @@ struct KubePod {
 };
 
 // Where the extender's bind finds the pod: the one being scheduled.
-class SimPodBinder final : public extender::PodBinder {
+class SimPodBinder final : public service::PodBinder {
  public:
   std::optional<kube::PodInfo> find_pod(std::string_view namespace_name,
                                         std::string_view name) override {
@@ -75,8 +75,8 @@ class SimPodBinder final : public extender::PodBinder {
       return current_;
     return std::nullopt;
   }
-  extender::BindOutcome bind(const kube::PodInfo&, std::string_view,
-                             const std::map<std::string, std::string>&) override {
+  service::BindOutcome bind(const kube::PodInfo&, std::string_view,
+                            const std::map<std::string, std::string>&) override {
     return {true, {}, false};
   }
   bool confirms_asynchronously() const override { return false; }
@@ -182,7 +182,7 @@ class DeployedRun {
   // The profiles: GPU pods name the configured one; CPU-only pods the same one, or a plain
   // default-scheduler in a second-scheduler set-up.
   SchedulerInstance& cpu_only_scheduler();
-  extender::ServiceConfig service_config();
+  service::ServiceConfig service_config();
   void add_nodes(const std::vector<core::NodeSpec>& node_specs);
   void find_gpu_mem_ignored();
   void measure_capacity(const std::vector<core::NodeSpec>& node_specs);
@@ -210,12 +210,12 @@ class DeployedRun {
   SchedulerInstance& cpu_scheduler_;
 
   // The extender, as the service runs it.
-  extender::ModelStore store_;
+  service::ModelStore store_;
   SimPodBinder binder_;
-  extender::MetricRegistry metrics_;
-  extender::RejectionLog rejections_{16};
+  metrics::MetricRegistry metrics_;
+  service::RejectionLog rejections_{16};
   std::int64_t clock_ns_ = 1'700'000'000'000'000'000;
-  extender::SchedulingService service_;
+  service::SchedulingService service_;
 
   std::vector<KubeNode> nodes_;
   std::size_t node_count_ = 0;
@@ -263,8 +263,8 @@ SchedulerInstance& DeployedRun::cpu_only_scheduler() {
   return cpu_only == CpuOnlyPods::kSameProfile ? gpu_scheduler_ : plain_scheduler_;
 }
 
-extender::ServiceConfig DeployedRun::service_config() {
-  extender::ServiceConfig service_config;
+service::ServiceConfig DeployedRun::service_config() {
+  service::ServiceConfig service_config;
   service_config.now_ns = [this] { return ++clock_ns_; };
   const std::optional<core::ScoreMapping> mapping =
       core::score_mapping_named(options_.score_mapping);
@@ -508,10 +508,10 @@ void DeployedRun::filter(SchedulerInstance& scheduler, const KubePod& pod,
       for (const ExtenderConfig& extender : config_.extenders) {
         if (feasible_.empty()) break;
         if (extender.filter_verb.empty() || !extender.interested_in(pod.resources)) continue;
-        extender::ExtenderArgs args;
+        wire::ExtenderArgs args;
         args.pod = info;
         args.node_names = offered_names();
-        const extender::FilterResult filtered = service_.filter(std::move(args));
+        const wire::FilterResult filtered = service_.filter(std::move(args));
         ++out_.stats.extender_filter_calls;
         // Survivors come back in offered order.
         std::vector<std::size_t> kept;
@@ -550,10 +550,10 @@ std::optional<std::size_t> DeployedRun::select_host(const SchedulerInstance& sch
   if (scheduler.with_extenders) {
     for (const ExtenderConfig& extender : config_.extenders) {
       if (extender.prioritize_verb.empty() || !extender.interested_in(pod.resources)) continue;
-      extender::ExtenderArgs args;
+      wire::ExtenderArgs args;
       args.pod = info;
       args.node_names = offered_names();
-      const std::vector<extender::HostPriority> scores = service_.prioritize(std::move(args));
+      const std::vector<wire::HostPriority> scores = service_.prioritize(std::move(args));
       ++out_.stats.extender_prioritize_calls;
       for (std::size_t i = 0; i < scores.size() && i < feasible_.size(); ++i) {
         totals_[i] += scores[i].score * extender.weight * kExtenderScoreFactor;
@@ -609,7 +609,7 @@ bool DeployedRun::bind(const SchedulerInstance& scheduler, KubeNode& node, const
     }
   }
   if (binder_extender != nullptr) {
-    const extender::BindReply reply = service_.bind({pod.name, "default", pod.uid, node.name});
+    const service::BindReply reply = service_.bind({pod.name, "default", pod.uid, node.name});
     ++out_.stats.extender_binds;
     return reply.error.empty();
   }

@@ -7,7 +7,7 @@
 #include <map>
 #include <nlohmann/json.hpp>
 
-#include "gpushare/extender/files/yaml_json.h"
+#include "gpushare/files/yaml_json.h"
 
 namespace gpushare::kubesim {
 namespace {
@@ -362,7 +362,7 @@ SchedulerProfile default_profile(KubeVersion version) {
 SchedulerConfig parse_scheduler_config(std::string_view yaml, KubeVersion version) {
   Json document;
   try {
-    document = extender::yaml_to_json(yaml);
+    document = files::yaml_to_json(yaml);
   } catch (const std::exception& error) {
     throw ConfigError(fmt::format("not valid YAML: {}", error.what()));
   }

@@ -7,7 +7,7 @@
 
 namespace gpushare::sync {
 
-using extender::BindOutcome;
+using service::BindOutcome;
 
 namespace {
 
@@ -53,8 +53,8 @@ std::optional<kube::PodInfo> ApiPodBinder::find_pod(std::string_view namespace_n
   return std::move(read.pod);
 }
 
-extender::PodBinder::ReadBack ApiPodBinder::read_back(std::string_view namespace_name,
-                                                      std::string_view name) {
+service::PodBinder::ReadBack ApiPodBinder::read_back(std::string_view namespace_name,
+                                                     std::string_view name) {
   return sync_.read_back(namespace_name, name);
 }
 

@@ -9,10 +9,10 @@
 #include <unordered_set>
 #include <utility>
 
-#include "gpushare/extender/service/read_back.h"
 #include "gpushare/kube/claim_check.h"
 #include "gpushare/kube/node_info.h"
 #include "gpushare/kube/pod_dra_demand.h"
+#include "gpushare/service/read_back.h"
 
 namespace gpushare::sync {
 
@@ -349,9 +349,9 @@ class ClusterSync::ConfigMapHandler final : public apiclient::ReflectorHandler {
   // Records the ConfigMap's mistakes (none once deleted); logs them when they change, not on
   // every relist.
   void note(const kube::UnhealthyGpus& parsed, bool deleted) {
-    auto warnings = deleted ? std::vector<extender::ConfigWarning>{}
-                            : extender::unhealthy_configmap_warnings(parsed);
-    const std::vector<extender::ConfigWarning> logged = warnings;
+    auto warnings = deleted ? std::vector<service::ConfigWarning>{}
+                            : service::unhealthy_configmap_warnings(parsed);
+    const std::vector<service::ConfigWarning> logged = warnings;
     if (!owner_.config_warnings_.set(parsed.object, std::move(warnings))) return;
     for (const auto& warning : logged) spdlog::warn("{}", warning.message);
     publish_warnings();
@@ -367,8 +367,8 @@ class ClusterSync::ConfigMapHandler final : public apiclient::ReflectorHandler {
   std::vector<std::string> listed_;                 // the list in progress: ConfigMap names
 };
 
-ClusterSync::ClusterSync(apiclient::ApiClient& client, extender::ModelStore& store,
-                         extender::MetricRegistry& metrics, SyncOptions options)
+ClusterSync::ClusterSync(apiclient::ApiClient& client, service::ModelStore& store,
+                         metrics::MetricRegistry& metrics, SyncOptions options)
     : client_(client),
       store_(store),
       metrics_(metrics),
@@ -480,15 +480,15 @@ std::string ClusterSync::pods_resource_version() const {
 
 void ClusterSync::check_pin(const kube::PodInfo& pod, const core::ClusterModel& model,
                             std::vector<std::string>& warnings) {
-  if (!extender::UnmatchedPinWarnings::concerns(pod)) return;
+  if (!service::UnmatchedPinWarnings::concerns(pod)) return;
   if (auto warning = pin_warnings_.check(pod, model.gpu_models(), options_.names.gpu_model_label)) {
     warnings.push_back(std::move(*warning));
   }
 }
 
-extender::PodBinder::ReadBack ClusterSync::read_back(std::string_view namespace_name,
-                                                     std::string_view name) const {
-  using ReadBack = extender::PodBinder::ReadBack;
+service::PodBinder::ReadBack ClusterSync::read_back(std::string_view namespace_name,
+                                                    std::string_view name) const {
+  using ReadBack = service::PodBinder::ReadBack;
   apiclient::RequestOptions options;
   options.timeout = options_.read_back_timeout;
   auto result =
@@ -519,22 +519,22 @@ std::size_t ClusterSync::resolve_reservations() {
     const std::string_view key = reservation.pod_key;
     const std::int64_t read_sent = options_.now_ns();
     const auto read = read_back(key.substr(0, slash), key.substr(slash + 1));  // outside the lock
-    auto ended = [](const extender::Settlement& s) {
+    auto ended = [](const service::Settlement& s) {
       return s.outcome == core::ReservationOutcome::kConfirmed ||
              s.outcome == core::ReservationOutcome::kReleased;
     };
-    const extender::Settlement result = store_.write(
+    const service::Settlement result = store_.write(
         [&](core::ClusterModel& model, core::PlacementPolicy&, core::ReservationLedger& ledger) {
-          extender::Settlement applied =
-              extender::apply_read_back(model, ledger, read, reservation.uid,
-                                        reservation.reserved_ns, read_sent, options_.now_ns());
+          service::Settlement applied =
+              service::apply_read_back(model, ledger, read, reservation.uid,
+                                       reservation.reserved_ns, read_sent, options_.now_ns());
           // Counted with the model's change, so no reader sees one without the other.
           if (ended(applied)) ++read_back_settlements_;
           return applied;
         });
     reservation_metrics_.count_reservation_end(result.outcome, "read_back");
     if (ended(result)) ++settled;
-    extender::log_settlement(result);
+    service::log_settlement(result);
   }
   return settled;
 }

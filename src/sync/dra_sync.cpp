@@ -94,7 +94,7 @@ DraKind make_kind(std::string name, Decode decode, Key key, Upsert upsert, Remov
 
 }  // namespace
 
-DraSync::DraSync(apiclient::ApiClient& client, extender::ModelStore& store, DraSyncOptions options)
+DraSync::DraSync(apiclient::ApiClient& client, service::ModelStore& store, DraSyncOptions options)
     : client_(client), store_(store), options_(std::move(options)) {}
 
 DraSync::~DraSync() {
@@ -170,15 +170,15 @@ std::vector<std::string> DraSync::warnings() const {
   });
 }
 
-std::vector<extender::ConfigWarning> DraSync::config_warnings() const {
-  std::vector<extender::ConfigWarning> result;
+std::vector<service::ConfigWarning> DraSync::config_warnings() const {
+  std::vector<service::ConfigWarning> result;
   if (!enabled_ || listed_kinds_.load() < handlers_.size()) return result;
   const std::vector<core::DraWarning> problems =
       store_.read([](const core::ClusterModel& model, const core::PlacementPolicy&) {
         return model.dra().problems(
             [&](std::string_view node) { return model.find_node(node) != nullptr; });
       });
-  const std::string kind(extender::ConfigWarning::kDraObject);
+  const std::string kind(service::ConfigWarning::kDraObject);
   for (const core::DraWarning& problem : problems) {
     if (result.size() == kMaxConfigWarnings) {
       result.push_back({"", kind, "", "",

@@ -10,8 +10,8 @@ LeaderBinder::LeaderBinder(ApiPodBinder& inner, const LeaderGate& gate,
                            std::chrono::milliseconds bind_timeout)
     : inner_(inner), gate_(gate), bind_timeout_(bind_timeout) {}
 
-extender::BindOutcome LeaderBinder::bind(const kube::PodInfo& pod, std::string_view node,
-                                         const std::map<std::string, std::string>& annotations) {
+service::BindOutcome LeaderBinder::bind(const kube::PodInfo& pod, std::string_view node,
+                                        const std::map<std::string, std::string>& annotations) {
   std::string reason = gate_.not_ready_reason();
   std::optional<std::chrono::milliseconds> budget;
   if (reason.empty()) {

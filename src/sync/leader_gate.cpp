@@ -40,7 +40,7 @@ bool rv_at_least(const std::string& have, const std::string& want) {
 }  // namespace
 
 LeaderGate::LeaderGate(apiclient::ApiClient& client, const ClusterSync& sync,
-                       const extender::ModelStore& store, apiclient::LeaderElectionConfig config,
+                       const service::ModelStore& store, apiclient::LeaderElectionConfig config,
                        LeaderGateOptions options)
     : client_(client),
       sync_(sync),

@@ -9,11 +9,11 @@ LeaderElectionState leader_election_state(const apiclient::LeaderElector& electo
   return {elector.is_leader(), counters.acquisitions, counters.lost, counters.failed_attempts};
 }
 
-extender::ScrapeCollector leader_election_collector(std::function<LeaderElectionState()> state) {
+metrics::ScrapeCollector leader_election_collector(std::function<LeaderElectionState()> state) {
   return [state = std::move(state)](std::vector<prometheus::MetricFamily>& out) {
     const LeaderElectionState election = state();
     using prometheus::MetricType;
-    extender::ScrapeFamilies f(out);
+    metrics::ScrapeFamilies f(out);
     // Counters the elector keeps; prometheus::Counter cannot be set, so they are copied per
     // scrape.
     f.family("gpushare_leader", MetricType::Gauge,

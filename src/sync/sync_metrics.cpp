@@ -1,10 +1,10 @@
 #include "gpushare/sync/sync_metrics.h"
 
-#include "gpushare/extender/service/config_warnings.h"
+#include "gpushare/service/config_warnings.h"
 
 namespace gpushare::sync {
 
-SyncMetrics::SyncMetrics(extender::MetricRegistry& registry)
+SyncMetrics::SyncMetrics(metrics::MetricRegistry& registry)
     : watch_restarts_(registry.add(prometheus::BuildCounter(), "gpushare_watch_restarts_total",
                                    "API-server watches restarted."),
                       {"resource"}),
@@ -31,7 +31,7 @@ SyncMetrics::SyncMetrics(extender::MetricRegistry& registry)
     watch_restarts_.at({resource});
     relists_.at({resource});
   }
-  set_config_warnings(extender::ConfigWarnings().count_by_kind());
+  set_config_warnings(service::ConfigWarnings().count_by_kind());
 }
 
 void SyncMetrics::count_watch_restart(std::string_view resource) {

@@ -34,10 +34,9 @@ std::string valid_filter_body(std::size_t padded_to = 0) {
 }
 
 ExtenderUnderTest budgeted_extender(std::size_t budget) {
-  return ExtenderUnderTest(cluster_list({node_object("n1", 2, 32), node_object("n2", 4, 16)}),
-                           "binpack", 1 << 20, 0, [&](extender::HttpServerOptions& options) {
-                             options.connections.body_budget_bytes = budget;
-                           });
+  return ExtenderUnderTest(
+      cluster_list({node_object("n1", 2, 32), node_object("n2", 4, 16)}), "binpack", 1 << 20, 0,
+      [&](http::HttpServerOptions& options) { options.connections.body_budget_bytes = budget; });
 }
 
 // An unlabelled gauge from /metrics.
@@ -72,7 +71,7 @@ TEST(BodyBudget, ABodyOverTheBudgetWaitsForTheOneInFlightAndIsThenServed) {
       Json{{"Pod", pod_object("p", "uid-p", 4)}, {"NodeNames", {"n1", "n2"}}}.dump();
   // Room for one body: the second must wait while the first is buffered.
   ExtenderUnderTest extender(cluster_list({node_object("n1", 2, 32), node_object("n2", 4, 16)}),
-                             "binpack", 1 << 20, 0, [&](extender::HttpServerOptions& options) {
+                             "binpack", 1 << 20, 0, [&](http::HttpServerOptions& options) {
                                options.connections.body_budget_bytes = body.size();
                              });
   ASSERT_GT(extender.port(), 0);
@@ -161,7 +160,7 @@ TEST(BodyBudget, ABodyWaitingForTheBudgetPastTheBodyTimeoutGets503) {
       Json{{"Pod", pod_object("p", "uid-p", 4)}, {"Nodes", {{"items", Json::array({node})}}}}
           .dump();
   ExtenderUnderTest extender(cluster_list({node_object("n1", 2, 32)}), "binpack", 64 << 20, 0,
-                             [&](extender::HttpServerOptions& options) {
+                             [&](http::HttpServerOptions& options) {
                                options.connections.body_budget_bytes = holder_body.size();
                                options.connections.body_timeout = 1s;
                              });

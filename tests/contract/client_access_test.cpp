@@ -2,7 +2,7 @@
 // (mutual TLS), over real connections with real certificates. Probes, /metrics and /inspect
 // stay open whatever the list says.
 
-#include "gpushare/extender/http/client_access.h"
+#include "gpushare/http/client_access.h"
 
 #include <fmt/format.h>
 #include <gtest/gtest.h>
@@ -16,8 +16,8 @@
 #include <stdexcept>
 #include <string>
 
+#include "cmd/extender/options.h"
 #include "contract/extender_fixture.h"
-#include "gpushare/extender/options.h"
 #include "support/raw_http_connection.h"
 #include "support/tls_material.h"
 
@@ -25,7 +25,7 @@ namespace gpushare::testing {
 namespace {
 
 using apiclient::testing::tls_material;
-using extender::ClientNetworks;
+using http::ClientNetworks;
 
 Json two_node_cluster() {
   return cluster_list({node_object("n1", 2, 32), node_object("n2", 1, 8)});
@@ -38,7 +38,7 @@ const std::string kFilterBody = Json{
 const std::string kBindBody =
     Json{{"PodName", "p"}, {"PodNamespace", "default"}, {"PodUID", "uid-p"}, {"Node", "n1"}}.dump();
 
-extender::HttpServerOptions allowing(const std::string& networks) {
+http::HttpServerOptions allowing(const std::string& networks) {
   auto options = ExtenderUnderTest::server_options();
   options.access.allowed_clients = ClientNetworks::parse(networks);
   return options;
@@ -100,23 +100,23 @@ TEST(ClientNetworks, RejectsWhatIsNotANetwork) {
 TEST(ClientAccessOptions, FlagsAreCheckedAtStartUp) {
   auto parse = [](std::vector<std::string> args) {
     args.push_back("--cluster-file=x.yaml");
-    return extender::parse_options(args, [](const char*) { return std::nullopt; });
+    return cmd::extender::parse_options(args, [](const char*) { return std::nullopt; });
   };
   const auto good = parse({"--allowed-clients=10.0.0.0/8,::1"});
-  ASSERT_EQ(good.action, extender::ParsedOptions::Action::kRun) << good.message;
+  ASSERT_EQ(good.action, cmd::extender::ParsedOptions::Action::kRun) << good.message;
   EXPECT_EQ(good.options.allowed_clients.describe(), "10.0.0.0/8,::1/128");
   EXPECT_TRUE(parse({}).options.allowed_clients.empty());
 
   const auto bad = parse({"--allowed-clients=10.0.0.0/8,10.1"});
-  EXPECT_EQ(bad.action, extender::ParsedOptions::Action::kExitUsage);
+  EXPECT_EQ(bad.action, cmd::extender::ParsedOptions::Action::kExitUsage);
   EXPECT_NE(bad.message.find("--allowed-clients: \"10.1\""), std::string::npos) << bad.message;
 
   const auto plain = parse({"--tls-client-ca=ca.crt"});
-  EXPECT_EQ(plain.action, extender::ParsedOptions::Action::kExitUsage);
+  EXPECT_EQ(plain.action, cmd::extender::ParsedOptions::Action::kExitUsage);
   EXPECT_NE(plain.message.find("--tls-client-ca needs HTTPS"), std::string::npos) << plain.message;
   const auto tls =
       parse({"--tls-client-ca=ca.crt", "--tls-cert-file=s.crt", "--tls-private-key-file=s.key"});
-  EXPECT_EQ(tls.action, extender::ParsedOptions::Action::kRun) << tls.message;
+  EXPECT_EQ(tls.action, cmd::extender::ParsedOptions::Action::kRun) << tls.message;
   EXPECT_EQ(tls.options.tls_client_ca_file, "ca.crt");
 }
 
@@ -215,7 +215,7 @@ TEST(AllowedClients, IPv6LoopbackIsMatchedAsIPv6) {
 // ---------------------------------------------------------------------------------------------
 // --tls-client-ca: mutual TLS
 
-extender::HttpServerOptions mutual_tls() {
+http::HttpServerOptions mutual_tls() {
   auto options = ExtenderUnderTest::server_options();
   options.tls_cert_file = tls_material().server_cert.string();
   options.tls_private_key_file = tls_material().server_key.string();

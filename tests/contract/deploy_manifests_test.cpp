@@ -22,11 +22,11 @@
 #include <string>
 #include <vector>
 
+#include "cmd/extender/options.h"
 #include "contract/extender_fixture.h"
-#include "gpushare/extender/metrics/metric_registry.h"
-#include "gpushare/extender/options.h"
-#include "gpushare/extender/standalone/standalone_cluster.h"
 #include "gpushare/kube/annotations.h"
+#include "gpushare/metrics/metric_registry.h"
+#include "gpushare/standalone/standalone_cluster.h"
 #include "gpushare/sync/leader_metrics.h"
 #include "gpushare/sync/sync_metrics.h"
 
@@ -175,7 +175,7 @@ ExtenderEntries extender_entries(const Json& config) {
 }
 
 Json sample_cluster() {
-  return extender::read_cluster_file(kDeploy / "samples" / "cluster.yaml");
+  return standalone::read_cluster_file(kDeploy / "samples" / "cluster.yaml");
 }
 
 Json sample_pod(const Json& cluster, const std::string& name) {
@@ -394,19 +394,19 @@ TEST(DeployManifests, PortsLineUpFromTheSchedulerToTheExtendersDefault) {
   const Json internal = find_named(base, "Service", "gpushare-schd-extender-internal");
 
   // The container listens where the extender listens by default (39999, the Go original's).
-  const int server_default = extender::Options{}.listen_port();
+  const int server_default = cmd::extender::Options{}.listen_port();
   EXPECT_EQ(server_default, 39999);
   EXPECT_EQ(container_port(deployment, "http"), server_default);
   const auto parsed =
-      extender::parse_options(container(deployment)["args"].get<std::vector<std::string>>(),
-                              [](const char* name) -> std::optional<std::string> {
-                                const std::string n = name;
-                                if (n == "KUBERNETES_SERVICE_HOST") return "10.0.0.1";
-                                if (n == "KUBERNETES_SERVICE_PORT") return "443";
-                                return std::nullopt;
-                              });
-  ASSERT_EQ(parsed.action, extender::ParsedOptions::Action::kRun) << parsed.message;
-  EXPECT_EQ(parsed.options.source, extender::ClusterSource::kInCluster);
+      cmd::extender::parse_options(container(deployment)["args"].get<std::vector<std::string>>(),
+                                   [](const char* name) -> std::optional<std::string> {
+                                     const std::string n = name;
+                                     if (n == "KUBERNETES_SERVICE_HOST") return "10.0.0.1";
+                                     if (n == "KUBERNETES_SERVICE_PORT") return "443";
+                                     return std::nullopt;
+                                   });
+  ASSERT_EQ(parsed.action, cmd::extender::ParsedOptions::Action::kRun) << parsed.message;
+  EXPECT_EQ(parsed.options.source, cmd::extender::ClusterSource::kInCluster);
   EXPECT_EQ(parsed.options.listen_port(), server_default);
 
   for (const Json* service : {&node_port, &internal}) {
@@ -562,7 +562,7 @@ TEST(DeployManifests, RbacCoversWhatTheExtenderDoesAndNoMore) {
   // unhealthy-gpu-<node> ConfigMaps, watched in the default --unhealthy-configmap-namespace
   // only, and the --leader-elect Lease in the default --leader-elect-resource-namespace (both
   // kube-system).
-  const extender::Options defaults;
+  const cmd::extender::Options defaults;
   ASSERT_EQ(defaults.leader_elect_resource_namespace,
             std::string(kube::kDefaultUnhealthyNamespace));
   const std::map<std::string, Permissions> want_namespaced{
@@ -596,13 +596,13 @@ TEST(DeployManifests, TheExtenderRunsHighlyAvailable) {
   EXPECT_NE(std::find(args.begin(), args.end(), "--leader-elect"), args.end());
   // The flags parse in a pod (in-cluster), which --leader-elect needs.
   const auto parsed =
-      extender::parse_options(args, [](const char* name) -> std::optional<std::string> {
+      cmd::extender::parse_options(args, [](const char* name) -> std::optional<std::string> {
         const std::string n = name;
         if (n == "KUBERNETES_SERVICE_HOST") return "10.0.0.1";
         if (n == "KUBERNETES_SERVICE_PORT") return "443";
         return std::nullopt;
       });
-  ASSERT_EQ(parsed.action, extender::ParsedOptions::Action::kRun) << parsed.message;
+  ASSERT_EQ(parsed.action, cmd::extender::ParsedOptions::Action::kRun) << parsed.message;
   EXPECT_TRUE(parsed.options.leader_elect);
   // The kubelet's SIGKILL comes after the grace period: binds in flight must finish before it.
   const int grace_seconds =
@@ -704,7 +704,7 @@ TEST(DeployManifests, MonitoringNamesOnlyServedMetrics) {
   add_served(result->body);
   // What the extender's main adds to this fixture's families: the sync's (in both modes) and,
   // on a --leader-elect replica, the leader election's.
-  extender::MetricRegistry more;
+  metrics::MetricRegistry more;
   const sync::SyncMetrics sync_metrics(more);
   more.add_collector(sync::leader_election_collector([] { return sync::LeaderElectionState{}; }));
   add_served(more.render());
@@ -909,12 +909,12 @@ TEST(DeployManifests, KustomizeRendersTheComponents) {
   ASSERT_EQ(tls_deployments.size(), 1u);
   const Json& c = container(tls_deployments[0]);
   const auto parsed =
-      extender::parse_options(c["args"].get<std::vector<std::string>>(), [](const char* name) {
+      cmd::extender::parse_options(c["args"].get<std::vector<std::string>>(), [](const char* name) {
         return std::string_view(name).starts_with("KUBERNETES_SERVICE_")
                    ? std::optional<std::string>("1")
                    : std::nullopt;
       });
-  ASSERT_EQ(parsed.action, extender::ParsedOptions::Action::kRun) << parsed.message;
+  ASSERT_EQ(parsed.action, cmd::extender::ParsedOptions::Action::kRun) << parsed.message;
   const std::string mount = c["volumeMounts"][0]["mountPath"];
   EXPECT_EQ(parsed.options.tls_client_ca_file, mount + "/client-ca.crt");
   EXPECT_EQ(parsed.options.tls_cert_file, mount + "/tls.crt");

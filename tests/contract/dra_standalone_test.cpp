@@ -5,14 +5,14 @@
 #include <gtest/gtest.h>
 
 #include "extender_fixture.h"
-#include "gpushare/extender/standalone/cluster_file_check.h"
-#include "gpushare/extender/standalone/standalone_cluster.h"
+#include "gpushare/standalone/cluster_file_check.h"
+#include "gpushare/standalone/standalone_cluster.h"
 
 namespace gpushare::testing {
 namespace {
 
 Json sample_dra_cluster() {
-  return extender::load_cluster_file(
+  return standalone::load_cluster_file(
       std::string(GPUSHARE_SOURCE_DIR) + "/deploy/samples/dra-cluster.yaml", kube::ResourceNames{});
 }
 
@@ -57,7 +57,7 @@ TEST(DraStandalone, APodUsingTheFilesTemplateIsScoredWhereItsClaimFits) {
 
 TEST(DraStandalone, WithDraOffTheObjectsAreIgnored) {
   const Json list = sample_dra_cluster();
-  extender::StandaloneCluster cluster(list, kube::ResourceNames{}, std::nullopt);
+  standalone::StandaloneCluster cluster(list, kube::ResourceNames{}, std::nullopt);
   core::ClusterModel model;
   cluster.populate(model);
   EXPECT_TRUE(model.dra().slices().empty());
@@ -75,7 +75,7 @@ TEST(DraStandalone, ATypoInADraKindIsNamed) {
       break;
     }
   }
-  const auto problems = extender::check_cluster_list(list, kube::ResourceNames{});
+  const auto problems = standalone::check_cluster_list(list, kube::ResourceNames{});
   ASSERT_FALSE(problems.empty());
   EXPECT_NE(problems.front().message.find("did you mean \"ResourceSlice\""), std::string::npos)
       << problems.front().message;

@@ -12,14 +12,14 @@
 
 #include "gpushare/core/placement_policy.h"
 #include "gpushare/core/policy_registry.h"
-#include "gpushare/extender/http/http_server.h"
-#include "gpushare/extender/service/scheduling_service.h"
-#include "gpushare/extender/standalone/standalone_cluster.h"
+#include "gpushare/http/http_server.h"
+#include "gpushare/service/scheduling_service.h"
+#include "gpushare/standalone/standalone_cluster.h"
 #include "gpushare/sync/sync_metrics.h"
 
 namespace gpushare::testing {
 
-using extender::Json;
+using kube::Json;
 
 inline Json node_object(const std::string& name, int gpus, long long memory_total,
                         const std::string& model = "Tesla-T4") {
@@ -61,26 +61,24 @@ inline Json cluster_list(const std::vector<Json>& items) {
 
 class ExtenderUnderTest {
  public:
-  explicit ExtenderUnderTest(
-      const Json& cluster, std::string policy = "binpack", std::size_t max_request_bytes = 1 << 20,
-      int http_threads = 0,
-      const std::function<void(extender::HttpServerOptions&)>& tweak = nullptr)
+  explicit ExtenderUnderTest(const Json& cluster, std::string policy = "binpack",
+                             std::size_t max_request_bytes = 1 << 20, int http_threads = 0,
+                             const std::function<void(http::HttpServerOptions&)>& tweak = nullptr)
       : ExtenderUnderTest(cluster, server_options(max_request_bytes, http_threads, tweak),
                           "127.0.0.1", std::move(policy)) {}
   // Any server options (TLS, client access...), on `host` and a free port; port() is -1 if the
   // server could not bind (no such address here, a bad certificate).
-  ExtenderUnderTest(const Json& cluster, extender::HttpServerOptions options,
+  ExtenderUnderTest(const Json& cluster, http::HttpServerOptions options,
                     const std::string& host = "127.0.0.1", std::string_view policy = "binpack")
       : standalone_(cluster, kube::ResourceNames{}), store_(core::make_policy(policy)) {
     store_.write(
         [&](core::ClusterModel& model, core::PlacementPolicy&) { standalone_.populate(model); });
-    extender::ServiceConfig config;
+    service::ServiceConfig config;
     config.now_ns = [this] { return ++fake_clock_ns_; };
-    service_ = std::make_unique<extender::SchedulingService>(store_, standalone_, metrics_,
-                                                             rejections_, config);
+    service_ = std::make_unique<service::SchedulingService>(store_, standalone_, metrics_,
+                                                            rejections_, config);
     options.pod_phase = standalone_.pod_phases();
-    server_ =
-        std::make_unique<extender::HttpServer>(*service_, store_, metrics_, rejections_, options);
+    server_ = std::make_unique<http::HttpServer>(*service_, store_, metrics_, rejections_, options);
     port_ = server_->bind(host, 0);
     if (port_ < 0) return;
     thread_ = std::jthread([this] { server_->serve(); });
@@ -91,10 +89,10 @@ class ExtenderUnderTest {
     if (thread_.joinable()) thread_.join();
   }
 
-  static extender::HttpServerOptions server_options(
+  static http::HttpServerOptions server_options(
       std::size_t max_request_bytes = 1 << 20, int http_threads = 0,
-      const std::function<void(extender::HttpServerOptions&)>& tweak = nullptr) {
-    extender::HttpServerOptions options;
+      const std::function<void(http::HttpServerOptions&)>& tweak = nullptr) {
+    http::HttpServerOptions options;
     options.connections.max_request_bytes = max_request_bytes;
     options.threads = http_threads;
     if (tweak) tweak(options);
@@ -131,21 +129,21 @@ class ExtenderUnderTest {
     return Json::parse(result->body);
   }
 
-  extender::ModelStore& store() { return store_; }
-  extender::StandaloneCluster& cluster() { return standalone_; }
-  extender::MetricRegistry& metrics() { return metrics_; }
-  extender::HttpServer& server() { return *server_; }
+  service::ModelStore& store() { return store_; }
+  standalone::StandaloneCluster& cluster() { return standalone_; }
+  metrics::MetricRegistry& metrics() { return metrics_; }
+  http::HttpServer& server() { return *server_; }
 
  private:
-  extender::StandaloneCluster standalone_;
-  extender::ModelStore store_;
-  extender::MetricRegistry metrics_;
+  standalone::StandaloneCluster standalone_;
+  service::ModelStore store_;
+  metrics::MetricRegistry metrics_;
   // As the extender's main has it in standalone mode: the sync's families at 0.
   sync::SyncMetrics sync_metrics_{metrics_};
-  extender::RejectionLog rejections_;
+  service::RejectionLog rejections_;
   std::atomic<std::int64_t> fake_clock_ns_{1'700'000'000'000'000'000};
-  std::unique_ptr<extender::SchedulingService> service_;
-  std::unique_ptr<extender::HttpServer> server_;
+  std::unique_ptr<service::SchedulingService> service_;
+  std::unique_ptr<http::HttpServer> server_;
   int port_ = -1;
   std::jthread thread_;
 };

@@ -63,10 +63,9 @@ std::vector<std::pair<int, std::string>> at_once(int port, int count,
 }
 
 TEST(InspectLoad, ConcurrentRequestsShareOneRendering) {
-  ExtenderUnderTest extender(generated_cluster(1000), "binpack", 1 << 20, /*http_threads=*/128,
-                             [](extender::HttpServerOptions& options) {
-                               options.inspect_max_age = std::chrono::hours(1);
-                             });
+  ExtenderUnderTest extender(
+      generated_cluster(1000), "binpack", 1 << 20, /*http_threads=*/128,
+      [](http::HttpServerOptions& options) { options.inspect_max_age = std::chrono::hours(1); });
   ASSERT_GT(extender.port(), 0);
   constexpr int kRequests = 24;
   std::string first;
@@ -95,10 +94,9 @@ TEST(InspectLoad, ConcurrentRequestsShareOneRendering) {
 // render one at once. Node replies now take the same path as /inspect: one rendering at a time,
 // shared by the requests for the same node, never served for another node.
 TEST(InspectLoad, NodeRequestsRenderOneAtATimeEachForItsNode) {
-  ExtenderUnderTest extender(generated_cluster(50), "binpack", 1 << 20, /*http_threads=*/128,
-                             [](extender::HttpServerOptions& options) {
-                               options.inspect_max_age = std::chrono::hours(1);
-                             });
+  ExtenderUnderTest extender(
+      generated_cluster(50), "binpack", 1 << 20, /*http_threads=*/128,
+      [](http::HttpServerOptions& options) { options.inspect_max_age = std::chrono::hours(1); });
   ASSERT_GT(extender.port(), 0);
   constexpr int kRequests = 24;
   const auto replies = at_once(extender.port(), kRequests, [](int i) {
@@ -154,12 +152,12 @@ TEST(InspectLoad, MetricsScrapesShareOneRenderingAtATime) {
 TEST(InspectLoad, RequestsBeyondThoseAllowedToWaitGet503) {
   std::atomic<bool> release{false};
   ExtenderUnderTest extender(generated_cluster(10), "binpack", 1 << 20, /*http_threads=*/8,
-                             [&](extender::HttpServerOptions& options) {
+                             [&](http::HttpServerOptions& options) {
                                options.inspect_max_age = std::chrono::hours(1);
                                // Called while rendering: holds the rendering until released.
                                options.config_warnings = [&] {
                                  while (!release) std::this_thread::sleep_for(10ms);
-                                 return std::vector<extender::ConfigWarning>{};
+                                 return std::vector<service::ConfigWarning>{};
                                };
                              });
   ASSERT_GT(extender.port(), 0);
@@ -201,10 +199,10 @@ TEST(InspectLoad, RequestsBeyondThoseAllowedToWaitGet503) {
 TEST(InspectLoad, AnAllocationFailureInAHandlerIsA503AndTheServerGoesOn) {
   std::atomic<int> calls{0};
   ExtenderUnderTest extender(generated_cluster(200), "binpack", 1 << 20, 0,
-                             [&](extender::HttpServerOptions& options) {
+                             [&](http::HttpServerOptions& options) {
                                options.config_warnings = [&] {
                                  if (calls++ == 0) throw std::bad_alloc();
-                                 return std::vector<extender::ConfigWarning>{};
+                                 return std::vector<service::ConfigWarning>{};
                                };
                              });
   ASSERT_GT(extender.port(), 0);

@@ -8,14 +8,14 @@
 #include <optional>
 #include <sstream>
 
+#include "cmd/inspect/cli.h"
+#include "cmd/inspect/sources.h"
 #include "contract/extender_fixture.h"
 #include "fakeapi/fake_apiserver.h"
-#include "gpushare/extender/standalone/standalone_cluster.h"
-#include "gpushare/inspect/cli.h"
 #include "gpushare/inspect/render.h"
-#include "gpushare/inspect/sources.h"
 #include "gpushare/inspect/tabwriter.h"
 #include "gpushare/inspect/view.h"
+#include "gpushare/standalone/standalone_cluster.h"
 
 namespace gpushare::testing {
 namespace {
@@ -30,8 +30,8 @@ CliRun run(const std::vector<std::string>& args, std::map<std::string, std::stri
   std::ostringstream out;
   std::ostringstream err;
   CliRun r;
-  r.code =
-      inspect::run_cli(args, out, err, [env](std::string_view name) -> std::optional<std::string> {
+  r.code = cmd::inspect::run_cli(
+      args, out, err, [env](std::string_view name) -> std::optional<std::string> {
         auto it = env.find(std::string(name));
         return it == env.end() ? std::nullopt : std::optional<std::string>(it->second);
       });
@@ -41,8 +41,8 @@ CliRun run(const std::vector<std::string>& args, std::map<std::string, std::stri
 }
 
 Json sample_cluster() {
-  return extender::read_cluster_file(std::string(GPUSHARE_SOURCE_DIR) +
-                                     "/deploy/samples/cluster.yaml");
+  return standalone::read_cluster_file(std::string(GPUSHARE_SOURCE_DIR) +
+                                       "/deploy/samples/cluster.yaml");
 }
 
 std::string dashes(std::size_t n) {
@@ -342,20 +342,21 @@ TEST(InspectPlugin, UnitIsGuessedFromTheGpuSizeLikeTheOriginal) {
 
 TEST(InspectPlugin, ExtenderUrlForms) {
   const std::string want = "http://h:1/gpushare-scheduler/inspect";
-  EXPECT_EQ(inspect::inspect_url("http://h:1", std::nullopt), want);
-  EXPECT_EQ(inspect::inspect_url("http://h:1/", std::nullopt), want);
-  EXPECT_EQ(inspect::inspect_url("http://h:1/gpushare-scheduler/", std::nullopt), want);
-  EXPECT_EQ(inspect::inspect_url("http://h:1/gpushare-scheduler/inspect", std::nullopt), want);
-  EXPECT_EQ(inspect::inspect_url("https://h:1", std::string("n 1")),
+  EXPECT_EQ(cmd::inspect::inspect_url("http://h:1", std::nullopt), want);
+  EXPECT_EQ(cmd::inspect::inspect_url("http://h:1/", std::nullopt), want);
+  EXPECT_EQ(cmd::inspect::inspect_url("http://h:1/gpushare-scheduler/", std::nullopt), want);
+  EXPECT_EQ(cmd::inspect::inspect_url("http://h:1/gpushare-scheduler/inspect", std::nullopt), want);
+  EXPECT_EQ(cmd::inspect::inspect_url("https://h:1", std::string("n 1")),
             "https://h:1/gpushare-scheduler/inspect/n%201");
   // Through `kubectl proxy`: the service proxy path stays in front.
-  EXPECT_EQ(inspect::inspect_url("http://127.0.0.1:8001/api/v1/namespaces/kube-system/services/"
-                                 "gpushare-schd-extender-internal:39999/proxy",
-                                 std::nullopt),
-            "http://127.0.0.1:8001/api/v1/namespaces/kube-system/services/"
-            "gpushare-schd-extender-internal:39999/"
-            "proxy/gpushare-scheduler/inspect");
-  EXPECT_THROW(inspect::inspect_url("h:1", std::nullopt), inspect::InspectError);
+  EXPECT_EQ(
+      cmd::inspect::inspect_url("http://127.0.0.1:8001/api/v1/namespaces/kube-system/services/"
+                                "gpushare-schd-extender-internal:39999/proxy",
+                                std::nullopt),
+      "http://127.0.0.1:8001/api/v1/namespaces/kube-system/services/"
+      "gpushare-schd-extender-internal:39999/"
+      "proxy/gpushare-scheduler/inspect");
+  EXPECT_THROW(cmd::inspect::inspect_url("h:1", std::nullopt), inspect::InspectError);
 }
 
 TEST(InspectPlugin, FailuresAreClearAndExitNonZero) {
@@ -549,8 +550,8 @@ class DraApiModeTest : public SeededApiTest {
                                       {"ALIYUN_COM_GPU_MEM_POD", "6"},
                                       {"ALIYUN_COM_GPU_MEM_ASSIGNED", "true"}};
     api_.create(Resource::Pods, pod);
-    seed(extender::read_cluster_file(std::string(GPUSHARE_SOURCE_DIR) +
-                                     "/deploy/samples/dra-cluster.yaml"));
+    seed(standalone::read_cluster_file(std::string(GPUSHARE_SOURCE_DIR) +
+                                       "/deploy/samples/dra-cluster.yaml"));
   }
 };
 

@@ -17,8 +17,8 @@
 #include <vector>
 
 #include "extender_fixture.h"
-#include "gpushare/extender/http/connection_thread_pool.h"
-#include "gpushare/extender/http/http_server.h"
+#include "gpushare/http/connection_thread_pool.h"
+#include "gpushare/http/http_server.h"
 #include "support/raw_http_connection.h"
 
 namespace gpushare::testing {
@@ -70,7 +70,7 @@ TEST(KeepAlive, ManyIdleConnectionsDoNotStarveANewOne) {
 TEST(KeepAlive, AboveTheLimitAConnectionWaitsUntilAnotherCloses) {
   ExtenderUnderTest extender(
       small_cluster(), "binpack", 1 << 20, 0,
-      [](extender::HttpServerOptions& options) { options.connections.max_connections = 3; });
+      [](http::HttpServerOptions& options) { options.connections.max_connections = 3; });
   auto first = std::make_unique<RawHttpConnection>(port_of(extender));
   RawHttpConnection second(port_of(extender));
   RawHttpConnection third(port_of(extender));
@@ -90,7 +90,7 @@ TEST(KeepAlive, AboveTheLimitAConnectionWaitsUntilAnotherCloses) {
 TEST(KeepAlive, MetricsCountConnectionsAndTheLimit) {
   ExtenderUnderTest extender(
       small_cluster(), "binpack", 1 << 20, 0,
-      [](extender::HttpServerOptions& options) { options.connections.max_connections = 16; });
+      [](http::HttpServerOptions& options) { options.connections.max_connections = 16; });
   std::vector<std::unique_ptr<RawHttpConnection>> idle;
   for (int i = 0; i < 5; ++i) {
     idle.push_back(std::make_unique<RawHttpConnection>(port_of(extender)));

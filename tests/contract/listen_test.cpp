@@ -8,7 +8,7 @@
 
 #include "contract/extender_fixture.h"
 #include "gpushare/core/policy_registry.h"
-#include "gpushare/extender/http/listen_error.h"
+#include "gpushare/http/listen_error.h"
 #include "support/log_capture.h"
 
 namespace gpushare::testing {
@@ -24,17 +24,17 @@ class UnboundExtender {
   UnboundExtender()
       : standalone_(one_node(), kube::ResourceNames{}),
         store_(core::make_policy("binpack")),
-        service_(store_, standalone_, metrics_, rejections_, extender::ServiceConfig{}),
-        server_(service_, store_, metrics_, rejections_, extender::HttpServerOptions{}) {}
+        service_(store_, standalone_, metrics_, rejections_, service::ServiceConfig{}),
+        server_(service_, store_, metrics_, rejections_, http::HttpServerOptions{}) {}
   int bind(int port) { return server_.bind("127.0.0.1", port); }
 
  private:
-  extender::StandaloneCluster standalone_;
-  extender::ModelStore store_;
-  extender::MetricRegistry metrics_;
-  extender::RejectionLog rejections_;
-  extender::SchedulingService service_;
-  extender::HttpServer server_;
+  standalone::StandaloneCluster standalone_;
+  service::ModelStore store_;
+  metrics::MetricRegistry metrics_;
+  service::RejectionLog rejections_;
+  service::SchedulingService service_;
+  http::HttpServer server_;
 };
 
 TEST(Listen, ASecondServerOnABusyPortFailsToBind) {
@@ -62,17 +62,17 @@ TEST(Listen, ABusyPortIsReportedWithTheReasonAndWhatToDo) {
 }
 
 TEST(Listen, EveryFailureNamesTheAddressAndTheReason) {
-  EXPECT_EQ(extender::listen_failure_message("127.0.0.1", 80, EACCES),
+  EXPECT_EQ(http::listen_failure_message("127.0.0.1", 80, EACCES),
             "cannot listen on 127.0.0.1:80: Permission denied; ports below 1024 need root or "
             "CAP_NET_BIND_SERVICE: choose another port with --listen 127.0.0.1:PORT");
-  EXPECT_NE(extender::listen_failure_message("10.9.9.9", 39999, EADDRNOTAVAIL)
+  EXPECT_NE(http::listen_failure_message("10.9.9.9", 39999, EADDRNOTAVAIL)
                 .find("Cannot assign requested address; no network interface of this machine has "
                       "that address"),
             std::string::npos);
-  EXPECT_NE(extender::listen_failure_message("no-such-host.invalid", 39999, 0)
-                .find("cannot resolve host"),
-            std::string::npos);
-  EXPECT_EQ(extender::listen_failure_message("::1", 1, EMFILE),
+  EXPECT_NE(
+      http::listen_failure_message("no-such-host.invalid", 39999, 0).find("cannot resolve host"),
+      std::string::npos);
+  EXPECT_EQ(http::listen_failure_message("::1", 1, EMFILE),
             "cannot listen on ::1:1: Too many open files");
 }
 

@@ -7,13 +7,13 @@
 #include <sstream>
 
 #include "contract/extender_fixture.h"
-#include "gpushare/extender/logging/logging.h"
+#include "gpushare/logging/logging.h"
 
 namespace gpushare::testing {
 namespace {
 
 TEST(LogEscaping, ControlCharactersAreEscaped) {
-  using extender::escape_control_characters;
+  using logging::escape_control_characters;
   EXPECT_EQ(escape_control_characters("plain ns/pod-1 ✓"), "plain ns/pod-1 ✓");
   EXPECT_EQ(escape_control_characters("a\nb\rc\td"), "a\\nb\\rc\\td");
   EXPECT_EQ(escape_control_characters(std::string("nul\0esc\x1b[2Jdel\x7f", 15)),
@@ -32,7 +32,7 @@ class CapturedLog {
   explicit CapturedLog(std::string_view format) : previous_(spdlog::default_logger()) {
     auto sink = std::make_shared<spdlog::sinks::ostream_sink_mt>(stream_);
     auto logger = std::make_shared<spdlog::logger>("captured", sink);
-    logger->set_formatter(extender::make_log_formatter(format));
+    logger->set_formatter(logging::make_log_formatter(format));
     logger->set_level(spdlog::level::debug);
     spdlog::set_default_logger(logger);
   }

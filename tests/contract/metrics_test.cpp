@@ -19,11 +19,11 @@
 
 #include "contract/extender_fixture.h"
 #include "gpushare/core/cluster_model.h"
-#include "gpushare/extender/http/request_metrics.h"
-#include "gpushare/extender/metrics/metric_registry.h"
-#include "gpushare/extender/metrics/model_metrics.h"
-#include "gpushare/extender/metrics/scheduling_metrics.h"
+#include "gpushare/http/request_metrics.h"
 #include "gpushare/kube/dra_objects.h"
+#include "gpushare/metrics/metric_registry.h"
+#include "gpushare/metrics/model_metrics.h"
+#include "gpushare/metrics/scheduling_metrics.h"
 #include "gpushare/sync/leader_metrics.h"
 #include "gpushare/sync/sync_metrics.h"
 
@@ -32,9 +32,9 @@ namespace {
 
 // Every component's families on one registry, as the extender's main (live mode) has them.
 struct AllMetrics {
-  extender::MetricRegistry registry;
-  extender::RequestMetrics requests{registry};
-  extender::SchedulingMetrics scheduling{registry};
+  metrics::MetricRegistry registry;
+  http::RequestMetrics requests{registry};
+  metrics::SchedulingMetrics scheduling{registry};
   sync::SyncMetrics sync{registry};
   sync::LeaderElectionState leader;
   bool leader_elect = false;
@@ -46,10 +46,10 @@ struct AllMetrics {
       registry.add_collector(sync::leader_election_collector([this] { return leader; }));
     leader_elect = true;
   }
-  std::string render(const extender::ModelGauges* gauges = nullptr) const {
+  std::string render(const metrics::ModelGauges* gauges = nullptr) const {
     if (gauges == nullptr) return registry.render();
     return registry.render([gauges](std::vector<prometheus::MetricFamily>& out) {
-      extender::collect_model(out, *gauges);
+      metrics::collect_model(out, *gauges);
     });
   }
 };
@@ -312,8 +312,8 @@ void expect_documented(const Exposition& e, bool conditional_optional) {
 }
 
 Json sample_cluster() {
-  return extender::read_cluster_file(std::string(GPUSHARE_SOURCE_DIR) +
-                                     "/deploy/samples/cluster.yaml");
+  return standalone::read_cluster_file(std::string(GPUSHARE_SOURCE_DIR) +
+                                       "/deploy/samples/cluster.yaml");
 }
 
 Json pending_pod(const Json& cluster, const std::string& name) {
@@ -567,7 +567,7 @@ TEST(Metrics, AllocatedGaugesCountDraClaims) {
           "operator":"In","values":["dra-1"]}]}]}},
         "reservedFor":[{"resource":"pods","name":"notebook","uid":"p1"}]}})"));
   });
-  const extender::ModelGauges gauges = extender::model_gauges(model);
+  const metrics::ModelGauges gauges = metrics::model_gauges(model);
   AllMetrics metrics;
   const Exposition e = parse_exposition(metrics.render(&gauges));
   ASSERT_TRUE(e.errors.empty());
@@ -584,8 +584,8 @@ TEST(Metrics, AllocatedGaugesCountDraClaims) {
 TEST(Metrics, LabelValuesAreEscaped) {
   AllMetrics metrics;
   metrics.scheduling.count_bind("odd\"outcome\\with\nnewline");
-  extender::ModelGauges gauges;
-  extender::NodeGauge node;
+  metrics::ModelGauges gauges;
+  metrics::NodeGauge node;
   node.name = "we\"ird\\node";
   node.capacity = 8;
   node.gpus.push_back({0, 8, 3, true});
@@ -629,7 +629,7 @@ TEST(Metrics, EveryDocumentedFamilyIsRenderedWithItsTypeAndLabels) {
   metrics.sync.set_sync_failing("pods", 3);
   metrics.set_leader_election({.leader = true, .acquisitions = 1, .lost = 0, .failed_attempts = 0});
   metrics.sync.set_config_warnings({{"unknown_key", 1}, {"bad_value", 0}});
-  extender::ModelGauges gauges;
+  metrics::ModelGauges gauges;
   gauges.nodes.push_back(
       {.name = "n1", .capacity = 16, .allocated = 4, .gpus = {{0, 16, 4, true}}});
   const Exposition e = parse_exposition(metrics.render(&gauges));
@@ -657,7 +657,7 @@ TEST(Metrics, EveryDocumentedFamilyIsRenderedWithItsTypeAndLabels) {
 
 TEST(Metrics, ModelSeriesOfARemovedNodeDisappear) {
   AllMetrics metrics;
-  extender::ModelGauges gauges;
+  metrics::ModelGauges gauges;
   gauges.nodes.push_back({.name = "a", .capacity = 8, .gpus = {{0, 8, 0, true}}});
   gauges.nodes.push_back({.name = "b", .capacity = 8, .gpus = {{0, 8, 0, true}}});
   EXPECT_TRUE(parse_exposition(metrics.render(&gauges))

@@ -7,9 +7,9 @@
 #include <chrono>
 
 #include "contract/extender_fixture.h"
-#include "gpushare/extender/service/pin_warnings.h"
 #include "gpushare/inspect/render.h"
 #include "gpushare/inspect/view.h"
+#include "gpushare/service/pin_warnings.h"
 #include "support/log_capture.h"
 
 namespace gpushare::testing {
@@ -149,7 +149,7 @@ kube::PodInfo pending_pod(std::string name, std::string model) {
 const std::vector<std::string> kModels = {"A100", "Tesla-T4"};
 
 TEST(UnmatchedPinWarnings, OncePerPodAndOnlyForPendingGpuPodsNoNodeCanTake) {
-  extender::UnmatchedPinWarnings warnings;
+  service::UnmatchedPinWarnings warnings;
   const kube::PodInfo ghost = pending_pod("ghost", "H100");
   const auto first = warnings.check(ghost, kModels, "nvidia.com/gpu.product");
   ASSERT_TRUE(first.has_value());
@@ -171,7 +171,7 @@ TEST(UnmatchedPinWarnings, OncePerPodAndOnlyForPendingGpuPodsNoNodeCanTake) {
 }
 
 TEST(UnmatchedPinWarnings, AFloodOfSuchPodsWritesAFewLinesAndACount) {
-  extender::UnmatchedPinWarnings warnings(4096, std::chrono::hours(1));
+  service::UnmatchedPinWarnings warnings(4096, std::chrono::hours(1));
   int logged = 0;
   for (int i = 0; i < 100; ++i) {
     if (warnings.check(pending_pod("p" + std::to_string(i), "H100"), kModels, "l")) ++logged;
@@ -180,7 +180,7 @@ TEST(UnmatchedPinWarnings, AFloodOfSuchPodsWritesAFewLinesAndACount) {
 }
 
 TEST(UnmatchedPinWarnings, RemembersABoundedNumberOfPods) {
-  extender::UnmatchedPinWarnings warnings(2, std::chrono::nanoseconds(0));
+  service::UnmatchedPinWarnings warnings(2, std::chrono::nanoseconds(0));
   const kube::PodInfo a = pending_pod("a", "H100");
   EXPECT_TRUE(warnings.check(a, kModels, "l"));
   EXPECT_FALSE(warnings.check(a, kModels, "l"));

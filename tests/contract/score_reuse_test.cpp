@@ -19,19 +19,19 @@
 #include "gpushare/core/policy_registry.h"
 #include "gpushare/core/score_cache.h"
 #include "gpushare/core/score_mapping.h"
-#include "gpushare/extender/service/scheduling_service.h"
+#include "gpushare/service/scheduling_service.h"
 
-namespace gpushare::extender {
+namespace gpushare::service {
 namespace {
 
 struct Service : ServiceHarness {
   using ServiceHarness::ServiceHarness;
   std::vector<int> prioritize(const kube::PodInfo& pod, const std::vector<std::string>& names) {
-    ExtenderArgs args;
+    wire::ExtenderArgs args;
     args.pod = pod;
     args.node_names = names;
     std::vector<int> scores;
-    for (const HostPriority& priority : service->prioritize(args))
+    for (const wire::HostPriority& priority : service->prioritize(args))
       scores.push_back(static_cast<int>(priority.score));
     return scores;
   }
@@ -259,4 +259,4 @@ TEST(ScoreReuse, ScoresEachNodeStateOnceAndKeepsScoresPerDemand) {
 }
 
 }  // namespace
-}  // namespace gpushare::extender
+}  // namespace gpushare::service

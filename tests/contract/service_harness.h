@@ -10,13 +10,13 @@
 
 #include "gpushare/core/placement_policy.h"
 #include "gpushare/core/score_mapping.h"
-#include "gpushare/extender/metrics/metric_registry.h"
-#include "gpushare/extender/service/model_store.h"
-#include "gpushare/extender/service/pod_binder.h"
-#include "gpushare/extender/service/rejection_log.h"
-#include "gpushare/extender/service/scheduling_service.h"
+#include "gpushare/metrics/metric_registry.h"
+#include "gpushare/service/model_store.h"
+#include "gpushare/service/pod_binder.h"
+#include "gpushare/service/rejection_log.h"
+#include "gpushare/service/scheduling_service.h"
 
-namespace gpushare::extender {
+namespace gpushare::service {
 
 class NoBinder final : public PodBinder {
  public:
@@ -41,9 +41,9 @@ struct ServiceHarness {
   }
   ModelStore store;
   NoBinder binder;
-  MetricRegistry metrics;
+  metrics::MetricRegistry metrics;
   RejectionLog rejections;
   std::unique_ptr<SchedulingService> service;
 };
 
-}  // namespace gpushare::extender
+}  // namespace gpushare::service

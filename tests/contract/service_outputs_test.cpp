@@ -27,9 +27,9 @@
 #include "gpushare/core/placement_policy.h"
 #include "gpushare/core/policy_registry.h"
 #include "gpushare/core/score_mapping.h"
-#include "gpushare/extender/service/scheduling_service.h"
+#include "gpushare/service/scheduling_service.h"
 
-namespace gpushare::extender {
+namespace gpushare::service {
 namespace {
 
 constexpr int kNodes = 400;
@@ -119,9 +119,10 @@ core::PodDemand without_cpu_memory(core::PodDemand demand) {
 }
 
 // The filter reply, computed name by name.
-FilterResult reference_filter(const core::ClusterModel& model, const kube::PodInfo& pod,
-                              const std::vector<std::string>& names, std::string_view resource) {
-  FilterResult result;
+wire::FilterResult reference_filter(const core::ClusterModel& model, const kube::PodInfo& pod,
+                                    const std::vector<std::string>& names,
+                                    std::string_view resource) {
+  wire::FilterResult result;
   const core::PodDemand demand = without_cpu_memory(pod.demand());
   for (const std::string& name : names) {
     if (!demand.wants_gpu()) {
@@ -206,9 +207,9 @@ struct ServiceUnderTest : ServiceHarness {
   }
 };
 
-std::vector<int> scores_of(const std::vector<HostPriority>& priorities) {
+std::vector<int> scores_of(const std::vector<wire::HostPriority>& priorities) {
   std::vector<int> scores;
-  for (const HostPriority& priority : priorities)
+  for (const wire::HostPriority& priority : priorities)
     scores.push_back(static_cast<int>(priority.score));
   return scores;
 }
@@ -221,21 +222,21 @@ void check_policy(const Case& c, std::uint32_t seed, Digest& digest) {
   const std::vector<std::string> names = offered_names(seed);
   for (const kube::PodInfo& pod : pending_pods()) {
     const std::string label = c.policy + " pod " + pod.name;
-    ExtenderArgs args;
+    wire::ExtenderArgs args;
     args.pod = pod;
     args.node_names = names;
 
-    const FilterResult expected_filter =
+    const wire::FilterResult expected_filter =
         store.read([&](const core::ClusterModel& model, const core::PlacementPolicy&) {
           return reference_filter(model, pod, names, config.names.memory);
         });
-    ExtenderArgs moved = args;
-    for (const FilterResult& got : {service.filter(args), service.filter(std::move(moved))}) {
+    wire::ExtenderArgs moved = args;
+    for (const wire::FilterResult& got : {service.filter(args), service.filter(std::move(moved))}) {
       EXPECT_EQ(got.node_names, expected_filter.node_names) << label;
       EXPECT_EQ(got.failed, expected_filter.failed) << label;
       EXPECT_EQ(got.failed_unresolvable, expected_filter.failed_unresolvable) << label;
     }
-    const FilterResult filtered = service.filter(args);
+    const wire::FilterResult filtered = service.filter(args);
     for (const std::string_view name : filtered.node_names) digest.add(name);
     for (const auto& [name, reason] : filtered.failed) digest.add(name + "=" + reason);
     for (const auto& [name, reason] : filtered.failed_unresolvable) digest.add(name + "!" + reason);
@@ -260,7 +261,7 @@ void check_policy(const Case& c, std::uint32_t seed, Digest& digest) {
           return placed;
         });
     const std::vector<int> expected_scores = core::map_scores(raw, c.mapping);
-    ExtenderArgs moved_again = args;
+    wire::ExtenderArgs moved_again = args;
     for (const auto& got : {service.prioritize(args), service.prioritize(std::move(moved_again))}) {
       ASSERT_EQ(got.size(), names.size()) << label;
       for (std::size_t i = 0; i < names.size(); ++i) {
@@ -312,9 +313,9 @@ TEST(ServiceOutputs, OutputsArePinned) {
 }
 
 }  // namespace
-}  // namespace gpushare::extender
+}  // namespace gpushare::service
 
-namespace gpushare::extender {
+namespace gpushare::service {
 namespace {
 
 // prioritize reuses the last request's raw scores for nodes whose stamp did not move (same
@@ -329,7 +330,7 @@ TEST(ServiceOutputs, ReusedScoresFollowEveryChange) {
     for (int step = 0; step < 60; ++step) {
       const kube::PodInfo& pod =
           pods[step % 3 == 0 ? rng() % pods.size() : 10];  // mostly the same pod
-      ExtenderArgs args;
+      wire::ExtenderArgs args;
       args.pod = pod;
       args.node_names = names;
       EXPECT_EQ(scores_of(setup.service->prioritize(args)), setup.expected_scores(pod, names))
@@ -379,11 +380,11 @@ TEST(ServiceOutputs, ReusedScoresFollowEveryChange) {
 // every offered name it rejected (repeated names counted each time they are offered).
 TEST(ServiceOutputs, RejectionCountsAddUp) {
   ServiceUnderTest setup("binpack", 7);
-  ExtenderArgs args;
+  wire::ExtenderArgs args;
   args.pod = pending_pods()[12];  // 8 GiB: rejected by several reasons here
   args.node_names = offered_names(7);
   const std::size_t offered = args.node_names->size();
-  const FilterResult result = setup.service->filter(args);
+  const wire::FilterResult result = setup.service->filter(args);
   double counted = 0;
   std::size_t reasons = 0;
   std::istringstream text(setup.metrics.render());
@@ -425,7 +426,7 @@ TEST(ServiceOutputs, ConcurrentPrioritizeSeesOneModelState) {
     std::vector<std::jthread> readers;
     for (int r = 0; r < 2; ++r) {
       readers.emplace_back([&] {
-        ExtenderArgs args;
+        wire::ExtenderArgs args;
         args.pod = pod;
         args.node_names = names;
         while (!stop) {
@@ -454,7 +455,7 @@ TEST(ServiceOutputs, ConcurrentPrioritizeSeesOneModelState) {
                         << " answers mixed two states";
     // And once the writer is done, the answer of the state it left (a score reused past a
     // change would be the other state's).
-    ExtenderArgs args;
+    wire::ExtenderArgs args;
     args.pod = pod;
     args.node_names = names;
     EXPECT_EQ(scores_of(setup.service->prioritize(args)), setup.expected_scores(pod, names))
@@ -463,4 +464,4 @@ TEST(ServiceOutputs, ConcurrentPrioritizeSeesOneModelState) {
 }
 
 }  // namespace
-}  // namespace gpushare::extender
+}  // namespace gpushare::service

@@ -81,7 +81,7 @@ class Trickle {
 TEST(SlowClients, ManySlowConnectionsDoNotBlockHealthzOrFilter) {
   ExtenderUnderTest extender(
       small_cluster(), "binpack", 1 << 20, /*http_threads=*/8,
-      [](extender::HttpServerOptions& options) { options.connections.header_timeout = 120s; });
+      [](http::HttpServerOptions& options) { options.connections.header_timeout = 120s; });
   Trickle slow(port_of(extender), 300);
 
   RawHttpConnection probe(port_of(extender));
@@ -97,7 +97,7 @@ TEST(SlowClients, ManySlowConnectionsDoNotBlockHealthzOrFilter) {
 TEST(SlowClients, AClientThatMissesTheHeaderDeadlineIsDisconnected) {
   ExtenderUnderTest extender(
       small_cluster(), "binpack", 1 << 20, 0,
-      [](extender::HttpServerOptions& options) { options.connections.header_timeout = 300ms; });
+      [](http::HttpServerOptions& options) { options.connections.header_timeout = 300ms; });
   RawHttpConnection trickling(port_of(extender));
   ASSERT_TRUE(trickling.send_raw("GET /healthz HTTP/1.1\r\nHost: 127.0.0.1\r\n"));
   RawHttpConnection silent(port_of(extender));  // never sends a byte
@@ -118,7 +118,7 @@ TEST(SlowClients, AClientThatMissesTheHeaderDeadlineIsDisconnected) {
 TEST(SlowClients, AClientThatMissesTheBodyDeadlineGets408) {
   ExtenderUnderTest extender(
       small_cluster(), "binpack", 1 << 20, 0,
-      [](extender::HttpServerOptions& options) { options.connections.body_timeout = 300ms; });
+      [](http::HttpServerOptions& options) { options.connections.body_timeout = 300ms; });
   RawHttpConnection slow(port_of(extender));
   ASSERT_TRUE(
       slow.send_raw("POST /gpushare-scheduler/filter HTTP/1.1\r\nHost: 127.0.0.1\r\nContent-Type: "
@@ -177,10 +177,9 @@ TEST(SlowClients, SlowChunkedUploadsCannotTakeEveryWorker) {
 }
 
 TEST(SlowClients, OneClientCannotOpenMoreThanItsShare) {
-  ExtenderUnderTest extender(small_cluster(), "binpack", 1 << 20, 0,
-                             [](extender::HttpServerOptions& options) {
-                               options.connections.max_connections_per_client = 3;
-                             });
+  ExtenderUnderTest extender(
+      small_cluster(), "binpack", 1 << 20, 0,
+      [](http::HttpServerOptions& options) { options.connections.max_connections_per_client = 3; });
   std::vector<std::unique_ptr<RawHttpConnection>> open;
   for (int i = 0; i < 3; ++i) {
     open.push_back(std::make_unique<RawHttpConnection>(port_of(extender)));
@@ -209,7 +208,7 @@ TEST(SlowClients, OneClientCannotOpenMoreThanItsShare) {
 TEST(SlowClients, WellBehavedKeepAliveClientsNeverSeeAFailure) {
   ExtenderUnderTest extender(
       small_cluster(), "binpack", 1 << 20, /*http_threads=*/4,
-      [](extender::HttpServerOptions& options) { options.connections.keep_alive_timeout = 2s; });
+      [](http::HttpServerOptions& options) { options.connections.keep_alive_timeout = 2s; });
   constexpr int kClients = 16;
   constexpr int kRequests = 40;
   const std::string body = filter_body();

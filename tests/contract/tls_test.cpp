@@ -73,22 +73,21 @@ const Pki& pki() {
 class HttpsExtender {
  public:
   HttpsExtender(std::string cert, std::string key, std::size_t max_request_bytes = 64 << 20,
-                const std::function<void(extender::HttpServerOptions&)>& edit = {})
+                const std::function<void(http::HttpServerOptions&)>& edit = {})
       : cluster_(cluster_list({node_object("n1", 2, 32), node_object("n2", 1, 8)}),
                  kube::ResourceNames{}),
         store_(core::make_policy("binpack")) {
     store_.write(
         [&](core::ClusterModel& model, core::PlacementPolicy&) { cluster_.populate(model); });
-    service_ = std::make_unique<extender::SchedulingService>(
-        store_, cluster_, metrics_, rejections_, extender::ServiceConfig{});
-    extender::HttpServerOptions options;
+    service_ = std::make_unique<service::SchedulingService>(store_, cluster_, metrics_, rejections_,
+                                                            service::ServiceConfig{});
+    http::HttpServerOptions options;
     options.threads = 4;
     options.connections.max_request_bytes = max_request_bytes;
     options.tls_cert_file = std::move(cert);
     options.tls_private_key_file = std::move(key);
     if (edit) edit(options);
-    server_ =
-        std::make_unique<extender::HttpServer>(*service_, store_, metrics_, rejections_, options);
+    server_ = std::make_unique<http::HttpServer>(*service_, store_, metrics_, rejections_, options);
     port_ = server_->bind("127.0.0.1", 0);
     if (port_ > 0) {
       thread_ = std::jthread([this] { server_->serve(); });
@@ -102,12 +101,12 @@ class HttpsExtender {
   int port() const { return port_; }
 
  private:
-  extender::StandaloneCluster cluster_;
-  extender::ModelStore store_;
-  extender::MetricRegistry metrics_;
-  extender::RejectionLog rejections_;
-  std::unique_ptr<extender::SchedulingService> service_;
-  std::unique_ptr<extender::HttpServer> server_;
+  standalone::StandaloneCluster cluster_;
+  service::ModelStore store_;
+  metrics::MetricRegistry metrics_;
+  service::RejectionLog rejections_;
+  std::unique_ptr<service::SchedulingService> service_;
+  std::unique_ptr<http::HttpServer> server_;
   int port_ = -1;
   std::jthread thread_;
 };
@@ -175,7 +174,7 @@ class RawTlsConnection {
 // out over TLS too; they used to be a bare close.
 TEST(Tls, TheReactorsRefusalsAreAnsweredOverTls) {
   HttpsExtender extender(pki().server_cert.string(), pki().server_key.string(), 64 << 20,
-                         [](extender::HttpServerOptions& options) {
+                         [](http::HttpServerOptions& options) {
                            options.connections.header_timeout = std::chrono::milliseconds(300);
                          });  // 4 threads: 1 chunked body at a time
   ASSERT_GT(extender.port(), 0);
@@ -234,7 +233,7 @@ TEST(Tls, AClientThatDoesNotTrustTheCertificateIsRefused) {
 }
 
 // The request limits hold on TLS connections too (gpushare serves them itself, see
-// src/extender/http/http_connection.h): decompressed body size, header block.
+// src/http/http_connection.h): decompressed body size, header block.
 TEST(Tls, RequestLimitsHoldOverHttps) {
   HttpsExtender extender(pki().server_cert.string(), pki().server_key.string(), 1 << 20);
   ASSERT_GT(extender.port(), 0);

@@ -9,13 +9,13 @@
 #include <random>
 
 #include "contract/extender_fixture.h"
-#include "gpushare/extender/wire/wire_types.h"
+#include "gpushare/wire/wire_types.h"
 #include "support/reference_extender_args.h"
 
 namespace gpushare::testing {
 namespace {
 
-using extender::ExtenderArgs;
+using wire::ExtenderArgs;
 
 template <typename Args>
 struct Outcome {
@@ -41,7 +41,7 @@ bool expect_same_decoding(const std::string& body) {
   const kube::ResourceNames names;
   const auto dom = run([&] { return reference::decode_extender_args(body, names); });
   const auto fast =
-      run([&] { return extender::decode_extender_args_body(std::string_view(body), names); });
+      run([&] { return wire::decode_extender_args_body(std::string_view(body), names); });
   EXPECT_EQ(dom.ok, fast.ok) << "body: " << body.substr(0, 300) << "\ndom error: " << dom.error
                              << "\nfast error: " << fast.error;
   if (!dom.ok || !fast.ok) {
@@ -335,8 +335,8 @@ TEST(WireFastPath, NulByteAfterTheBodyIsRejected) {
   EXPECT_FALSE(expect_same_decoding(body + std::string("\0\0junk", 6)));
   EXPECT_FALSE(expect_same_decoding(body + std::string(1, '\0')));
   const std::string bind = R"({"PodName":"p","PodNamespace":"ns","PodUID":"u","Node":"n"})";
-  EXPECT_NO_THROW(extender::decode_binding_args(bind));
-  EXPECT_THROW(extender::decode_binding_args(bind + std::string("\0}", 2)), kube::BadInput);
+  EXPECT_NO_THROW(wire::decode_binding_args(bind));
+  EXPECT_THROW(wire::decode_binding_args(bind + std::string("\0}", 2)), kube::BadInput);
 }
 
 TEST(WireFastPath, RandomMutationsDecodeLikeTheDom) {
@@ -389,7 +389,7 @@ TEST(WireFastPath, RandomMutationsDecodeLikeTheDom) {
 }
 
 // The encoders as they were, through nlohmann's DOM.
-std::string dom_filter_result(const extender::FilterResult& result) {
+std::string dom_filter_result(const wire::FilterResult& result) {
   auto string_map = [](const std::map<std::string, std::string>& values) {
     Json object = Json::object();
     for (const auto& [key, value] : values) object[key] = value;
@@ -411,7 +411,7 @@ std::string dom_filter_result(const extender::FilterResult& result) {
   return body.dump(-1, ' ', false, Json::error_handler_t::replace);
 }
 
-std::string dom_priorities(const std::vector<extender::HostPriority>& priorities) {
+std::string dom_priorities(const std::vector<wire::HostPriority>& priorities) {
   Json body = Json::array();
   for (const auto& priority : priorities)
     body.push_back({{"Host", priority.host}, {"Score", priority.score}});
@@ -428,10 +428,10 @@ TEST(WireFastPath, EncodesByteForByteLikeTheDom) {
                                             "bad\xFF\xFEutf8",
                                             "\xED\xA0\x80surrogate",
                                             std::string("nul\0byte", 8)};
-  extender::FilterResult result;
-  EXPECT_EQ(extender::encode_filter_result(result), dom_filter_result(result));
-  std::vector<extender::HostPriority> priorities;
-  EXPECT_EQ(extender::encode_priorities(priorities), dom_priorities(priorities));
+  wire::FilterResult result;
+  EXPECT_EQ(wire::encode_filter_result(result), dom_filter_result(result));
+  std::vector<wire::HostPriority> priorities;
+  EXPECT_EQ(wire::encode_priorities(priorities), dom_priorities(priorities));
   std::int64_t score = -3;
   for (const auto& text : awkward) {
     result.node_names.push_back(text);
@@ -443,24 +443,24 @@ TEST(WireFastPath, EncodesByteForByteLikeTheDom) {
   }
   priorities.push_back({"max", INT64_MAX});
   priorities.push_back({"min", INT64_MIN});
-  EXPECT_EQ(extender::encode_filter_result(result), dom_filter_result(result));
-  EXPECT_EQ(extender::encode_priorities(priorities), dom_priorities(priorities));
+  EXPECT_EQ(wire::encode_filter_result(result), dom_filter_result(result));
+  EXPECT_EQ(wire::encode_priorities(priorities), dom_priorities(priorities));
   result.nodes = std::vector<Json>{small_node("a"), small_node("b\xC3")};
-  EXPECT_EQ(extender::encode_filter_result(result), dom_filter_result(result));
+  EXPECT_EQ(wire::encode_filter_result(result), dom_filter_result(result));
 }
 
 TEST(WireFastPath, EchoesNodeTextsVerbatim) {
   const Json pod = pod_object("p", "uid-p", 4);
   const Json items = {small_node("a"), small_node("b")};
   const std::string body = Json{{"Pod", pod}, {"Nodes", {{"items", items}}}}.dump(2);
-  const ExtenderArgs args = extender::decode_extender_args_body(body, kube::ResourceNames{});
+  const ExtenderArgs args = wire::decode_extender_args_body(body, kube::ResourceNames{});
   ASSERT_TRUE(args.node_texts);
-  extender::FilterResult result;
+  wire::FilterResult result;
   result.node_names = {"a", "b"};
   result.node_texts =
       std::vector<std::string_view>{(*args.node_texts)[0].json, (*args.node_texts)[1].json};
   result.node_source = args.node_source;
-  const Json reply = Json::parse(extender::encode_filter_result(result));
+  const Json reply = Json::parse(wire::encode_filter_result(result));
   EXPECT_EQ(reply["Nodes"]["items"], items);
   EXPECT_EQ(reply["Nodes"]["kind"], "NodeList");
 }
@@ -477,9 +477,9 @@ TEST(WireFastPath, AFullNodeReplyIsWrittenFromTheBodyWithoutACopy) {
   }
   const std::string body =
       Json{{"Pod", pod_object("p", "uid-p", 4)}, {"Nodes", {{"items", items}}}}.dump();
-  ExtenderArgs args = extender::decode_extender_args_body(body, kube::ResourceNames{});
+  ExtenderArgs args = wire::decode_extender_args_body(body, kube::ResourceNames{});
   ASSERT_TRUE(args.node_texts);
-  extender::FilterResult result;
+  wire::FilterResult result;
   result.node_texts.emplace();
   for (std::size_t i = 0; i < args.node_texts->size(); i += 2) {  // every other node survives
     result.node_names.push_back((*args.node_texts)[i].name);
@@ -487,9 +487,9 @@ TEST(WireFastPath, AFullNodeReplyIsWrittenFromTheBodyWithoutACopy) {
   }
   result.failed["n1"] = "no GPU with enough free memory";
   result.node_source = args.node_source;
-  const std::string whole = extender::encode_filter_result(result);
+  const std::string whole = wire::encode_filter_result(result);
   args = {};  // the reply alone keeps the body's text
-  const extender::FilterReply reply{std::move(result)};
+  const wire::FilterReply reply{std::move(result)};
   ASSERT_EQ(reply.size(), whole.size());
   EXPECT_LT(reply.owned_bytes(), whole.size() / 10);  // the texts are not copied
   for (const std::size_t chunk :
@@ -505,13 +505,13 @@ TEST(WireFastPath, AFullNodeReplyIsWrittenFromTheBodyWithoutACopy) {
     EXPECT_EQ(reply.copy(reply.size(), buffer), 0u);
   }
   // Without node texts (nodeCacheCapable), or with none surviving, the same bytes too.
-  std::vector<extender::FilterResult> others(2);
+  std::vector<wire::FilterResult> others(2);
   others[0].node_names.push_back("a");
   others[0].failed["b"] = "reason";
   others[1].node_texts.emplace();
-  for (extender::FilterResult& other : others) {
-    const std::string expected = extender::encode_filter_result(other);
-    const extender::FilterReply small{std::move(other)};
+  for (wire::FilterResult& other : others) {
+    const std::string expected = wire::encode_filter_result(other);
+    const wire::FilterReply small{std::move(other)};
     std::string buffer(expected.size() + 8, '\0');
     buffer.resize(small.copy(0, buffer));
     EXPECT_EQ(buffer, expected);

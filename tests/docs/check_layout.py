@@ -3,7 +3,7 @@
 
 The folders: each top-level product folder, each folder directly under src/, src/extender/,
 src/cmd/, include/gpushare/, include/gpushare/extender/ and tests/. A folder counts as named when
-its path appears in backquotes in the section (`src/extender/http`), or, for a top-level folder,
+its path appears in backquotes in the section (`src/http`), or, for a top-level folder,
 as its bare name (`bench`). Exits 1 listing the missing ones; also fails for a named path that
 no longer exists, and for a folder under tests/unit/ that mirrors no source folder (tests/unit/X
 tests src/X, or include/gpushare/X for the header-only ones).
@@ -15,8 +15,7 @@ import re
 import sys
 
 TOP_LEVEL = ["bench", "deploy", "docs", "scripts", "fuzz", "cmake", ".ci"]
-LISTED_BELOW = ["src", "src/extender", "src/cmd", "include/gpushare", "include/gpushare/extender",
-                "tests"]
+LISTED_BELOW = ["src", "src/cmd", "include/gpushare", "tests"]
 
 
 def folders(root):

@@ -22,7 +22,7 @@
 #include <sstream>
 
 #include "fakeapi/fake_apiserver.h"
-#include "gpushare/extender/standalone/standalone_cluster.h"
+#include "gpushare/standalone/standalone_cluster.h"
 
 namespace {
 
@@ -244,7 +244,7 @@ Json realistic_cpu_pod(int index, const std::string& node) {
 
 // Creates every object of a v1 List file; throws naming the item that cannot be created.
 void load_seed(FakeApiServer& fake, const std::string& path) {
-  const Json list = gpushare::extender::read_cluster_file(path);
+  const Json list = gpushare::standalone::read_cluster_file(path);
   const Json* items = list.is_object() && list.contains("items") ? &list["items"] : nullptr;
   if (items == nullptr || !items->is_array())
     throw std::runtime_error("not a v1 List: no items array");

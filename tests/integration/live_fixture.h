@@ -11,14 +11,14 @@
 #include <optional>
 #include <thread>
 
+#include "cmd/extender/inspect_sources.h"
 #include "fakeapi/fake_apiserver.h"
 #include "gpushare/apiclient/api_client.h"
 #include "gpushare/apiclient/kubeconfig.h"
 #include "gpushare/core/placement_policy.h"
 #include "gpushare/core/policy_registry.h"
-#include "gpushare/extender/http/http_server.h"
-#include "gpushare/extender/inspect_sources.h"
-#include "gpushare/extender/service/scheduling_service.h"
+#include "gpushare/http/http_server.h"
+#include "gpushare/service/scheduling_service.h"
 #include "gpushare/sync/api_pod_binder.h"
 #include "gpushare/sync/cluster_sync.h"
 #include "gpushare/sync/dra_sync.h"
@@ -164,18 +164,18 @@ class LiveExtender {
     sync_ = std::make_unique<sync::ClusterSync>(*client_, store_, metrics_, sync_options);
     binder_ = std::make_unique<sync::ApiPodBinder>(*client_, *sync_, options.bind_mode,
                                                    options.bind_timeout);
-    extender::PodBinder* binder = binder_.get();
+    service::PodBinder* binder = binder_.get();
     if (options.leader_election) {
       gate_ =
           std::make_unique<sync::LeaderGate>(*client_, *sync_, store_, *options.leader_election);
       leader_binder_ = std::make_unique<sync::LeaderBinder>(*binder_, *gate_, options.bind_timeout);
       binder = leader_binder_.get();
     }
-    extender::ServiceConfig service_config;
+    service::ServiceConfig service_config;
     service_config.names = options.names;
-    service_ = std::make_unique<extender::SchedulingService>(store_, *binder, metrics_, rejections_,
-                                                             service_config);
-    extender::HttpServerOptions http;
+    service_ = std::make_unique<service::SchedulingService>(store_, *binder, metrics_, rejections_,
+                                                            service_config);
+    http::HttpServerOptions http;
     http.threads = 0;
     http.shutdown_grace = options.shutdown_grace;
     http.not_ready_reason = [this] {
@@ -193,9 +193,8 @@ class LiveExtender {
       dra_options.nodes_listed = [this] { return sync_->synced(); };
       dra_ = std::make_unique<sync::DraSync>(*client_, store_, dra_options);
     }
-    extender::attach_inspect_sources(*sync_, dra_.get(), http);
-    server_ =
-        std::make_unique<extender::HttpServer>(*service_, store_, metrics_, rejections_, http);
+    cmd::extender::attach_inspect_sources(*sync_, dra_.get(), http);
+    server_ = std::make_unique<http::HttpServer>(*service_, store_, metrics_, rejections_, http);
     port_ = server_->bind("127.0.0.1", 0);
     sync_->start();
     if (dra_) dra_->start();
@@ -229,7 +228,7 @@ class LiveExtender {
     if (thread_.joinable()) thread_.join();
     sync_->stop();
   }
-  extender::HttpServer& server() { return *server_; }
+  http::HttpServer& server() { return *server_; }
   sync::LeaderGate* gate() { return gate_.get(); }
   int port() const { return port_; }
   // GET /readyz: the status code, or -1 if nothing answered.
@@ -281,22 +280,22 @@ class LiveExtender {
 
   sync::ClusterSync& sync() { return *sync_; }
   sync::DraSync* dra() { return dra_.get(); }  // null unless LiveOptions::dra
-  extender::MetricRegistry& metrics() { return metrics_; }
+  metrics::MetricRegistry& metrics() { return metrics_; }
 
  private:
   std::filesystem::path kubeconfig_;
   bool owns_kubeconfig_ = false;
-  extender::ModelStore store_;
-  extender::MetricRegistry metrics_;
-  extender::RejectionLog rejections_;
+  service::ModelStore store_;
+  metrics::MetricRegistry metrics_;
+  service::RejectionLog rejections_;
   std::unique_ptr<apiclient::ApiClient> client_;
   std::unique_ptr<sync::ClusterSync> sync_;
   std::unique_ptr<sync::DraSync> dra_;  // with LiveOptions::dra
   std::unique_ptr<sync::ApiPodBinder> binder_;
   std::unique_ptr<sync::LeaderGate> gate_;
   std::unique_ptr<sync::LeaderBinder> leader_binder_;
-  std::unique_ptr<extender::SchedulingService> service_;
-  std::unique_ptr<extender::HttpServer> server_;
+  std::unique_ptr<service::SchedulingService> service_;
+  std::unique_ptr<http::HttpServer> server_;
   int port_ = -1;
   std::jthread thread_;
 };

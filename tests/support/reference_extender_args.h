@@ -1,6 +1,6 @@
 #pragma once
 // The ExtenderArgs decoder as it was before simdjson, on an nlohmann tree: a reference that the
-// one decoder (extender::decode_extender_args_body) is checked against by the contract tests
+// one decoder (wire::decode_extender_args_body) is checked against by the contract tests
 // and extender_args_fuzzer. Test code only; it also states the two limits simdjson sets that
 // nlohmann did not (integers beyond 64 bits, nesting deeper than json::kMaxDepth), so that the
 // comparison holds everywhere else.
@@ -11,9 +11,9 @@
 #include <string_view>
 #include <vector>
 
-#include "gpushare/extender/wire/wire_types.h"
 #include "gpushare/kube/json_access.h"
 #include "gpushare/kube/pod_info.h"
+#include "gpushare/wire/wire_types.h"
 
 namespace gpushare::reference {
 

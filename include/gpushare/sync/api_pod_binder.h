@@ -5,14 +5,14 @@
 #include <chrono>
 
 #include "gpushare/apiclient/api_client.h"
-#include "gpushare/extender/service/pod_binder.h"
+#include "gpushare/service/pod_binder.h"
 #include "gpushare/sync/cluster_sync.h"
 
 namespace gpushare::sync {
 
 enum class BindMode { kBinding, kPatchBind };
 
-class ApiPodBinder final : public extender::PodBinder {
+class ApiPodBinder final : public service::PodBinder {
  public:
   ApiPodBinder(apiclient::ApiClient& client, const ClusterSync& sync, BindMode mode,
                std::chrono::milliseconds timeout = std::chrono::seconds(10));
@@ -20,13 +20,13 @@ class ApiPodBinder final : public extender::PodBinder {
   // The watch's copy first; a GET when the watch has not shown the pod yet.
   std::optional<kube::PodInfo> find_pod(std::string_view namespace_name,
                                         std::string_view name) override;
-  extender::BindOutcome bind(const kube::PodInfo& pod, std::string_view node,
-                             const std::map<std::string, std::string>& annotations) override;
+  service::BindOutcome bind(const kube::PodInfo& pod, std::string_view node,
+                            const std::map<std::string, std::string>& annotations) override;
   // bind() finishing within `budget` in all (patch-bind makes up to three calls); leader
   // election cuts it to what is left of the lease.
-  extender::BindOutcome bind_within(const kube::PodInfo& pod, std::string_view node,
-                                    const std::map<std::string, std::string>& annotations,
-                                    std::chrono::milliseconds budget);
+  service::BindOutcome bind_within(const kube::PodInfo& pod, std::string_view node,
+                                   const std::map<std::string, std::string>& annotations,
+                                   std::chrono::milliseconds budget);
   // A GET of the pod (ClusterSync::read_back).
   ReadBack read_back(std::string_view namespace_name, std::string_view name) override;
   // The watch confirms binds (and shows late successes after time-outs).

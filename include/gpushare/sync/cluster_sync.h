@@ -16,14 +16,14 @@
 
 #include "gpushare/apiclient/api_client.h"
 #include "gpushare/apiclient/reflector.h"
-#include "gpushare/extender/metrics/metric_registry.h"
-#include "gpushare/extender/metrics/scheduling_metrics.h"
-#include "gpushare/extender/service/config_warnings.h"
-#include "gpushare/extender/service/model_store.h"
-#include "gpushare/extender/service/pin_warnings.h"
-#include "gpushare/extender/service/pod_binder.h"
 #include "gpushare/kube/pod_info.h"
 #include "gpushare/kube/resource_names.h"
+#include "gpushare/metrics/metric_registry.h"
+#include "gpushare/metrics/scheduling_metrics.h"
+#include "gpushare/service/config_warnings.h"
+#include "gpushare/service/model_store.h"
+#include "gpushare/service/pin_warnings.h"
+#include "gpushare/service/pod_binder.h"
 #include "gpushare/sync/sync_metrics.h"
 
 namespace gpushare::sync {
@@ -48,8 +48,8 @@ struct SyncOptions {
 
 class ClusterSync {
  public:
-  ClusterSync(apiclient::ApiClient& client, extender::ModelStore& store,
-              extender::MetricRegistry& metrics, SyncOptions options);
+  ClusterSync(apiclient::ApiClient& client, service::ModelStore& store,
+              metrics::MetricRegistry& metrics, SyncOptions options);
   ~ClusterSync();
   ClusterSync(const ClusterSync&) = delete;
   ClusterSync& operator=(const ClusterSync&) = delete;
@@ -67,7 +67,7 @@ class ClusterSync {
   const kube::ResourceNames& names() const { return options_.names; }
 
   // Mistakes in the unhealthy-gpu ConfigMaps as they stand (logged once, when found).
-  const extender::ConfigWarnings& config_warnings() const { return config_warnings_; }
+  const service::ConfigWarnings& config_warnings() const { return config_warnings_; }
 
   // The pod as last seen by the watch (by namespace/name), or nullopt.
   std::optional<kube::PodInfo> cached_pod(std::string_view namespace_name,
@@ -81,8 +81,8 @@ class ClusterSync {
   // them on what the API server says; also done periodically. Returns how many it settled.
   std::size_t resolve_reservations();
   // The pod as the API server has it now (a GET, not the watch's copy).
-  extender::PodBinder::ReadBack read_back(std::string_view namespace_name,
-                                          std::string_view name) const;
+  service::PodBinder::ReadBack read_back(std::string_view namespace_name,
+                                         std::string_view name) const;
 
   struct FailingResource {
     std::string name;
@@ -111,16 +111,16 @@ class ClusterSync {
   void report_stale_sync();  // logs crossings of stale_after, exports failing seconds
 
   apiclient::ApiClient& client_;
-  extender::ModelStore& store_;
+  service::ModelStore& store_;
   SyncMetrics metrics_;
-  extender::SchedulingMetrics
+  metrics::SchedulingMetrics
       reservation_metrics_;  // reservations ended by what the API server shows
   SyncOptions options_;
 
   mutable std::mutex pods_mutex_;  // guards pods_ (the directory bind reads)
   std::map<std::string, kube::PodInfo, std::less<>> pods_;  // by namespace/name
-  extender::ConfigWarnings config_warnings_;
-  extender::UnmatchedPinWarnings pin_warnings_;  // pending pods pinned to models no node has
+  service::ConfigWarnings config_warnings_;
+  service::UnmatchedPinWarnings pin_warnings_;  // pending pods pinned to models no node has
   std::atomic<std::uint64_t> parse_errors_{0};
   std::atomic<std::uint64_t> read_back_settlements_{0};
   std::set<std::string> stale_reported_;  // resources logged as stale; housekeeping thread only

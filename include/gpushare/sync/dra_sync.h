@@ -17,8 +17,8 @@
 #include "gpushare/apiclient/api_client.h"
 #include "gpushare/apiclient/reflector.h"
 #include "gpushare/core/dra.h"
-#include "gpushare/extender/service/config_warnings.h"
-#include "gpushare/extender/service/model_store.h"
+#include "gpushare/service/config_warnings.h"
+#include "gpushare/service/model_store.h"
 
 namespace gpushare::sync {
 
@@ -32,7 +32,7 @@ struct DraSyncOptions {
 
 class DraSync {
  public:
-  DraSync(apiclient::ApiClient& client, extender::ModelStore& store, DraSyncOptions options);
+  DraSync(apiclient::ApiClient& client, service::ModelStore& store, DraSyncOptions options);
   ~DraSync();
   DraSync(const DraSync&) = delete;
   DraSync& operator=(const DraSync&) = delete;
@@ -51,7 +51,7 @@ class DraSync {
   // kMaxConfigWarnings, and then one more saying how many are left out. None until every DRA
   // kind has been listed once (a claim may name a slice not listed yet).
   static constexpr std::size_t kMaxConfigWarnings = 20;
-  std::vector<extender::ConfigWarning> config_warnings() const;
+  std::vector<service::ConfigWarning> config_warnings() const;
 
  private:
   class Handler;
@@ -60,7 +60,7 @@ class DraSync {
   void check_warnings();
 
   apiclient::ApiClient& client_;
-  extender::ModelStore& store_;
+  service::ModelStore& store_;
   DraSyncOptions options_;
   bool enabled_ = false;
   mutable std::mutex warnings_mutex_;         // guards logged_

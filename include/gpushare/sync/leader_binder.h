@@ -9,7 +9,7 @@
 #include <string>
 #include <string_view>
 
-#include "gpushare/extender/service/pod_binder.h"
+#include "gpushare/service/pod_binder.h"
 #include "gpushare/sync/api_pod_binder.h"
 #include "gpushare/sync/leader_gate.h"
 
@@ -17,7 +17,7 @@ namespace gpushare::sync {
 
 // The binder in HA mode: refuses unless the gate says this instance is the caught-up leader,
 // and bounds each bind's API call by what is left of the lease.
-class LeaderBinder final : public extender::PodBinder {
+class LeaderBinder final : public service::PodBinder {
  public:
   LeaderBinder(ApiPodBinder& inner, const LeaderGate& gate, std::chrono::milliseconds bind_timeout);
 
@@ -25,8 +25,8 @@ class LeaderBinder final : public extender::PodBinder {
                                         std::string_view name) override {
     return inner_.find_pod(namespace_name, name);
   }
-  extender::BindOutcome bind(const kube::PodInfo& pod, std::string_view node,
-                             const std::map<std::string, std::string>& annotations) override;
+  service::BindOutcome bind(const kube::PodInfo& pod, std::string_view node,
+                            const std::map<std::string, std::string>& annotations) override;
   bool confirms_asynchronously() const override { return inner_.confirms_asynchronously(); }
   // Reading is not binding: followers may read too (a retry is judged on the truth anywhere).
   ReadBack read_back(std::string_view namespace_name, std::string_view name) override {

@@ -20,7 +20,7 @@
 
 #include "gpushare/apiclient/api_client.h"
 #include "gpushare/apiclient/lease_elector.h"
-#include "gpushare/extender/service/model_store.h"
+#include "gpushare/service/model_store.h"
 #include "gpushare/sync/cluster_sync.h"
 
 namespace gpushare::sync {
@@ -39,7 +39,7 @@ class LeaderGate {
  public:
   // `client`, `sync` and `store` must outlive the gate. Pods are parsed with sync.names().
   LeaderGate(apiclient::ApiClient& client, const ClusterSync& sync,
-             const extender::ModelStore& store, apiclient::LeaderElectionConfig config,
+             const service::ModelStore& store, apiclient::LeaderElectionConfig config,
              LeaderGateOptions options = {});
   ~LeaderGate();
   LeaderGate(const LeaderGate&) = delete;
@@ -70,7 +70,7 @@ class LeaderGate {
 
   apiclient::ApiClient& client_;
   const ClusterSync& sync_;
-  const extender::ModelStore& store_;
+  const service::ModelStore& store_;
   LeaderGateOptions options_;
   std::chrono::milliseconds bind_margin_;
 

@@ -5,7 +5,7 @@
 #include <cstdint>
 #include <functional>
 
-#include "gpushare/extender/metrics/metric_registry.h"
+#include "gpushare/metrics/metric_registry.h"
 
 namespace gpushare::apiclient {
 class LeaderElector;
@@ -23,6 +23,6 @@ struct LeaderElectionState {
 LeaderElectionState leader_election_state(const apiclient::LeaderElector& elector);
 
 // gpushare_leader and the gpushare_leader_*_total counters, from `state` on every scrape.
-extender::ScrapeCollector leader_election_collector(std::function<LeaderElectionState()> state);
+metrics::ScrapeCollector leader_election_collector(std::function<LeaderElectionState()> state);
 
 }  // namespace gpushare::sync

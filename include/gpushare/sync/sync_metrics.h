@@ -10,13 +10,13 @@
 #include <string>
 #include <string_view>
 
-#include "gpushare/extender/metrics/metric_registry.h"
+#include "gpushare/metrics/metric_registry.h"
 
 namespace gpushare::sync {
 
 class SyncMetrics {
  public:
-  explicit SyncMetrics(extender::MetricRegistry& registry);
+  explicit SyncMetrics(metrics::MetricRegistry& registry);
 
   void count_watch_restart(std::string_view resource);
   void count_relist(std::string_view resource);
@@ -27,9 +27,9 @@ class SyncMetrics {
   void set_config_warnings(const std::map<std::string, std::size_t>& by_kind);
 
  private:
-  extender::Series<prometheus::Counter> watch_restarts_;
-  extender::Series<prometheus::Counter> relists_;
-  extender::Series<prometheus::Gauge> sync_failing_;
+  metrics::Series<prometheus::Counter> watch_restarts_;
+  metrics::Series<prometheus::Counter> relists_;
+  metrics::Series<prometheus::Gauge> sync_failing_;
   prometheus::Gauge& last_sync_;
   prometheus::Family<prometheus::Gauge>& config_warnings_;
   std::mutex mutex_;  // guards config_warning_series_

@@ -1,13 +1,13 @@
-#include "gpushare/extender/inspect_sources.h"
+#include "cmd/extender/inspect_sources.h"
 
 #include <optional>
 #include <string>
 #include <string_view>
 
-namespace gpushare::extender {
+namespace gpushare::cmd::extender {
 
 void attach_inspect_sources(const sync::ClusterSync& sync, const sync::DraSync* dra,
-                            HttpServerOptions& http) {
+                            http::HttpServerOptions& http) {
   http.pod_phase = [&sync](std::string_view uid, std::string_view namespace_name,
                            std::string_view name) -> std::optional<std::string> {
     const auto pod = sync.cached_pod(namespace_name, name);
@@ -15,12 +15,13 @@ void attach_inspect_sources(const sync::ClusterSync& sync, const sync::DraSync* 
     return pod->phase;
   };
   http.config_warnings = [&sync, dra] {
-    std::vector<ConfigWarning> warnings = sync.config_warnings().all();
+    std::vector<service::ConfigWarning> warnings = sync.config_warnings().all();
     if (dra != nullptr) {
-      for (ConfigWarning& warning : dra->config_warnings()) warnings.push_back(std::move(warning));
+      for (service::ConfigWarning& warning : dra->config_warnings())
+        warnings.push_back(std::move(warning));
     }
     return warnings;
   };
 }
 
-}  // namespace gpushare::extender
+}  // namespace gpushare::cmd::extender

@@ -14,17 +14,17 @@
 #include <string_view>
 #include <thread>
 
+#include "cmd/extender/inspect_sources.h"
+#include "cmd/extender/options.h"
 #include "gpushare/apiclient/config_resolution.h"
 #include "gpushare/core/placement_policy.h"
 #include "gpushare/core/policy_registry.h"
 #include "gpushare/core/score_mapping.h"
-#include "gpushare/extender/http/http_server.h"
-#include "gpushare/extender/http/process_resources.h"
-#include "gpushare/extender/inspect_sources.h"
-#include "gpushare/extender/logging/logging.h"
-#include "gpushare/extender/options.h"
-#include "gpushare/extender/service/scheduling_service.h"
-#include "gpushare/extender/standalone/standalone_cluster.h"
+#include "gpushare/http/http_server.h"
+#include "gpushare/http/process_resources.h"
+#include "gpushare/logging/logging.h"
+#include "gpushare/service/scheduling_service.h"
+#include "gpushare/standalone/standalone_cluster.h"
 #include "gpushare/sync/api_pod_binder.h"
 #include "gpushare/sync/cluster_sync.h"
 #include "gpushare/sync/dra_sync.h"
@@ -33,7 +33,7 @@
 #include "gpushare/sync/leader_metrics.h"
 #include "gpushare/sync/sync_metrics.h"
 
-namespace ext = gpushare::extender;
+namespace ext = gpushare::cmd::extender;
 
 namespace {
 
@@ -63,19 +63,20 @@ class ShutdownSignals {
 
 // `on_drained` runs on a signal after the server stopped accepting and the binds in flight
 // finished (argument true) or the grace period ran out (false): e.g. to give up the lease.
-int serve(const ext::Options& options, ext::SchedulingService& service, ext::ModelStore& store,
-          ext::MetricRegistry& metrics, ext::RejectionLog& rejections,
-          std::function<std::string()> not_ready_reason, ShutdownSignals& signals,
-          std::function<void(bool drained)> on_drained = nullptr,
-          const std::function<void(ext::HttpServerOptions&)>& add_inspect_sources = nullptr) {
-  ext::HttpServerOptions http;
+int serve(
+    const ext::Options& options, gpushare::service::SchedulingService& service,
+    gpushare::service::ModelStore& store, gpushare::metrics::MetricRegistry& metrics,
+    gpushare::service::RejectionLog& rejections, std::function<std::string()> not_ready_reason,
+    ShutdownSignals& signals, std::function<void(bool drained)> on_drained = nullptr,
+    const std::function<void(gpushare::http::HttpServerOptions&)>& add_inspect_sources = nullptr) {
+  gpushare::http::HttpServerOptions http;
   if (add_inspect_sources) add_inspect_sources(http);
   http.shutdown_grace = options.shutdown_grace_period;
   http.connections = options.connections;
   http.threads = options.http_threads;
   // Each connection is a file descriptor; keep room for the API-server connections, logs and
   // the listening socket.
-  const std::size_t open_files = ext::raise_open_file_limit();
+  const std::size_t open_files = gpushare::http::raise_open_file_limit();
   constexpr std::size_t kReservedFiles = 128;
   const std::size_t most =
       open_files > 2 * kReservedFiles ? open_files - kReservedFiles : open_files / 2;
@@ -88,15 +89,16 @@ int serve(const ext::Options& options, ext::SchedulingService& service, ext::Mod
   http.tls_private_key_file = options.tls_private_key_file;
   http.access = {options.allowed_clients, options.tls_client_ca_file};
   http.not_ready_reason = std::move(not_ready_reason);
-  ext::HttpServer server(service, store, metrics, rejections, http);
+  gpushare::http::HttpServer server(service, store, metrics, rejections, http);
   const int port = server.bind(options.listen_host(), options.listen_port());
   if (port < 0) return 1;
   spdlog::info("{} serving {} on {}:{} with policy {}, bind mode {}", ext::version_string(),
                options.tls_cert_file.empty() ? "HTTP" : "HTTPS", options.listen_host(), port,
                options.policy, options.bind_mode);
-  spdlog::info("scheduling verbs accepted from {}", ext::ClientAccess(http.access).describe());
+  spdlog::info("scheduling verbs accepted from {}",
+               gpushare::http::ClientAccess(http.access).describe());
   // Loading the cluster (a sync, or a cluster file) leaves freed memory in the heap.
-  ext::release_free_memory();
+  gpushare::http::release_free_memory();
   std::atomic<bool> served{false};
   auto waiter = signals.on_signal([&] {
     const bool drained = server.stop();  // stop accepting; wait for binds in flight
@@ -122,13 +124,14 @@ int serve(const ext::Options& options, ext::SchedulingService& service, ext::Mod
 }
 
 int run_standalone(const ext::Options& options, ShutdownSignals& signals) {
-  std::unique_ptr<ext::StandaloneCluster> cluster;
+  std::unique_ptr<gpushare::standalone::StandaloneCluster> cluster;
   try {
     std::optional<gpushare::core::DraConfig> dra;
     if (options.dra)
       dra = gpushare::core::DraConfig{options.dra_driver, options.dra_bytes_per_unit};
-    cluster = std::make_unique<ext::StandaloneCluster>(
-        ext::load_cluster_file(options.cluster_file, options.names), options.names, dra);
+    cluster = std::make_unique<gpushare::standalone::StandaloneCluster>(
+        gpushare::standalone::load_cluster_file(options.cluster_file, options.names), options.names,
+        dra);
   } catch (const std::exception& e) {
     // A line per mistake: the logger would escape the newlines of one message.
     for (const auto line : std::views::split(std::string_view(e.what()), '\n')) {
@@ -136,7 +139,7 @@ int run_standalone(const ext::Options& options, ShutdownSignals& signals) {
     }
     return 1;
   }
-  ext::ModelStore store(gpushare::core::make_policy(options.policy));
+  gpushare::service::ModelStore store(gpushare::core::make_policy(options.policy));
   store.write([&](gpushare::core::ClusterModel& model, gpushare::core::PlacementPolicy&) {
     cluster->populate(model);
   });
@@ -146,16 +149,16 @@ int run_standalone(const ext::Options& options, ShutdownSignals& signals) {
   spdlog::info("standalone mode: {} nodes, {} pods holding GPU memory, from {}", nodes, pods,
                options.cluster_file);
 
-  ext::MetricRegistry metrics;
+  gpushare::metrics::MetricRegistry metrics;
   // Live mode's families, at 0: dashboards and alerts find every name in both modes.
   const gpushare::sync::SyncMetrics sync_metrics(metrics);
-  ext::RejectionLog rejections;
-  ext::ServiceConfig config;
+  gpushare::service::RejectionLog rejections;
+  gpushare::service::ServiceConfig config;
   config.names = options.names;
   config.score_mapping =
       *gpushare::core::score_mapping_named(options.score_mapping);  // validated by the flag
-  ext::SchedulingService service(store, *cluster, metrics, rejections, config);
-  auto phases = [&cluster](ext::HttpServerOptions& http) {
+  gpushare::service::SchedulingService service(store, *cluster, metrics, rejections, config);
+  auto phases = [&cluster](gpushare::http::HttpServerOptions& http) {
     http.pod_phase = cluster->pod_phases();
   };
   return serve(
@@ -179,9 +182,9 @@ int run_live(const ext::Options& options, ShutdownSignals& signals) {
   api::ClientOptions client_options;
   client_options.stall_warning = options.api_stall_warning;
   api::ApiClient client(cluster, client_options);
-  ext::ModelStore store(gpushare::core::make_policy(options.policy));
-  ext::MetricRegistry metrics;
-  ext::RejectionLog rejections;
+  gpushare::service::ModelStore store(gpushare::core::make_policy(options.policy));
+  gpushare::metrics::MetricRegistry metrics;
+  gpushare::service::RejectionLog rejections;
   gpushare::sync::SyncOptions sync_options;
   sync_options.names = options.names;
   sync_options.stale_after = std::chrono::seconds(options.sync_stale_seconds);
@@ -219,13 +222,13 @@ int run_live(const ext::Options& options, ShutdownSignals& signals) {
     }
     leader_binder = std::make_unique<gpushare::sync::LeaderBinder>(binder, *gate, kBindTimeout);
   }
-  ext::ServiceConfig config;
+  gpushare::service::ServiceConfig config;
   config.names = options.names;
   config.score_mapping =
       *gpushare::core::score_mapping_named(options.score_mapping);  // validated by the flag
-  ext::SchedulingService service(
-      store, leader_binder ? static_cast<ext::PodBinder&>(*leader_binder) : binder, metrics,
-      rejections, config);
+  gpushare::service::SchedulingService service(
+      store, leader_binder ? static_cast<gpushare::service::PodBinder&>(*leader_binder) : binder,
+      metrics, rejections, config);
   sync.start();
   gpushare::sync::DraSyncOptions dra_options;
   dra_options.config.driver = options.dra_driver;
@@ -251,8 +254,8 @@ int run_live(const ext::Options& options, ShutdownSignals& signals) {
     metrics.add_collector(gpushare::sync::leader_election_collector(
         [&gate] { return gpushare::sync::leader_election_state(gate->elector()); }));
   }
-  auto inspect_sources = [&sync, &dra](ext::HttpServerOptions& http) {
-    gpushare::extender::attach_inspect_sources(sync, &dra, http);
+  auto inspect_sources = [&sync, &dra](gpushare::http::HttpServerOptions& http) {
+    gpushare::cmd::extender::attach_inspect_sources(sync, &dra, http);
   };
   const int code = serve(options, service, store, metrics, rejections, not_ready, signals,
                          on_drained, inspect_sources);
@@ -283,9 +286,9 @@ int main(int argc, char** argv) {
       break;
   }
   const ext::Options& options = parsed.options;
-  ext::configure_logging(options.log_level, options.log_format);
-  ext::tune_allocator();
-  ext::install_allocation_reserve();
+  gpushare::logging::configure_logging(options.log_level, options.log_format);
+  gpushare::http::tune_allocator();
+  gpushare::http::install_allocation_reserve();
   switch (options.source) {
     case ext::ClusterSource::kClusterFile:
       return run_standalone(options, signals);

@@ -1,4 +1,4 @@
-#include "gpushare/extender/options.h"
+#include "cmd/extender/options.h"
 
 #include <fmt/format.h>
 
@@ -11,20 +11,20 @@
 #include "gpushare/core/placement_policy.h"
 #include "gpushare/core/policy_registry.h"
 #include "gpushare/core/quantity.h"
-#include "gpushare/extender/files/text_file.h"
-#include "gpushare/extender/files/yaml_json.h"
+#include "gpushare/files/text_file.h"
+#include "gpushare/files/yaml_json.h"
 #include "gpushare/version.h"
 
-namespace gpushare::extender {
+namespace gpushare::cmd::extender {
 namespace {
 
 // Turns the YAML config file into "--key=value" arguments placed before the real ones, so the
 // command line (parsed later, last value wins) overrides the file.
 std::vector<std::string> config_file_args(const std::string& path) {
-  const std::string text = read_text_file(path, "--config file");
+  const std::string text = files::read_text_file(path, "--config file");
   nlohmann::json config;
   try {
-    config = yaml_to_json(text);
+    config = files::yaml_to_json(text);
   } catch (const std::exception& e) {
     throw std::runtime_error(fmt::format("--config {}: {}", path, e.what()));
   }
@@ -233,7 +233,7 @@ std::optional<std::string> check_serving(Options& o, const FlagText& text) {
         "--tls-client-ca needs HTTPS: give --tls-cert-file and --tls-private-key-file");
   }
   try {
-    o.allowed_clients = ClientNetworks::parse(text.allowed_clients);
+    o.allowed_clients = http::ClientNetworks::parse(text.allowed_clients);
   } catch (const std::invalid_argument& e) {
     return std::string(fmt::format("--allowed-clients: {}", e.what()));
   }
@@ -463,4 +463,4 @@ ParsedOptions parse_options(const std::vector<std::string>& raw_args,
   return parsed;
 }
 
-}  // namespace gpushare::extender
+}  // namespace gpushare::cmd::extender

@@ -1,4 +1,4 @@
-#include "gpushare/inspect/cli.h"
+#include "cmd/inspect/cli.h"
 
 #include <fmt/format.h>
 
@@ -6,15 +6,15 @@
 #include <algorithm>
 #include <filesystem>
 
+#include "cmd/inspect/sources.h"
 #include "gpushare/apiclient/api_client.h"
 #include "gpushare/apiclient/config_resolution.h"
 #include "gpushare/core/quantity.h"
 #include "gpushare/inspect/render.h"
-#include "gpushare/inspect/sources.h"
 #include "gpushare/inspect/view.h"
 #include "gpushare/version.h"
 
-namespace gpushare::inspect {
+namespace gpushare::cmd::inspect {
 namespace {
 
 struct CliOptions {
@@ -63,7 +63,7 @@ kube::Json fetch(const CliOptions& o, const std::optional<std::string>& node, co
   try {
     config = cluster_config(o, env);
   } catch (const apiclient::ConfigError& e) {
-    throw InspectError(
+    throw gpushare::inspect::InspectError(
         fmt::format("{} (or read the extender instead: --extender http://HOST:32766)", e.what()));
   }
   apiclient::ClientOptions options;
@@ -168,12 +168,13 @@ int run_cli(const std::vector<std::string>& args, std::ostream& out, std::ostrea
       o.node.empty() ? std::nullopt : std::optional<std::string>(o.node);
   std::vector<std::string> warnings;
   kube::Json snapshot;
-  ClusterView view;
+  gpushare::inspect::ClusterView view;
   try {
     snapshot = fetch(o, node, env, warnings);
     if (node) keep_node(snapshot, *node);
-    view = cluster_view(snapshot);
-    if (node && view.nodes.empty()) throw InspectError(fmt::format("node {} not found", *node));
+    view = gpushare::inspect::cluster_view(snapshot);
+    if (node && view.nodes.empty())
+      throw gpushare::inspect::InspectError(fmt::format("node {} not found", *node));
   } catch (const std::exception& e) {
     for (const auto& warning : warnings) err << "warning: " << warning << "\n";
     err << "kubectl-inspect-gpushare: " << e.what() << "\n";
@@ -192,11 +193,13 @@ int run_cli(const std::vector<std::string>& args, std::ostream& out, std::ostrea
                            : " usable: " + view.nodes.front().misconfiguration);
     return 1;
   }
-  const std::string unit = o.memory_unit.empty() ? guess_unit(view) : o.memory_unit;
-  out << (o.details ? render_details(view) : render_summary(view, unit));
+  const std::string unit =
+      o.memory_unit.empty() ? gpushare::inspect::guess_unit(view) : o.memory_unit;
+  out << (o.details ? gpushare::inspect::render_details(view)
+                    : gpushare::inspect::render_summary(view, unit));
   // Not on stdout, whose layout is the original plugin's (scripts read it).
-  err << render_notes(view, o.details);
+  err << gpushare::inspect::render_notes(view, o.details);
   return 0;
 }
 
-}  // namespace gpushare::inspect
+}  // namespace gpushare::cmd::inspect

@@ -1,4 +1,4 @@
-#include "gpushare/inspect/sources.h"
+#include "cmd/inspect/sources.h"
 
 #include <fmt/format.h>
 #include <httplib.h>
@@ -15,7 +15,7 @@
 #include "gpushare/kube/node_info.h"
 #include "gpushare/kube/pod_info.h"
 
-namespace gpushare::inspect {
+namespace gpushare::cmd::inspect {
 namespace {
 
 using kube::Json;
@@ -32,7 +32,7 @@ SplitUrl split_url(std::string_view url) {
   const std::string_view scheme =
       scheme_end == std::string_view::npos ? "" : url.substr(0, scheme_end);
   if (scheme != "http" && scheme != "https") {
-    throw InspectError(
+    throw gpushare::inspect::InspectError(
         fmt::format("--extender {}: want http://HOST:PORT or https://HOST:PORT", url));
   }
   const auto path_start = url.find('/', scheme_end + 3);
@@ -169,19 +169,22 @@ Json fetch_from_extender(const ExtenderSource& source, const std::optional<std::
   if (source.insecure_skip_tls_verify) client.enable_server_certificate_verification(false);
   auto response = client.Get(url.path);
   if (!response) {
-    throw InspectError(fmt::format("cannot reach the extender at {}: {}", full,
-                                   httplib::to_string(response.error())));
+    throw gpushare::inspect::InspectError(fmt::format("cannot reach the extender at {}: {}", full,
+                                                      httplib::to_string(response.error())));
   }
   if (response->status == 404 && node) {
-    throw InspectError(fmt::format("node {} is not known to the extender ({})", *node, full));
+    throw gpushare::inspect::InspectError(
+        fmt::format("node {} is not known to the extender ({})", *node, full));
   }
   if (response->status != 200) {
-    throw InspectError(
+    throw gpushare::inspect::InspectError(
         fmt::format("GET {}: HTTP {}: {}", full, response->status, response->body.substr(0, 200)));
   }
   Json body = Json::parse(response->body, nullptr, false);
-  if (body.is_discarded()) throw InspectError(fmt::format("GET {}: the answer is not JSON", full));
-  (void)cluster_view(body);  // validates the shape, with a clear message if it is not /inspect
+  if (body.is_discarded())
+    throw gpushare::inspect::InspectError(fmt::format("GET {}: the answer is not JSON", full));
+  (void)gpushare::inspect::cluster_view(
+      body);  // validates the shape, with a clear message if it is not /inspect
   return body;
 }
 
@@ -231,12 +234,13 @@ Json snapshot_from_objects(const std::vector<Json>& nodes, const std::vector<Jso
     if (dra.whole_cluster || !warning.starts_with("ResourceClaim "))
       warnings.push_back("DRA: " + warning);
   }
-  Json snapshot = inspect_cluster(model, "", "");
+  Json snapshot = gpushare::inspect::inspect_cluster(model, "", "");
   snapshot.erase("policy");  // the extender's, not known here
-  add_pod_phases(snapshot, [&](std::string_view uid, std::string_view, std::string_view) {
-    const auto it = phases.find(uid);
-    return it == phases.end() ? std::nullopt : std::optional<std::string>(it->second);
-  });
+  gpushare::inspect::add_pod_phases(
+      snapshot, [&](std::string_view uid, std::string_view, std::string_view) {
+        const auto it = phases.find(uid);
+        return it == phases.end() ? std::nullopt : std::optional<std::string>(it->second);
+      });
   return snapshot;
 }
 
@@ -253,7 +257,7 @@ Json fetch_from_api(apiclient::ApiClient& client, const kube::ResourceNames& nam
       auto result = client.get("/api/v1/nodes/" + encode_segment(*node));
       if (!result) {
         if (result.error().is_not_found())
-          throw InspectError(fmt::format("node {} not found", *node));
+          throw gpushare::inspect::InspectError(fmt::format("node {} not found", *node));
         throw ListFailure{result.error()};
       }
       nodes.push_back(std::move(result.value()));
@@ -263,8 +267,9 @@ Json fetch_from_api(apiclient::ApiClient& client, const kube::ResourceNames& nam
     }
     pods = list_all(client, "/api/v1/pods", {{"fieldSelector", pod_selector}});
   } catch (const ListFailure& failure) {
-    throw InspectError(fmt::format("reading the cluster from {}: {}{}", client.config().server,
-                                   failure.error.describe(), api_hint(failure.error)));
+    throw gpushare::inspect::InspectError(
+        fmt::format("reading the cluster from {}: {}{}", client.config().server,
+                    failure.error.describe(), api_hint(failure.error)));
   }
   try {
     configmaps = list_all(
@@ -280,4 +285,4 @@ Json fetch_from_api(apiclient::ApiClient& client, const kube::ResourceNames& nam
   return snapshot_from_objects(nodes, pods, configmaps, dra, names, warnings);
 }
 
-}  // namespace gpushare::inspect
+}  // namespace gpushare::cmd::inspect

@@ -4,9 +4,9 @@
 
 #include <map>
 
-#include "gpushare/extender/options.h"
+#include "cmd/extender/options.h"
 
-namespace gpushare::extender {
+namespace gpushare::cmd::extender {
 namespace {
 
 using Action = ParsedOptions::Action;
@@ -88,4 +88,4 @@ TEST(LeaderOptions, GoDurations) {
 }
 
 }  // namespace
-}  // namespace gpushare::extender
+}  // namespace gpushare::cmd::extender

@@ -1,4 +1,4 @@
-#include "gpushare/extender/options.h"
+#include "cmd/extender/options.h"
 
 #include <gtest/gtest.h>
 
@@ -6,9 +6,9 @@
 #include <fstream>
 #include <map>
 
-#include "gpushare/extender/standalone/standalone_cluster.h"
+#include "gpushare/standalone/standalone_cluster.h"
 
-namespace gpushare::extender {
+namespace gpushare::cmd::extender {
 namespace {
 
 using Action = ParsedOptions::Action;
@@ -159,7 +159,7 @@ TEST(Options, ApiStallWarningTakesAGoDuration) {
 
 TEST(Options, AMissingClusterFileIsNamedWithTheReason) {
   try {
-    read_cluster_file("/nonexistent/cluster.yaml");
+    standalone::read_cluster_file("/nonexistent/cluster.yaml");
     FAIL() << "no error";
   } catch (const std::runtime_error& e) {
     EXPECT_STREQ(e.what(),
@@ -168,4 +168,4 @@ TEST(Options, AMissingClusterFileIsNamedWithTheReason) {
 }
 
 }  // namespace
-}  // namespace gpushare::extender
+}  // namespace gpushare::cmd::extender
