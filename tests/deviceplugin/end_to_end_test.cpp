@@ -89,9 +89,12 @@ TEST(DevicePluginEndToEnd, ExtenderBindsKubeletAllocatesAnXidMarksTheGpuUnhealth
   const std::string plugin = built("gpushare-device-plugin");
   const std::string extender = built("gpushare-extender");
   const std::string fake_nvml = built("libgpushare-fake-nvml.so");
-  if (fake_nvml.empty()) {
-    GTEST_SKIP() << "libgpushare-fake-nvml.so (target gpushare_fake_nvml) is not built in "
-                 << GPUSHARE_BINARY_DIR << ": the end-to-end test needs the fake NVML library";
+  if (fake_nvml.empty() ||
+      !std::filesystem::exists(std::filesystem::path(GPUSHARE_SOURCE_DIR) / "src" / "nvml")) {
+    GTEST_SKIP()
+        << "the end-to-end test needs the NVML loader (src/nvml) and the fake NVML library "
+        << "(target gpushare_fake_nvml, libgpushare-fake-nvml.so in " << GPUSHARE_BINARY_DIR
+        << "): not in this tree";
   }
   if (extender.empty()) GTEST_SKIP() << "gpushare-extender is not built in " << GPUSHARE_BINARY_DIR;
   ASSERT_FALSE(plugin.empty());
