@@ -118,6 +118,8 @@ std::vector<TracePod> parse_pods_csv(std::string_view text) {
   const std::size_t num_gpu = table.required("num_gpu");
   const std::size_t gpu_milli = table.required("gpu_milli");
   const auto gpu_spec = table.column("gpu_spec");
+  const auto created = table.column("creation_time");
+  const auto deleted = table.column("deletion_time");
   std::vector<TracePod> pods;
   pods.reserve(table.rows().size());
   for (const auto& row : table.rows()) {
@@ -137,6 +139,16 @@ std::vector<TracePod> parse_pods_csv(std::string_view text) {
       for (auto model : split(row.fields[*gpu_spec], '|')) {
         if (!model.empty()) pod.demand.allowed_models.emplace_back(model);
       }
+    }
+    if (created && deleted && *created < row.fields.size() && *deleted < row.fields.size() &&
+        !row.fields[*created].empty() && !row.fields[*deleted].empty()) {
+      const auto from = integer(row, *created, "creation_time");
+      const auto to = integer(row, *deleted, "deletion_time");
+      if (to < from) {
+        throw TraceError(
+            fmt::format("line {}: deletion_time {} before creation_time {}", row.line, to, from));
+      }
+      pod.lifetime = static_cast<double>(to - from);
     }
     pods.push_back(std::move(pod));
   }
