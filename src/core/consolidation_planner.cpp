@@ -317,8 +317,8 @@ std::optional<ConsolidationPlan> plan_for_pending(const ClusterModel& model,
         if (space.movable(*pod) == nullptr) continue;
         option.pods.push_back(pod);
         free += pod->per_gpu;
-        enough = whole ? option.pods.size() == space.residents(gpu).size()
-                       : free >= pending.per_gpu;
+        enough =
+            whole ? option.pods.size() == space.residents(gpu).size() : free >= pending.per_gpu;
       }
       if (!enough || option.pods.size() > max_moves) continue;
       options.push_back(std::move(option));
@@ -392,7 +392,9 @@ int MoveBudget::moved_in_last_hour(double now) {
   return moved;
 }
 
-int MoveBudget::left(double now) { return std::max(0, per_hour_ - moved_in_last_hour(now)); }
+int MoveBudget::left(double now) {
+  return std::max(0, per_hour_ - moved_in_last_hour(now));
+}
 
 void MoveBudget::record(double now, int moves) {
   if (moves > 0) recent_.emplace_back(now, moves);

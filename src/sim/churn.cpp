@@ -61,8 +61,8 @@ std::vector<Arrival> make_arrivals(const Simulator& simulator, std::uint64_t see
     throw std::invalid_argument(
         "the time mode needs lifetimes: no pod of the trace has creation_time and deletion_time");
   }
-  const double mean_lifetime = std::accumulate(pool.begin(), pool.end(), 0.0) /
-                               static_cast<double>(pool.size());
+  const double mean_lifetime =
+      std::accumulate(pool.begin(), pool.end(), 0.0) / static_cast<double>(pool.size());
   // Offered load: rate x E[GPU demand x lifetime] = load x capacity.
   double demand_time = 0;
   for (const auto& pod : pods) {
@@ -436,8 +436,8 @@ class ChurnRun {
       const core::NodeState* to = model_.find_node(move.to_node);
       if (pod == nullptr || to == nullptr ||
           to->gpus()[static_cast<std::size_t>(move.to_gpu)].free() < pod->per_gpu) {
-        throw std::logic_error(fmt::format("consolidation moved {} where it does not fit",
-                                           move.pod_uid));
+        throw std::logic_error(
+            fmt::format("consolidation moved {} where it does not fit", move.pod_uid));
       }
       core::PodAllocation moved = *pod;
       const std::size_t from = model_.position_of(*model_.find_node(pod->node));
@@ -550,8 +550,8 @@ ChurnResult run_churn(const Simulator& simulator, Contender& contender, std::uin
   return ChurnRun(simulator, contender, seed, options).run();
 }
 
-ChurnResult run_churn(const Simulator& simulator, std::string_view policy_name,
-                      std::uint64_t seed, const ChurnOptions& options) {
+ChurnResult run_churn(const Simulator& simulator, std::string_view policy_name, std::uint64_t seed,
+                      const ChurnOptions& options) {
   std::vector<core::PodDemand> demands;
   for (const auto& pod : simulator.pods()) demands.push_back(pod.demand);
   auto contender =
@@ -565,8 +565,8 @@ void write_churn_csv(std::ostream& out, std::span<const ChurnResult> runs) {
   for (const auto& run : runs) {
     for (const auto& s : run.samples) {
       fmt::print(out, "{},{},{:.0f},{:.4f},{:.3f},{:.3f},{:.0f},{},{}\n", run.policy, run.seed,
-                 s.time, s.alloc_pct, s.unallocated_gpus, s.fragmented_gpus, s.idle_gpus,
-                 s.running, s.waiting);
+                 s.time, s.alloc_pct, s.unallocated_gpus, s.fragmented_gpus, s.idle_gpus, s.running,
+                 s.waiting);
     }
   }
 }

@@ -23,7 +23,7 @@ namespace gpushare::core {
 
 // What the caller knows of a pod beyond the model (its labels, owner and PodDisruptionBudget).
 struct PodMobility {
-  bool opted_in = false;  // the pod (or its namespace) allows being moved
+  bool opted_in = false;   // the pod (or its namespace) allows being moved
   bool has_owner = false;  // a controller re-creates it after eviction (a bare pod is lost)
   // The PodDisruptionBudget covering the pod: empty = none. Pods of one budget share its count.
   std::string disruption_budget;

@@ -38,8 +38,8 @@ struct ConsolidationSettings {
   double moves_per_hour = 0.01;  // budget: this share of the running pods, per hour
   int max_moves_per_plan = 8;
   int max_moves_per_gpu_freed = 2;
-  double opt_in = 1.0;       // share of pods that opt in (seeded per pod)
-  bool for_pending = true;   // also plan for the oldest waiting GPU pod
+  double opt_in = 1.0;      // share of pods that opt in (seeded per pod)
+  bool for_pending = true;  // also plan for the oldest waiting GPU pod
 };
 
 struct ChurnOptions {
@@ -92,9 +92,9 @@ struct ChurnResult {
   // Consolidation in the window.
   std::size_t plans = 0;
   std::size_t pods_moved = 0;
-  std::size_t gpus_freed = 0;     // by plans that free GPUs
-  std::size_t pending_plans = 0;  // plans that made room for a waiting pod
-  double moves_per_hour_pct = 0;  // pods moved per hour / mean running pods, in %
+  std::size_t gpus_freed = 0;        // by plans that free GPUs
+  std::size_t pending_plans = 0;     // plans that made room for a waiting pod
+  double moves_per_hour_pct = 0;     // pods moved per hour / mean running pods, in %
   std::vector<ChurnSample> samples;  // the whole run, warm-up included
   double seconds = 0;
   double cpu_seconds = 0;
@@ -104,8 +104,8 @@ struct ChurnResult {
 // std::invalid_argument when no pod of the trace has a lifetime or the options are unusable.
 ChurnResult run_churn(const Simulator& simulator, Contender& contender, std::uint64_t seed,
                       const ChurnOptions& options);
-ChurnResult run_churn(const Simulator& simulator, std::string_view policy_name,
-                      std::uint64_t seed, const ChurnOptions& options);
+ChurnResult run_churn(const Simulator& simulator, std::string_view policy_name, std::uint64_t seed,
+                      const ChurnOptions& options);
 
 inline constexpr std::string_view kChurnCsvHeader =
     "policy,seed,time_s,alloc_pct,unallocated_gpus,fragmented_gpus,idle_gpus,running,waiting";

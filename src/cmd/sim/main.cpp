@@ -424,7 +424,8 @@ int simulate_churn(const gpushare::sim::Simulator& simulator, const SimFlags& f)
   for (double load : f.loads) {
     for (const auto& policy : f.policies) {
       for (double budget : budgets) {
-        for (unsigned s = 0; s < f.seeds; ++s) jobs.push_back({policy, f.first_seed + s, load, budget});
+        for (unsigned s = 0; s < f.seeds; ++s)
+          jobs.push_back({policy, f.first_seed + s, load, budget});
       }
     }
   }
