@@ -34,9 +34,9 @@ enum class ArrivalProcess {
 
 struct ConsolidationSettings {
   bool enabled = false;
-  double every = 600;            // seconds between planner runs
-  double moves_per_hour = 0.01;  // budget: this share of the running pods, per hour
-  int max_moves_per_plan = 8;
+  double every = 300;            // seconds between planner runs
+  double moves_per_hour = 0.01;  // budget: this share of the running GPU pods, per hour
+  int max_moves_per_plan = 64;
   int max_moves_per_gpu_freed = 2;
   double opt_in = 1.0;      // share of pods that opt in (seeded per pod)
   bool for_pending = true;  // also plan for the oldest waiting GPU pod

@@ -126,15 +126,15 @@ struct SimFlags {
   bool churn = false;
   std::vector<double> loads{1.0};
   double warmup = 86400;
-  double duration = 172800;
+  double duration = 86400;
   double max_lifetime = 86400;
   std::string arrival_process = "poisson";
   std::string retry = "departure";
   double give_up_after = 3600;
   double sample_every = 600;
   std::vector<double> consolidate_budgets;
-  double consolidate_every = 600;
-  int consolidate_max_moves = 8;
+  double consolidate_every = 300;
+  int consolidate_max_moves = 64;
   int consolidate_per_gpu = 2;
   double consolidate_opt_in = 1.0;
   bool consolidate_pending = true;
@@ -515,11 +515,18 @@ int simulate(SimFlags& f) {
   const gpushare::sim::Simulator simulator(std::move(nodes), std::move(pods), options);
   const double capacity_gpus =
       static_cast<double>(simulator.capacity()) / static_cast<double>(gpushare::sim::kUnitsPerGpu);
-  fmt::print(
-      "{} nodes, {:.0f} GPUs; {} pods in the trace, {} typical shapes (95 %); "
-      "seeds {}..{}; arrival up to {:.0f} %\n\n",
-      node_count, capacity_gpus, pod_count, simulator.typical_workload().size(), f.first_seed,
-      f.first_seed + f.seeds - 1, f.max_arrival * 100);
+  if (f.churn) {
+    fmt::print(
+        "{} nodes, {:.0f} GPUs; {} pods in the trace, {} typical shapes (95 %); seeds {}..{}\n\n",
+        node_count, capacity_gpus, pod_count, simulator.typical_workload().size(), f.first_seed,
+        f.first_seed + f.seeds - 1);
+  } else {
+    fmt::print(
+        "{} nodes, {:.0f} GPUs; {} pods in the trace, {} typical shapes (95 %); "
+        "seeds {}..{}; arrival up to {:.0f} %\n\n",
+        node_count, capacity_gpus, pod_count, simulator.typical_workload().size(), f.first_seed,
+        f.first_seed + f.seeds - 1, f.max_arrival * 100);
+  }
 
   write_arrivals(simulator, f);
   if (f.arrivals_only) return 0;
