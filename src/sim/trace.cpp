@@ -140,15 +140,19 @@ std::vector<TracePod> parse_pods_csv(std::string_view text) {
         if (!model.empty()) pod.demand.allowed_models.emplace_back(model);
       }
     }
-    if (created && deleted && *created < row.fields.size() && *deleted < row.fields.size() &&
-        !row.fields[*created].empty() && !row.fields[*deleted].empty()) {
-      const auto from = integer(row, *created, "creation_time");
-      const auto to = integer(row, *deleted, "deletion_time");
-      if (to < from) {
-        throw TraceError(
-            fmt::format("line {}: deletion_time {} before creation_time {}", row.line, to, from));
-      }
-      pod.lifetime = static_cast<double>(to - from);
+    if (created && deleted && *created < row.fields.size() && *deleted < row.fields.size()) {
+      // Times that are missing, not whole seconds or out of order give no lifetime (only the
+      // time mode reads it): the row is still a pod.
+      const auto seconds = [](std::string_view text) -> std::optional<std::int64_t> {
+        std::int64_t value = 0;
+        const auto [end, error] = std::from_chars(text.data(), text.data() + text.size(), value);
+        if (text.empty() || error != std::errc{} || end != text.data() + text.size() || value < 0)
+          return std::nullopt;
+        return value;
+      };
+      const auto from = seconds(row.fields[*created]);
+      const auto to = seconds(row.fields[*deleted]);
+      if (from && to && *to >= *from) pod.lifetime = static_cast<double>(*to - *from);
     }
     pods.push_back(std::move(pod));
   }

@@ -42,9 +42,14 @@ TEST(Churn, TraceLifetimesAreRead) {
   const Simulator simulator = small_cluster();
   EXPECT_EQ(simulator.pods()[0].lifetime, 600.0);
   EXPECT_EQ(simulator.pods()[6].lifetime, std::nullopt);
-  EXPECT_THROW(parse_pods_csv("name,cpu_milli,memory_mib,num_gpu,gpu_milli,creation_time,"
-                              "deletion_time\np,1,1,1,100,50,40\n"),
-               TraceError);
+  // Times out of order or not whole seconds give no lifetime; the pod is still read.
+  const auto odd = parse_pods_csv(
+      "name,cpu_milli,memory_mib,num_gpu,gpu_milli,creation_time,deletion_time\n"
+      "p,1,1,1,100,50,40\nq,1,1,1,100,1.5,40\nr,1,1,1,100,10,40\n");
+  ASSERT_EQ(odd.size(), 3u);
+  EXPECT_EQ(odd[0].lifetime, std::nullopt);
+  EXPECT_EQ(odd[1].lifetime, std::nullopt);
+  EXPECT_EQ(odd[2].lifetime, 30.0);
 }
 
 TEST(Churn, SameSeedSameRunAndEveryPolicySeesTheSameArrivals) {
