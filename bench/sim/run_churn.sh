@@ -42,6 +42,10 @@ if [[ " $traces " == *" default "* ]]; then
   nice -n 5 "$sim" "${common[@]}" --duration 43200 --nodes "$nodes" --pods "$pods" \
     --policy fgd-plus --load 1.0 --consolidate 0.1,0.5 --sample-every 0 |
     tee "$out/default-budgets.md"
+  echo "== default, 90 %, consolidation"
+  nice -n 5 "$sim" "${common[@]}" --duration 43200 --nodes "$nodes" --pods "$pods" \
+    --policy fgd-plus --load 0.9 --consolidate 0.02 --sample-every 0 |
+    tee "$out/default-90-consolidate.md"
 fi
 if [[ " $traces " == *" gpushare100 "* ]]; then
   echo "== gpushare100"
