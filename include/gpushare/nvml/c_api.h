@@ -45,6 +45,11 @@ struct EventData {
   unsigned int compute_instance_id;
 };
 
+// The documented layouts on LP64 (x86-64, arm64): a mismatch here would let NVML write past them.
+static_assert(sizeof(Memory) == 24);
+static_assert(sizeof(PciInfo) == 68);
+static_assert(sizeof(EventData) == 32);
+
 // Return codes compared by name (NVML_SUCCESS, NVML_ERROR_*).
 inline constexpr Return kSuccess = 0;
 inline constexpr Return kUninitialized = 1;
