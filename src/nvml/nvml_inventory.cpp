@@ -224,6 +224,8 @@ class Inventory final : public NvmlInventory {
 
   std::vector<XidEvent> wait_for_xids(std::chrono::milliseconds timeout) override {
     std::lock_guard events_lock(events_mutex_);
+    // Bounded so that the deadline cannot overflow the clock.
+    timeout = std::min<std::chrono::milliseconds>(timeout, std::chrono::hours(24 * 365));
     const auto deadline = std::chrono::steady_clock::now() + timeout;
     if (event_set_ == nullptr) register_events();
     std::vector<std::uint64_t> extra;

@@ -725,6 +725,16 @@ TEST(DeployManifests, DevicePluginDaemonSet) {
   EXPECT_EQ(socket.filename(), "kubelet.sock");
   EXPECT_EQ(host_path_of(pod, socket.parent_path().string()), "/var/lib/kubelet/pod-resources");
 
+  // Root for kubelet's sockets, nothing more.
+  const Json& sc = c["securityContext"];
+  EXPECT_FALSE(sc.value("privileged", false));
+  EXPECT_EQ(sc["allowPrivilegeEscalation"], false);
+  EXPECT_EQ(sc["readOnlyRootFilesystem"], true);
+  EXPECT_EQ(sc["capabilities"]["drop"], Json::array({"ALL"}));
+  EXPECT_FALSE(sc["capabilities"].contains("add"));
+  EXPECT_FALSE(pod.value("hostNetwork", false));
+  EXPECT_EQ(c["resources"]["requests"], c["resources"]["limits"]) << "Guaranteed QoS";
+
   bool node_name = false;
   for (const auto& env : c["env"]) {
     if (env["name"] == "NODE_NAME")

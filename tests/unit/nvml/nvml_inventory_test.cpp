@@ -272,6 +272,17 @@ TEST_F(FakeNvml, CriticalXidsArriveIgnoredOnesDoNotAndAStarMeansEveryGpu) {
   EXPECT_EQ(later[0].xid, 48u);
 }
 
+TEST_F(FakeNvml, AWaitWithoutEventsReturnsNothingAndTheLongestTimeoutIsAccepted) {
+  write_config(two_gpus());
+  auto inventory = open_nvml(kLibrary);
+  EXPECT_TRUE(inventory->wait_for_xids(std::chrono::milliseconds(-5)).empty());
+  EXPECT_TRUE(inventory->wait_for_xids(std::chrono::milliseconds(20)).empty());
+  append_xids(std::string(kUuidA) + " 79\n");
+  const auto events = inventory->wait_for_xids(std::chrono::milliseconds::max());
+  ASSERT_EQ(events.size(), 1u);
+  EXPECT_EQ(events[0].uuid, kUuidA);
+}
+
 TEST_F(FakeNvml, AFailedWaitIsAnErrorNamingTheCall) {
   json config = two_gpus();
   config["fail"] = {{"nvmlEventSetWait_v2", 15}};
