@@ -85,7 +85,42 @@ TEST(DevicePluginCli, RefusesAMissingNvmlLibraryNamingIt) {
   EXPECT_NE(result.err.find("/nonexistent/libnvml.so"), std::string::npos) << result.err;
 }
 
-TEST(DevicePluginEndToEnd, ExtenderBindsKubeletAllocatesAnXidMarksTheGpuUnhealthy) {
+// Once per --device-list-strategy: the container's response names the chosen GPU the way that
+// strategy hands it to the runtime.
+class DevicePluginEndToEnd : public ::testing::TestWithParam<std::string> {};
+
+void expect_hands_over(const std::string& strategy,
+                       const v1beta1::ContainerAllocateResponse& response,
+                       const std::string& uuid) {
+  const std::string cdi_name = "nvidia.com/gpu=" + uuid;
+  if (strategy == "envvar") {
+    ASSERT_EQ(response.envs().count("NVIDIA_VISIBLE_DEVICES"), 1u);
+    EXPECT_EQ(response.envs().at("NVIDIA_VISIBLE_DEVICES"), uuid);
+    EXPECT_EQ(response.cdi_devices_size(), 0);
+  } else if (strategy == "cdi-cri") {
+    ASSERT_EQ(response.cdi_devices_size(), 1);
+    EXPECT_EQ(response.cdi_devices(0).name(), cdi_name);
+    EXPECT_EQ(response.envs().count("NVIDIA_VISIBLE_DEVICES"), 0u);
+  } else {
+    int named = 0;
+    for (const auto& [key, value] : response.annotations()) {
+      if (key.rfind("cdi.k8s.io/", 0) == 0 && value == cdi_name) ++named;
+    }
+    EXPECT_EQ(named, 1) << "no cdi.k8s.io/ annotation names " << cdi_name;
+    EXPECT_EQ(response.cdi_devices_size(), 0);
+  }
+}
+
+INSTANTIATE_TEST_SUITE_P(EveryStrategy, DevicePluginEndToEnd,
+                         ::testing::Values("envvar", "cdi-cri", "cdi-annotations"),
+                         [](const auto& info) {
+                           std::string name = info.param;
+                           std::erase(name, '-');
+                           return name;
+                         });
+
+TEST_P(DevicePluginEndToEnd, ExtenderBindsKubeletAllocatesAnXidMarksTheGpuUnhealthy) {
+  const std::string strategy = GetParam();
   const std::string plugin = built("gpushare-device-plugin");
   const std::string extender = built("gpushare-extender");
   const std::string fake_nvml = built("libgpushare-fake-nvml.so");
@@ -132,11 +167,11 @@ TEST(DevicePluginEndToEnd, ExtenderBindsKubeletAllocatesAnXidMarksTheGpuUnhealth
   EXPECT_NE(discovered.out.find(kUuidB), std::string::npos) << discovered.out;
 
   FakeKubelet kubelet(dir.path() / "dp");
-  Subprocess plugin_process({plugin, "--nvml-library", fake_nvml, "--kubeconfig",
-                             (dir.path() / "kubeconfig").string(), "--node-name", "node-1",
-                             "--kubelet-dir", (dir.path() / "dp").string(),
-                             "--pod-resources-socket", kubelet.pod_resources_socket(), "--listen",
-                             "127.0.0.1:" + std::to_string(free_port())});
+  Subprocess plugin_process(
+      {plugin, "--nvml-library", fake_nvml, "--kubeconfig", (dir.path() / "kubeconfig").string(),
+       "--node-name", "node-1", "--kubelet-dir", (dir.path() / "dp").string(),
+       "--device-list-strategy", strategy, "--pod-resources-socket", kubelet.pod_resources_socket(),
+       "--listen", "127.0.0.1:" + std::to_string(free_port())});
   ASSERT_TRUE(kubelet.wait_for_registrations(1, 60s)) << plugin_process.stderr_text();
   ASSERT_TRUE(kubelet.wait_for_devices(30, 0, 60s)) << plugin_process.stderr_text();
   // The plugin writes gpu-count; kubelet (here the test) writes gpu-mem from the devices.
@@ -198,7 +233,7 @@ TEST(DevicePluginEndToEnd, ExtenderBindsKubeletAllocatesAnXidMarksTheGpuUnhealth
   v1beta1::ContainerAllocateResponse response;
   const grpc::Status status = kubelet.admit("default/trainer", "main", 4, &response);
   ASSERT_TRUE(status.ok()) << status.error_message() << plugin_process.stderr_text();
-  EXPECT_EQ(response.envs().at("NVIDIA_VISIBLE_DEVICES"), idx == "0" ? kUuidA : kUuidB);
+  expect_hands_over(strategy, response, idx == "0" ? kUuidA : kUuidB);
   EXPECT_EQ(response.envs().at("ALIYUN_COM_GPU_MEM_IDX"), idx);
   EXPECT_EQ(response.envs().at("ALIYUN_COM_GPU_MEM_CONTAINER"), "4");
   const auto assigned = api.get(Resource::Pods, "default", "trainer");
