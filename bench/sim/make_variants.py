@@ -43,6 +43,14 @@ generated on demand rather than committed (docs/placement.md, "Combined variants
   halfsharepinG2    25 % pinned to G2, half of the whole-GPU pods halved
   pin50scarceT4     50 % pinned to T4 (14 % of the GPUs)
   pin60cap          60 % pinned in proportion
+
+`--multigpu-sweep --out DIR` writes the multi-GPU share sweep instead: from the default trace,
+mgNN has NN % of its GPU pods multi-GPU (NN = 0, 10, ..., 60): single-GPU pods made 2-, 4- or
+8-GPU pods in multigpu20's proportions (CPU and memory times the GPUs), or, for 0, the trace's
+few multi-GPU pods made single-GPU pods (CPU and memory divided); and each share combined with
+  mgNNpin5      5 % of the GPU pods pinned to one model each, in proportion to the models' GPUs
+  mgNNcpu       every GPU pod's CPU request x1.5 (capped at 96 cores)
+  mgNNshare     every remaining one-whole-GPU pod asks for 250, 500 or 750 thousandths
 """
 import argparse
 import collections
@@ -170,6 +178,52 @@ def multi_gpu(share, seed):
     return rows, fields
 
 
+def multi_gpu_share(share, seed):
+    """The default trace with `share` of its GPU pods multi-GPU (see the module's docstring)."""
+    rows, fields = read("openb_pod_list_default.csv")
+    rng = rng_for(seed)
+    mg20, _ = read("openb_pod_list_multigpu20.csv")
+    counts = [int(r["num_gpu"]) for r in mg20 if int(r["num_gpu"]) > 1]
+    gpu = [r for r in rows if int(r["num_gpu"]) > 0]
+    multi = [r for r in gpu if int(r["num_gpu"]) > 1]
+    if share == 0:
+        for row in multi:
+            count = int(row["num_gpu"])
+            row["num_gpu"] = "1"
+            row["cpu_milli"] = str(int(row["cpu_milli"]) // count)
+            row["memory_mib"] = str(int(row["memory_mib"]) // count)
+        return rows, fields
+    singles = [r for r in gpu if r["num_gpu"] == "1"]
+    for row in rng.sample(singles, max(0, int(len(gpu) * share) - len(multi))):
+        count = rng.choice(counts)
+        row["num_gpu"] = str(count)
+        row["gpu_milli"] = "1000"
+        row["cpu_milli"] = str(int(row["cpu_milli"]) * count)
+        row["memory_mib"] = str(int(row["memory_mib"]) * count)
+    return rows, fields
+
+
+def multi_gpu_sweep():
+    by_capacity = by_capacity_picker()
+    for percent in range(0, 70, 10):
+        seed = 2000 + percent
+        yield f"mg{percent:02d}", multi_gpu_share(percent / 100, seed)
+        rows, fields = multi_gpu_share(percent / 100, seed)
+        for row in rows:
+            row.setdefault("gpu_spec", "")
+        pin_rows(rows, 0.05, by_capacity, rng_for(seed + 1))
+        yield f"mg{percent:02d}pin5", (rows, fields)
+        rows, fields = multi_gpu_share(percent / 100, seed)
+        cpu_heavy(rows)
+        yield f"mg{percent:02d}cpu", (rows, fields)
+        rows, fields = multi_gpu_share(percent / 100, seed)
+        rng = rng_for(seed + 2)
+        for row in rows:
+            if row["num_gpu"] == "1" and row["gpu_milli"] == "1000":
+                row["gpu_milli"] = str(rng.choice([250, 500, 750]))
+        yield f"mg{percent:02d}share", (rows, fields)
+
+
 def heterogeneous():
     by_capacity = by_capacity_picker()
     several = several_picker(by_capacity, [1, 2, 3])
@@ -235,8 +289,14 @@ def main():
     parser.add_argument("--out", default=OUT, help="output folder (default: %(default)s)")
     parser.add_argument("--combined", action="store_true",
                         help="write the combined variants (to --out) instead")
+    parser.add_argument("--multigpu-sweep", action="store_true",
+                        help="write the multi-GPU share sweep (to --out) instead")
     args = parser.parse_args()
     OUT, SEED_OFFSET = args.out, args.seed
+    if args.multigpu_sweep:
+        for name, (rows, fields) in multi_gpu_sweep():
+            write(name, rows, fields)
+        return
     if args.combined:
         for name, (rows, fields) in combined():
             write(name, rows, fields)

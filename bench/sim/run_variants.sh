@@ -8,6 +8,7 @@
 #   bench/sim/run_variants.sh
 #   SEEDS=10 VARIANTS=constrained30 bench/sim/run_variants.sh
 #   COMBINED=1 bench/sim/run_variants.sh    # the combined variants, generated into out/
+#   SWEEP=1 bench/sim/run_variants.sh       # the multi-GPU share sweep, generated into out/
 set -euo pipefail
 cd "$(dirname "$0")/../.."
 
@@ -17,7 +18,12 @@ seeds="${SEEDS:-3}"
 out="${OUT_DIR:-out/variants}"
 nodes=bench/data/openb/openb_node_list_all_node.csv
 
-if [[ "${COMBINED:-0}" == 1 ]]; then
+if [[ "${SWEEP:-0}" == 1 ]]; then
+  variant_dir="$out/data"
+  python3 bench/sim/make_variants.py --multigpu-sweep --out "$variant_dir" >/dev/null
+  all=$(cd "$variant_dir" && ls openb_pod_list_*.csv | sed 's/openb_pod_list_//; s/\.csv$//')
+  variants="${VARIANTS:-$all}"
+elif [[ "${COMBINED:-0}" == 1 ]]; then
   variant_dir="$out/data"
   python3 bench/sim/make_variants.py --combined --out "$variant_dir" >/dev/null
   all=$(cd "$variant_dir" && ls openb_pod_list_*.csv | sed 's/openb_pod_list_//; s/\.csv$//')
