@@ -1,5 +1,6 @@
 #!/usr/bin/env bash
-# Builds the gpushare-extender container image (kubectl-inspect-gpushare included) from Debian 12
+# Builds the gpushare product image (gpushare-extender, gpushare-device-plugin and
+# kubectl-inspect-gpushare) from Debian 12
 # packages on this machine, without a container registry:
 #
 #   1. the binaries, from --build-dir; by default build-image/ is configured (Release, no tests)
@@ -12,7 +13,7 @@
 #      CMakeLists.txt's. With no image builder, it leaves the root file system with the binaries
 #      as a tarball to import elsewhere, and says so.
 #
-# --check then makes sure that both binaries in the image start and print that version: with
+# --check then makes sure that every binary in the image starts and prints that version: with
 # `podman run` (or docker run) where containers can run, else by chroot into the image's
 # exported file system (unshare -r chroot when not root). It fails if neither is possible.
 #
@@ -61,7 +62,7 @@ started=$SECONDS
 version=$(sed -n 's/^project(gpushare VERSION \([0-9][0-9.]*\).*/\1/p' CMakeLists.txt)
 [[ -n "$version" ]] || die "no version in CMakeLists.txt"
 tag="${tag:-localhost/gpushare-extender:$version}"
-binaries=(gpushare-extender kubectl-inspect-gpushare)
+binaries=(gpushare-extender gpushare-device-plugin kubectl-inspect-gpushare)
 
 [[ -r /etc/debian_version ]] || die "needs a Debian 12 host: the image is made of this machine's Debian packages"
 packages=(mmdebstrap binutils)
@@ -166,7 +167,7 @@ if [[ -n "$save" ]]; then
   say "saved $tag to $save"
 fi
 
-# --check: both binaries in the image print this version.
+# --check: every binary in the image prints this version.
 expect_version() {  # NAME OUTPUT
   [[ "$2" == "gpushare $version"* ]] || die "$1 --version printed \"$2\", want gpushare $version"
   say "in the image: $1 --version: $2"
@@ -180,8 +181,10 @@ if ((check)); then
   ran=0
   if [[ -n "$runner" ]] && output=$($runner run --rm --network=none "$tag" --version 2>"$work/run.err"); then
     expect_version gpushare-extender "$output"
-    output=$($runner run --rm --network=none --entrypoint /usr/local/bin/kubectl-inspect-gpushare "$tag" --version)
-    expect_version kubectl-inspect-gpushare "$output"
+    for binary in gpushare-device-plugin kubectl-inspect-gpushare; do
+      output=$($runner run --rm --network=none --entrypoint "/usr/local/bin/$binary" "$tag" --version)
+      expect_version "$binary" "$output"
+    done
     ran=1
   elif [[ -n "$runner" ]]; then
     say "cannot run containers here ($(tail -1 "$work/run.err")); checking the image's file system with chroot instead"

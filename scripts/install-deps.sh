@@ -8,6 +8,7 @@ packages=(
   libcpp-httplib-dev nlohmann-json3-dev libsimdjson-dev libcurl4-openssl-dev libspdlog-dev libfmt-dev
   libyaml-cpp-dev libcli11-dev libssl-dev zlib1g-dev libbrotli-dev prometheus-cpp-dev
   libgtest-dev libgmock-dev libbenchmark-dev
+  libgrpc++-dev protobuf-compiler-grpc libprotobuf-dev protobuf-compiler  # gpushare-device-plugin
   curl python3  # the README's commands and the test that runs them (tests/docs)
   clang-format  # scripts/check-format.sh, run by scripts/test.sh
   ccache  # rebuilds of unchanged files (CMakeLists.txt, GPUSHARE_CCACHE)

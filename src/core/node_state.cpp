@@ -32,6 +32,12 @@ NodeState::NodeState(NodeSpec spec) : spec_(std::move(spec)) {
   spec_.memory_per_gpu = std::max<Units>(0, spec_.memory_per_gpu);
   if (!spec_.misconfiguration.empty()) spec_.gpu_count = 0;
   gpus_.assign(static_cast<std::size_t>(spec_.gpu_count), GpuState{spec_.memory_per_gpu, 0, true});
+  if (spec_.gpu_capacities.size() == gpus_.size()) {
+    for (std::size_t i = 0; i < gpus_.size(); ++i)
+      gpus_[i].capacity = std::max<Units>(0, spec_.gpu_capacities[i]);
+  } else {
+    spec_.gpu_capacities.clear();
+  }
   recompute();
 }
 

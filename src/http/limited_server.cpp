@@ -167,6 +167,8 @@ class LimitedServer final : public Base, public ReactorOwner {
     // The body and its reply are freed by now; the heap they grew is returned once no other
     // large body is in flight.
     if (charge >= kLargeBody && reactor_->stats().body_bytes == 0) release_free_memory();
+    // Smaller bodies, and replies (/inspect, /metrics), once the server has been idle a while.
+    idle_release_.note_activity();
     if (keep) {
       reactor_->resume(connection);
     } else {
@@ -241,6 +243,7 @@ class LimitedServer final : public Base, public ReactorOwner {
   std::shared_ptr<ConnectionThreadPool> pool_;
   std::unique_ptr<Reactor> reactor_;
   logging::LogThrottle refusal_log_;  // 431s and 413s: any client can cause them at will
+  IdleHeapRelease idle_release_{limits_.heap_release_idle};
 };
 
 }  // namespace

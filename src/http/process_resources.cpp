@@ -58,11 +58,52 @@ bool allocation_reserve_held() {
   return reserve.load() != nullptr;
 }
 
+namespace {
+std::atomic<std::uint64_t> releases{0};
+}  // namespace
+
 void release_free_memory() {
   static std::atomic<bool> trimming{false};
   if (trimming.exchange(true)) return;
   ::malloc_trim(0);
+  ++releases;
   trimming = false;
+}
+
+std::uint64_t free_memory_releases() {
+  return releases.load();
+}
+
+IdleHeapRelease::IdleHeapRelease(std::chrono::milliseconds idle, std::function<void()> release)
+    : idle_(idle), release_(std::move(release)), thread_([this] { run(); }) {}
+
+IdleHeapRelease::~IdleHeapRelease() {
+  {
+    std::lock_guard lock(mutex_);
+    stop_ = true;
+  }
+  wake_.notify_all();
+  thread_.join();
+}
+
+void IdleHeapRelease::note_activity() {
+  if (active_.exchange(true)) return;  // the thread knows already
+  std::lock_guard lock(mutex_);        // it may be asleep until the next activity
+  wake_.notify_all();
+}
+
+void IdleHeapRelease::run() {
+  std::unique_lock lock(mutex_);
+  while (!stop_) {
+    // Asleep until something happens.
+    wake_.wait(lock, [&] { return stop_ || active_.load(); });
+    // Then until a whole `idle_` passes without activity.
+    while (!stop_ && active_.exchange(false)) wake_.wait_for(lock, idle_, [&] { return stop_; });
+    if (stop_) break;
+    lock.unlock();
+    release_();
+    lock.lock();
+  }
 }
 
 }  // namespace gpushare::http

@@ -2,6 +2,9 @@
 
 #include <fmt/format.h>
 
+#include <algorithm>
+#include <cctype>
+
 #include "gpushare/kube/json_fields.h"
 #include "gpushare/kube/quantity_json.h"
 
@@ -85,10 +88,28 @@ core::DraDevice decode_device(json::Object device, std::string_view driver) {
   if (const auto attributes = object_field(fields, "attributes", "device attributes")) {
     for (const auto field : *attributes) {
       const std::string_view key = field.key;
-      if (key != "productName" && key != fmt::format("{}/productName", driver)) continue;
       json::Object attribute;
       if (field.value.get_object().get(attribute) != simdjson::SUCCESS) continue;
-      result.product = string_field(attribute, "string", "device attribute productName");
+      if (key == "productName" || key == fmt::format("{}/productName", driver))
+        result.product = string_field(attribute, "string", "device attribute productName");
+      std::string value;
+      for (const auto typed : attribute) {
+        std::string_view text;
+        bool flag = false;
+        std::int64_t number = 0;
+        if (typed.value.get_string().get(text) == simdjson::SUCCESS) {
+          value = text;
+        } else if (typed.value.get_bool().get(flag) == simdjson::SUCCESS) {
+          value = flag ? "true" : "false";
+        } else if (typed.value.get_int64().get(number) == simdjson::SUCCESS) {
+          value = std::to_string(number);
+        }
+      }
+      // A bare attribute name is in the driver's domain.
+      result.attributes.insert_or_assign(key.find('/') == std::string_view::npos
+                                             ? fmt::format("{}/{}", driver, key)
+                                             : std::string(key),
+                                         std::move(value));
     }
   }
   if (const auto capacity = object_field(fields, "capacity", "device capacity")) {
@@ -183,6 +204,119 @@ std::string selected_node(json::Object selector) {
     }
   }
   return {};
+}
+
+// CEL text, a little at a time: what a DeviceClass selector's clauses are read with.
+class CelReader {
+ public:
+  explicit CelReader(std::string_view text) : text_(text) {}
+  void space() {
+    while (at_ < text_.size() && std::isspace(static_cast<unsigned char>(text_[at_]))) ++at_;
+  }
+  bool word(std::string_view w) {
+    space();
+    if (text_.substr(at_).starts_with(w)) {
+      at_ += w.size();
+      return true;
+    }
+    return false;
+  }
+  // A string literal in either quote.
+  std::optional<std::string> quoted() {
+    space();
+    if (at_ >= text_.size() || (text_[at_] != '"' && text_[at_] != '\'')) return std::nullopt;
+    const std::size_t end = text_.find(text_[at_], at_ + 1);
+    if (end == std::string_view::npos) return std::nullopt;
+    std::string result(text_.substr(at_ + 1, end - at_ - 1));
+    at_ = end + 1;
+    return result;
+  }
+  std::string identifier() {
+    space();
+    const std::size_t from = at_;
+    while (at_ < text_.size() &&
+           (std::isalnum(static_cast<unsigned char>(text_[at_])) || text_[at_] == '_'))
+      ++at_;
+    return std::string(text_.substr(from, at_ - from));
+  }
+  // A literal as DraDevice::attributes holds it: a string, true/false or an integer.
+  std::optional<std::string> literal() {
+    if (auto text = quoted()) return text;
+    const std::string bare = identifier();
+    if (bare == "true" || bare == "false") return bare;
+    if (!bare.empty() && std::all_of(bare.begin(), bare.end(), [](char c) {
+          return std::isdigit(static_cast<unsigned char>(c)) != 0;
+        }))
+      return bare;
+    return std::nullopt;
+  }
+  bool done() {
+    space();
+    return at_ == text_.size();
+  }
+
+ private:
+  std::string_view text_;
+  std::size_t at_ = 0;
+};
+
+// One `&&` clause: `device.driver == "d"` or `device.attributes["domain"].name == value` (or
+// ["name"]); false for any other form.
+bool read_clause(std::string_view clause, core::DraDeviceClass& out) {
+  CelReader cel(clause);
+  if (cel.word("device.driver")) {
+    if (!cel.word("==")) return false;
+    auto driver = cel.quoted();
+    if (!driver || !cel.done()) return false;
+    out.driver = std::move(*driver);
+    return true;
+  }
+  if (!cel.word("device.attributes") || !cel.word("[")) return false;
+  const auto domain = cel.quoted();
+  if (!domain || !cel.word("]")) return false;
+  std::string name;
+  if (cel.word(".")) {
+    name = cel.identifier();
+  } else if (cel.word("[")) {
+    auto quoted = cel.quoted();
+    if (!quoted || !cel.word("]")) return false;
+    name = std::move(*quoted);
+  }
+  if (name.empty() || !cel.word("==")) return false;
+  auto value = cel.literal();
+  if (!value || !cel.done()) return false;
+  out.attributes.push_back({fmt::format("{}/{}", *domain, name), std::move(*value)});
+  return true;
+}
+
+// The clauses of a selector joined by `&&` (outside quotes), each read or kept as unread.
+void read_selector(std::string_view expression, core::DraDeviceClass& out) {
+  std::vector<std::string_view> clauses;
+  char quote = 0;
+  std::size_t from = 0;
+  for (std::size_t i = 0; i < expression.size(); ++i) {
+    const char c = expression[i];
+    if (quote != 0) {
+      if (c == quote) quote = 0;
+    } else if (c == '"' || c == '\'') {
+      quote = c;
+    } else if (c == '&' && i + 1 < expression.size() && expression[i + 1] == '&') {
+      clauses.push_back(expression.substr(from, i - from));
+      from = ++i + 1;
+    }
+  }
+  clauses.push_back(expression.substr(from));
+  for (std::string_view clause : clauses) {
+    while (!clause.empty() && std::isspace(static_cast<unsigned char>(clause.front())))
+      clause.remove_prefix(1);
+    while (!clause.empty() && std::isspace(static_cast<unsigned char>(clause.back())))
+      clause.remove_suffix(1);
+    // One pair of parentheses around a whole clause.
+    if (clause.size() >= 2 && clause.front() == '(' && clause.back() == ')' &&
+        clause.find_first_of("()", 1) == clause.size() - 1)
+      clause = clause.substr(1, clause.size() - 2);
+    if (!read_clause(clause, out)) out.unread.emplace_back(clause);
+  }
 }
 
 template <typename Decode>
@@ -285,18 +419,7 @@ core::DraDeviceClass decode_device_class(const json::Value& value) {
     const json::Object selector = object_of(item, "DeviceClass selector");
     const auto cel = object_field(selector, "cel", "DeviceClass selector cel");
     if (!cel) continue;
-    // The driver of a selector `device.driver == "name"` (either quote, any spacing).
-    const std::string expression = string_field(*cel, "expression", "cel expression");
-    std::size_t at = expression.find("device.driver");
-    if (at == std::string::npos) continue;
-    at = expression.find("==", at);
-    if (at == std::string::npos) continue;
-    at = expression.find_first_not_of(" \t\n", at + 2);
-    if (at == std::string::npos || (expression[at] != '"' && expression[at] != '\'')) continue;
-    const std::size_t end = expression.find(expression[at], at + 1);
-    if (end == std::string::npos) continue;
-    result.driver = expression.substr(at + 1, end - at - 1);
-    break;
+    read_selector(string_field(*cel, "expression", "cel expression"), result);
   }
   return result;
 }

@@ -35,7 +35,12 @@ std::vector<core::DraRequest> pending_dra_requests(const core::DraState& dra, co
 core::PodDemand learned_demand(const core::ClusterModel& model, const PodInfo& pod) {
   core::PodDemand demand = pod.demand(model.gpu_models());
   if (demand.wants_gpu() || pod.resource_claims.empty()) return demand;
-  int gpus = 0;
+  // kube gives one claim at most kMaxResultsPerClaim devices (resource.k8s.io's
+  // AllocationResultsMaxSize): a count past it is never allocated, so it is learned as that many.
+  constexpr std::int64_t kMaxResultsPerClaim = 32;
+  const std::int64_t most = kMaxResultsPerClaim * static_cast<std::int64_t>(std::min<std::size_t>(
+                                                      pod.resource_claims.size(), 1024));
+  std::int64_t gpus = 0;
   core::Units per_gpu = 0;
   for (const core::DraRequest& request : dra_requests(model.dra(), pod, /*pending_only=*/false)) {
     // Of prioritised alternatives, the first of the driver: what a free node gives.
@@ -45,11 +50,11 @@ core::PodDemand learned_demand(const core::ClusterModel& model, const PodInfo& p
     // A request for whole devices (no memory asked) or for all of them says nothing of the
     // memory a shared GPU gives: left out.
     if (ask == ways.end() || ask->all || !ask->memory_bytes) continue;
-    gpus += static_cast<int>(std::max<std::int64_t>(1, ask->count));
+    gpus = std::min(most, gpus + std::clamp<std::int64_t>(ask->count, 1, kMaxResultsPerClaim));
     per_gpu = std::max(per_gpu, model.dra().units_of_claim(*ask->memory_bytes));
   }
   if (gpus > 0 && per_gpu > 0) {
-    demand.gpu_count = gpus;
+    demand.gpu_count = static_cast<int>(gpus);
     demand.per_gpu = per_gpu;
   }
   return demand;

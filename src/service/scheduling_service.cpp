@@ -200,8 +200,9 @@ wire::FilterResult SchedulingService::filter_impl(const wire::ExtenderArgs& args
       model.visit_nodes(offered, [&](std::size_t i, const core::NodeState* node) {
         if (node == nullptr) {
           passed[i] = 0;
-          unresolvable.push_back({offered[i], i, texts.unknown_node()});
-          ++unknown_nodes;
+          // Listed up to the budget; the rest are left out of the reply (see the header).
+          if (unknown_nodes++ < kMaxUnknownNodesListed)
+            unresolvable.push_back({offered[i], i, texts.unknown_node()});
           return;
         }
         const core::FitResult fit = core::check_fit(*node, demand);
@@ -222,6 +223,7 @@ wire::FilterResult SchedulingService::filter_impl(const wire::ExtenderArgs& args
   }
   // One counter update per kind, not per node (each takes the metric's lock).
   if (unknown_nodes > 0) metrics_.count_filter_rejection("unknown_node", unknown_nodes);
+  if (unknown_nodes > kMaxUnknownNodesListed) note_unlisted("filter", args.pod, unknown_nodes);
   for (std::size_t status = 0; status < rejected_by_status.size(); ++status) {
     const std::string_view label = status_label(static_cast<core::FitStatus>(status));
     if (rejected_by_status[status] > 0)
@@ -285,6 +287,7 @@ std::vector<wire::HostPriority> SchedulingService::prioritize_impl(
   core::PodDemand demand = args.pod.demand();
   const std::vector<std::string_view> offered = offered_views(args);
   std::vector<std::optional<double>> raw(offered.size());
+  std::vector<char> unknown(offered.size(), 0);  // not a node of the model
   // Every pod is scored, GPU or not: a second extender entry without managedResources sends
   // CPU-only pods here so that they can be steered off the CPU and memory GPU pods will need.
   core::PodDemand gpu_only = gpu_demand_only(demand);
@@ -296,7 +299,7 @@ std::vector<wire::HostPriority> SchedulingService::prioritize_impl(
   core::ScoreCache* cache = cache_lock.owns_lock() ? &score_cache_ : nullptr;
   store_.read([&](const core::ClusterModel& model, const core::PlacementPolicy& policy) {
     // A pod with DRA claims: kube's allocator picks the devices, scored as it will pick them.
-    if (auto dra = dra_raw_scores(model, policy, args.pod, offered)) {
+    if (auto dra = dra_raw_scores(model, policy, args.pod, offered, unknown)) {
       raw = std::move(*dra);
       return;
     }
@@ -308,7 +311,9 @@ std::vector<wire::HostPriority> SchedulingService::prioritize_impl(
     core::FragmentationCache* readings =
         cache != nullptr && reading_version ? &fragmentation_cache_ : nullptr;
     if (cache != nullptr) cache->begin(demand, policy.state_version(), model.node_count());
-    if (memo != nullptr) memo->begin(offered.size());
+    // Sized by the nodes it can meet, not the names offered: the memo is kept between requests,
+    // and a body may name far more nodes (repeated, or unknown) than the model has.
+    if (memo != nullptr) memo->begin(std::min(offered.size(), model.node_count()));
     if (readings != nullptr) readings->begin(*reading_version, model.node_count());
     constexpr std::size_t kMemoTrial = 256;
     std::size_t memo_lookups = 0;
@@ -323,7 +328,10 @@ std::vector<wire::HostPriority> SchedulingService::prioritize_impl(
     model.visit_nodes(
         offered,
         [&](std::size_t i, const core::NodeState* node) {
-          if (node == nullptr) return;
+          if (node == nullptr) {
+            unknown[i] = 1;
+            return;
+          }
           if (cache == nullptr) {
             raw[i] = compute(*node, nullptr);
             return;
@@ -357,11 +365,30 @@ std::vector<wire::HostPriority> SchedulingService::prioritize_impl(
         /*with_gpus=*/demand.wants_gpu());
   });
   const std::vector<int> scores = core::map_scores(raw, config_.score_mapping);
+  // Unknown names past the budget are left out: kube-scheduler gives a host the extender does
+  // not list no score from it, as it gives one it lists with 0.
+  std::size_t unknown_count = 0;
+  for (const char u : unknown) unknown_count += u != 0 ? 1 : 0;
   std::vector<wire::HostPriority> result;
-  result.reserve(offered.size());
+  result.reserve(offered.size() - unknown_count + std::min(unknown_count, kMaxUnknownNodesListed));
   const NameTaker take{offered, movable};
-  for (std::size_t i = 0; i < offered.size(); ++i) result.push_back({take(i), scores[i]});
+  std::size_t unknown_seen = 0;
+  for (std::size_t i = 0; i < offered.size(); ++i) {
+    if (unknown[i] && unknown_seen++ >= kMaxUnknownNodesListed) continue;
+    result.push_back({take(i), scores[i]});
+  }
+  if (unknown_count > kMaxUnknownNodesListed) note_unlisted("prioritize", args.pod, unknown_count);
   return result;
+}
+
+void SchedulingService::note_unlisted(std::string_view verb, const kube::PodInfo& pod,
+                                      std::size_t unknown) const {
+  const logging::LogThrottle::Admission admitted = unknown_nodes_log_.admit();
+  if (!admitted.log) return;
+  spdlog::warn(
+      "{} {}: {} offered nodes are not known to the extender; {} are listed in the reply, the "
+      "rest left out{}",
+      verb, pod.key(), unknown, kMaxUnknownNodesListed, held_back_note(admitted));
 }
 
 BindReply SchedulingService::bind(const wire::BindingArgs& args) {

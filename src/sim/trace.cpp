@@ -118,6 +118,8 @@ std::vector<TracePod> parse_pods_csv(std::string_view text) {
   const std::size_t num_gpu = table.required("num_gpu");
   const std::size_t gpu_milli = table.required("gpu_milli");
   const auto gpu_spec = table.column("gpu_spec");
+  const auto created = table.column("creation_time");
+  const auto deleted = table.column("deletion_time");
   std::vector<TracePod> pods;
   pods.reserve(table.rows().size());
   for (const auto& row : table.rows()) {
@@ -137,6 +139,20 @@ std::vector<TracePod> parse_pods_csv(std::string_view text) {
       for (auto model : split(row.fields[*gpu_spec], '|')) {
         if (!model.empty()) pod.demand.allowed_models.emplace_back(model);
       }
+    }
+    if (created && deleted && *created < row.fields.size() && *deleted < row.fields.size()) {
+      // Times that are missing, not whole seconds or out of order give no lifetime (only the
+      // time mode reads it): the row is still a pod.
+      const auto seconds = [](std::string_view text) -> std::optional<std::int64_t> {
+        std::int64_t value = 0;
+        const auto [end, error] = std::from_chars(text.data(), text.data() + text.size(), value);
+        if (text.empty() || error != std::errc{} || end != text.data() + text.size() || value < 0)
+          return std::nullopt;
+        return value;
+      };
+      const auto from = seconds(row.fields[*created]);
+      const auto to = seconds(row.fields[*deleted]);
+      if (from && to && *to >= *from) pod.lifetime = static_cast<double>(*to - *from);
     }
     pods.push_back(std::move(pod));
   }

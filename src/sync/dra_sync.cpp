@@ -198,12 +198,22 @@ void DraSync::check_warnings() {
   // nodes are, a node not listed yet would read as gone.
   if (listed_kinds_.load() < handlers_.size()) return;
   if (options_.nodes_listed && !options_.nodes_listed()) return;
-  const std::vector<std::string> now = warnings();
   std::lock_guard lock(warnings_mutex_);
-  for (const auto& warning : now) {
-    if (!logged_.contains(warning)) spdlog::warn("DRA: {}", warning);
+  // The first time, every problem standing; after that only those the change brought
+  // (DraState::take_new_problems: the cost of what changed, not of the cluster).
+  std::vector<std::string> fresh;
+  store_.write([&](core::ClusterModel& model, core::PlacementPolicy&) {
+    const auto known = [&](std::string_view node) { return model.find_node(node) != nullptr; };
+    model.update_dra([&](core::DraState& state) {
+      for (auto& problem : state.take_new_problems(known))
+        fresh.push_back(std::move(problem.message));
+      if (!logged_all_) fresh = state.warnings(known);
+    });
+  });
+  logged_all_ = true;
+  for (std::size_t i = 0; i < fresh.size(); ++i) {
+    if (i == 0 || fresh[i] != fresh[i - 1]) spdlog::warn("DRA: {}", fresh[i]);
   }
-  logged_ = {now.begin(), now.end()};
 }
 
 }  // namespace gpushare::sync

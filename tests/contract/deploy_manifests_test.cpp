@@ -663,22 +663,136 @@ TEST(DeployManifests, SecondSchedulerIsSelfContained) {
             std::string::npos);
 }
 
-TEST(DeployManifests, SamplesAndDevicePluginReference) {
+TEST(DeployManifests, Samples) {
   const auto binpack = docs_under(kDeploy / "samples" / "binpack");
   const Json sts = find_named(binpack, "StatefulSet", "binpack-1");
   EXPECT_EQ(sts["spec"]["replicas"], 3);
   EXPECT_EQ(container(sts)["resources"]["limits"][std::string(kube::kDefaultResourceName)], 3);
+}
 
-  const auto plugin = docs_under(kDeploy / "device-plugin");
-  const Json ds = find_named(plugin, "DaemonSet", "gpushare-device-plugin-ds");
-  EXPECT_EQ(container(ds)["image"].get<std::string>().rfind(
-                "registry.cn-hangzhou.aliyuncs.com/acs/k8s-gpushare-plugin:", 0),
-            0u);
-  EXPECT_EQ(ds["spec"]["template"]["spec"]["nodeSelector"]["gpushare"], "true");
-  // The selector matches the template (apps/v1 requires both).
+// "--name=value" arguments as a map.
+std::map<std::string, std::string> flag_values(const Json& args) {
+  std::map<std::string, std::string> out;
+  for (const auto& arg : args) {
+    const std::string text = arg;
+    const auto eq = text.find('=');
+    out[text.substr(0, eq)] = eq == std::string::npos ? "" : text.substr(eq + 1);
+  }
+  return out;
+}
+
+// The hostPath a container path is mounted from, or "" when no volume mounts it.
+std::string host_path_of(const Json& pod_spec, const std::string& mount_path) {
+  for (const auto& mount : pod_spec["containers"][0]["volumeMounts"]) {
+    if (mount["mountPath"] != mount_path) continue;
+    for (const auto& volume : pod_spec["volumes"]) {
+      if (volume["name"] == mount["name"] && volume.contains("hostPath"))
+        return volume["hostPath"]["path"];
+    }
+  }
+  return {};
+}
+
+// gpushare-device-plugin's DaemonSet: on the labelled nodes, kubelet's socket directories mounted
+// where its flags look, its node name from the downward API, the probe on its --listen port, and
+// RBAC that is exactly what it does with the API.
+TEST(DeployManifests, DevicePluginDaemonSet) {
+  const auto docs = docs_under(kDeploy / "device-plugin");
+  const Json ds = find_named(docs, "DaemonSet", "gpushare-device-plugin-ds");
+  const Json& pod = ds["spec"]["template"]["spec"];
+  EXPECT_EQ(ds["metadata"]["namespace"], "kube-system");
+  EXPECT_EQ(pod["nodeSelector"]["gpushare"], "true");
+  EXPECT_EQ(pod["priorityClassName"], "system-node-critical");
+  EXPECT_FALSE(pod.contains("runtimeClassName")) << "the default needs no RuntimeClass";
+  // Aliyun's selector, so that applying this over Aliyun's DaemonSet is a rolling update.
+  EXPECT_EQ(ds["spec"]["selector"]["matchLabels"],
+            Json::parse(R"({"app":"gpushare","component":"gpushare-device-plugin",)"
+                        R"("name":"gpushare-device-plugin-ds"})"));
   for (const auto& [key, value] : ds["spec"]["selector"]["matchLabels"].items()) {
     EXPECT_EQ(ds["spec"]["template"]["metadata"]["labels"][key], value);
   }
+  // Never two plugins on one node: the old pod goes before the new one starts.
+  EXPECT_EQ(ds["spec"]["updateStrategy"]["rollingUpdate"]["maxSurge"], 0);
+
+  const Json& c = container(ds);
+  EXPECT_EQ(c["command"], Json::array({"/usr/local/bin/gpushare-device-plugin"}));
+  EXPECT_EQ(c["image"], "gpushare-extender") << "the product image (kustomization.yaml)";
+  const auto flags = flag_values(c["args"]);
+  ASSERT_TRUE(flags.contains("--kubelet-dir"));
+  EXPECT_EQ(host_path_of(pod, flags.at("--kubelet-dir")), "/var/lib/kubelet/device-plugins");
+  ASSERT_TRUE(flags.contains("--pod-resources-socket"));
+  const fs::path socket = flags.at("--pod-resources-socket");
+  EXPECT_EQ(socket.filename(), "kubelet.sock");
+  EXPECT_EQ(host_path_of(pod, socket.parent_path().string()), "/var/lib/kubelet/pod-resources");
+
+  // Root for kubelet's sockets, nothing more.
+  const Json& sc = c["securityContext"];
+  EXPECT_FALSE(sc.value("privileged", false));
+  EXPECT_EQ(sc["allowPrivilegeEscalation"], false);
+  EXPECT_EQ(sc["readOnlyRootFilesystem"], true);
+  EXPECT_EQ(sc["capabilities"]["drop"], Json::array({"ALL"}));
+  EXPECT_FALSE(sc["capabilities"].contains("add"));
+  EXPECT_FALSE(pod.value("hostNetwork", false));
+  EXPECT_EQ(c["resources"]["requests"], c["resources"]["limits"]) << "Guaranteed QoS";
+
+  bool node_name = false;
+  for (const auto& env : c["env"]) {
+    if (env["name"] == "NODE_NAME")
+      node_name = env["valueFrom"]["fieldRef"]["fieldPath"] == "spec.nodeName";
+  }
+  EXPECT_TRUE(node_name) << "--node-name's default comes from the downward API";
+
+  ASSERT_TRUE(flags.contains("--listen"));
+  const std::string listen = flags.at("--listen");
+  const int port = std::stoi(listen.substr(listen.rfind(':') + 1));
+  EXPECT_EQ(container_port(ds, "http"), port);
+  EXPECT_EQ(c["livenessProbe"]["httpGet"]["path"], "/healthz");
+  EXPECT_EQ(container_port(ds, c["livenessProbe"]["httpGet"]["port"]), port);
+  EXPECT_EQ(ds["spec"]["template"]["metadata"]["annotations"]["prometheus.io/port"],
+            std::to_string(port));
+
+  // Every flag the DaemonSet passes is in docs/install.md's flags table.
+  std::ifstream in(kRoot / "docs" / "install.md");
+  std::stringstream install;
+  install << in.rdbuf();
+  for (const auto& [flag, value] : flags)
+    EXPECT_NE(install.str().find("| `" + flag), std::string::npos) << flag;
+
+  // RBAC: what the ServiceAccount may do, through the roles bound to it, exactly.
+  const std::string account = pod["serviceAccountName"];
+  EXPECT_EQ(find_named(docs, "ServiceAccount", account)["metadata"]["namespace"], "kube-system");
+  std::set<std::string> granted;
+  auto add_rules = [&](const Json& role, const std::string& scope) {
+    for (const auto& rule : role["rules"]) {
+      for (const auto& group : rule["apiGroups"])
+        for (const auto& resource : rule["resources"])
+          for (const auto& verb : rule["verbs"]) {
+            granted.insert(scope + " " + group.get<std::string>() + "/" +
+                           resource.get<std::string>() + " " + verb.get<std::string>());
+          }
+    }
+  };
+  for (const char* binding_kind : {"ClusterRoleBinding", "RoleBinding"}) {
+    for (const auto& b : of_kind(docs, binding_kind)) {
+      bool bound = false;
+      for (const auto& subject : b.object["subjects"]) {
+        bound |= subject["kind"] == "ServiceAccount" && subject["name"] == account &&
+                 subject["namespace"] == "kube-system";
+      }
+      if (!bound) continue;
+      const std::string role_kind = b.object["roleRef"]["kind"];
+      const std::string scope =
+          role_kind == "ClusterRole" && std::string(binding_kind) == "ClusterRoleBinding"
+              ? "cluster"
+              : b.object["metadata"].value("namespace", "");
+      add_rules(find_named(docs, role_kind, b.object["roleRef"]["name"].get<std::string>()), scope);
+    }
+  }
+  EXPECT_EQ(granted, (std::set<std::string>{
+                         "cluster /pods get", "cluster /pods list", "cluster /pods watch",
+                         "cluster /pods patch", "cluster /nodes get", "cluster /nodes/status patch",
+                         "cluster /events create", "kube-system /configmaps create",
+                         "kube-system /configmaps get", "kube-system /configmaps update"}));
 }
 
 // Alert rules and dashboards under deploy/ must only name metrics that /metrics serves.

@@ -56,8 +56,14 @@ TEST(Release, TheChangelogsNewestEntryIsTheProjectVersion) {
 TEST(Release, EveryBinaryPrintsTheChangelogsNewestVersion) {
   const std::string newest = first_match(read(kRoot / "CHANGELOG.md"), R"(\n## \[([^\]]+)\])");
   ASSERT_FALSE(newest.empty());
-  for (const char* binary :
-       {GPUSHARE_EXTENDER_BINARY, GPUSHARE_INSPECT_BINARY, GPUSHARE_SIM_BINARY}) {
+  for (const char* binary : {
+           GPUSHARE_EXTENDER_BINARY,
+           GPUSHARE_INSPECT_BINARY,
+           GPUSHARE_SIM_BINARY,
+#ifdef GPUSHARE_DEVICE_PLUGIN_BINARY
+           GPUSHARE_DEVICE_PLUGIN_BINARY,
+#endif
+       }) {
     SCOPED_TRACE(binary);
     const std::string printed = output_of(std::string("'") + binary + "' --version");
     // "gpushare 0.2.0 (1a2b3c4)\n", or without the commit outside git.
@@ -75,6 +81,32 @@ TEST(Release, TheManifestsPointAtTheImageTheScriptBuilds) {
   const std::string kustomization = read(kRoot / "deploy" / "base" / "kustomization.yaml");
   EXPECT_EQ(first_match(kustomization, R"(newName: (\S+))"), "localhost/gpushare-extender");
   EXPECT_EQ(first_match(kustomization, R"(newTag: \"([^\"]+)\")"), cmake_version());
+}
+
+// The device plugin's DaemonSet runs the product image (the same tag as the extender's) by the
+// path the image recipe installs the binary at; both recipes and the script ship it.
+TEST(Release, TheImageCarriesTheDevicePluginTheDaemonSetRuns) {
+  const std::string kustomization = read(kRoot / "deploy" / "device-plugin" / "kustomization.yaml");
+  EXPECT_EQ(first_match(kustomization, R"(- name: (\S+))"), "gpushare-extender");
+  EXPECT_EQ(first_match(kustomization, R"(newName: (\S+))"), "localhost/gpushare-extender");
+  EXPECT_EQ(first_match(kustomization, R"(newTag: \"([^\"]+)\")"), cmake_version());
+  const std::string daemonset = read(kRoot / "deploy" / "device-plugin" / "daemonset.yaml");
+  EXPECT_EQ(first_match(daemonset, R"(\n +image: (\S+))"), "gpushare-extender");
+  EXPECT_EQ(first_match(daemonset, R"(command: \[\"([^\"]+)\"\])"),
+            "/usr/local/bin/gpushare-device-plugin");
+
+  const std::string containerfile = read(kRoot / "Containerfile");
+  const std::string copy = first_match(containerfile, R"(\nCOPY (bin/[^\n]*) /usr/local/bin/)");
+  EXPECT_NE(copy.find("bin/gpushare-device-plugin"), std::string::npos) << copy;
+  EXPECT_NE(first_match(read(kRoot / "scripts" / "build-image.sh"), R"(\nbinaries=\(([^)]*)\))")
+                .find("gpushare-device-plugin"),
+            std::string::npos);
+  const std::string dockerfile = read(kRoot / "Dockerfile");
+  EXPECT_NE(dockerfile.find("--target gpushare-extender gpushare-device-plugin"),
+            std::string::npos);
+  EXPECT_NE(
+      dockerfile.find("COPY --from=build /build/gpushare-extender /build/gpushare-device-plugin"),
+      std::string::npos);
 }
 
 TEST(Release, TheImageRunsAsTheUserTheDeploymentExpects) {

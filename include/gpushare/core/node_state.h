@@ -24,7 +24,10 @@ struct NodeSpec {
   std::string name;
   int gpu_count = 0;
   Units memory_per_gpu = 0;  // node total / gpu_count, as the device plugin defines it
-  std::string gpu_model;     // empty = unknown
+  // Each GPU's memory where they differ (DRA devices of several sizes); empty, or not
+  // gpu_count long: every GPU has memory_per_gpu.
+  std::vector<Units> gpu_capacities;
+  std::string gpu_model;  // empty = unknown
   // CPU (milli-cores) and memory (bytes) allocatable; 0 = not tracked. The extender reads them
   // from the Node for scoring only: kube-scheduler's own filter is the authority on them.
   std::int64_t cpu_milli = 0;

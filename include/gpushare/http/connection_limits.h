@@ -30,6 +30,9 @@ struct ConnectionLimits {
   std::chrono::milliseconds keep_alive_timeout{90000};
   // Request bodies buffered at once; a body beyond it waits unread (one is always admitted).
   std::size_t body_budget_bytes = 64 * 1024 * 1024;
+  // Free heap goes back to the system once no request has ended for this long
+  // (IdleHeapRelease, process_resources.h).
+  std::chrono::milliseconds heap_release_idle{5000};
 };
 
 }  // namespace gpushare::http

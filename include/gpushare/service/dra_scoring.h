@@ -17,8 +17,9 @@ namespace gpushare::service {
 
 // Raw scores of `offered` for a pod with claims (nullopt per node where they do not fit), or
 // nullopt when the pod asks for no device of the configured driver: score it as any other pod.
+// Marks in `unknown` (offered.size() long) the names that are no node of the model.
 std::optional<std::vector<std::optional<double>>> dra_raw_scores(
     const core::ClusterModel& model, const core::PlacementPolicy& policy, const kube::PodInfo& pod,
-    std::span<const std::string_view> offered);
+    std::span<const std::string_view> offered, std::span<char> unknown);
 
 }  // namespace gpushare::service

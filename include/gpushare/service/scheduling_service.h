@@ -56,6 +56,14 @@ class SchedulingService {
   // HTTP path, where the decoded arguments are not needed afterwards).
   wire::FilterResult filter(wire::ExtenderArgs&& args);
   std::vector<wire::HostPriority> prioritize(wire::ExtenderArgs&& args) const;
+  // Offered names that are no node of the model cost a reply entry each (with the reason, in
+  // both of filter's maps), and a body of 1 MB holds 150 000 of them: a reply lists at most
+  // this many (filter as FailedAndUnresolvableNodes and FailedNodes, prioritize with score 0),
+  // in offered order, and leaves the rest out, counting them in
+  // gpushare_filter_rejections_total{reason="unknown_node"} and a throttled warning.
+  // kube-scheduler treats a node the extender neither passes nor lists as infeasible, and gives
+  // a host missing from prioritize's list no score from the extender, as one listed with 0.
+  static constexpr std::size_t kMaxUnknownNodesListed = 1024;
   BindReply bind(const wire::BindingArgs& args);
   std::map<std::string, wire::MetaVictims> preempt(const wire::PreemptionArgs& args) const;
 
@@ -117,6 +125,11 @@ class SchedulingService {
   mutable core::ScoreCache score_cache_;
   mutable core::StateMemo state_memo_;
   mutable core::FragmentationCache fragmentation_cache_;
+  // Logs, throttled, that `unknown` names offered to `verb` were more than the reply lists.
+  void note_unlisted(std::string_view verb, const kube::PodInfo& pod, std::size_t unknown) const;
+  // Anyone who can send filter or prioritize can name nodes that do not exist, as many as the
+  // body holds.
+  mutable logging::LogThrottle unknown_nodes_log_{5, std::chrono::seconds(10)};
   // Anyone who can reach /bind can make binds fail at will: their lines are throttled (every
   // failure is still counted in gpushare_binds_total).
   logging::LogThrottle bind_failure_log_{10, std::chrono::seconds(10)};

@@ -3,6 +3,7 @@
 // node and pod lists as CSV, columns found by header name.
 
 #include <filesystem>
+#include <optional>
 #include <stdexcept>
 #include <string>
 #include <string_view>
@@ -24,11 +25,15 @@ class TraceError : public std::runtime_error {
 struct TracePod {
   std::string name;
   core::PodDemand demand;  // per_gpu in milli-GPU; CPU-only pods have gpu_count 0
+  // Seconds from creation to deletion, where the row has both times (the time mode's pod
+  // lifetime); the arrival-only simulation ignores it.
+  std::optional<double> lifetime;
 };
 
 // `sn,cpu_milli,memory_mib,gpu,model`: one NodeSpec per row, memory in MiB, GPUs of 1000 units.
 std::vector<core::NodeSpec> parse_nodes_csv(std::string_view text);
-// `name,cpu_milli,memory_mib,num_gpu,gpu_milli[,gpu_spec,...]`; gpu_spec is `|`-separated.
+// `name,cpu_milli,memory_mib,num_gpu,gpu_milli[,gpu_spec,...]`; gpu_spec is `|`-separated;
+// optional `creation_time` and `deletion_time` (seconds) give the pod's lifetime.
 std::vector<TracePod> parse_pods_csv(std::string_view text);
 
 // Throws TraceError naming the file if it cannot be read.

@@ -63,8 +63,8 @@ class DraSync {
   service::ModelStore& store_;
   DraSyncOptions options_;
   bool enabled_ = false;
-  mutable std::mutex warnings_mutex_;         // guards logged_
-  std::set<std::string> logged_;              // the warnings of the last check, logged once each
+  mutable std::mutex warnings_mutex_;         // guards logged_all_
+  bool logged_all_ = false;                   // every standing problem logged once
   std::atomic<std::size_t> listed_kinds_{0};  // kinds listed at least once
   std::vector<std::unique_ptr<Handler>> handlers_;
   std::vector<std::unique_ptr<apiclient::Reflector>> reflectors_;  // after handlers_: stopped first

@@ -8,6 +8,7 @@
 #include <algorithm>
 #include <atomic>
 #include <cstdio>
+#include <exception>
 #include <fstream>
 #include <iostream>
 #include <mutex>
@@ -19,6 +20,7 @@
 #include "gpushare/kubesim/deployed_run.h"
 #include "gpushare/kubesim/scheduler_config.h"
 #include "gpushare/sim/arrivals.h"
+#include "gpushare/sim/churn.h"
 #include "gpushare/sim/report.h"
 #include "gpushare/sim/simulator.h"
 #include "gpushare/sim/trace.h"
@@ -120,7 +122,92 @@ struct SimFlags {
   std::int64_t max_pods = 110;
   std::string score_mapping = "rank";
   bool dra = false;
+  // The time mode.
+  bool churn = false;
+  std::vector<double> loads{1.0};
+  double warmup = 86400;
+  double duration = 86400;
+  double max_lifetime = 86400;
+  std::string arrival_process = "poisson";
+  std::string retry = "departure";
+  double give_up_after = 3600;
+  double sample_every = 600;
+  std::vector<double> consolidate_budgets;
+  double consolidate_every = 300;
+  int consolidate_max_moves = 64;
+  int consolidate_per_gpu = 2;
+  double consolidate_opt_in = 1.0;
+  bool consolidate_pending = true;
 };
+
+void add_churn_flags(CLI::App& app, SimFlags& f) {
+  app.add_flag("--churn", f.churn,
+               "the time mode: pods arrive (seeded shuffle of the trace, Poisson gaps at the rate "
+               "that holds --load) and depart after their trace lifetime (creation_time to "
+               "deletion_time; pods without one draw from the trace's); a pod that fits nowhere "
+               "waits and is retried, giving up after --give-up-after; figures are time averages "
+               "after --warmup; --out writes the time series: " +
+                   std::string(gpushare::sim::kChurnCsvHeader));
+  app.add_option("--load", f.loads,
+                 "time mode: offered loads, comma-separated, as GPU-seconds wanted per second "
+                 "over GPUs (1 = 100 %)")
+      ->delimiter(',')
+      ->capture_default_str()
+      ->check(CLI::Range(0.01, 10.0));
+  app.add_option("--warmup", f.warmup, "time mode: seconds left out of the figures")
+      ->capture_default_str()
+      ->check(CLI::Range(0.0, 1e9));
+  app.add_option("--duration", f.duration, "time mode: seconds measured after the warm-up")
+      ->capture_default_str()
+      ->check(CLI::Range(1.0, 1e9));
+  app.add_option("--max-lifetime", f.max_lifetime,
+                 "time mode: lifetimes longer than this many seconds are cut to it (0: none; the "
+                 "trace's longest run for months, and steady state would take as long)")
+      ->capture_default_str()
+      ->check(CLI::Range(0.0, 1e10));
+  app.add_option("--arrival-process", f.arrival_process,
+                 "time mode: gaps between arrivals: poisson (exponential) or even")
+      ->capture_default_str()
+      ->check(CLI::IsMember({"poisson", "even"}));
+  app.add_option("--retry", f.retry,
+                 "time mode: when a waiting pod is retried: departure (whenever capacity frees) "
+                 "or backoff (kube-scheduler's: 1 s doubling to 10 s)")
+      ->capture_default_str()
+      ->check(CLI::IsMember({"departure", "backoff"}));
+  app.add_option("--give-up-after", f.give_up_after,
+                 "time mode: seconds a pod waits before it gives up")
+      ->capture_default_str()
+      ->check(CLI::Range(0.0, 1e9));
+  app.add_option("--sample-every", f.sample_every,
+                 "time mode: seconds between rows of the --out time series (0: none)")
+      ->capture_default_str()
+      ->check(CLI::Range(0.0, 1e9));
+  app.add_option("--consolidate", f.consolidate_budgets,
+                 "time mode: also run each policy with the consolidation planner at these move "
+                 "budgets, comma-separated: pods moved per hour as a share of the running GPU "
+                 "pods (e.g. 0.01 = 1 %/h; 0 = without consolidation)")
+      ->delimiter(',')
+      ->check(CLI::Range(0.0, 1.0));
+  app.add_option("--consolidate-every", f.consolidate_every,
+                 "time mode: seconds between planner runs")
+      ->capture_default_str()
+      ->check(CLI::Range(1.0, 1e9));
+  app.add_option("--consolidate-max-moves", f.consolidate_max_moves,
+                 "time mode: pods moved by one plan at most")
+      ->capture_default_str()
+      ->check(CLI::Range(1, 100000));
+  app.add_option("--consolidate-per-gpu", f.consolidate_per_gpu,
+                 "time mode: a GPU is emptied only if it takes at most this many moves")
+      ->capture_default_str()
+      ->check(CLI::Range(1, 64));
+  app.add_option("--consolidate-opt-in", f.consolidate_opt_in,
+                 "time mode: share of pods that may be moved (seeded per pod)")
+      ->capture_default_str()
+      ->check(CLI::Range(0.0, 1.0));
+  app.add_option("--consolidate-pending", f.consolidate_pending,
+                 "time mode: also plan moves that make room for the oldest waiting GPU pod")
+      ->capture_default_str();
+}
 
 void add_flags(CLI::App& app, SimFlags& f, const std::vector<std::string>& names) {
   app.add_option("--nodes", f.nodes_path, "node list CSV (sn,cpu_milli,memory_mib,gpu,model)")
@@ -207,6 +294,7 @@ void add_flags(CLI::App& app, SimFlags& f, const std::vector<std::string>& names
       "memory) and GPU pods as ResourceClaims; kube's DRA allocator takes the first device "
       "that fits, kube filters and binds, extenders without managedResources score");
   app.add_flag("-v,--verbose", f.verbose, "print each run as it finishes");
+  add_churn_flags(app, f);
 }
 
 // The deployed path's set-up, when --scheduler-config names one (which implies
@@ -315,6 +403,101 @@ void write_plot(const std::vector<gpushare::sim::PolicySummary>& summaries, SimF
   }
 }
 
+struct ChurnJob {
+  std::string policy;
+  std::uint64_t seed;
+  double load;
+  double budget;  // consolidation moves per hour per running GPU pod; 0 = off
+};
+
+std::string churn_run_name(const ChurnJob& job) {
+  std::string name = fmt::format("{} load {:g} %", job.policy, job.load * 100);
+  if (job.budget > 0) name += fmt::format(" consolidate {:g} %/h", job.budget * 100);
+  return name;
+}
+
+// The time mode: every (load, policy, budget, seed) on the same seeded events.
+int simulate_churn(const gpushare::sim::Simulator& simulator, const SimFlags& f) {
+  std::vector<double> budgets = f.consolidate_budgets;
+  if (budgets.empty()) budgets.push_back(0);
+  std::vector<ChurnJob> jobs;
+  for (double load : f.loads) {
+    for (const auto& policy : f.policies) {
+      for (double budget : budgets) {
+        for (unsigned s = 0; s < f.seeds; ++s)
+          jobs.push_back({policy, f.first_seed + s, load, budget});
+      }
+    }
+  }
+  std::vector<gpushare::core::PodDemand> demands;
+  for (const auto& pod : simulator.pods()) demands.push_back(pod.demand);
+  std::vector<gpushare::sim::ChurnResult> results(jobs.size());
+  std::atomic<std::size_t> next{0};
+  std::mutex print;
+  std::exception_ptr failure;
+  const auto worker = [&] {
+    for (std::size_t i = next++; i < jobs.size(); i = next++) {
+      try {
+        const ChurnJob& job = jobs[i];
+        gpushare::sim::ChurnOptions options;
+        options.offered_load = job.load;
+        options.warmup = f.warmup;
+        options.duration = f.duration;
+        options.max_lifetime = f.max_lifetime;
+        options.arrivals = f.arrival_process == "even" ? gpushare::sim::ArrivalProcess::kEven
+                                                       : gpushare::sim::ArrivalProcess::kPoisson;
+        options.retry = f.retry == "backoff" ? gpushare::sim::RetryMode::kBackoff
+                                             : gpushare::sim::RetryMode::kOnDeparture;
+        options.give_up_after = f.give_up_after;
+        options.sample_every = f.sample_every;
+        auto& c = options.consolidation;
+        c.enabled = job.budget > 0;
+        c.moves_per_hour = job.budget;
+        c.every = f.consolidate_every;
+        c.max_moves_per_plan = f.consolidate_max_moves;
+        c.max_moves_per_gpu_freed = f.consolidate_per_gpu;
+        c.opt_in = f.consolidate_opt_in;
+        c.for_pending = f.consolidate_pending;
+        auto contender = gpushare::sim::make_contender(
+            job.policy,
+            gpushare::sim::TraceContext{simulator.typical_workload(), demands, job.seed});
+        contender->name = churn_run_name(job);
+        results[i] = gpushare::sim::run_churn(simulator, *contender, job.seed, options);
+        if (f.verbose) {
+          const std::lock_guard lock(print);
+          const auto& r = results[i];
+          fmt::print(stderr,
+                     "{} seed {}: {:.1f} unallocated, {:.1f} fragmented GPUs; {} arrived, {} "
+                     "gave up; {} moved, {} GPUs freed; {:.1f} s CPU\n",
+                     r.policy, r.seed, r.unallocated_gpus, r.fragmented_gpus, r.arrived, r.gave_up,
+                     r.pods_moved, r.gpus_freed, r.cpu_seconds);
+        }
+      } catch (...) {
+        const std::lock_guard lock(print);
+        if (!failure) failure = std::current_exception();
+      }
+    }
+  };
+  {
+    std::vector<std::jthread> pool;
+    const unsigned threads = std::min<unsigned>(f.jobs, static_cast<unsigned>(jobs.size()));
+    for (unsigned t = 1; t < threads; ++t) pool.emplace_back(worker);
+    worker();
+  }
+  if (failure) std::rethrow_exception(failure);
+  fmt::print(
+      "Time mode: warm-up {:g} s, measured {:g} s, lifetimes cut at {:g} s, retry on {}, "
+      "give up after {:g} s; time averages, mean of {} seed(s):\n\n",
+      f.warmup, f.duration, f.max_lifetime, f.retry, f.give_up_after, f.seeds);
+  gpushare::sim::write_churn_table(std::cout, results);
+  if (!f.out_path.empty()) {
+    std::ofstream out(f.out_path);
+    gpushare::sim::write_churn_csv(out, results);
+    if (!out) throw gpushare::sim::TraceError("cannot write " + f.out_path);
+  }
+  return 0;
+}
+
 // Reads the traces, runs every job and writes the table and the files asked for.
 int simulate(SimFlags& f) {
   auto nodes = gpushare::sim::parse_nodes_csv(gpushare::sim::read_text_file(f.nodes_path));
@@ -322,6 +505,9 @@ int simulate(SimFlags& f) {
   const std::size_t node_count = nodes.size();
   const std::size_t pod_count = pods.size();
   const std::optional<Deployment> deployment = deployment_of(f);
+  if (f.churn && deployment) {
+    throw gpushare::sim::TraceError("--churn runs the policies alone: not with --scheduler-config");
+  }
   gpushare::sim::SimulationOptions options;
   options.max_arrival = f.max_arrival;
   options.single_gpu_only = f.single_gpu_only;
@@ -329,14 +515,22 @@ int simulate(SimFlags& f) {
   const gpushare::sim::Simulator simulator(std::move(nodes), std::move(pods), options);
   const double capacity_gpus =
       static_cast<double>(simulator.capacity()) / static_cast<double>(gpushare::sim::kUnitsPerGpu);
-  fmt::print(
-      "{} nodes, {:.0f} GPUs; {} pods in the trace, {} typical shapes (95 %); "
-      "seeds {}..{}; arrival up to {:.0f} %\n\n",
-      node_count, capacity_gpus, pod_count, simulator.typical_workload().size(), f.first_seed,
-      f.first_seed + f.seeds - 1, f.max_arrival * 100);
+  if (f.churn) {
+    fmt::print(
+        "{} nodes, {:.0f} GPUs; {} pods in the trace, {} typical shapes (95 %); seeds {}..{}\n\n",
+        node_count, capacity_gpus, pod_count, simulator.typical_workload().size(), f.first_seed,
+        f.first_seed + f.seeds - 1);
+  } else {
+    fmt::print(
+        "{} nodes, {:.0f} GPUs; {} pods in the trace, {} typical shapes (95 %); "
+        "seeds {}..{}; arrival up to {:.0f} %\n\n",
+        node_count, capacity_gpus, pod_count, simulator.typical_workload().size(), f.first_seed,
+        f.first_seed + f.seeds - 1, f.max_arrival * 100);
+  }
 
   write_arrivals(simulator, f);
   if (f.arrivals_only) return 0;
+  if (f.churn) return simulate_churn(simulator, f);
 
   const std::vector<Job> job_list = jobs_of(f, deployment);
   const std::vector<RunResult> results = run_all(
