@@ -12,7 +12,8 @@
 
 #include "contract/service_harness.h"
 #include "gpushare/core/policy_registry.h"
-#include "gpushare/wire/wire_types.h"
+#include "gpushare/wire/wire_decode.h"
+#include "gpushare/wire/wire_encode.h"
 
 namespace gpushare::service {
 namespace {
