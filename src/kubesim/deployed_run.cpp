@@ -316,7 +316,7 @@ void DeployedRun::add_nodes(const std::vector<core::NodeSpec>& node_specs) {
     if (options_.dra) {
       model.update_dra([&](core::DraState& dra) {
         dra.set_config({std::string(kDraDriver), kDraBytesPerUnit});
-        dra.upsert_class({std::string(kDraDriver), std::string(kDraDriver)});
+        dra.upsert_class({std::string(kDraDriver), std::string(kDraDriver), {}, {}});
         for (const core::NodeSpec& trace_spec : node_specs) {
           if (trace_spec.gpu_count <= 0) continue;
           core::DraSlice slice;
@@ -330,7 +330,8 @@ void DeployedRun::add_nodes(const std::vector<core::NodeSpec>& node_specs) {
                                      trace_spec.memory_per_gpu * kDraBytesPerUnit,
                                      {},
                                      trace_spec.gpu_model,
-                                     true});
+                                     true,
+                                     {}});
           }
           dra.upsert_slice(std::move(slice));
         }
