@@ -568,6 +568,8 @@ struct Harness {
       populate_model(model, shape, &policy);
     });
     service::ServiceConfig config;
+    config.score_mapping =
+        core::ScoreMapping::kRank;  // gpushare-extender's --score-mapping default
     service =
         std::make_unique<service::SchedulingService>(store, binder, metrics, rejections, config);
   }

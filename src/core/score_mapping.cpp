@@ -31,22 +31,24 @@ std::vector<int> min_max_scores(std::span<const std::optional<double>> raw, int 
 }
 
 std::vector<int> rank_scores(std::span<const std::optional<double>> raw, int max_score) {
-  std::vector<double> distinct;
-  distinct.reserve(raw.size());
+  // Only the best max_score distinct values get levels of their own (the rest share 1), so only
+  // they are kept, best first: one pass over the scores, each compared with the worst kept.
+  const std::size_t keep = max_score > 0 ? static_cast<std::size_t>(max_score) : 0;
+  std::vector<double> best;
+  best.reserve(keep + 1);
   for (const auto& score : raw) {
-    if (score) distinct.push_back(*score);
+    if (!score || keep == 0) continue;
+    if (best.size() == keep && !(*score > best.back())) continue;
+    const auto position = std::lower_bound(best.begin(), best.end(), *score, std::greater<>());
+    if (position != best.end() && *position == *score) continue;
+    best.insert(position, *score);
+    if (best.size() > keep) best.pop_back();
   }
-  std::sort(distinct.begin(), distinct.end(), std::greater<>());
-  distinct.erase(std::unique(distinct.begin(), distinct.end()), distinct.end());
-  // Only the best max_score - 1 distinct values get levels of their own; the rest share 1.
-  if (distinct.size() > static_cast<std::size_t>(max_score))
-    distinct.resize(static_cast<std::size_t>(max_score));
   std::vector<int> result(raw.size(), 0);
   for (std::size_t i = 0; i < raw.size(); ++i) {
     if (!raw[i]) continue;
-    const auto position =
-        std::lower_bound(distinct.begin(), distinct.end(), *raw[i], std::greater<>());
-    const auto rank = static_cast<int>(position - distinct.begin());  // 0 = best
+    const auto position = std::lower_bound(best.begin(), best.end(), *raw[i], std::greater<>());
+    const auto rank = static_cast<int>(position - best.begin());  // 0 = best
     result[i] = std::max(1, max_score - rank);
   }
   return result;

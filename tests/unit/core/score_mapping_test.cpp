@@ -4,6 +4,10 @@
 
 #include <gtest/gtest.h>
 
+#include <algorithm>
+#include <functional>
+#include <random>
+
 #include "gpushare/core/placement_policy.h"
 
 namespace gpushare::core {
@@ -29,6 +33,48 @@ TEST(RankScores, BeyondTheTenthEveryFeasibleNodeGetsOne) {
   EXPECT_EQ(scores[5], 2);
   EXPECT_EQ(scores[4], 1);
   EXPECT_EQ(scores[0], 1);
+}
+
+// The definition: every distinct score sorted best first, the best max_score of them levels
+// max_score..1 by position, the rest 1, a node without a score 0.
+std::vector<int> ranks_by_full_sort(const std::vector<std::optional<double>>& raw, int max_score) {
+  std::vector<double> distinct;
+  for (const auto& score : raw) {
+    if (score) distinct.push_back(*score);
+  }
+  std::sort(distinct.begin(), distinct.end(), std::greater<>());
+  distinct.erase(std::unique(distinct.begin(), distinct.end()), distinct.end());
+  std::vector<int> result;
+  for (const auto& score : raw) {
+    if (!score) {
+      result.push_back(0);
+      continue;
+    }
+    const auto rank = std::find(distinct.begin(), distinct.end(), *score) - distinct.begin();
+    result.push_back(std::max(1, max_score - static_cast<int>(rank)));
+  }
+  return result;
+}
+
+TEST(RankScores, EqualsTheFullSortOnRandomScoresWithTiesAndGaps) {
+  std::mt19937 random(7);
+  for (int round = 0; round < 300; ++round) {
+    const int size = std::uniform_int_distribution<int>(0, 400)(random);
+    // Few distinct values in some rounds (many ties, as nodes in equal states), many in others.
+    const int levels = std::uniform_int_distribution<int>(1, round % 2 == 0 ? 12 : 100000)(random);
+    std::vector<std::optional<double>> raw;
+    for (int i = 0; i < size; ++i) {
+      if (std::uniform_int_distribution<int>(0, 9)(random) == 0) {
+        raw.emplace_back(std::nullopt);
+      } else {
+        raw.emplace_back(std::uniform_int_distribution<int>(0, levels)(random) * 0.37 - 5.0);
+      }
+    }
+    for (const int max_score : {0, 1, 10, 100}) {
+      ASSERT_EQ(rank_scores(raw, max_score), ranks_by_full_sort(raw, max_score))
+          << "round " << round << ", max_score " << max_score;
+    }
+  }
 }
 
 TEST(ScoreMapping, NamesAndDispatch) {
