@@ -200,9 +200,9 @@ void Consolidator::run_once() {
     metrics_.set_plan(0, 0);
     return;
   }
-  const int left = budget_.left(now);
   core::ConsolidationLimits limits;
-  limits.max_moves = std::min(options_.max_moves_per_plan, left);
+  // The whole plan is reported; the hourly budget gates each eviction (step).
+  limits.max_moves = options_.max_moves_per_plan;
   limits.max_moves_per_gpu_freed = options_.max_moves_per_gpu_freed;
   const MobilityTable& table = snapshot->table;
   snapshot->plan = store_.read([&](const core::ClusterModel& model, const auto&) {
@@ -323,8 +323,15 @@ void Consolidator::try_evict(ActiveMove& active, const Snapshot& snapshot, doubl
                          move.to_gpu, key);
     return std::string();
   });
-  if (changed.empty() && !snapshot.table.movable.contains(move.pod_uid))
-    changed = fmt::format("pod {} may no longer be moved", key);
+  // A budget that allows no disruption now is the Eviction API's to answer (429, retried); any
+  // other reason ends the move.
+  const auto immobile = snapshot.table.immobile.find(move.pod_uid);
+  if (changed.empty() && !snapshot.table.pods.contains(move.pod_uid)) {
+    changed = fmt::format("pod {} is gone or no longer opted in", key);
+  } else if (changed.empty() && immobile != snapshot.table.immobile.end() &&
+             immobile->second != Immobile::kNoDisruptionAllowed) {
+    changed = fmt::format("pod {} may no longer be moved ({})", key, to_string(immobile->second));
+  }
   if (!changed.empty()) return stop_plan(changed, now);
 
   apiclient::RequestOptions request;

@@ -120,6 +120,23 @@ class Consolidation : public ::testing::Test {
     refused.status = 429;
     fake.inject_fault(refused);
   }
+  // The eviction call is held at the fake while the test changes the cluster, then answered as
+  // the real server would answer it then.
+  void evict_while(LiveExtender& extender, const std::function<void()>& change) {
+    RequestFault slow;
+    slow.verb = Verb::Evict;
+    slow.status = 0;
+    slow.delay = std::chrono::milliseconds(1500);
+    fake.inject_fault(slow);
+    auto round = std::async(std::launch::async, [&] { extender.consolidator()->run_once(); });
+    ASSERT_TRUE(fake.wait_for_request_count(Verb::Evict, Resource::Pods, 1, 5s));
+    change();
+    round.get();
+  }
+  void allow_disruptions(int allowed) {
+    fake.mutate(Resource::PodDisruptionBudgets, "default", "web",
+                [&](Json& pdb) { pdb["status"]["disruptionsAllowed"] = allowed; });
+  }
   FakeApiServer fake;
   TestClock clock;
   std::vector<std::unique_ptr<LiveExtender>> extenders;
@@ -209,20 +226,28 @@ TEST_F(Consolidation, APodWhoseBudgetAllowsNoDisruptionIsNotMovedUntilItAllowsOn
 
 TEST_F(Consolidation, ARefusedEvictionIsRetriedAfterABackOffThenTheMoveCompletes) {
   seed(fake);
+  fake.create(Resource::PodDisruptionBudgets, budget(1));
   LiveExtender& extender = start(consolidation::Mode::kEvict);
-  refuse_next_eviction();
-  extender.consolidator()->run_once();
+  // The disruption controller takes the disruption back while the eviction is on its way: 429.
+  evict_while(extender, [&] { allow_disruptions(0); });
   EXPECT_EQ(evictions(fake), 1u);
   Json state = report(extender);
   ASSERT_TRUE(state["inFlight"].is_object()) << state.dump();
   EXPECT_EQ(state["inFlight"]["phase"], "evicting");
   EXPECT_EQ(state["inFlight"]["refusals"], 1);
+  EXPECT_FALSE(
+      fake.get(Resource::Pods, "default", "b")->at("metadata").contains("deletionTimestamp"));
   // Within the back-off: no new call.
   extender.consolidator()->run_once();
   EXPECT_EQ(evictions(fake), 1u);
+  allow_disruptions(1);
   clock.advance(6);
   extender.consolidator()->run_once();
   EXPECT_EQ(evictions(fake), 2u);
+  EXPECT_EQ(fake.get(Resource::PodDisruptionBudgets, "default", "web")
+                ->at("status")
+                .at("disruptionsAllowed"),
+            0);
   const auto evicted = fake.get(Resource::Pods, "default", "b");
   ASSERT_TRUE(evicted);
   EXPECT_TRUE(evicted->at("metadata").contains("deletionTimestamp"));
@@ -256,24 +281,10 @@ TEST_F(Consolidation, ARefusedEvictionIsRetriedAfterABackOffThenTheMoveCompletes
   expect_consistent(extender, fake);
 }
 
-// The eviction call is held at the fake while the test changes the pod, then answered as the
-// real server would answer it then.
-void evict_while(FakeApiServer& fake, LiveExtender& extender, const std::function<void()>& change) {
-  RequestFault slow;
-  slow.verb = Verb::Evict;
-  slow.status = 0;
-  slow.delay = std::chrono::milliseconds(1500);
-  fake.inject_fault(slow);
-  auto round = std::async(std::launch::async, [&] { extender.consolidator()->run_once(); });
-  ASSERT_TRUE(fake.wait_for_request_count(Verb::Evict, Resource::Pods, 1, 5s));
-  change();
-  round.get();
-}
-
 TEST_F(Consolidation, APodDeletedMidPlanStopsThePlan) {
   seed(fake);
   LiveExtender& extender = start(consolidation::Mode::kEvict);
-  evict_while(fake, extender, [&] { fake.remove(Resource::Pods, "default", "b"); });
+  evict_while(extender, [&] { fake.remove(Resource::Pods, "default", "b"); });
   const Json state = report(extender);
   EXPECT_TRUE(state["inFlight"].is_null()) << state.dump();
   ASSERT_TRUE(state["lastStop"].is_object()) << state.dump();
@@ -288,7 +299,7 @@ TEST_F(Consolidation, APodDeletedMidPlanStopsThePlan) {
 TEST_F(Consolidation, APodReCreatedMidPlanIsNotEvicted) {
   seed(fake);
   LiveExtender& extender = start(consolidation::Mode::kEvict);
-  evict_while(fake, extender, [&] {
+  evict_while(extender, [&] {
     fake.remove(Resource::Pods, "default", "b");
     fake.create(Resource::Pods, owned_pod("b", 4, "n1", 0));  // same name, another UID
   });

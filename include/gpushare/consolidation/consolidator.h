@@ -54,7 +54,7 @@ struct ConsolidatorOptions {
   // How long an evicted pod's owner has to get its replacement bound before the plan stops.
   std::chrono::milliseconds replacement_timeout{300000};
   // While a move is in flight, rounds come this often.
-  std::chrono::milliseconds poll{2000};
+  std::chrono::milliseconds poll{5000};
   // Back-off after a refused (429) or failed eviction: doubles from `retry_initial` to
   // `retry_max`.
   std::chrono::milliseconds retry_initial{5000};
