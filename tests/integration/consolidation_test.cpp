@@ -10,6 +10,8 @@
 #include <future>
 #include <memory>
 #include <sstream>
+#include <thread>
+#include <vector>
 
 #include "cmd/inspect/cli.h"
 #include "integration/live_fixture.h"
@@ -376,6 +378,60 @@ TEST_F(Consolidation, AnInstanceThatMayNotActOnlyPlans) {
   EXPECT_TRUE(state["plan"].is_object()) << state.dump();
   EXPECT_EQ(state["acting"], false);
   EXPECT_EQ(evictions(fake), 0u);
+}
+
+TEST_F(Consolidation, MovesPerHourAreBounded) {
+  seed(fake);
+  // A second GPU to free: c, of another ReplicaSet, alone on n3.
+  fake.create(Resource::Nodes, gpu_node("n3", 1, 16));
+  Json c = owned_pod("c", 4, "n3", 0);
+  c["metadata"]["ownerReferences"][0]["uid"] = "rs-other-uid";
+  fake.create(Resource::Pods, c);
+  LiveOptions options;
+  options.consolidation.emplace();
+  options.consolidation->max_moves_per_hour = 1;
+  LiveExtender& extender = start(consolidation::Mode::kEvict, options);
+  extender.consolidator()->run_once();
+  Json state = report(extender);
+  ASSERT_TRUE(state["plan"].is_object()) << state.dump();
+  EXPECT_EQ(state["plan"]["gpusFreed"], 2);
+  EXPECT_EQ(evictions(fake), 1u);
+  fake.finalize_pod_deletion("default", "b");
+  replace_b(fake, extender);
+  ASSERT_TRUE(eventually([&] { return extender.snapshot().assumed_count() == 0; }));
+  extender.consolidator()->run_once();  // b's move is done
+  extender.consolidator()->run_once();  // c's is planned, but the hour's move is spent
+  state = report(extender);
+  ASSERT_TRUE(state["plan"].is_object()) << state.dump();
+  EXPECT_EQ(state["plan"]["moves"][0]["pod"], "default/c");
+  EXPECT_EQ(state["movedInLastHour"], 1);
+  EXPECT_EQ(evictions(fake), 1u);
+  clock.advance(3601);
+  extender.consolidator()->run_once();
+  EXPECT_EQ(evictions(fake), 2u);
+  expect_consistent(extender, fake);
+}
+
+// report() (the endpoint) while rounds run: every answer is a whole document.
+TEST_F(Consolidation, TheReportIsReadWhileRoundsRun) {
+  seed(fake);
+  LiveExtender& extender = start(consolidation::Mode::kPlan);
+  std::atomic<bool> done{false};
+  std::vector<std::thread> readers;
+  std::atomic<int> bad{0};
+  for (int i = 0; i < 8; ++i) {
+    readers.emplace_back([&] {
+      while (!done) {
+        const Json state = Json::parse(extender.consolidator()->report(), nullptr, false);
+        if (state.is_discarded() || !state.contains("mode")) ++bad;
+      }
+    });
+  }
+  for (int round = 0; round < 20; ++round) extender.consolidator()->run_once();
+  done = true;
+  for (auto& reader : readers) reader.join();
+  EXPECT_EQ(bad, 0);
+  EXPECT_TRUE(report(extender)["plan"].is_object());
 }
 
 }  // namespace
