@@ -502,6 +502,7 @@ void HttpServer::route_preempt(const httplib::Request&, std::string& body, httpl
 void HttpServer::install_read_routes() {
   get_route(route("inspect"), "inspect", &HttpServer::route_inspect, plain_error);
   get_route(route("inspect/([^/]+)"), "inspect", &HttpServer::route_inspect_node, plain_error);
+  get_route(route("consolidation"), "consolidation", &HttpServer::route_consolidation, plain_error);
 
   server_->Get("/version", [](const httplib::Request&, httplib::Response& res) {
     res.set_content(gpushare::version_string() + "\n", "text/plain");
@@ -553,6 +554,18 @@ void HttpServer::route_inspect_node(const httplib::Request& req, std::string&,
     return;
   }
   set_shared_reply(req, res, reply, kJson);
+}
+
+void HttpServer::route_consolidation(const httplib::Request&, std::string&,
+                                     httplib::Response& res) {
+  if (!options_.consolidation) {
+    res.status = 404;
+    res.set_content(wire::encode_error("consolidation is off: start the extender with "
+                                       "--consolidate plan (or evict), live mode"),
+                    kJson);
+    return;
+  }
+  set_json(res, options_.consolidation());
 }
 
 void HttpServer::install_request_hooks() {

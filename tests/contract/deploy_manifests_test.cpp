@@ -244,7 +244,7 @@ TEST(DeployManifests, KustomizationsReferenceFilesThatExist) {
   auto kustomizations = of_kind(docs_under(kDeploy), "Kustomization");
   ASSERT_GE(kustomizations.size(), 7u);
   const auto components = of_kind(docs_under(kDeploy), "Component");
-  ASSERT_EQ(components.size(), 3u);
+  ASSERT_EQ(components.size(), 4u);
   kustomizations.insert(kustomizations.end(), components.begin(), components.end());
   for (const auto& k : kustomizations) {
     SCOPED_TRACE(k.file.string());
@@ -583,6 +583,28 @@ TEST(DeployManifests, RbacCoversWhatTheExtenderDoesAndNoMore) {
     EXPECT_EQ(rule["resourceNames"], Json::array({defaults.leader_elect_resource_name})) << rule;
     EXPECT_EQ(rule["apiGroups"], Json::array({"coordination.k8s.io"}));
   }
+}
+
+// deploy/components/consolidation: what --consolidate needs of the API, and nothing more.
+TEST(DeployManifests, TheConsolidationComponentGrantsEvictionsBudgetsAndEvents) {
+  const auto docs = docs_under(kDeploy / "components" / "consolidation");
+  const Json role = find_named(docs, "ClusterRole", "gpushare-schd-extender-consolidation");
+  const Permissions want{{"poddisruptionbudgets", "get"},
+                         {"poddisruptionbudgets", "list"},
+                         {"poddisruptionbudgets", "watch"},
+                         {"pods/eviction", "create"},
+                         {"events", "create"}};
+  EXPECT_EQ(permissions_of(role), want);
+  const Json binding =
+      find_named(docs, "ClusterRoleBinding", "gpushare-schd-extender-consolidation");
+  EXPECT_EQ(binding["roleRef"]["name"], "gpushare-schd-extender-consolidation");
+  EXPECT_EQ(binding["subjects"][0]["name"], "gpushare-schd-extender");
+  // The flag it adds parses, and plans without evicting.
+  const auto parsed = cmd::extender::parse_options(
+      {"--consolidate=plan", "--kubeconfig=/dev/null"},
+      [](const char*) -> std::optional<std::string> { return std::nullopt; });
+  ASSERT_EQ(parsed.action, cmd::extender::ParsedOptions::Action::kRun) << parsed.message;
+  EXPECT_EQ(parsed.options.consolidate, "plan");
 }
 
 TEST(DeployManifests, TheExtenderRunsHighlyAvailable) {

@@ -18,6 +18,7 @@
 #include <vector>
 
 #include "contract/extender_fixture.h"
+#include "gpushare/consolidation/consolidation_metrics.h"
 #include "gpushare/core/cluster_model.h"
 #include "gpushare/http/request_metrics.h"
 #include "gpushare/kube/dra_objects.h"
@@ -629,6 +630,10 @@ TEST(Metrics, EveryDocumentedFamilyIsRenderedWithItsTypeAndLabels) {
   metrics.sync.set_sync_failing("pods", 3);
   metrics.set_leader_election({.leader = true, .acquisitions = 1, .lost = 0, .failed_attempts = 0});
   metrics.sync.set_config_warnings({{"unknown_key", 1}, {"bad_value", 0}});
+  // Live mode with --consolidate only.
+  consolidation::ConsolidationMetrics consolidation(metrics.registry);
+  consolidation.set_plan(1, 1);
+  consolidation.count_gpus_freed(1);
   metrics::ModelGauges gauges;
   gauges.nodes.push_back(
       {.name = "n1", .capacity = 16, .allocated = 4, .gpus = {{0, 16, 4, true}}});

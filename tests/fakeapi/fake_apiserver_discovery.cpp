@@ -37,6 +37,11 @@ json coordination_group() {
           {"preferredVersion", group_version_entry()}};
 }
 
+json policy_group() {
+  const json version = {{"groupVersion", "policy/v1"}, {"version", "v1"}};
+  return {{"name", "policy"}, {"versions", json::array({version})}, {"preferredVersion", version}};
+}
+
 json resource_group() {
   const json version = {{"groupVersion", "resource.k8s.io/v1"}, {"version", "v1"}};
   return {{"name", "resource.k8s.io"},
@@ -75,20 +80,24 @@ std::optional<json> discovery_document(std::string_view path, const FakeApiServe
         resource_entry("bindings", "binding", true, "Binding", {"create"}),
         resource_entry("configmaps", "configmap", true, "ConfigMap",
                        {"create", "delete", "get", "list", "patch", "update", "watch"}, {"cm"}),
+        resource_entry("events", "event", true, "Event", kObjectVerbs, {"ev"}),
         resource_entry("nodes", "node", false, "Node", kObjectVerbs, {"no"}),
         resource_entry("nodes/status", "", false, "Node", {"get", "patch", "update"}),
         resource_entry("pods", "pod", true, "Pod", kObjectVerbs, {"po"}),
         resource_entry("pods/binding", "", true, "Binding", {"create"}),
+        resource_entry("pods/eviction", "", true, "Eviction", {"create"}),
         resource_entry("pods/status", "", true, "Pod", {"get", "patch", "update"}),
     });
-    resources[4]["categories"] = {"all"};
+    resources[5]["categories"] = {"all"};
     return json{{"kind", "APIResourceList"}, {"groupVersion", "v1"}, {"resources", resources}};
   }
   if (path == "/apis") {
-    return json{{"kind", "APIGroupList"},
-                {"apiVersion", "v1"},
-                {"groups", options.serve_dra ? json::array({coordination_group(), resource_group()})
-                                             : json::array({coordination_group()})}};
+    return json{
+        {"kind", "APIGroupList"},
+        {"apiVersion", "v1"},
+        {"groups", options.serve_dra
+                       ? json::array({coordination_group(), policy_group(), resource_group()})
+                       : json::array({coordination_group(), policy_group()})}};
   }
   if (path == "/apis/coordination.k8s.io") {
     json group = coordination_group();
@@ -117,6 +126,22 @@ std::optional<json> discovery_document(std::string_view path, const FakeApiServe
                                                   true, "ResourceClaimTemplate", kObjectVerbs),
                                    resource_entry("resourceslices", "resourceslice", false,
                                                   "ResourceSlice", kObjectVerbs)})}};
+  }
+  if (path == "/apis/policy") {
+    json group = policy_group();
+    group["kind"] = "APIGroup";
+    group["apiVersion"] = "v1";
+    return group;
+  }
+  if (path == "/apis/policy/v1") {
+    return json{{"kind", "APIResourceList"},
+                {"apiVersion", "v1"},
+                {"groupVersion", "policy/v1"},
+                {"resources",
+                 json::array({resource_entry("poddisruptionbudgets", "poddisruptionbudget", true,
+                                             "PodDisruptionBudget", kObjectVerbs, {"pdb"}),
+                              resource_entry("poddisruptionbudgets/status", "", true,
+                                             "PodDisruptionBudget", {"get", "patch", "update"})})}};
   }
   if (path == "/apis/coordination.k8s.io/v1") {
     return json{{"kind", "APIResourceList"},

@@ -35,7 +35,7 @@ std::vector<std::string_view> split_path(std::string_view path) {
 
 bool subresource_exists(Resource resource, std::string_view subresource) {
   if (subresource == "status") return info(resource).has_status;
-  return resource == Resource::Pods && subresource == "binding";
+  return resource == Resource::Pods && (subresource == "binding" || subresource == "eviction");
 }
 
 constexpr std::string_view kContinueExpiredMessage =
@@ -515,6 +515,8 @@ Route parse_route(std::string_view method, std::string_view path, bool watch_par
     route.kind = Route::Kind::Subresource;
     if (subresource == "binding") {
       allow({{"POST", Verb::Bind}});
+    } else if (subresource == "eviction") {
+      allow({{"POST", Verb::Evict}});
     } else {
       allow({{"GET", Verb::Get}, {"PUT", Verb::Update}, {"PATCH", Verb::Patch}});
     }
@@ -638,7 +640,7 @@ void FakeApiServer::Impl::serve(const Route& route, const httplib::Request& requ
   }
   if (!route.method_allowed) throw method_not_allowed();
   const bool sends_object = route.verb == Verb::Create || route.verb == Verb::Update ||
-                            route.verb == Verb::Bind ||
+                            route.verb == Verb::Bind || route.verb == Verb::Evict ||
                             (route.verb == Verb::Delete && !request.body.empty());
   const std::string body = sends_object ? json_body_of(request) : std::string();
   if (route.resource && route.kind != Route::Kind::LegacyBindings &&
@@ -678,6 +680,9 @@ void FakeApiServer::Impl::serve(const Route& route, const httplib::Request& requ
       switch (route.verb) {
         case Verb::Bind:
           http_bind(route, body);
+          return write_json(response, 201, success_status(201));
+        case Verb::Evict:
+          http_evict(route, body);
           return write_json(response, 201, success_status(201));
         case Verb::Get: {
           std::lock_guard lock(mutex);

@@ -164,6 +164,9 @@ struct FakeApiServer::Impl {
   void http_delete(const fakeapi::Route& route, const httplib::Request& request,
                    httplib::Response& response);
   void http_bind(const fakeapi::Route& route, const std::string& body);
+  // pods/eviction (fake_apiserver_eviction.cpp): the PodDisruptionBudget check, then the
+  // pod's deletion.
+  void http_evict(const fakeapi::Route& route, const std::string& body);
   // Validates and normalises an update of `current` (mutex held); nullopt for a no-op.
   std::optional<nlohmann::json> prepare_update(Resource resource, const nlohmann::json& current,
                                                nlohmann::json updated, bool status_subresource);

@@ -129,9 +129,14 @@ const json& tree_of(Resource resource) {
     json dra = top;
     dra["spec"] = kAny;
     dra["status"] = kAny;
-    for (const char* kind :
-         {"ResourceSlice", "ResourceClaim", "ResourceClaimTemplate", "DeviceClass"})
+    for (const char* kind : {"ResourceSlice", "ResourceClaim", "ResourceClaimTemplate",
+                             "DeviceClass", "PodDisruptionBudget"})
       all[kind] = dra;
+    json event = top;
+    event.update(fields({"involvedObject", "reason", "message", "source", "firstTimestamp",
+                         "lastTimestamp", "count", "type", "eventTime", "series", "action",
+                         "related", "reportingComponent", "reportingInstance"}));
+    all["Event"] = event;
     return all;
   }();
   return trees.at(std::string(info(resource).kind));
@@ -212,7 +217,8 @@ std::optional<json> openapi_document(std::string_view path, std::string_view ser
   path = path.substr(0, query);
   if (path == "/openapi/v3") {
     json paths = json::object();
-    for (const char* gv : {"api/v1", "apis/coordination.k8s.io/v1", "apis/resource.k8s.io/v1"}) {
+    for (const char* gv :
+         {"api/v1", "apis/coordination.k8s.io/v1", "apis/policy/v1", "apis/resource.k8s.io/v1"}) {
       // The hash lets clients cache a document; the fake's never change.
       paths[gv] = {
           {"serverRelativeURL", fmt::format("/openapi/v3/{}?hash=fake-{}", gv, server_version)}};
@@ -222,6 +228,9 @@ std::optional<json> openapi_document(std::string_view path, std::string_view ser
   if (path == "/openapi/v3/api/v1") return group_version_document("v1", server_version);
   if (path == "/openapi/v3/apis/coordination.k8s.io/v1") {
     return group_version_document("coordination.k8s.io/v1", server_version);
+  }
+  if (path == "/openapi/v3/apis/policy/v1") {
+    return group_version_document("policy/v1", server_version);
   }
   if (path == "/openapi/v3/apis/resource.k8s.io/v1") {
     return group_version_document("resource.k8s.io/v1", server_version);

@@ -93,6 +93,8 @@ std::optional<std::string> field_label_value(Resource resource, std::string_view
     case Resource::ResourceClaims:
     case Resource::ResourceClaimTemplates:
     case Resource::DeviceClasses:
+    case Resource::PodDisruptionBudgets:
+    case Resource::Events:
       return std::nullopt;
   }
   return std::nullopt;

@@ -31,6 +31,8 @@ std::string_view to_string(Verb verb) {
       return "delete";
     case Verb::Bind:
       return "bind";
+    case Verb::Evict:
+      return "evict";
     case Verb::Other:
       return "other";
   }
@@ -38,7 +40,7 @@ std::string_view to_string(Verb verb) {
 }
 
 namespace {
-constexpr std::array<ResourceInfo, 8> kResourceInfos = {{
+constexpr std::array<ResourceInfo, 10> kResourceInfos = {{
     {Resource::Nodes, "nodes", "node", "Node", "NodeList", "", "v1", "v1", "no", false, true},
     {Resource::Pods, "pods", "pod", "Pod", "PodList", "", "v1", "v1", "po", true, true},
     {Resource::ConfigMaps, "configmaps", "configmap", "ConfigMap", "ConfigMapList", "", "v1", "v1",
@@ -54,6 +56,10 @@ constexpr std::array<ResourceInfo, 8> kResourceInfos = {{
      "resource.k8s.io/v1", "", true, false},
     {Resource::DeviceClasses, "deviceclasses", "deviceclass", "DeviceClass", "DeviceClassList",
      "resource.k8s.io", "v1", "resource.k8s.io/v1", "", false, false},
+    {Resource::PodDisruptionBudgets, "poddisruptionbudgets", "poddisruptionbudget",
+     "PodDisruptionBudget", "PodDisruptionBudgetList", "policy", "v1", "policy/v1", "pdb", true,
+     true},
+    {Resource::Events, "events", "event", "Event", "EventList", "", "v1", "v1", "ev", true, false},
 }};
 }  // namespace
 

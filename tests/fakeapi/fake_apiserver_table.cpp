@@ -78,6 +78,8 @@ json columns_of(Resource resource) {
     case Resource::ResourceClaims:
     case Resource::ResourceClaimTemplates:
     case Resource::DeviceClasses:
+    case Resource::PodDisruptionBudgets:
+    case Resource::Events:
       break;
   }
   return json::array({name, age});
@@ -310,6 +312,8 @@ json cells_of(Resource resource, const json& object) {
     case Resource::ResourceClaims:
     case Resource::ResourceClaimTemplates:
     case Resource::DeviceClasses:
+    case Resource::PodDisruptionBudgets:
+    case Resource::Events:
       break;
   }
   return json::array({text(field(metadata, "name")), age});

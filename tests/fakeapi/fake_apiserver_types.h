@@ -11,7 +11,8 @@ namespace gpushare::testing {
 
 // The resources the fake serves.
 // resource.k8s.io/v1 (Dynamic Resource Allocation): ResourceSlices, ResourceClaims,
-// ResourceClaimTemplates, DeviceClasses.
+// ResourceClaimTemplates, DeviceClasses. policy/v1 PodDisruptionBudgets (read by pods/eviction)
+// and core/v1 Events.
 enum class Resource {
   Nodes,
   Pods,
@@ -20,19 +21,24 @@ enum class Resource {
   ResourceSlices,
   ResourceClaims,
   ResourceClaimTemplates,
-  DeviceClasses
+  DeviceClasses,
+  PodDisruptionBudgets,
+  Events
 };
-inline constexpr std::array<Resource, 8> kAllResources = {Resource::Nodes,
-                                                          Resource::Pods,
-                                                          Resource::ConfigMaps,
-                                                          Resource::Leases,
-                                                          Resource::ResourceSlices,
-                                                          Resource::ResourceClaims,
-                                                          Resource::ResourceClaimTemplates,
-                                                          Resource::DeviceClasses};
+inline constexpr std::array<Resource, 10> kAllResources = {Resource::Nodes,
+                                                           Resource::Pods,
+                                                           Resource::ConfigMaps,
+                                                           Resource::Leases,
+                                                           Resource::ResourceSlices,
+                                                           Resource::ResourceClaims,
+                                                           Resource::ResourceClaimTemplates,
+                                                           Resource::DeviceClasses,
+                                                           Resource::PodDisruptionBudgets,
+                                                           Resource::Events};
 
 // What a request did, for fault targeting and request counters.
-enum class Verb { Discovery, Get, List, Watch, Create, Update, Patch, Delete, Bind, Other };
+// Evict: a POST of pods/eviction.
+enum class Verb { Discovery, Get, List, Watch, Create, Update, Patch, Delete, Bind, Evict, Other };
 std::string_view to_string(Verb verb);
 
 // The static facts about one resource type.

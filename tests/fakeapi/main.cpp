@@ -260,7 +260,7 @@ void load_seed(FakeApiServer& fake, const std::string& path) {
     if (!resource) {
       throw std::runtime_error(fmt::format(
           "items[{}]: kind \"{}\" is not served (Node, Pod, ConfigMap, Lease, ResourceSlice, "
-          "ResourceClaim, ResourceClaimTemplate, DeviceClass)",
+          "ResourceClaim, ResourceClaimTemplate, DeviceClass, PodDisruptionBudget, Event)",
           i, kind));
     }
     try {

@@ -38,19 +38,6 @@ std::string holder_of(FakeApiServer& fake) {
   return lease["spec"].value("holderIdentity", "");
 }
 
-// The API server's truth as a model: what a freshly started extender would build.
-core::ClusterModel truth_model(FakeApiServer& fake) {
-  core::ClusterModel model;
-  const kube::ResourceNames names;
-  for (const Json& node : fake.list(Resource::Nodes))
-    model.upsert_node(kube::parse_node(node, names));
-  for (const Json& object : fake.list(Resource::Pods)) {
-    if (auto allocation = kube::allocation_of(kube::parse_pod(object, names)))
-      model.add_pod(std::move(*allocation));
-  }
-  return model;
-}
-
 // Sum of bound pods' requests per (node, GPU), from the API server's objects.
 std::map<std::pair<std::string, std::string>, long long> usage_by_gpu(FakeApiServer& fake) {
   std::map<std::pair<std::string, std::string>, long long> used;

@@ -15,9 +15,12 @@
 #include "fakeapi/fake_apiserver.h"
 #include "gpushare/apiclient/api_client.h"
 #include "gpushare/apiclient/kubeconfig.h"
+#include "gpushare/consolidation/consolidator.h"
 #include "gpushare/core/placement_policy.h"
 #include "gpushare/core/policy_registry.h"
 #include "gpushare/http/http_server.h"
+#include "gpushare/kube/node_info.h"
+#include "gpushare/kube/pod_info.h"
 #include "gpushare/service/scheduling_service.h"
 #include "gpushare/sync/api_pod_binder.h"
 #include "gpushare/sync/cluster_sync.h"
@@ -65,6 +68,19 @@ inline Json cpu_pod(const std::string& name, const std::string& node, const std:
   return pod;
 }
 
+// The API server's truth as a model: what a freshly started extender would build.
+inline core::ClusterModel truth_model(FakeApiServer& fake) {
+  core::ClusterModel model;
+  const kube::ResourceNames names;
+  for (const Json& node : fake.list(Resource::Nodes))
+    model.upsert_node(kube::parse_node(node, names));
+  for (const Json& object : fake.list(Resource::Pods)) {
+    if (auto allocation = kube::allocation_of(kube::parse_pod(object, names)))
+      model.add_pod(std::move(*allocation));
+  }
+  return model;
+}
+
 struct LiveOptions {
   sync::BindMode bind_mode = sync::BindMode::kBinding;
   std::string policy = "binpack";
@@ -83,6 +99,9 @@ struct LiveOptions {
   std::chrono::milliseconds shutdown_grace = 10s;
   kube::ResourceNames names;  // --resource-name and friends, as main hands them on
   bool dra = false;           // also run the DRA sync (--dra auto)
+  // Set: a Consolidator (--consolidate), not started: tests run its rounds with run_once().
+  // Without act_budget, it acts while the leader gate (if any) says a bind may start.
+  std::optional<consolidation::ConsolidatorOptions> consolidation;
 };
 
 // Lease timings for tests: kube-scheduler's proportions (15 s / 10 s / 2 s) scaled down, but with
@@ -194,6 +213,15 @@ class LiveExtender {
       dra_ = std::make_unique<sync::DraSync>(*client_, store_, dra_options);
     }
     cmd::extender::attach_inspect_sources(*sync_, dra_.get(), http);
+    if (options.consolidation) {
+      consolidation::ConsolidatorOptions consolidation = *options.consolidation;
+      if (!consolidation.act_budget && gate_) {
+        consolidation.act_budget = [this] { return gate_->bind_budget(); };
+      }
+      consolidator_ =
+          std::make_unique<consolidation::Consolidator>(*client_, store_, metrics_, consolidation);
+      http.consolidation = [this] { return consolidator_->report(); };
+    }
     server_ = std::make_unique<http::HttpServer>(*service_, store_, metrics_, rejections_, http);
     port_ = server_->bind("127.0.0.1", 0);
     sync_->start();
@@ -203,6 +231,7 @@ class LiveExtender {
     while (!server_->is_running()) std::this_thread::yield();
   }
   ~LiveExtender() {
+    if (consolidator_) consolidator_->stop();
     server_->stop();
     if (thread_.joinable()) thread_.join();
     if (gate_) gate_->stop();
@@ -281,6 +310,7 @@ class LiveExtender {
   sync::ClusterSync& sync() { return *sync_; }
   sync::DraSync* dra() { return dra_.get(); }  // null unless LiveOptions::dra
   metrics::MetricRegistry& metrics() { return metrics_; }
+  consolidation::Consolidator* consolidator() { return consolidator_.get(); }
 
  private:
   std::filesystem::path kubeconfig_;
@@ -295,6 +325,7 @@ class LiveExtender {
   std::unique_ptr<sync::LeaderGate> gate_;
   std::unique_ptr<sync::LeaderBinder> leader_binder_;
   std::unique_ptr<service::SchedulingService> service_;
+  std::unique_ptr<consolidation::Consolidator> consolidator_;  // with LiveOptions::consolidation
   std::unique_ptr<http::HttpServer> server_;
   int port_ = -1;
   std::jthread thread_;

@@ -59,6 +59,9 @@ struct HttpServerOptions {
   // rejections are unchanged and it is at most this old (pod phases and configuration warnings
   // come from elsewhere: they show within this time).
   std::chrono::milliseconds inspect_max_age{1000};
+  // GET /gpushare-scheduler/consolidation's JSON (live mode with --consolidate plan or evict);
+  // unset, the endpoint answers 404 saying consolidation is off.
+  std::function<std::string()> consolidation;
   // How long stop() waits for binds in flight to finish.
   std::chrono::milliseconds shutdown_grace{20000};
 };
@@ -122,6 +125,7 @@ class HttpServer {
   void route_preempt(const httplib::Request& req, std::string& body, httplib::Response& res);
   void route_inspect(const httplib::Request& req, std::string& body, httplib::Response& res);
   void route_inspect_node(const httplib::Request& req, std::string& body, httplib::Response& res);
+  void route_consolidation(const httplib::Request& req, std::string& body, httplib::Response& res);
   std::string render_inspect();
   std::string render_inspect_node(const std::string& node);
   std::string render_metrics();

@@ -17,6 +17,7 @@
 #include "cmd/extender/inspect_sources.h"
 #include "cmd/extender/options.h"
 #include "gpushare/apiclient/config_resolution.h"
+#include "gpushare/consolidation/consolidator.h"
 #include "gpushare/core/placement_policy.h"
 #include "gpushare/core/policy_registry.h"
 #include "gpushare/core/score_mapping.h"
@@ -254,11 +255,35 @@ int run_live(const ext::Options& options, ShutdownSignals& signals) {
     metrics.add_collector(gpushare::sync::leader_election_collector(
         [&gate] { return gpushare::sync::leader_election_state(gate->elector()); }));
   }
-  auto inspect_sources = [&sync, &dra](gpushare::http::HttpServerOptions& http) {
+  // --consolidate plan|evict: plans on the model; in evict mode only the caught-up leader acts.
+  std::unique_ptr<gpushare::consolidation::Consolidator> consolidator;
+  if (options.consolidate != "off") {
+    gpushare::consolidation::ConsolidatorOptions consolidation;
+    consolidation.mode = *gpushare::consolidation::mode_named(options.consolidate);
+    consolidation.opt_in.namespaces = {options.consolidate_namespaces.begin(),
+                                       options.consolidate_namespaces.end()};
+    consolidation.max_moves_per_hour = options.consolidate_max_moves_per_hour;
+    consolidation.interval = options.consolidate_interval;
+    consolidation.replacement_timeout = options.consolidate_replacement_timeout;
+    consolidation.not_ready = [&sync] { return sync.not_ready_reason(); };
+    consolidation.act_budget = [&gate]() -> std::optional<std::chrono::milliseconds> {
+      if (!gate) return kBindTimeout;
+      return gate->bind_budget();
+    };
+    consolidator = std::make_unique<gpushare::consolidation::Consolidator>(client, store, metrics,
+                                                                           consolidation);
+    consolidator->start();
+    spdlog::info("consolidation: {} mode, every {} s, at most {} moves per hour",
+                 options.consolidate, options.consolidate_interval.count() / 1000,
+                 options.consolidate_max_moves_per_hour);
+  }
+  auto inspect_sources = [&sync, &dra, &consolidator](gpushare::http::HttpServerOptions& http) {
     gpushare::cmd::extender::attach_inspect_sources(sync, &dra, http);
+    if (consolidator) http.consolidation = [&consolidator] { return consolidator->report(); };
   };
   const int code = serve(options, service, store, metrics, rejections, not_ready, signals,
                          on_drained, inspect_sources);
+  if (consolidator) consolidator->stop();
   if (gate) gate->stop(true);  // every request has been answered by now
   dra.stop();
   sync.stop();

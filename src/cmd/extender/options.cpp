@@ -3,6 +3,7 @@
 #include <fmt/format.h>
 
 #include <CLI/CLI.hpp>
+#include <algorithm>
 #include <cctype>
 #include <charconv>
 #include <optional>
@@ -65,6 +66,8 @@ struct FlagText {
   std::string dra = "auto", dra_memory_unit = "1Gi";
   std::string lease_duration = "15s", renew_deadline = "10s", retry_period = "2s",
               shutdown_grace = "20s", api_stall_warning = "30s";
+  std::string consolidate_interval = "1m", consolidate_replacement_timeout = "5m";
+  std::string consolidate_namespaces;
 };
 
 // The flags in the order --help lists them, by group.
@@ -212,6 +215,53 @@ void add_leader_election_flags(CLI::App& app, Options& o, FlagText& text) {
       ->capture_default_str();
 }
 
+void add_consolidation_flags(CLI::App& app, Options& o, FlagText& text) {
+  app.add_option("--consolidate", o.consolidate,
+                 "live mode: off; plan (report moves that free whole GPUs at "
+                 "/gpushare-scheduler/consolidation); evict (the leader also carries them out, "
+                 "one pod at a time, through the Eviction API)")
+      ->check(CLI::IsMember({"off", "plan", "evict"}))
+      ->capture_default_str();
+  app.add_option("--consolidate-namespaces", text.consolidate_namespaces,
+                 "comma-separated namespaces whose pods all opt in to consolidation (else only "
+                 "pods labelled gpushare.aliyun.com/consolidate=true)");
+  app.add_option("--consolidate-max-moves-per-hour", o.consolidate_max_moves_per_hour,
+                 "most pods consolidation evicts in any hour")
+      ->check(CLI::Range(1, 10000))
+      ->capture_default_str();
+  app.add_option("--consolidate-interval", text.consolidate_interval,
+                 "how often consolidation plans (and, in evict mode, starts a move)")
+      ->capture_default_str();
+  app.add_option("--consolidate-replacement-timeout", text.consolidate_replacement_timeout,
+                 "how long an evicted pod's owner has to get its replacement bound before the "
+                 "plan stops")
+      ->capture_default_str();
+}
+
+std::optional<std::string> check_consolidation(Options& o, const FlagText& text) {
+  // Durations are converted with the others (convert_durations).
+  if (o.consolidate_interval.count() < 1000 || o.consolidate_replacement_timeout.count() < 1000) {
+    return std::string(
+        "--consolidate-interval and --consolidate-replacement-timeout must be at least 1s");
+  }
+  o.consolidate_namespaces.clear();
+  std::string_view rest = text.consolidate_namespaces;
+  while (!rest.empty()) {
+    const auto comma = rest.find(',');
+    const std::string_view name = rest.substr(0, comma);
+    rest = comma == std::string_view::npos ? std::string_view() : rest.substr(comma + 1);
+    if (name.empty()) continue;
+    if (name.size() > 63 || !std::all_of(name.begin(), name.end(), [](char c) {
+          return std::islower(static_cast<unsigned char>(c)) ||
+                 std::isdigit(static_cast<unsigned char>(c)) || c == '-';
+        }))
+      return std::string(fmt::format("--consolidate-namespaces: \"{}\" is not a namespace name",
+                                     std::string(name)));
+    o.consolidate_namespaces.emplace_back(name);
+  }
+  return std::nullopt;
+}
+
 // Each check below answers the usage error of the first flag it finds wrong, or nothing.
 std::optional<std::string> check_serving(Options& o, const FlagText& text) {
   if (o.listen_port() < 0)
@@ -248,6 +298,9 @@ std::optional<std::string> convert_durations(Options& o, const FlagText& text) {
         std::tuple{"--leader-elect-retry-period", &text.retry_period, &o.leader_elect_retry_period},
         std::tuple{"--shutdown-grace-period", &text.shutdown_grace, &o.shutdown_grace_period},
         std::tuple{"--api-stall-warning", &text.api_stall_warning, &o.api_stall_warning},
+        std::tuple{"--consolidate-interval", &text.consolidate_interval, &o.consolidate_interval},
+        std::tuple{"--consolidate-replacement-timeout", &text.consolidate_replacement_timeout,
+                   &o.consolidate_replacement_timeout},
         std::tuple{"--http-header-timeout", &text.header_timeout, &o.connections.header_timeout},
         std::tuple{"--http-body-timeout", &text.body_timeout, &o.connections.body_timeout}}) {
     const auto duration = parse_go_duration(*value);
@@ -313,6 +366,8 @@ std::optional<std::string> choose_cluster_source(
   if (!o.cluster_file.empty()) {
     if (o.leader_elect)
       return std::string("--leader-elect needs a live cluster (not --cluster-file)");
+    if (o.consolidate != "off")
+      return std::string("--consolidate needs a live cluster (not --cluster-file)");
     o.source = ClusterSource::kClusterFile;
   } else if (!kubeconfig.empty()) {
     o.source = ClusterSource::kKubeconfig;
@@ -413,6 +468,7 @@ ParsedOptions parse_options(const std::vector<std::string>& raw_args,
   add_connection_flags(app, o, text);
   add_live_flags(app, o, text);
   add_leader_election_flags(app, o, text);
+  add_consolidation_flags(app, o, text);
 
   std::vector<std::string> args;
   try {
@@ -446,6 +502,7 @@ ParsedOptions parse_options(const std::vector<std::string>& raw_args,
   if (!error) error = convert_durations(o, text);
   if (!error) error = convert_dra(o, text);
   if (!error) error = check_leader_election(o);
+  if (!error) error = check_consolidation(o, text);
   if (!error) error = choose_cluster_source(o, getenv);
   if (error) {
     parsed.action = ParsedOptions::Action::kExitUsage;

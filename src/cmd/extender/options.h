@@ -60,6 +60,13 @@ struct Options {
   // Live mode: warn when the API server has not answered a request (list, watch, bind, ...) for
   // this long, then with back-off; 0 = never.
   std::chrono::milliseconds api_stall_warning{30000};
+  // Consolidation (live mode; docs/operations.md, "Consolidation"): off, plan (report only) or
+  // evict (the leader carries the plan out through the Eviction API).
+  std::string consolidate = "off";
+  std::vector<std::string> consolidate_namespaces;  // every pod there opts in
+  int consolidate_max_moves_per_hour = 6;
+  std::chrono::milliseconds consolidate_interval{60000};
+  std::chrono::milliseconds consolidate_replacement_timeout{300000};
 
   ClusterSource source = ClusterSource::kClusterFile;
   std::string listen_host() const;

@@ -21,6 +21,7 @@ namespace {
 struct CliOptions {
   std::string node;
   bool details = false;
+  bool consolidation = false;
   std::string output = "table";
   std::string kubeconfig;
   std::string context;
@@ -103,6 +104,9 @@ int run_cli(const std::vector<std::string>& args, std::ostream& out, std::ostrea
   app.set_version_flag("--version", gpushare::version_string());
   app.add_option("node", o.node, "only this node");
   app.add_flag("-d,--details", o.details, "per node: every pod and its memory on each GPU");
+  app.add_flag("--consolidation", o.consolidation,
+               "the extender's consolidation plan (needs --extender): pods to move, GPUs freed, "
+               "the move in flight");
   app.add_option("-o,--output", o.output, "table or json")
       ->check(CLI::IsMember({"table", "json"}))
       ->capture_default_str();
@@ -155,6 +159,28 @@ int run_cli(const std::vector<std::string>& args, std::ostream& out, std::ostrea
         "1Gi) (see --help)\n",
         o.dra_memory_unit);
     return 2;
+  }
+
+  if (o.consolidation) {
+    if (o.extender.empty()) {
+      err << "kubectl-inspect-gpushare: --consolidation reads the extender's plan: give "
+             "--extender URL (see --help)\n";
+      return 2;
+    }
+    ExtenderSource source;
+    source.url = o.extender;
+    source.insecure_skip_tls_verify = o.insecure_skip_tls_verify;
+    source.timeout = std::chrono::seconds(o.timeout_seconds);
+    try {
+      const kube::Json report = fetch_consolidation(source);
+      out << (o.output == "json"
+                  ? report.dump(2, ' ', false, kube::Json::error_handler_t::replace) + "\n"
+                  : render_consolidation(report));
+    } catch (const std::exception& e) {
+      err << "kubectl-inspect-gpushare: " << e.what() << "\n";
+      return 1;
+    }
+    return 0;
   }
 
   const std::optional<std::string> node =

@@ -160,8 +160,10 @@ std::string inspect_url(std::string_view base, const std::optional<std::string>&
   return url.origin + url.path;
 }
 
-Json fetch_from_extender(const ExtenderSource& source, const std::optional<std::string>& node) {
-  const std::string full = inspect_url(source.url, node);
+namespace {
+
+// GETs `full` from the extender; throws InspectError when nothing answers.
+httplib::Result get_from_extender(const ExtenderSource& source, const std::string& full) {
   const SplitUrl url = split_url(full);
   httplib::Client client(url.origin);
   client.set_connection_timeout(source.timeout);
@@ -172,6 +174,14 @@ Json fetch_from_extender(const ExtenderSource& source, const std::optional<std::
     throw gpushare::inspect::InspectError(fmt::format("cannot reach the extender at {}: {}", full,
                                                       httplib::to_string(response.error())));
   }
+  return response;
+}
+
+}  // namespace
+
+Json fetch_from_extender(const ExtenderSource& source, const std::optional<std::string>& node) {
+  const std::string full = inspect_url(source.url, node);
+  auto response = get_from_extender(source, full);
   if (response->status == 404 && node) {
     throw gpushare::inspect::InspectError(
         fmt::format("node {} is not known to the extender ({})", *node, full));
@@ -185,6 +195,24 @@ Json fetch_from_extender(const ExtenderSource& source, const std::optional<std::
     throw gpushare::inspect::InspectError(fmt::format("GET {}: the answer is not JSON", full));
   (void)gpushare::inspect::cluster_view(
       body);  // validates the shape, with a clear message if it is not /inspect
+  return body;
+}
+
+Json fetch_consolidation(const ExtenderSource& source) {
+  std::string full = inspect_url(source.url, std::nullopt);
+  full.replace(full.size() - std::string_view("inspect").size(), std::string::npos,
+               "consolidation");
+  auto response = get_from_extender(source, full);
+  Json body = Json::parse(response->body, nullptr, false);
+  if (response->status != 200) {
+    const std::string said = body.is_object() && body.contains("Error") && body["Error"].is_string()
+                                 ? body["Error"].get<std::string>()
+                                 : response->body.substr(0, 200);
+    throw gpushare::inspect::InspectError(
+        fmt::format("GET {}: HTTP {}: {}", full, response->status, said));
+  }
+  if (!body.is_object())
+    throw gpushare::inspect::InspectError(fmt::format("GET {}: the answer is not JSON", full));
   return body;
 }
 

@@ -33,6 +33,14 @@ std::string inspect_url(std::string_view base, const std::optional<std::string>&
 kube::Json fetch_from_extender(const ExtenderSource& source,
                                const std::optional<std::string>& node);
 
+// GETs the extender's /gpushare-scheduler/consolidation (`source.url` as for inspect_url).
+// Throws InspectError with the extender's own message when it answers otherwise than 200
+// (404: consolidation is off).
+kube::Json fetch_consolidation(const ExtenderSource& source);
+
+// The consolidation report as text: the plan's moves, the move in flight, why none starts.
+std::string render_consolidation(const kube::Json& report);
+
 // What API mode reads of Dynamic Resource Allocation (resource.k8s.io/v1), decoded with the
 // extender's own decoders (kube/dra_objects.h): the slices publishing GPUs of `config.driver`
 // and every ResourceClaim.
