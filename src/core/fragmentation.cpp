@@ -6,6 +6,8 @@
 #include <cstring>
 #include <limits>
 
+#include "gpushare/core/fragmentation_cache.h"
+
 namespace gpushare::core {
 
 FreeResources FreeResources::of(const NodeState& node) {
@@ -303,7 +305,8 @@ CompiledWorkload::CompiledWorkload(const TargetWorkload& workload) {
 }
 
 bool NodeFragmentation::prepare(const CompiledWorkload& workload, const NodeState& node,
-                                const PodDemand& pod, NodeReading* reading) {
+                                const PodDemand& pod, NodeReading* reading,
+                                FragmentationSums* sums) {
   if (!workload.fits_fast_path_ || node.gpu_count() > kMaxGpus) return false;
   workload_ = &workload;
   gpu_count_ = node.gpu_count();
@@ -321,6 +324,11 @@ bool NodeFragmentation::prepare(const CompiledWorkload& workload, const NodeStat
   // Amounts below 2^30 (all of them, in practice) are counted in 32 bits, which vectorises.
   narrow_ = total_ < (Units{1} << 30);
   const bool narrow = narrow_;
+  // The sums' keys hold group values in 32 bits and masks of at most kMaxWords words.
+  sums_ = narrow && workload.words_ <= FragmentationSums::kMaxWords &&
+                  workload.groups_.size() < FragmentationSums::kMaxValues
+              ? sums
+              : nullptr;
   // A reading kept from an earlier pod replaces the counts, the distinct free amounts and F.
   const bool known = reading != nullptr && reading->filled && narrow && reading->needs == needs;
   // In 32 bits, padded with GPUs of nothing free (too small for any need > 0, adding 0), over a
@@ -519,6 +527,22 @@ void NodeFragmentation::sum_two(const std::uint8_t* index_a, const State& a,
   sum_b = b.total == 0 ? 0 : y;
 }
 
+double NodeFragmentation::sum_after(const State& state) const {
+  if (sums_ == nullptr) return sum(index_after_, state);
+  // The index after placement is a function of excluded_after_ (build_index), and the state's
+  // values are whole amounts below 2^30 here (narrow_): the key determines the sum.
+  FragmentationSums::Key key;
+  for (std::size_t w = 0; w < workload_->words_; ++w) key.excluded[w] = excluded_after_[w];
+  const std::size_t groups = workload_->groups_.size();
+  for (std::size_t g = 0; g <= groups; ++g)
+    key.value[g] = static_cast<std::int32_t>(state.value[g]);
+  const std::uint64_t hash = FragmentationSums::hash(key);
+  if (const double* kept = sums_->find(key, hash)) return *kept;
+  const double value = sum(index_after_, state);
+  sums_->remember(key, hash, value);
+  return value;
+}
+
 double NodeFragmentation::before() const {
   return before_known_ ? before_value_ : sum(index_before_, before_state_);
 }
@@ -533,7 +557,7 @@ void NodeFragmentation::before_and_after(std::span<const int> gpus, double& befo
       State state;
       fill_state(big_enough_, too_small_, total_, state);
       before = before_value_;
-      after = sum(index_after_, state);
+      after = sum_after(state);
     } else {
       sum_two(index_before_, before_state_, index_after_, before_state_, before, after);
     }
@@ -558,7 +582,7 @@ void NodeFragmentation::before_and_after(std::span<const int> gpus, double& befo
 void NodeFragmentation::before_and(const State& state, double& before, double& after) const {
   if (before_known_) {
     before = before_value_;
-    after = sum(index_after_, state);
+    after = sum_after(state);
   } else {
     sum_two(index_before_, before_state_, index_after_, state, before, after);
   }
@@ -589,7 +613,7 @@ void NodeFragmentation::candidate_state(int k, State& state) const {
 double NodeFragmentation::candidate_after(int k) const {
   State state;
   candidate_state(k, state);
-  return sum(index_after_, state);
+  return sum_after(state);
 }
 
 void NodeFragmentation::approximation_weights(Weights& weights) const {
@@ -646,7 +670,7 @@ void NodeFragmentation::candidates_after(std::span<double> after) const {
     for (std::size_t e = 0; e < i && same == i; ++e) {
       if (same_state(states[e], states[i])) same = e;
     }
-    after[i] = same < i ? after[same] : sum(index_after_, states[i]);
+    after[i] = same < i ? after[same] : sum_after(states[i]);
   }
 }
 
@@ -778,7 +802,7 @@ int NodeFragmentation::before_and_minimum(double margin, double& before,
     if (distinct == 0) {
       before_and(state, before, after[0]);
     } else {
-      after[static_cast<std::size_t>(distinct)] = sum(index_after_, state);
+      after[static_cast<std::size_t>(distinct)] = sum_after(state);
     }
     summed[static_cast<std::size_t>(distinct++)] = k;
   }

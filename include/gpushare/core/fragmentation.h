@@ -121,6 +121,8 @@ struct NodeReading {
   std::array<std::int32_t, kMaxNeeds> too_small;   // free memory of the others
 };
 
+class FragmentationSums;  // fragmentation_cache.h
+
 // One node as one pod sees it, through a CompiledWorkload. A scratch value on the stack.
 class NodeFragmentation {
  public:
@@ -132,9 +134,10 @@ class NodeFragmentation {
   // Reads the node and the pod; false when the node or the target is beyond the fixed
   // capacities above (the caller then uses the reference computation). With `reading`: a
   // filled one is used instead of reading the node again (it must be this node's state's, for
-  // this workload); an empty one is filled. The results are the same bits either way.
+  // this workload); an empty one is filled. With `sums`: F after placement is looked up there
+  // and kept there (they must be this workload's). The results are the same bits either way.
   bool prepare(const CompiledWorkload& workload, const NodeState& node, const PodDemand& pod,
-               NodeReading* reading = nullptr);
+               NodeReading* reading = nullptr, FragmentationSums* sums = nullptr);
 
   // F(node), as fragmentation(FreeResources::of(node), target).
   double before() const;
@@ -185,6 +188,8 @@ class NodeFragmentation {
   void build_index(const std::uint64_t* excluded, std::uint8_t* out) const;
   // F of a state: weight x value[index[j]] over the shapes j, added in the target's order.
   double sum(const std::uint8_t* index, const State& state) const;
+  // sum(index_after_, state), through sums_ when there is one.
+  double sum_after(const State& state) const;
   void sum_two(const std::uint8_t* index_a, const State& a, const std::uint8_t* index_b,
                const State& b, double& sum_a, double& sum_b) const;
   // F(node) and F of `state` after placement (only the latter summed when F(node) is known).
@@ -208,6 +213,7 @@ class NodeFragmentation {
                               std::array<double, kMaxGpus>& approx) const;
 
   const CompiledWorkload* workload_ = nullptr;
+  FragmentationSums* sums_ = nullptr;  // where F after placement is kept, if anywhere
   int gpu_count_ = 0;
   std::array<Units, kMaxGpus> free_;
   Units total_ = 0;

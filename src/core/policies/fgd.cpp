@@ -71,14 +71,15 @@ Placement FgdPolicy::place_with(const NodeFragmentation& fragmentation, const No
 }
 
 std::optional<double> FgdPolicy::score(const NodeState& node, const PodDemand& pod) const {
-  return score_with_reading(node, pod, nullptr);
+  return score_with_reading(node, pod, nullptr, nullptr);
 }
 
 std::optional<double> FgdPolicy::score_with_reading(const NodeState& node, const PodDemand& pod,
-                                                    NodeReading* reading) const {
+                                                    NodeReading* reading,
+                                                    FragmentationSums* sums) const {
   if (!check_fit(node, pod).fits()) return std::nullopt;
   NodeFragmentation fragmentation;
-  if (!fragmentation.prepare(compiled_, node, pod, reading)) {
+  if (!fragmentation.prepare(compiled_, node, pod, reading, sums)) {
     return reference_score(*this, node, pod);
   }
   const Units capacity = node.spec().memory_per_gpu;

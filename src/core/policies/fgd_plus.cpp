@@ -332,14 +332,15 @@ std::optional<Placement> FgdPlusPolicy::place(const NodeState& node, const PodDe
 }
 
 std::optional<double> FgdPlusPolicy::score(const NodeState& node, const PodDemand& pod) const {
-  return score_with_reading(node, pod, nullptr);
+  return score_with_reading(node, pod, nullptr, nullptr);
 }
 
 std::optional<double> FgdPlusPolicy::score_with_reading(const NodeState& node, const PodDemand& pod,
-                                                        NodeReading* reading) const {
+                                                        NodeReading* reading,
+                                                        FragmentationSums* sums) const {
   if (!check_fit(node, pod).fits()) return std::nullopt;
   NodeFragmentation fragmentation;
-  if (!fragmentation.prepare(compiled_, node, pod, reading)) {
+  if (!fragmentation.prepare(compiled_, node, pod, reading, sums)) {
     return reference_score(*this, node, pod);
   }
   double best = 0;
@@ -445,6 +446,25 @@ std::optional<Placement> FgdPlusPolicy::reference_place(const NodeState& node,
       scarcity_cost(node.spec().gpu_model, node.spec().memory_per_gpu, pod, pod.per_gpu) -
       host_cost(node, pod);
   return placement;
+}
+
+std::optional<double> FgdPlusPolicy::score_taken(const NodeState& node, const PodDemand& pod,
+                                                 std::span<const GpuTake> takes) const {
+  // reference_place's measure, on the node after exactly these takes.
+  const FreeResources before = FreeResources::of(node);
+  const double capacity = static_cast<double>(std::max<Units>(1, node.spec().memory_per_gpu));
+  FreeResources after = before;
+  PodDemand no_gpu = pod;
+  no_gpu.per_gpu = 0;
+  after.take(no_gpu, {});
+  for (const GpuTake& take : takes) {
+    if (take.gpu < 0 || static_cast<std::size_t>(take.gpu) >= after.gpu_free.size())
+      return std::nullopt;
+    Units& free = after.gpu_free[static_cast<std::size_t>(take.gpu)];
+    free = std::max<Units>(0, free - take.amount);
+  }
+  return -(measure(after) - measure(before)) / capacity -
+         options_.pack_weight * static_cast<double>(after.total_gpu_free()) / (8 * capacity);
 }
 
 void FgdPlusPolicy::observe(const PodDemand& pod) {
