@@ -6,8 +6,6 @@
 #include <cstring>
 #include <limits>
 
-#include "gpushare/core/fragmentation_cache.h"
-
 namespace gpushare::core {
 
 FreeResources FreeResources::of(const NodeState& node) {
@@ -305,8 +303,7 @@ CompiledWorkload::CompiledWorkload(const TargetWorkload& workload) {
 }
 
 bool NodeFragmentation::prepare(const CompiledWorkload& workload, const NodeState& node,
-                                const PodDemand& pod, NodeReading* reading,
-                                FragmentationSums* sums) {
+                                const PodDemand& pod, NodeReading* reading) {
   if (!workload.fits_fast_path_ || node.gpu_count() > kMaxGpus) return false;
   workload_ = &workload;
   gpu_count_ = node.gpu_count();
@@ -324,11 +321,6 @@ bool NodeFragmentation::prepare(const CompiledWorkload& workload, const NodeStat
   // Amounts below 2^30 (all of them, in practice) are counted in 32 bits, which vectorises.
   narrow_ = total_ < (Units{1} << 30);
   const bool narrow = narrow_;
-  // The sums' keys hold group values in 32 bits and masks of at most kMaxWords words.
-  sums_ = narrow && workload.words_ <= FragmentationSums::kMaxWords &&
-                  workload.groups_.size() < FragmentationSums::kMaxValues
-              ? sums
-              : nullptr;
   // A reading kept from an earlier pod replaces the counts, the distinct free amounts and F.
   const bool known = reading != nullptr && reading->filled && narrow && reading->needs == needs;
   // In 32 bits, padded with GPUs of nothing free (too small for any need > 0, adding 0), over a
@@ -377,6 +369,8 @@ bool NodeFragmentation::prepare(const CompiledWorkload& workload, const NodeStat
   if (sharing) pick_candidates(pod.per_gpu, first_of_free);
   choose_indexes(known);
   if (keep) keep_reading(*reading, first_of_free);
+  reading_ =
+      (known || keep) && workload.words_ <= NodeReading::Minimum::kMaxWords ? reading : nullptr;
   return true;
 }
 
@@ -451,6 +445,7 @@ void NodeFragmentation::keep_reading(NodeReading& reading, std::uint32_t first_o
   before_value_ = sum(index_before_, before_state_);
   before_known_ = true;
   reading.filled = true;
+  reading.minimum.window = 0;  // a new state: nothing after placement is known
   reading.needs = static_cast<std::uint8_t>(needs);
   reading.first_of_free = static_cast<std::uint16_t>(first_of_free);
   reading.before = before_value_;
@@ -527,22 +522,6 @@ void NodeFragmentation::sum_two(const std::uint8_t* index_a, const State& a,
   sum_b = b.total == 0 ? 0 : y;
 }
 
-double NodeFragmentation::sum_after(const State& state) const {
-  if (sums_ == nullptr) return sum(index_after_, state);
-  // The index after placement is a function of excluded_after_ (build_index), and the state's
-  // values are whole amounts below 2^30 here (narrow_): the key determines the sum.
-  FragmentationSums::Key key;
-  for (std::size_t w = 0; w < workload_->words_; ++w) key.excluded[w] = excluded_after_[w];
-  const std::size_t groups = workload_->groups_.size();
-  for (std::size_t g = 0; g <= groups; ++g)
-    key.value[g] = static_cast<std::int32_t>(state.value[g]);
-  const std::uint64_t hash = FragmentationSums::hash(key);
-  if (const double* kept = sums_->find(key, hash)) return *kept;
-  const double value = sum(index_after_, state);
-  sums_->remember(key, hash, value);
-  return value;
-}
-
 double NodeFragmentation::before() const {
   return before_known_ ? before_value_ : sum(index_before_, before_state_);
 }
@@ -557,7 +536,7 @@ void NodeFragmentation::before_and_after(std::span<const int> gpus, double& befo
       State state;
       fill_state(big_enough_, too_small_, total_, state);
       before = before_value_;
-      after = sum_after(state);
+      after = sum(index_after_, state);
     } else {
       sum_two(index_before_, before_state_, index_after_, before_state_, before, after);
     }
@@ -582,7 +561,7 @@ void NodeFragmentation::before_and_after(std::span<const int> gpus, double& befo
 void NodeFragmentation::before_and(const State& state, double& before, double& after) const {
   if (before_known_) {
     before = before_value_;
-    after = sum_after(state);
+    after = sum(index_after_, state);
   } else {
     sum_two(index_before_, before_state_, index_after_, state, before, after);
   }
@@ -613,7 +592,7 @@ void NodeFragmentation::candidate_state(int k, State& state) const {
 double NodeFragmentation::candidate_after(int k) const {
   State state;
   candidate_state(k, state);
-  return sum_after(state);
+  return sum(index_after_, state);
 }
 
 void NodeFragmentation::approximation_weights(Weights& weights) const {
@@ -670,7 +649,7 @@ void NodeFragmentation::candidates_after(std::span<double> after) const {
     for (std::size_t e = 0; e < i && same == i; ++e) {
       if (same_state(states[e], states[i])) same = e;
     }
-    after[i] = same < i ? after[same] : sum_after(states[i]);
+    after[i] = same < i ? after[same] : sum(index_after_, states[i]);
   }
 }
 
@@ -727,8 +706,39 @@ void NodeFragmentation::approximate_candidates(const Weights& weights, Columns& 
   std::memcpy(approx.data(), sum.data(), sizeof sum);
 }
 
+bool NodeFragmentation::answers(const NodeReading::Minimum& kept, double margin) const {
+  // The candidates' states follow from the reading and the pod's GPU memory; which shapes they
+  // are summed over, and the approximation's weights, from the shapes excluded after placement.
+  bool same = kept.window > 0 && kept.per_gpu == per_gpu_ && kept.margin == margin;
+  for (std::size_t w = 0; w < workload_->words_; ++w)
+    same &= kept.excluded[w] == excluded_after_[w];
+  return same;
+}
+
 int NodeFragmentation::before_and_minimum(double margin, double& before,
                                           std::span<double> after) const {
+  if (reading_ == nullptr || candidate_count_ == 0) return compute_minimum(margin, before, after);
+  NodeReading::Minimum& kept = reading_->minimum;
+  if (answers(kept, margin)) {
+    before = before_value_;  // a reading is filled: F(node) is known
+    for (int k = 0; k < kept.window; ++k)
+      after[static_cast<std::size_t>(k)] = kept.after[static_cast<std::size_t>(k)];
+    return kept.window;
+  }
+  const int window = compute_minimum(margin, before, after);
+  if (window > 0 && window <= NodeReading::Minimum::kMaxWindow) {
+    kept.window = static_cast<std::uint8_t>(window);
+    kept.per_gpu = per_gpu_;
+    kept.margin = margin;
+    for (std::size_t w = 0; w < workload_->words_; ++w) kept.excluded[w] = excluded_after_[w];
+    for (int k = 0; k < window; ++k)
+      kept.after[static_cast<std::size_t>(k)] = after[static_cast<std::size_t>(k)];
+  }
+  return window;
+}
+
+int NodeFragmentation::compute_minimum(double margin, double& before,
+                                       std::span<double> after) const {
   const int count = candidate_count_;
   if (count == 0) {
     before = this->before();
@@ -802,7 +812,7 @@ int NodeFragmentation::before_and_minimum(double margin, double& before,
     if (distinct == 0) {
       before_and(state, before, after[0]);
     } else {
-      after[static_cast<std::size_t>(distinct)] = sum_after(state);
+      after[static_cast<std::size_t>(distinct)] = sum(index_after_, state);
     }
     summed[static_cast<std::size_t>(distinct++)] = k;
   }

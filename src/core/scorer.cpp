@@ -31,19 +31,16 @@ void Scorer::score(const ClusterModel& model, const PlacementPolicy& policy,
   StateMemo* memo = cached && !policy.reads_node_identity() ? &memo_ : nullptr;
   const std::optional<std::uint64_t> reading_version = policy.reading_version();
   FragmentationCache* readings = cached && reading_version ? &readings_ : nullptr;
-  FragmentationSums* sums = readings != nullptr ? &sums_ : nullptr;
   if (cached) cache_.begin(demand, policy.state_version(), model.node_count());
   // Sized by the nodes it can meet, not the names offered: the memo is kept between requests,
   // and a body may name far more nodes (repeated, or unknown) than the model has.
   if (memo != nullptr) memo->begin(std::min(offered.size(), model.node_count()));
   if (readings != nullptr) readings->begin(*reading_version, model.node_count());
-  if (sums != nullptr) sums->begin(*reading_version);
   std::size_t memo_lookups = 0;
   std::size_t memo_hits = 0;
   const auto compute = [&](const NodeState& node, NodeReading* reading) {
-    std::optional<double> score = policy.score_with_reading(node, demand, reading, sums);
-    if (!score && tracks_cpu_memory)
-      score = policy.score_with_reading(node, gpu_only, reading, sums);
+    std::optional<double> score = policy.score_with_reading(node, demand, reading);
+    if (!score && tracks_cpu_memory) score = policy.score_with_reading(node, gpu_only, reading);
     return score;
   };
   model.visit_nodes(

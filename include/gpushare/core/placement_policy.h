@@ -27,8 +27,7 @@ struct GpuTake {
   friend bool operator==(const GpuTake&, const GpuTake&) = default;
 };
 
-struct NodeReading;       // fragmentation.h
-class FragmentationSums;  // fragmentation_cache.h
+struct NodeReading;  // fragmentation.h
 
 class PlacementPolicy {
  public:
@@ -49,13 +48,10 @@ class PlacementPolicy {
   }
 
   // score(node, pod), given what the policy read of the node alone for an earlier pod:
-  // `reading` is kept by the caller for this node's state and this reading_version(), empty on
-  // first use and filled here, and `sums`, F after placement of the states met before, kept
-  // for this reading_version() (core/fragmentation_cache.h); either may be null. Must return
-  // score()'s value.
+  // `reading` is kept by the caller for this node's state and this state_version(), empty on
+  // first use and filled here (core/fragmentation_cache.h). Must return score()'s value.
   virtual std::optional<double> score_with_reading(const NodeState& node, const PodDemand& pod,
-                                                   NodeReading* /*reading*/,
-                                                   FragmentationSums* /*sums*/) const {
+                                                   NodeReading* /*reading*/) const {
     return score(node, pod);
   }
   // The version of what a reading depends on besides the node (the target workload), where

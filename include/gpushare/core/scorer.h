@@ -10,16 +10,17 @@
 //  - ScoreCache (score_cache.h): raw scores per demand of earlier requests, reused for the nodes
 //    that did not change;
 //  - StateMemo (state_memo.h): the scores of the node states met in one request;
-//  - FragmentationCache and FragmentationSums (fragmentation_cache.h): what fgd and fgd-plus read
-//    of each node alone, and F after placement per node state, so that a demand never seen
-//    before computes little more than what its placements change.
+//  - FragmentationCache (fragmentation_cache.h): what fgd and fgd-plus read of each node alone
+//    and the last sharing pod's F after placement, so that a demand never seen before computes
+//    only the fragmentation after placement, and one new only in its CPU or memory mostly not
+//    even that.
 //
 // Bound to one ClusterModel object: the caches are keyed on its positions and stamps.
 //
 // Thread-safety: score() and score_dra() may run concurrently, each under the model's shared
 // lock, held by the caller for the whole call (the memo holds pointers into the model, and the
-// model must not change while a call reads it). `mutex_` guards cache_, memo_, readings_ and
-// sums_, one call at a time; a call that finds it taken scores without them (the same scores,
+// model must not change while a call reads it). `mutex_` guards cache_, memo_ and readings_,
+// one call at a time; a call that finds it taken scores without them (the same scores,
 // more work) instead of waiting, so requests never queue here, and since try_lock never blocks it
 // adds no lock-order constraint to the model's lock.
 
@@ -63,7 +64,6 @@ class Scorer {
   ScoreCache cache_;
   StateMemo memo_;
   FragmentationCache readings_;
-  FragmentationSums sums_;
 };
 
 }  // namespace gpushare::core

@@ -71,15 +71,14 @@ Placement FgdPolicy::place_with(const NodeFragmentation& fragmentation, const No
 }
 
 std::optional<double> FgdPolicy::score(const NodeState& node, const PodDemand& pod) const {
-  return score_with_reading(node, pod, nullptr, nullptr);
+  return score_with_reading(node, pod, nullptr);
 }
 
 std::optional<double> FgdPolicy::score_with_reading(const NodeState& node, const PodDemand& pod,
-                                                    NodeReading* reading,
-                                                    FragmentationSums* sums) const {
+                                                    NodeReading* reading) const {
   if (!check_fit(node, pod).fits()) return std::nullopt;
   NodeFragmentation fragmentation;
-  if (!fragmentation.prepare(compiled_, node, pod, reading, sums)) {
+  if (!fragmentation.prepare(compiled_, node, pod, reading)) {
     return reference_score(*this, node, pod);
   }
   const Units capacity = node.spec().memory_per_gpu;

@@ -332,15 +332,14 @@ std::optional<Placement> FgdPlusPolicy::place(const NodeState& node, const PodDe
 }
 
 std::optional<double> FgdPlusPolicy::score(const NodeState& node, const PodDemand& pod) const {
-  return score_with_reading(node, pod, nullptr, nullptr);
+  return score_with_reading(node, pod, nullptr);
 }
 
 std::optional<double> FgdPlusPolicy::score_with_reading(const NodeState& node, const PodDemand& pod,
-                                                        NodeReading* reading,
-                                                        FragmentationSums* sums) const {
+                                                        NodeReading* reading) const {
   if (!check_fit(node, pod).fits()) return std::nullopt;
   NodeFragmentation fragmentation;
-  if (!fragmentation.prepare(compiled_, node, pod, reading, sums)) {
+  if (!fragmentation.prepare(compiled_, node, pod, reading)) {
     return reference_score(*this, node, pod);
   }
   double best = 0;

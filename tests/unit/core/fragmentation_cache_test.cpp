@@ -1,8 +1,8 @@
 // FragmentationCache keeps what fgd and fgd-plus read of each node alone (NodeReading: F(node)
 // and the per-need counts) from one request to the next, per node position and stamp, and drops
-// it all when the policy's version moves; FragmentationSums keeps F after placement per node
-// state. A score computed from a kept reading or a kept sum must be the same bits as one computed
-// from the node.
+// it all when the policy's version moves; with it, a sharing pod's F after placement
+// (NodeReading::Minimum). A score computed from a kept reading must be the same bits as one
+// computed from the node.
 
 #include "gpushare/core/fragmentation_cache.h"
 
@@ -15,7 +15,6 @@
 
 #include "gpushare/core/policies/fgd.h"
 #include "gpushare/core/policies/fgd_plus.h"
-#include "gpushare/core/score_mapping.h"
 
 namespace gpushare::core {
 namespace {
@@ -122,7 +121,7 @@ void expect_same_scores(const Policy& policy, Cases& cases, int& hits) {
       const PodDemand pod = cases.pod();
       const bool kept = reading.filled;
       const std::optional<double> plain = policy.score(node, pod);
-      const std::optional<double> cached = policy.score_with_reading(node, pod, &reading, nullptr);
+      const std::optional<double> cached = policy.score_with_reading(node, pod, &reading);
       ASSERT_EQ(plain.has_value(), cached.has_value());
       if (!plain) continue;
       ASSERT_EQ(bits(*plain), bits(*cached)) << *plain << " vs " << *cached;
@@ -158,14 +157,14 @@ TEST(FragmentationCache, AKeptReadingIsUsedInsteadOfTheNode) {
   NodeState node = cases.node();
   while (!policy.score(node, pod)) node = cases.node();
   NodeReading reading;
-  const std::optional<double> first = policy.score_with_reading(node, pod, &reading, nullptr);
+  const std::optional<double> first = policy.score_with_reading(node, pod, &reading);
   ASSERT_TRUE(first && reading.filled);
   reading.before += 1000;  // F(node) 1 000 units higher: the pod reduces it by that much more
-  const std::optional<double> second = policy.score_with_reading(node, pod, &reading, nullptr);
+  const std::optional<double> second = policy.score_with_reading(node, pod, &reading);
   ASSERT_TRUE(second);
   EXPECT_GT(*second, *first);
   reading.filled = false;  // dropped: read from the node again
-  EXPECT_EQ(bits(*policy.score_with_reading(node, pod, &reading, nullptr)), bits(*first));
+  EXPECT_EQ(bits(*policy.score_with_reading(node, pod, &reading)), bits(*first));
 }
 
 // Readings hold F of the policy's target: they follow the learned target's version.
@@ -187,108 +186,70 @@ TEST(FragmentationCache, ReadingVersionMovesWithTheLearnedTarget) {
   EXPECT_EQ(*fgd.reading_version(), fgd.state_version());
 }
 
-// FragmentationSums: F after placement kept per (excluded shapes, group values), whatever the
-// node or the pod.
-
-FragmentationSums::Key key_of(std::int32_t value) {
-  FragmentationSums::Key key;
-  key.value[0] = value;
-  key.value[1] = value + 1;
-  return key;
-}
-
-TEST(FragmentationSums, KeepsASumPerKeyAtOneVersion) {
-  FragmentationSums sums;
-  sums.begin(7);
-  const FragmentationSums::Key a = key_of(4);
-  FragmentationSums::Key b = key_of(4);
-  b.excluded[1] = 1;  // the same values, other shapes excluded: another state
-  EXPECT_EQ(sums.find(a, FragmentationSums::hash(a)), nullptr);
-  sums.remember(a, FragmentationSums::hash(a), 2.5);
-  ASSERT_NE(sums.find(a, FragmentationSums::hash(a)), nullptr);
-  EXPECT_EQ(*sums.find(a, FragmentationSums::hash(a)), 2.5);
-  EXPECT_EQ(sums.find(b, FragmentationSums::hash(b)), nullptr);
-  sums.remember(a, FragmentationSums::hash(a), 9.0);  // a key is kept once
-  EXPECT_EQ(*sums.find(a, FragmentationSums::hash(a)), 2.5);
-  sums.begin(7);  // the next request, the same version: kept
-  EXPECT_EQ(sums.size(), 1u);
-  ASSERT_NE(sums.find(a, FragmentationSums::hash(a)), nullptr);
-  sums.begin(8);  // the target moved: every sum is dropped
-  EXPECT_EQ(sums.size(), 0u);
-  EXPECT_EQ(sums.find(a, FragmentationSums::hash(a)), nullptr);
-}
-
-TEST(FragmentationSums, StartsOverWhenHalfFull) {
-  FragmentationSums sums;
-  sums.begin(1);
-  const std::size_t half = FragmentationSums::kSlots / 2;
-  for (std::size_t i = 0; i < half; ++i) {
-    const FragmentationSums::Key key = key_of(static_cast<std::int32_t>(i));
-    sums.remember(key, FragmentationSums::hash(key), static_cast<double>(i));
-  }
-  EXPECT_EQ(sums.size(), half);
-  const FragmentationSums::Key first = key_of(0);
-  ASSERT_NE(sums.find(first, FragmentationSums::hash(first)), nullptr);
-  const FragmentationSums::Key more = key_of(static_cast<std::int32_t>(half));
-  sums.remember(more, FragmentationSums::hash(more), 1.0);
-  EXPECT_EQ(sums.size(), 1u);
-  EXPECT_EQ(sums.find(first, FragmentationSums::hash(first)), nullptr);
-  ASSERT_NE(sums.find(more, FragmentationSums::hash(more)), nullptr);
-}
-
-// Many nodes and pods through one FragmentationSums (and a reading per node), as prioritize
-// scores them request after request: every score the same bits as score() alone, so the order
-// kube-scheduler sees after either mapping is the same; most sums come from the kept ones.
+// A sharing pod's F(after) values are kept with the reading (NodeReading::Minimum): pods of
+// the same GPU memory with other CPU and memory (demands never seen before) read them where the
+// node excludes the same shapes after placement, and every score stays the same bits.
 template <class Policy>
-void expect_same_scores_with_sums(const Policy& policy, Cases& cases, std::size_t& kept,
-                                  std::size_t& scored) {
-  FragmentationSums sums;
-  std::vector<NodeState> nodes;
-  for (int n = 0; n < 40; ++n) nodes.push_back(cases.node());
-  std::vector<NodeReading> readings(nodes.size());
-  for (int p = 0; p < 12; ++p) {
-    const PodDemand pod = cases.pod();
-    sums.begin(*policy.reading_version());
-    std::vector<std::optional<double>> plain;
-    std::vector<std::optional<double>> fast;
-    for (std::size_t n = 0; n < nodes.size(); ++n) {
-      plain.push_back(policy.score(nodes[n], pod));
-      const std::size_t before = sums.size();
-      fast.push_back(policy.score_with_reading(nodes[n], pod, &readings[n], &sums));
-      ASSERT_EQ(plain.back().has_value(), fast.back().has_value());
-      if (!plain.back()) continue;
-      ASSERT_EQ(bits(*plain.back()), bits(*fast.back())) << *plain.back() << " vs " << *fast.back();
-      ++scored;
-      kept += sums.size() == before ? 1 : 0;  // nothing new summed: found, or nothing to sum
-    }
-    for (const ScoreMapping mapping : {ScoreMapping::kMinMax, ScoreMapping::kRank}) {
-      ASSERT_EQ(map_scores(plain, mapping), map_scores(fast, mapping));
+void expect_same_scores_for_one_gpu_size(const Policy& policy, Cases& cases, int& kept) {
+  for (int n = 0; n < 20; ++n) {
+    const NodeState node = cases.node();
+    NodeReading reading;
+    PodDemand pod = cases.pod();
+    pod.gpu_count = 1;
+    pod.per_gpu = cases.between(1, 31);
+    for (int p = 0; p < 8; ++p) {
+      pod.cpu_milli = cases.between(0, 40) * 500;
+      pod.memory = cases.between(0, 64) * 1024;
+      const bool had = reading.minimum.window > 0 && reading.minimum.per_gpu == pod.per_gpu;
+      const std::optional<double> plain = policy.score(node, pod);
+      const std::optional<double> cached = policy.score_with_reading(node, pod, &reading);
+      ASSERT_EQ(plain.has_value(), cached.has_value());
+      if (!plain) continue;
+      ASSERT_EQ(bits(*plain), bits(*cached)) << *plain << " vs " << *cached;
+      kept += had ? 1 : 0;
     }
   }
 }
 
-TEST(FragmentationSums, ScoresThroughKeptSumsAreTheSameBits) {
+TEST(FragmentationCache, NewCpuAndMemoryOnTheSameGpuSizeGiveTheSameBits) {
   Cases cases(20261128);
-  std::size_t kept = 0;
-  std::size_t scored = 0;
-  for (int t = 0; t < 40; ++t) {
-    // Odd rounds: targets of a few GPU sizes (few groups of shapes, as learned from a cluster),
-    // which the sums serve; even rounds: any target (many groups: summed every time).
-    TargetWorkload target = cases.target();
-    if (t % 2 == 1) {
-      for (auto& [shape, weight] : target) {
-        if (shape.per_gpu > 0) shape.per_gpu = std::int64_t{2} << cases.between(0, 3);
-      }
-    }
-    expect_same_scores_with_sums(FgdPolicy(target), cases, kept, scored);
-    expect_same_scores_with_sums(FgdPlusPolicy(target), cases, kept, scored);
+  int kept_fgd = 0;
+  int kept_plus = 0;
+  for (int t = 0; t < 60; ++t) {
+    const TargetWorkload target = cases.target();
+    expect_same_scores_for_one_gpu_size(FgdPolicy(target), cases, kept_fgd);
+    expect_same_scores_for_one_gpu_size(FgdPlusPolicy(target), cases, kept_plus);
     if (HasFatalFailure()) {
       ADD_FAILURE() << "target " << t;
       return;
     }
   }
-  ASSERT_GT(scored, 5000u);
-  EXPECT_GT(kept, scored / 4);  // nodes met states summed before
+  EXPECT_GT(kept_fgd, 1000);  // most found the last pod's F(after) kept
+  EXPECT_GT(kept_plus, 1000);
+}
+
+// The kept F(after) is what the score reads while the pod asks the same of the GPUs and the
+// node excludes the same shapes; another GPU size computes it again.
+TEST(FragmentationCache, AKeptMinimumIsUsedOnlyForTheSameGpuAsk) {
+  Cases cases(11);
+  const FgdPlusPolicy policy(cases.target());
+  PodDemand pod;
+  pod.per_gpu = 4;
+  PodDemand new_cpu = pod;  // a new demand, which excludes no more shapes on a node of idle CPU
+  new_cpu.cpu_milli = 1;
+  NodeState node = cases.node();
+  while (!policy.score(node, pod) || node.cpu_free() < 32000) node = cases.node();
+  NodeReading reading;
+  const std::optional<double> first = policy.score_with_reading(node, pod, &reading);
+  ASSERT_TRUE(first && reading.minimum.window > 0);
+  EXPECT_EQ(reading.minimum.per_gpu, 4);
+  reading.minimum.after[0] += 1000;  // F(after) 1 000 units higher: the score drops
+  const std::optional<double> second = policy.score_with_reading(node, new_cpu, &reading);
+  ASSERT_TRUE(second);
+  EXPECT_LT(*second, *first);
+  pod.per_gpu = 3;  // another GPU size: computed from the node, and kept instead
+  EXPECT_EQ(bits(*policy.score_with_reading(node, pod, &reading)), bits(*policy.score(node, pod)));
+  EXPECT_EQ(reading.minimum.per_gpu, 3);
 }
 
 }  // namespace

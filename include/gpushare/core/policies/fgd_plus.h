@@ -98,8 +98,7 @@ class FgdPlusPolicy final : public PlacementPolicy {
   // evaluated exactly (see NodeFragmentation::minimum_candidates).
   std::optional<double> score(const NodeState& node, const PodDemand& pod) const override;
   std::optional<double> score_with_reading(const NodeState& node, const PodDemand& pod,
-                                           NodeReading* reading,
-                                           FragmentationSums* sums) const override;
+                                           NodeReading* reading) const override;
   // The learned target's version (fgd-plus: prices do not enter a reading).
   std::optional<std::uint64_t> reading_version() const override;
   std::optional<double> score_taken(const NodeState& node, const PodDemand& pod,
