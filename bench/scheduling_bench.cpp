@@ -27,7 +27,9 @@
 //                                          that shape are reused), 2: each request's pod asks
 //                                          for CPU no pod asked for before (4.05 cores plus one
 //                                          milli-core per request), so no score is reused: the
-//                                          cost of scoring every node
+//                                          cost of scoring every node; 3: as 2, with GPU memory
+//                                          other than the last 30 requests' (1 to 31 GiB in
+//                                          turn): a GPU size new to the caches as well
 //  BM_FilterLatency/<nodes>/<alloc%>       SchedulingService::filter alone (as BM_Filter) as a
 //                                          latency distribution
 //  *Latency                                the two above as 1-request repetitions, with
@@ -127,15 +129,24 @@ void BM_PrioritizeLatency(benchmark::State& state) {
   auto& harness = gb::cached_harness(shape, policy);
   // With newpod, the pod changes from one request (repetition) to the next.
   static int requests = 0;
-  const std::int64_t newpod = state.range(5);
-  const core::Units request = cpu_only ? 0 : (newpod == 1 && ++requests % 2 == 0 ? 3 : 4);
-  gpushare::wire::ExtenderArgs args = typed_args(nodes, request);  // given up below, see top
   static std::int64_t unseen = 0;
-  if (newpod == 2) args.pod.cpu_milli += ++unseen;
+  const std::int64_t newpod = state.range(5);
+  if (newpod >= 2) ++unseen;
+  core::Units request = 4;
+  if (cpu_only) {
+    request = 0;
+  } else if (newpod == 1) {
+    request = ++requests % 2 == 0 ? 3 : 4;
+  } else if (newpod == 3) {
+    request = 1 + unseen % 31;
+  }
+  gpushare::wire::ExtenderArgs args = typed_args(nodes, request);  // given up below, see top
+  if (newpod >= 2) args.pod.cpu_milli += unseen;
   state.SetLabel(fmt::format("{} {} pod, {}{}", policy, cpu_only ? "CPU-only" : "GPU",
                              shape.learned_workload ? "learned workload" : "prior",
                              newpod == 1   ? ", a new pod of a known shape each request"
                              : newpod == 2 ? ", a never-seen demand each request"
+                             : newpod == 3 ? ", a never-seen demand and GPU size each request"
                                            : ""));
   for (auto _ : state) {
     auto result = harness.service->prioritize(std::move(args));
@@ -296,7 +307,7 @@ void latency_policy_grid(benchmark::internal::Benchmark* b) {
         for (int cpu_only : {0, 1}) {
           b->Args({static_cast<std::int64_t>(p), 5000, alloc, cpu_only, learned, 0});
           if (learned == 1 && cpu_only == 0) {
-            for (int newpod : {1, 2})
+            for (int newpod : {1, 2, 3})
               b->Args({static_cast<std::int64_t>(p), 5000, alloc, cpu_only, learned, newpod});
           }
         }

@@ -12,7 +12,7 @@ const std::vector<int> kNoIndices;
 }
 
 std::uint64_t ClusterModel::hash_name(std::string_view name) {
-  // 8 bytes at a time, then the splitmix64 finaliser: a few instructions for a 40-byte name.
+  // 8 bytes at a time, then the splitmix64 finaliser.
   std::uint64_t h = 0x9e3779b97f4a7c15ULL ^ name.size();
   const char* p = name.data();
   std::size_t n = name.size();

@@ -369,6 +369,8 @@ bool NodeFragmentation::prepare(const CompiledWorkload& workload, const NodeStat
   if (sharing) pick_candidates(pod.per_gpu, first_of_free);
   choose_indexes(known);
   if (keep) keep_reading(*reading, first_of_free);
+  reading_ =
+      (known || keep) && workload.words_ <= NodeReading::Minimum::kMaxWords ? reading : nullptr;
   return true;
 }
 
@@ -443,6 +445,7 @@ void NodeFragmentation::keep_reading(NodeReading& reading, std::uint32_t first_o
   before_value_ = sum(index_before_, before_state_);
   before_known_ = true;
   reading.filled = true;
+  reading.minimum.window = 0;  // a new state: nothing after placement is known
   reading.needs = static_cast<std::uint8_t>(needs);
   reading.first_of_free = static_cast<std::uint16_t>(first_of_free);
   reading.before = before_value_;
@@ -703,8 +706,39 @@ void NodeFragmentation::approximate_candidates(const Weights& weights, Columns& 
   std::memcpy(approx.data(), sum.data(), sizeof sum);
 }
 
+bool NodeFragmentation::answers(const NodeReading::Minimum& kept, double margin) const {
+  // The candidates' states follow from the reading and the pod's GPU memory; which shapes they
+  // are summed over, and the approximation's weights, from the shapes excluded after placement.
+  bool same = kept.window > 0 && kept.per_gpu == per_gpu_ && kept.margin == margin;
+  for (std::size_t w = 0; w < workload_->words_; ++w)
+    same &= kept.excluded[w] == excluded_after_[w];
+  return same;
+}
+
 int NodeFragmentation::before_and_minimum(double margin, double& before,
                                           std::span<double> after) const {
+  if (reading_ == nullptr || candidate_count_ == 0) return compute_minimum(margin, before, after);
+  NodeReading::Minimum& kept = reading_->minimum;
+  if (answers(kept, margin)) {
+    before = before_value_;  // a reading is filled: F(node) is known
+    for (int k = 0; k < kept.window; ++k)
+      after[static_cast<std::size_t>(k)] = kept.after[static_cast<std::size_t>(k)];
+    return kept.window;
+  }
+  const int window = compute_minimum(margin, before, after);
+  if (window > 0 && window <= NodeReading::Minimum::kMaxWindow) {
+    kept.window = static_cast<std::uint8_t>(window);
+    kept.per_gpu = per_gpu_;
+    kept.margin = margin;
+    for (std::size_t w = 0; w < workload_->words_; ++w) kept.excluded[w] = excluded_after_[w];
+    for (int k = 0; k < window; ++k)
+      kept.after[static_cast<std::size_t>(k)] = after[static_cast<std::size_t>(k)];
+  }
+  return window;
+}
+
+int NodeFragmentation::compute_minimum(double margin, double& before,
+                                       std::span<double> after) const {
   const int count = candidate_count_;
   if (count == 0) {
     before = this->before();

@@ -10,9 +10,8 @@
 #include <tuple>
 
 #include "gpushare/core/fit.h"
-#include "gpushare/core/node_state_key.h"
 #include "gpushare/core/preemption.h"
-#include "gpushare/service/dra_scoring.h"
+#include "gpushare/kube/pod_dra_demand.h"
 #include "gpushare/service/read_back.h"
 
 namespace gpushare::service {
@@ -258,7 +257,7 @@ wire::FilterResult SchedulingService::filter_impl(const wire::ExtenderArgs& args
     const std::string pod_key = args.pod.key();
     SPDLOG_DEBUG("filter {}: {} of {} nodes rejected", pod_key,
                  result.failed.size() + result.failed_unresolvable.size(), offered.size());
-    // The log keeps only its newest entries: add just those, in the order they always had
+    // The log keeps only its newest entries: add just those, in the order of the reply
     // (FailedNodes by name, then FailedAndUnresolvableNodes by name).
     const std::size_t total = result.failed.size() + result.failed_unresolvable.size();
     std::size_t skip = total > rejections_.capacity() ? total - rejections_.capacity() : 0;
@@ -290,79 +289,19 @@ std::vector<wire::HostPriority> SchedulingService::prioritize_impl(
   std::vector<char> unknown(offered.size(), 0);  // not a node of the model
   // Every pod is scored, GPU or not: a second extender entry without managedResources sends
   // CPU-only pods here so that they can be steered off the CPU and memory GPU pods will need.
-  core::PodDemand gpu_only = gpu_demand_only(demand);
-  const bool tracks_cpu_memory = demand.cpu_milli > 0 || demand.memory > 0;
-  // The cache and the memo are one request's at a time; a request that finds them busy scores
-  // without them. Taken before the model's lock, and no writer of the model takes it: no
-  // lock-order cycle.
-  std::unique_lock cache_lock(score_cache_mutex_, std::try_to_lock);
-  core::ScoreCache* cache = cache_lock.owns_lock() ? &score_cache_ : nullptr;
   store_.read([&](const core::ClusterModel& model, const core::PlacementPolicy& policy) {
     // A pod with DRA claims: kube's allocator picks the devices, scored as it will pick them.
-    if (auto dra = dra_raw_scores(model, policy, args.pod, offered, unknown)) {
-      raw = std::move(*dra);
-      return;
+    if (!args.pod.resource_claims.empty()) {
+      const std::vector<core::DraRequest> requests =
+          kube::pending_dra_requests(model.dra(), args.pod);
+      if (!requests.empty()) {
+        core::Scorer::score_dra(model, policy, requests, args.pod.cpu_milli, args.pod.memory,
+                                offered, raw, unknown);
+        return;
+      }
     }
     resolve_pin(demand, args.pod, model);
-    gpu_only.allowed_models = demand.allowed_models;
-    core::StateMemo* memo =
-        cache != nullptr && !policy.reads_node_identity() ? &state_memo_ : nullptr;
-    const std::optional<std::uint64_t> reading_version = policy.reading_version();
-    core::FragmentationCache* readings =
-        cache != nullptr && reading_version ? &fragmentation_cache_ : nullptr;
-    if (cache != nullptr) cache->begin(demand, policy.state_version(), model.node_count());
-    // Sized by the nodes it can meet, not the names offered: the memo is kept between requests,
-    // and a body may name far more nodes (repeated, or unknown) than the model has.
-    if (memo != nullptr) memo->begin(std::min(offered.size(), model.node_count()));
-    if (readings != nullptr) readings->begin(*reading_version, model.node_count());
-    constexpr std::size_t kMemoTrial = 256;
-    std::size_t memo_lookups = 0;
-    std::size_t memo_hits = 0;
-    const auto compute = [&](const core::NodeState& node, core::NodeReading* reading) {
-      std::optional<double> score = policy.score_with_reading(node, demand, reading);
-      // kube-scheduler found the node feasible; where our view of its CPU or memory
-      // disagrees, score it on GPUs alone rather than call it infeasible.
-      if (!score && tracks_cpu_memory) score = policy.score_with_reading(node, gpu_only, reading);
-      return score;
-    };
-    model.visit_nodes(
-        offered,
-        [&](std::size_t i, const core::NodeState* node) {
-          if (node == nullptr) {
-            unknown[i] = 1;
-            return;
-          }
-          if (cache == nullptr) {
-            raw[i] = compute(*node, nullptr);
-            return;
-          }
-          const std::size_t position = model.position_of(*node);
-          const std::uint64_t stamp = model.stamp(position);
-          const auto reading = [&]() -> core::NodeReading* {  // only when scored
-            return readings != nullptr ? &readings->at(position, stamp) : nullptr;
-          };
-          if (const auto known = cache->find(position, stamp)) {
-            raw[i] = *known;
-            return;
-          }
-          if (memo != nullptr) {
-            const std::uint64_t hash = core::state_hash(*node);
-            if (const auto same = memo->find(*node, hash)) {
-              raw[i] = *same;
-              ++memo_hits;
-            } else {
-              raw[i] = compute(*node, reading());
-              memo->remember(*node, hash, raw[i]);
-            }
-            // Hashing a node costs a few percent of scoring it: where fewer than one node in
-            // 16 shares a state with an earlier one, the memo costs more than it saves.
-            if (++memo_lookups == kMemoTrial && memo_hits * 16 < memo_lookups) memo = nullptr;
-          } else {
-            raw[i] = compute(*node, reading());
-          }
-          cache->store(position, stamp, raw[i]);
-        },
-        /*with_gpus=*/demand.wants_gpu());
+    scorer_.score(model, policy, demand, offered, raw, unknown);
   });
   const std::vector<int> scores = core::map_scores(raw, config_.score_mapping);
   // Unknown names past the budget are left out: kube-scheduler gives a host the extender does
@@ -575,7 +514,7 @@ std::optional<BindReply> SchedulingService::settle_unanswered(const wire::Bindin
   core::ReservationOutcome settled =
       settle_by_read_back(pod.namespace_name, pod.name, pod.uid, assume_time);
   // kNone: the sync's reservation check settled it first (bind_unknown makes it due at once).
-  // The model then tells which way: held and no longer assumed is confirmed, absent is released.
+  // The model then tells which way: held and not assumed is confirmed, absent is released.
   struct Held {
     bool present = false;
     bool assumed = false;

@@ -34,10 +34,10 @@ class ClusterModel {
   const std::vector<int>& unhealthy(std::string_view node) const;
 
   const NodeState* find_node(std::string_view name) const;
-  // Calls fn(i, find_node(names[i])) for every i in order. For the thousands of names of a
-  // filter or prioritize request this is several times faster than find_node in a loop: the
-  // table slot, the node and its name are prefetched a few look-ups ahead, so their cache misses
-  // overlap instead of queueing. `with_gpus` also prefetches the nodes' per-GPU state.
+  // Calls fn(i, find_node(names[i])) for every i in order: for the thousands of names of a
+  // filter or prioritize request. The table slot, the node and its name are prefetched a few
+  // look-ups ahead, so that their cache misses overlap instead of queueing. `with_gpus` also
+  // prefetches the nodes' per-GPU state.
   template <typename Fn>
   void visit_nodes(std::span<const std::string_view> names, Fn&& fn, bool with_gpus = false) const;
   std::size_t node_count() const { return nodes_.size(); }

@@ -119,6 +119,24 @@ struct NodeReading {
   double before = 0;                               // F(node)
   std::array<std::uint8_t, kMaxNeeds> big_enough;  // GPUs with at least the need free
   std::array<std::int32_t, kMaxNeeds> too_small;   // free memory of the others
+
+  // NodeFragmentation::before_and_minimum's F(after) values for the last sharing pod scored
+  // with this reading, with all they depend on besides the node's state and the workload: the
+  // pod's GPU memory, the shapes the node excludes after placement (by the pod's CPU, memory and
+  // the node's model) and the margin. A later pod that asks the same of the GPUs, with CPU or
+  // memory that exclude the same shapes (a demand never seen before that differs in those), is
+  // answered from it: the same bits. Kept only for targets of at most kMaxWords x 64 shapes and
+  // windows of at most kMaxWindow; window 0: none kept. Dropped with the reading.
+  struct Minimum {
+    static constexpr std::size_t kMaxWords = 2;
+    static constexpr int kMaxWindow = 4;
+    std::uint8_t window = 0;
+    Units per_gpu = 0;
+    double margin = 0;
+    std::array<std::uint64_t, kMaxWords> excluded;
+    std::array<double, kMaxWindow> after;
+  };
+  Minimum minimum;
 };
 
 // One node as one pod sees it, through a CompiledWorkload. A scratch value on the stack.
@@ -159,7 +177,8 @@ class NodeFragmentation {
   // For scoring, where only the best candidate counts: F(node) into `before`, and into
   // after[0 .. returned count) the exact F(after) of every candidate that can have the
   // smallest (each distinct value once; usually one). Every other candidate's exact F(after)
-  // is above the smallest by more than `margin` (in F units).
+  // is above the smallest by more than `margin` (in F units). With a reading (prepare), read
+  // from and kept in its NodeReading::Minimum.
   int before_and_minimum(double margin, double& before, std::span<double> after) const;
   // An upper bound of F(node) and of F(after): the idle memory times the sum of the weights.
   double fragmentation_bound() const {
@@ -182,6 +201,10 @@ class NodeFragmentation {
   void pick_candidates(Units per_gpu, std::uint32_t first_of_free);
   void choose_indexes(bool known);
   void keep_reading(NodeReading& reading, std::uint32_t first_of_free);
+  // before_and_minimum without the reading's Minimum.
+  int compute_minimum(double margin, double& before, std::span<double> after) const;
+  // Whether `kept` holds this pod's before_and_minimum with `margin`.
+  bool answers(const NodeReading::Minimum& kept, double margin) const;
   void build_index(const std::uint64_t* excluded, std::uint8_t* out) const;
   // F of a state: weight x value[index[j]] over the shapes j, added in the target's order.
   double sum(const std::uint8_t* index, const State& state) const;
@@ -208,6 +231,9 @@ class NodeFragmentation {
                               std::array<double, kMaxGpus>& approx) const;
 
   const CompiledWorkload* workload_ = nullptr;
+  // The reading of this node's state (filled, or filled by prepare), where its Minimum can be
+  // kept (narrow_, at most Minimum::kMaxWords words of shapes); else null.
+  NodeReading* reading_ = nullptr;
   int gpu_count_ = 0;
   std::array<Units, kMaxGpus> free_;
   Units total_ = 0;

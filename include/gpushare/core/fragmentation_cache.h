@@ -3,18 +3,19 @@
 // per-need counts), kept from one prioritize request to the next, so that a pod of a demand
 // never seen before (which the score cache, score_cache.h, cannot serve) computes only the
 // fragmentation after placement: F(after) - F(before) needs F(before) of the node, and that
-// does not depend on the pod.
+// does not depend on the pod. The reading also keeps the F(after) values of the last sharing
+// pod (NodeReading::Minimum), which a pod of the same GPU memory whose CPU and memory exclude
+// the same shapes (a demand that is new only in those) reads instead of computing them.
 //
 // A reading is a pure function of the node's state and the policy's target workload. It is
 // kept per node position with the node's stamp (ClusterModel::stamp: a fresh one whenever the
-// node changes), which names one node state exactly and costs nothing to look up (hashing the
-// state would cost a few percent of scoring it); nodes in equal states in one request are
-// already scored once (state_memo.h). A move of the policy's reading_version (the target's
-// version: fgd-plus's prices, which move its state_version, do not enter a reading) drops
-// every reading.
+// node changes), which names one node state exactly without hashing the state; nodes in equal
+// states in one request are already scored once (state_memo.h). A move of the policy's
+// reading_version (the target's version: fgd-plus's prices, which move its state_version, do not
+// enter a reading) drops every reading.
 //
-// Bounded: one reading per position of the model, sized to the request's model (about 180
-// bytes each: 5 000 nodes, 0.9 MiB). Not thread-safe; the owner serialises its use. Keyed on
+// Bounded: one reading per position of the model, sized to the request's model (256 bytes
+// each: 5 000 nodes, 1.2 MiB). Not thread-safe; the owner serialises its use. Keyed on
 // one ClusterModel object's positions and stamps: use one cache per model.
 
 #include <cstdint>

@@ -16,9 +16,8 @@ namespace gpushare::core {
 std::unique_ptr<PlacementPolicy> make_policy(std::string_view name);
 // Names make_policy accepts, the default first.
 std::vector<std::string> policy_names();
-// fgd-plus: through kube-scheduler as deployed it leaves 9-31 % fewer GPUs idle than binpack on
-// the openb traces (29-61 % when kube-scheduler alone places the CPU-only pods, spreading them
-// over GPU nodes); docs/placement.md, "As deployed".
+// The default: fgd-plus (docs/placement.md, "As deployed", compares the policies through
+// kube-scheduler as deployed).
 inline constexpr std::string_view kDefaultPolicy = FgdPlusPolicy::kName;
 
 }  // namespace gpushare::core

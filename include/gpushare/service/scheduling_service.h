@@ -6,15 +6,12 @@
 #include <cstdint>
 #include <functional>
 #include <map>
-#include <mutex>
 #include <optional>
 #include <string>
 #include <vector>
 
-#include "gpushare/core/fragmentation_cache.h"
-#include "gpushare/core/score_cache.h"
 #include "gpushare/core/score_mapping.h"
-#include "gpushare/core/state_memo.h"
+#include "gpushare/core/scorer.h"
 #include "gpushare/kube/resource_names.h"
 #include "gpushare/logging/log_throttle.h"
 #include "gpushare/metrics/scheduling_metrics.h"
@@ -114,17 +111,9 @@ class SchedulingService {
   metrics::SchedulingMetrics metrics_;
   RejectionLog& rejections_;
   ServiceConfig config_;
-  // Raw scores of earlier prioritize requests per demand, reused for the nodes that did not
-  // change when a pod asks for a demand seen before (core/score_cache.h), and the scores of the
-  // node states met in one request (core/state_memo.h), and what fgd and fgd-plus read of each
-  // node alone, so that a demand never seen before sums only F after placement
-  // (core/fragmentation_cache.h). The mutex guards score_cache_, state_memo_ and
-  // fragmentation_cache_ only; the model they score is read under the store's lock, taken
-  // after it.
-  mutable std::mutex score_cache_mutex_;
-  mutable core::ScoreCache score_cache_;
-  mutable core::StateMemo state_memo_;
-  mutable core::FragmentationCache fragmentation_cache_;
+  // Prioritize's raw scores and the caches behind them (core/scorer.h: thread-safe, used under
+  // the store's shared lock; it keeps state between requests, hence mutable).
+  mutable core::Scorer scorer_;
   // Logs, throttled, that `unknown` names offered to `verb` were more than the reply lists.
   void note_unlisted(std::string_view verb, const kube::PodInfo& pod, std::size_t unknown) const;
   // Anyone who can send filter or prioritize can name nodes that do not exist, as many as the

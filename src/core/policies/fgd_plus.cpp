@@ -447,6 +447,25 @@ std::optional<Placement> FgdPlusPolicy::reference_place(const NodeState& node,
   return placement;
 }
 
+std::optional<double> FgdPlusPolicy::score_taken(const NodeState& node, const PodDemand& pod,
+                                                 std::span<const GpuTake> takes) const {
+  // reference_place's measure, on the node after exactly these takes.
+  const FreeResources before = FreeResources::of(node);
+  const double capacity = static_cast<double>(std::max<Units>(1, node.spec().memory_per_gpu));
+  FreeResources after = before;
+  PodDemand no_gpu = pod;
+  no_gpu.per_gpu = 0;
+  after.take(no_gpu, {});
+  for (const GpuTake& take : takes) {
+    if (take.gpu < 0 || static_cast<std::size_t>(take.gpu) >= after.gpu_free.size())
+      return std::nullopt;
+    Units& free = after.gpu_free[static_cast<std::size_t>(take.gpu)];
+    free = std::max<Units>(0, free - take.amount);
+  }
+  return -(measure(after) - measure(before)) / capacity -
+         options_.pack_weight * static_cast<double>(after.total_gpu_free()) / (8 * capacity);
+}
+
 void FgdPlusPolicy::observe(const PodDemand& pod) {
   if (!learned_) return;
   const std::uint64_t version = learned_->version();

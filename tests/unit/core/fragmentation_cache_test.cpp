@@ -1,7 +1,8 @@
 // FragmentationCache keeps what fgd and fgd-plus read of each node alone (NodeReading: F(node)
 // and the per-need counts) from one request to the next, per node position and stamp, and drops
-// it all when the policy's version moves. A score computed from a kept reading must be the same
-// bits as one computed from the node.
+// it all when the policy's version moves; with it, a sharing pod's F after placement
+// (NodeReading::Minimum). A score computed from a kept reading must be the same bits as one
+// computed from the node.
 
 #include "gpushare/core/fragmentation_cache.h"
 
@@ -109,16 +110,34 @@ class Cases {
   std::mt19937_64 rng_;
 };
 
+// How the pods scored on one node follow each other: any pods, or pods of one GPU size on one
+// GPU with CPU and memory new each time (demands never seen before that differ only in those).
+enum class Pods { kAny, kOneGpuSize };
+
 // One reading per node, filled by the first pod and read by every later one: each score the
-// same bits as without it.
+// same bits as without it. `hits` counts the scores that found what they read kept: the
+// reading (kAny), or the last pod's F(after) values for their GPU size (kOneGpuSize,
+// NodeReading::Minimum).
 template <class Policy>
-void expect_same_scores(const Policy& policy, Cases& cases, int& hits) {
+void expect_same_scores(const Policy& policy, Cases& cases, Pods pods, int& hits) {
   for (int n = 0; n < 20; ++n) {
     const NodeState node = cases.node();
     NodeReading reading;
+    PodDemand pod;
+    if (pods == Pods::kOneGpuSize) {
+      pod.per_gpu = cases.between(1, 31);
+      pod.gpu_count = 1;
+    }
     for (int p = 0; p < 8; ++p) {
-      const PodDemand pod = cases.pod();
-      const bool kept = reading.filled;
+      if (pods == Pods::kAny) {
+        pod = cases.pod();
+      } else {
+        pod.cpu_milli = cases.between(0, 40) * 500;
+        pod.memory = cases.between(0, 64) * 1024;
+      }
+      const bool kept = pods == Pods::kAny
+                            ? reading.filled
+                            : reading.minimum.window > 0 && reading.minimum.per_gpu == pod.per_gpu;
       const std::optional<double> plain = policy.score(node, pod);
       const std::optional<double> cached = policy.score_with_reading(node, pod, &reading);
       ASSERT_EQ(plain.has_value(), cached.has_value());
@@ -130,21 +149,34 @@ void expect_same_scores(const Policy& policy, Cases& cases, int& hits) {
   }
 }
 
-TEST(FragmentationCache, ScoresFromAKeptReadingAreTheSameBits) {
-  Cases cases(20261126);
+// expect_same_scores for fgd and fgd-plus on 60 random targets; most scores find what they read
+// kept.
+void expect_same_scores_on_targets(std::uint64_t seed, Pods pods, int min_hits) {
+  Cases cases(seed);
   int hits_fgd = 0;
   int hits_plus = 0;
   for (int t = 0; t < 60; ++t) {
     const TargetWorkload target = cases.target();
-    expect_same_scores(FgdPolicy(target), cases, hits_fgd);
-    expect_same_scores(FgdPlusPolicy(target), cases, hits_plus);
-    if (HasFatalFailure()) {
+    expect_same_scores(FgdPolicy(target), cases, pods, hits_fgd);
+    expect_same_scores(FgdPlusPolicy(target), cases, pods, hits_plus);
+    if (::testing::Test::HasFatalFailure()) {
       ADD_FAILURE() << "target " << t;
       return;
     }
   }
-  EXPECT_GT(hits_fgd, 2000);  // most scores came from a kept reading
-  EXPECT_GT(hits_plus, 2000);
+  EXPECT_GT(hits_fgd, min_hits);
+  EXPECT_GT(hits_plus, min_hits);
+}
+
+TEST(FragmentationCache, ScoresFromAKeptReadingAreTheSameBits) {
+  expect_same_scores_on_targets(20261126, Pods::kAny, 2000);
+}
+
+// A sharing pod's F(after) values are kept with the reading (NodeReading::Minimum): pods of
+// the same GPU memory with other CPU and memory read them where the node excludes the same
+// shapes after placement, and every score stays the same bits.
+TEST(FragmentationCache, NewCpuAndMemoryOnTheSameGpuSizeGiveTheSameBits) {
+  expect_same_scores_on_targets(20261128, Pods::kOneGpuSize, 1000);
 }
 
 // The kept F(node) is what the score reads: a reading that lies shows in the score.
@@ -183,6 +215,30 @@ TEST(FragmentationCache, ReadingVersionMovesWithTheLearnedTarget) {
   EXPECT_NE(*plus.reading_version(), plus_before);
   EXPECT_NE(*fgd.reading_version(), fgd_before);
   EXPECT_EQ(*fgd.reading_version(), fgd.state_version());
+}
+
+// The kept F(after) is what the score reads while the pod asks the same of the GPUs and the
+// node excludes the same shapes; another GPU size computes it again.
+TEST(FragmentationCache, AKeptMinimumIsUsedOnlyForTheSameGpuAsk) {
+  Cases cases(11);
+  const FgdPlusPolicy policy(cases.target());
+  PodDemand pod;
+  pod.per_gpu = 4;
+  PodDemand new_cpu = pod;  // a new demand, which excludes no more shapes on a node of idle CPU
+  new_cpu.cpu_milli = 1;
+  NodeState node = cases.node();
+  while (!policy.score(node, pod) || node.cpu_free() < 32000) node = cases.node();
+  NodeReading reading;
+  const std::optional<double> first = policy.score_with_reading(node, pod, &reading);
+  ASSERT_TRUE(first && reading.minimum.window > 0);
+  EXPECT_EQ(reading.minimum.per_gpu, 4);
+  reading.minimum.after[0] += 1000;  // F(after) 1 000 units higher: the score drops
+  const std::optional<double> second = policy.score_with_reading(node, new_cpu, &reading);
+  ASSERT_TRUE(second);
+  EXPECT_LT(*second, *first);
+  pod.per_gpu = 3;  // another GPU size: computed from the node, and kept instead
+  EXPECT_EQ(bits(*policy.score_with_reading(node, pod, &reading)), bits(*policy.score(node, pod)));
+  EXPECT_EQ(reading.minimum.per_gpu, 3);
 }
 
 }  // namespace

@@ -34,8 +34,7 @@
 // slot would have held one pod, the dearest, not one of every variant. Scoring reads only the
 // shapes with a price: O(GPUs + priced shapes) per node.
 //
-// In the simulator (openb trace, 10 seeds) this leaves 14 % fewer GPUs idle than FGD at 100 %
-// arrival on the default trace; see docs/placement.md. Nodes that do not track CPU or memory
+// docs/placement.md compares it with FGD in the simulator. Nodes that do not track CPU or memory
 // (the service leaves those to kube-scheduler) simply drop those terms.
 
 #include <optional>
@@ -50,15 +49,14 @@ struct FgdPlusOptions {
   double balance_weight = 1.0;  // weight of S(n) against F(n)
   double pack_weight = 0.1;     // per 8 GPUs left idle on the node after placement
   // Weight of the model price; 0 = off. Above 1 because the demand still to come is taken as
-  // the idle memory, while pods keep arriving once the cluster is full (openb variants: 1 left
-  // constrained30 1.6 points below FGD at 110 % arrival, 2: 0.9, 4: 0.7).
+  // the idle memory, while pods keep arriving once the cluster is full (the value is chosen on
+  // the openb variants: docs/placement.md).
   double scarcity_weight = 4.0;
   // The model price starts at this D_A / I_A and reaches 1 at D_A / I_A = 1: a model whose
   // pinned demand fits its idle memory with room to spare is no reason to keep other pods off.
   double scarcity_threshold = 0.0;
   // Weight of the host price (see FgdPlusPolicy); 0 = off. Above 1 for the reason given for
-  // scarcity_weight. openb traces and variants, 3 seeds, unallocated GPUs at 100 % arrival:
-  // 2 left multigpu60 (seed + 1000) 2 above FGD, 4 cost multigpu20 7 against 3.
+  // scarcity_weight (chosen on the openb traces and variants: docs/placement.md).
   double host_weight = 3.0;
   // The host price starts at this demand / supply of hosts and reaches 1 at 1.
   double host_threshold = 0.2;

@@ -1,0 +1,69 @@
+#pragma once
+// Prioritize's scoring: the policy's raw score (placement_policy.h) of one pod on each offered
+// node, for pods whose GPUs the extender places (device plugin) and for pods with DRA claims,
+// whose devices kube's allocator picks (first fit, DraState::first_fit): those nodes are scored
+// by what that pick leaves (PlacementPolicy::score_taken). The caller maps raw scores onto
+// kube-scheduler's scale (score_mapping.h).
+//
+// Owns what makes device-plugin scoring cheap without changing a score (each kept value is a
+// pure function of its key):
+//  - ScoreCache (score_cache.h): raw scores per demand of earlier requests, reused for the nodes
+//    that did not change;
+//  - StateMemo (state_memo.h): the scores of the node states met in one request;
+//  - FragmentationCache (fragmentation_cache.h): what fgd and fgd-plus read of each node alone
+//    and the last sharing pod's F after placement, so that a demand never seen before computes
+//    only the fragmentation after placement, and one new only in its CPU or memory mostly not
+//    even that.
+//
+// Bound to one ClusterModel object: the caches are keyed on its positions and stamps.
+//
+// Thread-safety: score() and score_dra() may run concurrently, each under the model's shared
+// lock, held by the caller for the whole call (the memo holds pointers into the model, and the
+// model must not change while a call reads it). `mutex_` guards cache_, memo_ and readings_,
+// one call at a time; a call that finds it taken scores without them (the same scores,
+// more work) instead of waiting, so requests never queue here, and since try_lock never blocks it
+// adds no lock-order constraint to the model's lock.
+
+#include <cstdint>
+#include <mutex>
+#include <optional>
+#include <span>
+#include <string_view>
+
+#include "gpushare/core/cluster_model.h"
+#include "gpushare/core/dra.h"
+#include "gpushare/core/fragmentation_cache.h"
+#include "gpushare/core/placement_policy.h"
+#include "gpushare/core/pod_demand.h"
+#include "gpushare/core/score_cache.h"
+#include "gpushare/core/state_memo.h"
+
+namespace gpushare::core {
+
+class Scorer {
+ public:
+  // The raw score of `demand` (its pin resolved against `model`) on each of `offered` into
+  // raw[i]: nullopt where the node cannot hold the pod; unknown[i] set to 1 where offered[i] is
+  // no node of `model` (both spans offered.size() long). Where the node tracks CPU and memory
+  // and the pod's make it infeasible, the node is scored on GPUs alone: kube-scheduler, the
+  // authority on CPU and memory, found it feasible.
+  void score(const ClusterModel& model, const PlacementPolicy& policy, const PodDemand& demand,
+             std::span<const std::string_view> offered, std::span<std::optional<double>> raw,
+             std::span<char> unknown);
+
+  // The same for a pod with DRA claims: `requests` are its device requests still to allocate
+  // (not empty), `cpu_milli` and `memory` its CPU and memory. Uses none of the caches: each node
+  // is scored on the devices first fit takes there.
+  static void score_dra(const ClusterModel& model, const PlacementPolicy& policy,
+                        std::span<const DraRequest> requests, std::int64_t cpu_milli,
+                        std::int64_t memory, std::span<const std::string_view> offered,
+                        std::span<std::optional<double>> raw, std::span<char> unknown);
+
+ private:
+  std::mutex mutex_;
+  ScoreCache cache_;
+  StateMemo memo_;
+  FragmentationCache readings_;
+};
+
+}  // namespace gpushare::core

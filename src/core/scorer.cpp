@@ -1,0 +1,108 @@
+#include "gpushare/core/scorer.h"
+
+#include <algorithm>
+
+#include "gpushare/core/node_state_key.h"
+
+namespace gpushare::core {
+namespace {
+
+// The memo is tried on the first kMemoTrial nodes looked up: where fewer than one in
+// kMemoHitsPer of them shares a state with an earlier node, hashing each node costs more than
+// the memo saves, and it is dropped for the rest of the request.
+constexpr std::size_t kMemoTrial = 256;
+constexpr std::size_t kMemoHitsPer = 16;
+
+PodDemand gpus_only(PodDemand demand) {
+  demand.cpu_milli = 0;
+  demand.memory = 0;
+  return demand;
+}
+
+}  // namespace
+
+void Scorer::score(const ClusterModel& model, const PlacementPolicy& policy,
+                   const PodDemand& demand, std::span<const std::string_view> offered,
+                   std::span<std::optional<double>> raw, std::span<char> unknown) {
+  const PodDemand gpu_only = gpus_only(demand);
+  const bool tracks_cpu_memory = demand.cpu_milli > 0 || demand.memory > 0;
+  std::unique_lock lock(mutex_, std::try_to_lock);
+  const bool cached = lock.owns_lock();
+  StateMemo* memo = cached && !policy.reads_node_identity() ? &memo_ : nullptr;
+  const std::optional<std::uint64_t> reading_version = policy.reading_version();
+  FragmentationCache* readings = cached && reading_version ? &readings_ : nullptr;
+  if (cached) cache_.begin(demand, policy.state_version(), model.node_count());
+  // Sized by the nodes it can meet, not the names offered: the memo is kept between requests,
+  // and a body may name far more nodes (repeated, or unknown) than the model has.
+  if (memo != nullptr) memo->begin(std::min(offered.size(), model.node_count()));
+  if (readings != nullptr) readings->begin(*reading_version, model.node_count());
+  std::size_t memo_lookups = 0;
+  std::size_t memo_hits = 0;
+  const auto compute = [&](const NodeState& node, NodeReading* reading) {
+    std::optional<double> score = policy.score_with_reading(node, demand, reading);
+    if (!score && tracks_cpu_memory) score = policy.score_with_reading(node, gpu_only, reading);
+    return score;
+  };
+  model.visit_nodes(
+      offered,
+      [&](std::size_t i, const NodeState* node) {
+        if (node == nullptr) {
+          unknown[i] = 1;
+          return;
+        }
+        if (!cached) {
+          raw[i] = compute(*node, nullptr);
+          return;
+        }
+        const std::size_t position = model.position_of(*node);
+        const std::uint64_t stamp = model.stamp(position);
+        const auto reading = [&]() -> NodeReading* {  // only when scored
+          return readings != nullptr ? &readings->at(position, stamp) : nullptr;
+        };
+        if (const auto known = cache_.find(position, stamp)) {
+          raw[i] = *known;
+          return;
+        }
+        if (memo != nullptr) {
+          const std::uint64_t hash = state_hash(*node);
+          if (const auto same = memo->find(*node, hash)) {
+            raw[i] = *same;
+            ++memo_hits;
+          } else {
+            raw[i] = compute(*node, reading());
+            memo->remember(*node, hash, raw[i]);
+          }
+          if (++memo_lookups == kMemoTrial && memo_hits * kMemoHitsPer < memo_lookups)
+            memo = nullptr;
+        } else {
+          raw[i] = compute(*node, reading());
+        }
+        cache_.store(position, stamp, raw[i]);
+      },
+      /*with_gpus=*/demand.wants_gpu());
+}
+
+void Scorer::score_dra(const ClusterModel& model, const PlacementPolicy& policy,
+                       std::span<const DraRequest> requests, std::int64_t cpu_milli,
+                       std::int64_t memory, std::span<const std::string_view> offered,
+                       std::span<std::optional<double>> raw, std::span<char> unknown) {
+  PodDemand demand;
+  demand.per_gpu = 0;
+  demand.cpu_milli = cpu_milli;
+  demand.memory = memory;
+  const PodDemand gpu_only = gpus_only(demand);
+  model.visit_nodes(offered, [&](std::size_t i, const NodeState* node) {
+    if (node == nullptr) {
+      unknown[i] = 1;
+      return;
+    }
+    const auto takes = model.dra().first_fit(*node, requests);
+    if (!takes) return;
+    raw[i] = policy.score_taken(*node, demand, *takes);
+    // As score(): where our view of the node's CPU or memory disagrees with kube-scheduler's,
+    // judge it on GPUs alone.
+    if (!raw[i]) raw[i] = policy.score_taken(*node, gpu_only, *takes);
+  });
+}
+
+}  // namespace gpushare::core

@@ -1,0 +1,246 @@
+// Scorer: prioritize's raw scores. Its caches (scores per demand, node states, readings, F
+// sums) may never change a score: request after request, across changes of the model and of the
+// policy's state, with threads scoring at once while a writer changes the model, every raw score
+// is the bits the policy gives for that node alone. DRA pods are scored on kube's first fit.
+
+#include "gpushare/core/scorer.h"
+
+#include <fmt/format.h>
+#include <gtest/gtest.h>
+
+#include <atomic>
+#include <bit>
+#include <random>
+#include <shared_mutex>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include "gpushare/core/policy_registry.h"
+#include "gpushare/kube/dra_objects.h"
+
+namespace gpushare::core {
+namespace {
+
+std::vector<std::optional<std::uint64_t>> bits_of(const std::vector<std::optional<double>>& raw) {
+  std::vector<std::optional<std::uint64_t>> out;
+  for (const auto& score : raw) {
+    out.push_back(score ? std::optional(std::bit_cast<std::uint64_t>(*score)) : std::nullopt);
+  }
+  return out;
+}
+
+// A cluster of `count` nodes of 8 GPUs of 32 units, CPU and memory tracked, in a few states
+// shared by many nodes (as a cluster's pools are) and some of their own.
+class Cluster {
+ public:
+  explicit Cluster(std::uint64_t seed, int count) : rng_(seed) {
+    for (int n = 0; n < count; ++n) {
+      NodeSpec spec;
+      spec.name = fmt::format("node-{}", n);
+      spec.gpu_count = 8;
+      spec.memory_per_gpu = 32;
+      spec.cpu_milli = 64000;
+      spec.memory = 256 * 1024;
+      spec.gpu_model = n % 3 == 0 ? "T4" : "A100";
+      model.upsert_node(spec);
+      names.push_back(spec.name);
+      for (int p = between(0, 5); p > 0; --p) bind(n);
+    }
+  }
+  std::int64_t between(std::int64_t lo, std::int64_t hi) {
+    return std::uniform_int_distribution<std::int64_t>(lo, hi)(rng_);
+  }
+  // A pod of 2 to 16 units on one GPU of node `n` (at most what the GPU has free), with CPU
+  // and memory: usage in steps that nodes often share.
+  void bind(std::int64_t n) {
+    PodAllocation pod;
+    pod.uid = fmt::format("pod-{}", next_pod_++);
+    pod.namespace_name = "default";
+    pod.name = pod.uid;
+    pod.node = names[static_cast<std::size_t>(n)];
+    pod.gpus = {static_cast<int>(between(0, 7))};
+    pod.per_gpu = std::int64_t{2} << between(0, 3);
+    pod.cpu_milli = between(0, 2) * 4000;
+    pod.memory = between(0, 2) * 16 * 1024;
+    const NodeState* node = model.find_node(pod.node);
+    if (node->gpus()[static_cast<std::size_t>(pod.gpus[0])].free() < pod.per_gpu) return;
+    model.add_pod(std::move(pod));
+  }
+  PodDemand pod() {
+    PodDemand pod;
+    pod.per_gpu = between(0, 4) == 0 ? 0 : between(1, 24);
+    pod.cpu_milli = between(0, 60) * 500;  // some more than a node has free: GPUs alone then
+    pod.memory = between(0, 8) * 8 * 1024;
+    return pod;
+  }
+  // Offered names: every node, some twice, and a few that are no node.
+  std::vector<std::string> offer() {
+    std::vector<std::string> offered = names;
+    for (int k = 0; k < 5; ++k) offered.push_back(names[static_cast<std::size_t>(k * 7)]);
+    offered.push_back("no-such-node");
+    return offered;
+  }
+
+  ClusterModel model;
+  std::vector<std::string> names;
+
+ private:
+  std::mt19937_64 rng_;
+  int next_pod_ = 0;
+};
+
+// What score() promises, node by node, without any cache.
+std::vector<std::optional<double>> expected_scores(const ClusterModel& model,
+                                                   const PlacementPolicy& policy,
+                                                   const PodDemand& demand,
+                                                   const std::vector<std::string>& offered) {
+  PodDemand gpu_only = demand;
+  gpu_only.cpu_milli = 0;
+  gpu_only.memory = 0;
+  std::vector<std::optional<double>> raw;
+  for (const std::string& name : offered) {
+    const NodeState* node = model.find_node(name);
+    std::optional<double> score;
+    if (node != nullptr) score = policy.score(*node, demand);
+    if (node != nullptr && !score) score = policy.score(*node, gpu_only);
+    raw.push_back(score);
+  }
+  return raw;
+}
+
+struct Scored {
+  std::vector<std::optional<double>> raw;
+  std::vector<char> unknown;
+};
+
+Scored score_with(Scorer& scorer, const ClusterModel& model, const PlacementPolicy& policy,
+                  const PodDemand& demand, const std::vector<std::string>& offered) {
+  const std::vector<std::string_view> views(offered.begin(), offered.end());
+  Scored scored{std::vector<std::optional<double>>(offered.size()),
+                std::vector<char>(offered.size(), 0)};
+  scorer.score(model, policy, demand, views, scored.raw, scored.unknown);
+  return scored;
+}
+
+TEST(Scorer, EqualsEachNodeScoredAloneRequestAfterRequest) {
+  for (const char* name : {"fgd-plus", "fgd", "binpack"}) {
+    SCOPED_TRACE(name);
+    Cluster cluster(29, 300);
+    const auto policy = make_policy(name);
+    Scorer scorer;
+    const std::vector<std::string> offered = cluster.offer();
+    std::vector<PodDemand> seen;
+    for (int request = 0; request < 60; ++request) {
+      // Demands seen before (the caches serve them) and new ones, binds between requests (the
+      // nodes they touch are scored again) and a learning policy now and then.
+      PodDemand demand = request % 3 == 2 && !seen.empty() ? seen[seen.size() / 2] : cluster.pod();
+      seen.push_back(demand);
+      if (request % 4 == 1) cluster.bind(cluster.between(0, 299));
+      if (request % 10 == 9) policy->observe(demand);
+      const Scored scored = score_with(scorer, cluster.model, *policy, demand, offered);
+      ASSERT_EQ(bits_of(scored.raw),
+                bits_of(expected_scores(cluster.model, *policy, demand, offered)))
+          << "request " << request;
+      for (std::size_t i = 0; i < offered.size(); ++i)
+        ASSERT_EQ(scored.unknown[i] != 0, offered[i] == "no-such-node") << offered[i];
+    }
+  }
+}
+
+// Threads score at once under the model's shared lock while a writer binds under its exclusive
+// lock: one of them holds the caches, the others score without them, and every answer is the
+// policy's for the model as that reader saw it.
+TEST(Scorer, ParallelRequestsWhileTheModelChangesGetExactScores) {
+  Cluster cluster(7, 200);
+  const auto policy = make_policy("fgd-plus");
+  Scorer scorer;
+  std::shared_mutex model_lock;
+  const std::vector<std::string> offered = cluster.offer();
+  std::vector<PodDemand> demands;
+  for (int d = 0; d < 6; ++d) demands.push_back(cluster.pod());
+  std::atomic<int> mismatches{0};
+  std::atomic<int> requests{0};
+  std::atomic<bool> stop{false};
+  std::vector<std::thread> readers;
+  for (int t = 0; t < 4; ++t) {
+    readers.emplace_back([&, t] {
+      for (int r = 0; r < 40; ++r) {
+        const PodDemand& demand = demands[static_cast<std::size_t>((t + r) % 6)];
+        std::shared_lock lock(model_lock);
+        const Scored scored = score_with(scorer, cluster.model, *policy, demand, offered);
+        if (bits_of(scored.raw) !=
+            bits_of(expected_scores(cluster.model, *policy, demand, offered))) {
+          ++mismatches;
+        }
+        ++requests;
+      }
+    });
+  }
+  std::thread writer([&] {
+    std::mt19937_64 rng(3);
+    while (!stop) {
+      std::unique_lock lock(model_lock);
+      cluster.bind(static_cast<std::int64_t>(rng() % 200));
+      if (rng() % 16 == 0) policy->observe(demands[rng() % 6]);
+    }
+  });
+  for (auto& reader : readers) reader.join();
+  stop = true;
+  writer.join();
+  EXPECT_EQ(requests, 160);
+  EXPECT_EQ(mismatches, 0);
+}
+
+// A slice of `devices` shareable GPUs of 40 GiB on `node`.
+DraSlice gpu_slice(const std::string& node, int devices) {
+  std::string list;
+  for (int d = 0; d < devices; ++d) {
+    list += fmt::format(
+        R"({}{{"name":"gpu-{}","allowMultipleAllocations":true,"capacity":{{"memory":{{"value":"40Gi"}}}}}})",
+        d == 0 ? "" : ",", d);
+  }
+  return kube::parse_resource_slice(fmt::format(
+      R"({{"metadata":{{"name":"{}-gpus"}},"spec":{{"driver":"gpu.nvidia.com","nodeName":"{}","pool":{{"name":"{}","generation":1,"resourceSliceCount":1}},"devices":[{}]}}}})",
+      node, node, node, list));
+}
+
+TEST(Scorer, ScoresADraPodOnWhatFirstFitTakes) {
+  ClusterModel model;
+  for (const char* name : {"one", "two", "none"}) {
+    NodeSpec spec;
+    spec.name = name;
+    spec.cpu_milli = 8000;
+    spec.memory = 64 * 1024;
+    model.upsert_node(spec);
+  }
+  model.update_dra([](DraState& dra) {
+    dra.upsert_slice(gpu_slice("one", 1));
+    dra.upsert_slice(gpu_slice("two", 2));
+  });
+  DraRequest request;
+  request.device_class = "gpu.nvidia.com";
+  request.memory_bytes = 30 * kGiB;
+  request.count = 2;
+  const auto policy = make_policy("fgd-plus");
+  const std::vector<std::string_view> offered = {"one", "two", "none", "unknown"};
+  std::vector<std::optional<double>> raw(offered.size());
+  std::vector<char> unknown(offered.size(), 0);
+  Scorer::score_dra(model, *policy, std::span(&request, 1), 2000, 1024, offered, raw, unknown);
+  EXPECT_FALSE(raw[0]) << "two devices asked, one there";
+  ASSERT_TRUE(raw[1]);
+  const NodeState& two = *model.find_node("two");
+  const auto takes = model.dra().first_fit(two, std::span(&request, 1));
+  ASSERT_EQ(takes, (std::vector<GpuTake>{{0, 30}, {1, 30}}));
+  PodDemand demand;
+  demand.per_gpu = 0;
+  demand.cpu_milli = 2000;
+  demand.memory = 1024;
+  EXPECT_EQ(std::bit_cast<std::uint64_t>(*raw[1]),
+            std::bit_cast<std::uint64_t>(*policy->score_taken(two, demand, *takes)));
+  EXPECT_FALSE(raw[2]) << "no devices";
+  EXPECT_EQ(unknown, (std::vector<char>{0, 0, 0, 1}));
+}
+
+}  // namespace
+}  // namespace gpushare::core
