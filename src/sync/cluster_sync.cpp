@@ -7,10 +7,7 @@
 #include <string_view>
 #include <utility>
 
-#include "configmap_handler.h"
 #include "gpushare/service/read_back.h"
-#include "node_handler.h"
-#include "pod_handler.h"
 
 namespace gpushare::sync {
 
@@ -21,9 +18,9 @@ ClusterSync::ClusterSync(apiclient::ApiClient& client, service::ModelStore& stor
       metrics_(metrics),
       reservation_metrics_(metrics),
       options_(std::move(options)) {
-  node_handler_ = std::make_unique<NodeHandler>(*this);
-  pod_handler_ = std::make_unique<PodHandler>(*this);
-  configmap_handler_ = std::make_unique<ConfigMapHandler>(*this);
+  node_handler_ = make_node_handler();
+  pod_handler_ = make_pod_handler();
+  configmap_handler_ = make_configmap_handler();
   auto make = [&](std::string path, std::string name, apiclient::ReflectorHandler& handler) {
     apiclient::ReflectorOptions reflector;
     reflector.path = std::move(path);
