@@ -33,7 +33,8 @@ class DocumentTest : public ::testing::Test {
                    .name = "trainer",
                    .node = "n1",
                    .gpus = {1},
-                   .per_gpu = 4});
+                   .per_gpu = 4,
+                   .model_pin = {}});
   }
   static std::vector<ConfigWarning> warnings() {
     return {{"kube-system/unhealthy-gpu-n1", "bad_value", "gpus", "x", "about n1", "n1"},
