@@ -8,6 +8,7 @@
 #include <utility>
 
 #include "gpushare/service/read_back.h"
+#include "watch_handler.h"
 
 namespace gpushare::sync {
 
@@ -21,18 +22,12 @@ ClusterSync::ClusterSync(apiclient::ApiClient& client, service::ModelStore& stor
   node_handler_ = make_node_handler();
   pod_handler_ = make_pod_handler();
   configmap_handler_ = make_configmap_handler();
-  auto make = [&](std::string path, std::string name, apiclient::ReflectorHandler& handler) {
-    apiclient::ReflectorOptions reflector;
-    reflector.path = std::move(path);
-    reflector.name = std::move(name);
-    if (options_.tune_reflector) options_.tune_reflector(reflector);
-    return std::make_unique<apiclient::Reflector>(client_, std::move(reflector), handler);
-  };
-  nodes_ = make("/api/v1/nodes", "nodes", *node_handler_);
-  pods_reflector_ = make("/api/v1/pods", "pods", *pod_handler_);
-  configmaps_ =
-      make(fmt::format("/api/v1/namespaces/{}/configmaps", options_.names.unhealthy_namespace),
-           "configmaps", *configmap_handler_);
+  const auto& tune = options_.tune_reflector;
+  nodes_ = make_reflector(client_, "/api/v1/nodes", "nodes", tune, *node_handler_);
+  pods_reflector_ = make_reflector(client_, "/api/v1/pods", "pods", tune, *pod_handler_);
+  configmaps_ = make_reflector(
+      client_, fmt::format("/api/v1/namespaces/{}/configmaps", options_.names.unhealthy_namespace),
+      "configmaps", tune, *configmap_handler_);
 }
 
 ClusterSync::~ClusterSync() {

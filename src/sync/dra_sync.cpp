@@ -89,12 +89,9 @@ bool DraSync::start() {
   const auto watch = [&](const std::string& resource, auto kind) {
     using T = typename decltype(kind)::Object;
     handlers_.push_back(std::make_unique<WatchHandler<T>>(std::move(kind)));
-    apiclient::ReflectorOptions reflector;
-    reflector.path = fmt::format("/apis/resource.k8s.io/v1/{}", resource);
-    reflector.name = resource;
-    if (options_.tune_reflector) options_.tune_reflector(reflector);
-    reflectors_.push_back(
-        std::make_unique<apiclient::Reflector>(client_, std::move(reflector), *handlers_.back()));
+    reflectors_.push_back(make_reflector(client_,
+                                         fmt::format("/apis/resource.k8s.io/v1/{}", resource),
+                                         resource, options_.tune_reflector, *handlers_.back()));
   };
   watch("resourceslices",
         make_kind<core::DraSlice>("resourceslices", store_, hooks, kube::decode_resource_slice,

@@ -8,6 +8,7 @@
 
 #include <exception>
 #include <functional>
+#include <memory>
 #include <optional>
 #include <string>
 #include <utility>
@@ -68,5 +69,18 @@ class WatchHandler final : public apiclient::ReflectorHandler {
 
   WatchKind<T> kind_;
 };
+
+// A reflector over the collection at `path` (logged as `name`), its options passed through `tune`
+// when set, feeding `handler`, which must outlive it. Not started.
+inline std::unique_ptr<apiclient::Reflector> make_reflector(
+    apiclient::ApiClient& client, std::string path, std::string name,
+    const std::function<void(apiclient::ReflectorOptions&)>& tune,
+    apiclient::ReflectorHandler& handler) {
+  apiclient::ReflectorOptions options;
+  options.path = std::move(path);
+  options.name = std::move(name);
+  if (tune) tune(options);
+  return std::make_unique<apiclient::Reflector>(client, std::move(options), handler);
+}
 
 }  // namespace gpushare::sync
