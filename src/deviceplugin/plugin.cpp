@@ -16,7 +16,7 @@ namespace gpushare::deviceplugin {
 namespace {
 
 constexpr std::string_view kFailedReason = "GpushareAllocateFailed";
-// A pod whose later GPU containers did not come within this long is no longer in progress
+// A pod whose later GPU containers do not come within this long stops being in progress
 // (kubelet allocates all of a pod's containers in one admission).
 constexpr auto kInProgressLifetime = std::chrono::minutes(2);
 

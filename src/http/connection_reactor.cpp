@@ -320,7 +320,7 @@ void Reactor::run() {
     const int ready = ::epoll_wait(epoll_fd_, events.data(), static_cast<int>(events.size()),
                                    static_cast<int>(kSweepInterval.count()));
     // Reset the wake-up before looking at what it announces: a hand-over after this point
-    // wakes the next epoll_wait (resetting it later lost such wake-ups for 200 ms).
+    // wakes the next epoll_wait (a reset after the look could swallow it until the next sweep).
     std::uint64_t count = 0;
     (void)::read(wake_fd_, &count, sizeof count);
     bool stop = false;
@@ -426,7 +426,7 @@ bool Reactor::receive(Connection& connection) {
     limit = *header + static_cast<std::size_t>(
                           std::min<unsigned long long>(framing.length, limits_.max_request_bytes));
   }
-  // At most kReadTurn per event, so that one fast 40 MB body does not hold up the others; the
+  // At most kReadTurn per event, so that one fast large body does not hold up the others; the
   // rest is read on the next turn (epoll is level-triggered). Not over TLS: bytes OpenSSL has
   // decrypted but not handed out would raise no further event.
   if (!connection.ssl) limit = std::min(limit, connection.buffer.size() + kReadTurn);
@@ -655,7 +655,7 @@ void Reactor::drop(int fd, std::string_view reply) {
   auto node = waiting_.extract(fd);
   ::epoll_ctl(epoll_fd_, EPOLL_CTL_DEL, fd, nullptr);
   Connection& connection = *node.mapped();
-  // The fd's number may be reused by the next connection: no longer a waiter.
+  // The fd's number may be reused by the next connection: it leaves the waiters.
   if (connection.wait == Connection::Wait::kBudget) std::erase(budget_queue_, fd);
   if (!connection.ssl) {
     send_and_close_write(fd, reply);

@@ -14,7 +14,7 @@
 //     it the accept thread waits, so new connections wait in the listen backlog);
 //   * a budget of request-body bytes buffered at once: a body that does not fit waits, unread,
 //     until the bodies in flight are answered (one body is always admitted), so a burst of
-//     40 MB filters does not multiply the server's memory. It waits at most body_timeout (then
+//     large filters does not multiply the server's memory. It waits at most body_timeout (then
 //     503 with Retry-After), and is admitted as soon as budget is freed, whether by an answered
 //     request or by a connection that closed. A body whose size is not announced (chunked) or
 //     that grows when decoded (gzip) is charged on the worker as it is decoded (charge_body).

@@ -19,7 +19,6 @@
 #include "gpushare/http/process_resources.h"
 #include "gpushare/http/web_ui.h"
 #include "gpushare/metrics/model_metrics.h"
-#include "gpushare/service/inspect_json.h"
 #include "gpushare/version.h"
 #include "gpushare/wire/filter_reply.h"
 #include "gpushare/wire/wire_decode.h"
@@ -303,39 +302,32 @@ std::string HttpServer::render_metrics() {
   });
 }
 
+std::vector<service::ConfigWarning> HttpServer::config_warnings() const {
+  return options_.config_warnings ? options_.config_warnings()
+                                  : std::vector<service::ConfigWarning>{};
+}
+
 std::string HttpServer::render_inspect() {
-  Json body =
+  inspect::Document document =
       store_.read([&](const core::ClusterModel& model, const core::PlacementPolicy& policy) {
-        Json cluster = inspect::inspect_cluster(model, policy.name(), policy.describe_state());
-        inspect::add_fragmentation(cluster, model, policy);
-        return cluster;
+        return inspect::Document::cluster(model, &policy);
       });
+  Json& body = document.json();
   const DismantleOnExit dismantled{body};
-  body["recentRejections"] = service::rejections_json(rejections_.recent());
-  inspect::add_pod_phases(body, options_.pod_phase);
-  body["configWarnings"] = service::config_warnings_json(
-      options_.config_warnings ? options_.config_warnings()
-                               : std::vector<service::ConfigWarning>{});
+  document.add({options_.pod_phase, rejections_.recent(), config_warnings()});
   return body.dump(-1, ' ', false, Json::error_handler_t::replace);
 }
 
 // One node's /inspect reply; empty when the model does not know the node.
 std::string HttpServer::render_inspect_node(const std::string& node) {
-  auto body = store_.read([&](const core::ClusterModel& model, const core::PlacementPolicy&) {
-    return inspect::inspect_node(model, node);
+  auto document = store_.read([&](const core::ClusterModel& model, const core::PlacementPolicy&) {
+    return inspect::Document::node(model, node);
   });
-  if (!body) return {};
-  Json wrapped = {{"nodes", Json::array({std::move(*body)})}};
-  const DismantleOnExit dismantled{wrapped};
-  inspect::add_pod_phases(wrapped, options_.pod_phase);
-  std::vector<service::ConfigWarning> about_node;
-  if (options_.config_warnings) {
-    for (service::ConfigWarning& warning : options_.config_warnings()) {
-      if (warning.node == node) about_node.push_back(std::move(warning));
-    }
-  }
-  wrapped["configWarnings"] = service::config_warnings_json(about_node);
-  return wrapped.dump(-1, ' ', false, Json::error_handler_t::replace);
+  if (!document) return {};
+  Json& body = document->json();
+  const DismantleOnExit dismantled{body};
+  document->add({options_.pod_phase, std::nullopt, config_warnings()});
+  return body.dump(-1, ' ', false, Json::error_handler_t::replace);
 }
 
 void HttpServer::install_routes() {
@@ -351,8 +343,8 @@ void HttpServer::configure_transport() {
   // kube-scheduler keeps connections alive; httplib's default of 5 requests each would churn.
   server_->set_keep_alive_max_count(100000);  // the idle time-out is the reactor's
   // httplib writes a reply's headers and body separately; with Nagle's algorithm the body then
-  // waits for the client's delayed ACK (40 ms on Linux) whenever the reply is small, as it is
-  // for the ~500 nodes kube-scheduler offers by default (bench/http/run.sh measures it).
+  // waits for the client's delayed ACK whenever the reply is small, as it is for the nodes
+  // kube-scheduler offers by default (bench/http/run.sh measures it).
   server_->set_tcp_nodelay(true);
   // httplib's default also sets SO_REUSEPORT, under which a second process on our port (a
   // leftover replica, a typo in --listen) would silently share our connections instead of

@@ -97,7 +97,7 @@ bool RequestStream::finish_request() {
     if (read(sink, std::min(sizeof sink, body_left_)) <= 0) return false;
   }
   consume();
-  // A 40 MB body leaves a 40 MB buffer behind: give it back before the connection idles.
+  // A large body leaves a buffer as large behind: give it back before the connection idles.
   if (buffer_.capacity() > 1024 * 1024) buffer_.shrink_to_fit();
   return true;
 }

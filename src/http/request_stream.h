@@ -60,7 +60,7 @@ class RequestStream final : public httplib::Stream {
   // when the connection must close (a chunked body's end is not known here; a failed read).
   bool finish_request();
   // The body of the request being served, when the reactor buffered all of it (Content-Length)
-  // and nothing follows it: the buffer becomes the body, its header block dropped, so a 40 MB
+  // and nothing follows it: the buffer becomes the body, its header block dropped, so a large
   // body is not held twice (buffer and copy) while it is answered. nullopt otherwise (chunked,
   // read from the socket after "100 Continue", pipelined requests behind it).
   std::optional<std::string> take_buffered_body(std::size_t max_bytes);

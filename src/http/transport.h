@@ -16,8 +16,10 @@ int poll_for(int fd, short events, std::chrono::milliseconds timeout);
 // The time left until `deadline`, never negative.
 std::chrono::milliseconds remaining(std::chrono::steady_clock::time_point deadline);
 
+// One connection's socket, which the transport moves bytes over but does not own.
 class Transport {
  public:
+  explicit Transport(int fd) : fd_(fd) {}
   virtual ~Transport() = default;
   // Waits up to `timeout` for data. >0: bytes read; 0: the peer closed; -1: error or time-out.
   virtual ssize_t read_some(char* data, std::size_t size, std::chrono::milliseconds timeout) = 0;
@@ -28,39 +30,36 @@ class Transport {
   virtual bool wait_readable(std::chrono::milliseconds timeout) = 0;
   // Ends our side (TLS close_notify, then FIN); reads still work.
   virtual void shutdown_write() = 0;
-  virtual int socket() const = 0;
+  int socket() const { return fd_; }
+
+ protected:
+  const int fd_;
 };
 
 // A non-blocking socket: each call tries first and waits only for what would block.
 class PlainTransport final : public Transport {
  public:
-  explicit PlainTransport(int fd) : fd_(fd) {}
+  using Transport::Transport;
   ssize_t read_some(char* data, std::size_t size, std::chrono::milliseconds timeout) override;
   ssize_t write_some(const char* data, std::size_t size,
                      std::chrono::milliseconds timeout) override;
   bool wait_readable(std::chrono::milliseconds timeout) override;
   void shutdown_write() override;
-  int socket() const override { return fd_; }
-
- private:
-  int fd_;
 };
 
 // A TLS session over a non-blocking socket, with partial writes enabled (the reactor's SSL mode).
 // `ssl` is owned by the connection and outlives this.
 class TlsTransport final : public Transport {
  public:
-  TlsTransport(int fd, SSL* ssl) : fd_(fd), ssl_(ssl) {}
+  TlsTransport(int fd, SSL* ssl) : Transport(fd), ssl_(ssl) {}
   ssize_t read_some(char* data, std::size_t size, std::chrono::milliseconds timeout) override;
   ssize_t write_some(const char* data, std::size_t size,
                      std::chrono::milliseconds timeout) override;
   bool wait_readable(std::chrono::milliseconds timeout) override;
   // Once: close_notify, then FIN.
   void shutdown_write() override;
-  int socket() const override { return fd_; }
 
  private:
-  int fd_;
   SSL* ssl_;
   bool shut_down_ = false;
 };

@@ -7,10 +7,8 @@
 #include <string_view>
 #include <utility>
 
-#include "configmap_handler.h"
 #include "gpushare/service/read_back.h"
-#include "node_handler.h"
-#include "pod_handler.h"
+#include "watch_handler.h"
 
 namespace gpushare::sync {
 
@@ -21,21 +19,15 @@ ClusterSync::ClusterSync(apiclient::ApiClient& client, service::ModelStore& stor
       metrics_(metrics),
       reservation_metrics_(metrics),
       options_(std::move(options)) {
-  node_handler_ = std::make_unique<NodeHandler>(*this);
-  pod_handler_ = std::make_unique<PodHandler>(*this);
-  configmap_handler_ = std::make_unique<ConfigMapHandler>(*this);
-  auto make = [&](std::string path, std::string name, apiclient::ReflectorHandler& handler) {
-    apiclient::ReflectorOptions reflector;
-    reflector.path = std::move(path);
-    reflector.name = std::move(name);
-    if (options_.tune_reflector) options_.tune_reflector(reflector);
-    return std::make_unique<apiclient::Reflector>(client_, std::move(reflector), handler);
-  };
-  nodes_ = make("/api/v1/nodes", "nodes", *node_handler_);
-  pods_reflector_ = make("/api/v1/pods", "pods", *pod_handler_);
-  configmaps_ =
-      make(fmt::format("/api/v1/namespaces/{}/configmaps", options_.names.unhealthy_namespace),
-           "configmaps", *configmap_handler_);
+  node_handler_ = make_node_handler();
+  pod_handler_ = make_pod_handler();
+  configmap_handler_ = make_configmap_handler();
+  const auto& tune = options_.tune_reflector;
+  nodes_ = make_reflector(client_, "/api/v1/nodes", "nodes", tune, *node_handler_);
+  pods_reflector_ = make_reflector(client_, "/api/v1/pods", "pods", tune, *pod_handler_);
+  configmaps_ = make_reflector(
+      client_, fmt::format("/api/v1/namespaces/{}/configmaps", options_.names.unhealthy_namespace),
+      "configmaps", tune, *configmap_handler_);
 }
 
 ClusterSync::~ClusterSync() {

@@ -4,91 +4,58 @@
 #include <spdlog/spdlog.h>
 
 #include "gpushare/kube/dra_objects.h"
+#include "watch_handler.h"
 
 namespace gpushare::sync {
 
 namespace {
 
-// One resource kind: how its objects are decoded and applied to the model's DraState.
-struct DraKind {
-  std::string name;  // for logs
-  // Decodes `object` and, with `state`, upserts it (or removes it when `deleted`).
-  std::function<void(const json::Value& object, core::DraState& state, bool deleted)> apply;
-  // Decodes `object` into the list being staged.
-  std::function<void(const json::Value& object)> stage;
-  // Replaces all objects of the kind in `state` by the staged ones.
-  std::function<void(core::DraState& state)> replace;
-  std::function<void()> clear;
+// What a DRA kind tells its DraSync.
+struct DraHooks {
+  std::function<void()> first_listed;  // the kind's first complete list
+  std::function<void()> changed;       // after each change the model took
 };
 
-}  // namespace
-
-// One resource kind: decodes its objects and applies them to the model's DraState.
-class DraSync::Handler final : public apiclient::ReflectorHandler {
- public:
-  Handler(DraSync& owner, DraKind kind) : owner_(owner), kind_(std::move(kind)) {}
-
-  void on_list_begin() override { kind_.clear(); }
-  void on_list_item(const json::Value& object) override {
-    try {
-      kind_.stage(object);
-    } catch (const std::exception& e) {
-      spdlog::warn("ignoring {} object: {}", kind_.name, e.what());
-    }
-  }
-  void on_replace(const std::string& rv) override {
-    owner_.store_.write([&](core::ClusterModel& model, core::PlacementPolicy&) {
-      model.update_dra([&](core::DraState& state) { kind_.replace(state); });
-    });
-    kind_.clear();
-    spdlog::info("{} listed at resourceVersion {}", kind_.name, rv);
-    if (!listed_) {
-      listed_ = true;
-      ++owner_.listed_kinds_;
-    }
-    owner_.check_warnings();
-  }
-  void on_event(apiclient::WatchEventType type, const json::Value& object) override {
-    try {
-      owner_.store_.write([&](core::ClusterModel& model, core::PlacementPolicy&) {
-        model.update_dra([&](core::DraState& state) {
-          kind_.apply(object, state, type == apiclient::WatchEventType::kDeleted);
-        });
-      });
-    } catch (const std::exception& e) {
-      spdlog::warn("ignoring {} object: {}", kind_.name, e.what());
-      return;
-    }
-    owner_.check_warnings();
-  }
-
- private:
-  DraSync& owner_;
-  DraKind kind_;
-  bool listed_ = false;  // listed once; reflector thread only
-};
-
-namespace {
-
-// A Kind for objects decoded by `decode` into T, kept in DraState by upsert/remove/replace.
+// The kind of DRA objects decoded by `decode` into T, kept in the model's DraState by
+// upsert/remove/replace.
 template <typename T, typename Decode, typename Key, typename Upsert, typename Remove,
           typename Replace>
-DraKind make_kind(std::string name, Decode decode, Key key, Upsert upsert, Remove remove,
-                  Replace replace) {
-  auto staged = std::make_shared<std::vector<T>>();
-  DraKind kind;
-  kind.name = std::move(name);
-  kind.apply = [=](const json::Value& object, core::DraState& state, bool deleted) {
-    T decoded = decode(object);
-    if (deleted) {
-      (state.*remove)(key(decoded));
-    } else {
-      (state.*upsert)(std::move(decoded));
-    }
+WatchKind<T> make_kind(std::string name, service::ModelStore& store, DraHooks hooks, Decode decode,
+                       Key key, Upsert upsert, Remove remove, Replace replace) {
+  struct State {
+    std::vector<T> staged;  // the list in progress
+    bool listed = false;    // listed once
   };
-  kind.stage = [=](const json::Value& object) { staged->push_back(decode(object)); };
-  kind.replace = [=](core::DraState& state) { (state.*replace)(std::move(*staged)); };
-  kind.clear = [=] { staged->clear(); };
+  auto state = std::make_shared<State>();
+  WatchKind<T> kind;
+  kind.what = fmt::format("{} object", name);
+  kind.decode = decode;
+  kind.begin = [state] { state->staged.clear(); };
+  kind.stage = [state](T object) { state->staged.push_back(std::move(object)); };
+  kind.replace = [=, &store](const std::string& rv) {
+    store.write([&](core::ClusterModel& model, core::PlacementPolicy&) {
+      model.update_dra([&](core::DraState& dra) { (dra.*replace)(std::move(state->staged)); });
+    });
+    state->staged.clear();
+    spdlog::info("{} listed at resourceVersion {}", name, rv);
+    if (!state->listed) {
+      state->listed = true;
+      hooks.first_listed();
+    }
+    hooks.changed();
+  };
+  kind.apply = [=, &store](apiclient::WatchEventType type, T object) {
+    store.write([&](core::ClusterModel& model, core::PlacementPolicy&) {
+      model.update_dra([&](core::DraState& dra) {
+        if (type == apiclient::WatchEventType::kDeleted) {
+          (dra.*remove)(key(object));
+        } else {
+          (dra.*upsert)(std::move(object));
+        }
+      });
+    });
+    hooks.changed();
+  };
   return kind;
 }
 
@@ -118,33 +85,30 @@ bool DraSync::start() {
   using core::DraState;
   const auto by_name = [](const auto& object) { return object.name; };
   const auto by_key = [](const auto& object) { return object.namespace_name + "/" + object.name; };
-  std::vector<std::pair<std::string, DraKind>> kinds;
-  kinds.emplace_back("resourceslices",
-                     make_kind<core::DraSlice>("resourceslices", kube::decode_resource_slice,
-                                               by_name, &DraState::upsert_slice,
-                                               &DraState::remove_slice, &DraState::replace_slices));
-  kinds.emplace_back("resourceclaims",
-                     make_kind<core::DraClaim>("resourceclaims", kube::decode_resource_claim,
-                                               by_key, &DraState::upsert_claim,
-                                               &DraState::remove_claim, &DraState::replace_claims));
-  kinds.emplace_back(
-      "resourceclaimtemplates",
-      make_kind<core::DraClaimTemplate>("resourceclaimtemplates", kube::decode_claim_template,
-                                        by_key, &DraState::upsert_template,
-                                        &DraState::remove_template, &DraState::replace_templates));
-  kinds.emplace_back("deviceclasses", make_kind<core::DraDeviceClass>(
-                                          "deviceclasses", kube::decode_device_class, by_name,
-                                          &DraState::upsert_class, &DraState::remove_class,
-                                          &DraState::replace_classes));
-  for (auto& [resource, kind] : kinds) {
-    handlers_.push_back(std::make_unique<Handler>(*this, std::move(kind)));
-    apiclient::ReflectorOptions reflector;
-    reflector.path = fmt::format("/apis/resource.k8s.io/v1/{}", resource);
-    reflector.name = resource;
-    if (options_.tune_reflector) options_.tune_reflector(reflector);
-    reflectors_.push_back(
-        std::make_unique<apiclient::Reflector>(client_, std::move(reflector), *handlers_.back()));
-  }
+  const DraHooks hooks{[this] { ++listed_kinds_; }, [this] { check_warnings(); }};
+  const auto watch = [&](const std::string& resource, auto kind) {
+    using T = typename decltype(kind)::Object;
+    handlers_.push_back(std::make_unique<WatchHandler<T>>(std::move(kind)));
+    reflectors_.push_back(make_reflector(client_,
+                                         fmt::format("/apis/resource.k8s.io/v1/{}", resource),
+                                         resource, options_.tune_reflector, *handlers_.back()));
+  };
+  watch("resourceslices",
+        make_kind<core::DraSlice>("resourceslices", store_, hooks, kube::decode_resource_slice,
+                                  by_name, &DraState::upsert_slice, &DraState::remove_slice,
+                                  &DraState::replace_slices));
+  watch("resourceclaims",
+        make_kind<core::DraClaim>("resourceclaims", store_, hooks, kube::decode_resource_claim,
+                                  by_key, &DraState::upsert_claim, &DraState::remove_claim,
+                                  &DraState::replace_claims));
+  watch("resourceclaimtemplates",
+        make_kind<core::DraClaimTemplate>(
+            "resourceclaimtemplates", store_, hooks, kube::decode_claim_template, by_key,
+            &DraState::upsert_template, &DraState::remove_template, &DraState::replace_templates));
+  watch("deviceclasses",
+        make_kind<core::DraDeviceClass>("deviceclasses", store_, hooks, kube::decode_device_class,
+                                        by_name, &DraState::upsert_class, &DraState::remove_class,
+                                        &DraState::replace_classes));
   for (auto& reflector : reflectors_) reflector->start();
   spdlog::info("DRA on: devices of driver {} with a memory capacity are GPUs, 1 unit = {} bytes",
                options_.config.driver, options_.config.bytes_per_unit);

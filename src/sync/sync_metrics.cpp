@@ -53,7 +53,8 @@ void SyncMetrics::set_last_sync(std::int64_t unix_seconds) {
 void SyncMetrics::set_config_warnings(const std::map<std::string, std::size_t>& by_kind) {
   std::lock_guard lock(mutex_);
   auto& series = config_warning_series_;
-  for (auto it = series.begin(); it != series.end();) {  // a kind no longer reported has no series
+  // A kind absent from `by_kind` has no series.
+  for (auto it = series.begin(); it != series.end();) {
     if (by_kind.contains(it->first)) {
       ++it;
     } else {

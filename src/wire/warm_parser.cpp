@@ -93,7 +93,7 @@ void WarmParser::release_when_idle(std::stop_token stop) {
     kept_bytes_ -= kept_.front().bytes;
     kept_.erase(kept_.begin());
     lock.unlock();
-    idle.reset();  // up to ~75 MB for a large body's parser: not under the lock
+    idle.reset();  // a large body's parser holds about twice that body: freed outside the lock
     lock.lock();
   }
 }

@@ -43,12 +43,11 @@ WarmParser& warm_parser() {
 }
 
 // Bodies up to kLargeBody (every filter and prioritize) lease one of at most kSmallParsers
-// parsers (one per core, 4 to 16), not one per HTTP worker thread: a parser keeps ~14 bytes per
-// byte of the largest body it parsed (json::Parser::allocated_bytes), ~15.5 MB after a 1 MiB
-// one, and one per thread, never freed, could keep 512 x 15.5 MB with --http-threads 512. Now
-// at most 16 x 15.5 MB (~250 MB, docs/hardening.md), each freed 10 s after its last use; a
-// 5 000-node NodeNames filter (~200 KB) grows one to ~3 MB. A decode is all CPU, so more of
-// them at once than cores would not finish sooner: the next waits for a parser.
+// parsers (one per core, 4 to 16), not one per HTTP worker thread: a parser keeps a multiple of
+// the largest body it parsed (json::Parser::allocated_bytes), so the parser count, not
+// --http-threads, bounds what they hold (docs/hardening.md), and each is freed 10 s after its
+// last use. A decode is all CPU, so more of them at once than cores would not finish sooner: the
+// next waits for a parser.
 constexpr std::size_t kSmallParsers = 16;
 
 WarmParser& small_parsers() {

@@ -127,9 +127,9 @@ TEST_F(BodyBudgetWaiter, IsServedWhenTheHolderResets) {
   EXPECT_EQ(head->status, 200);
 }
 
-// A connection waiting for the budget is not read; when it reset, epoll reported its hang-up on
-// every turn (level-triggered, whatever the interest) and the reactor spun on it until an
-// unrelated event. It is now dropped at once.
+// A connection waiting for the budget is not read; when it resets, epoll reports its hang-up on
+// every turn (level-triggered, whatever the interest), so the reactor must drop it at once
+// rather than spin on it until an unrelated event.
 TEST_F(BodyBudgetWaiter, IsDroppedWhenItResets) {
   waiter.reset();
   // Open: the holder and the scrape itself (earlier scrapes' connections may still be closing).

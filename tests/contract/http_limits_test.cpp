@@ -88,7 +88,7 @@ TEST_F(HttpLimits, ABodyAtTheLimitIsServed) {
   EXPECT_EQ(again->status, 200);
 }
 
-// A chunked body had no limit at all (512 MiB accepted and buffered).
+// A chunked body, whose size is not announced, is held to the limit all the same.
 TEST_F(HttpLimits, AChunkedBodyIsLimitedOnTheBytesReceived) {
   RawHttpConnection connection(port_of(extender));
   ASSERT_TRUE(connection.send_raw(
@@ -203,7 +203,7 @@ TEST_F(HttpLimits, ByteRangesAreIgnored) {
   }
 }
 
-// httplib capped each header line at 8 KiB but not their number: 256 MiB of headers accepted.
+// The header block as a whole is limited, not only each line (httplib bounds lines only).
 TEST_F(HttpLimits, AHeaderBlockOverTheLimitGets431) {
   RawHttpConnection connection(port_of(extender));
   std::string request = "GET /healthz HTTP/1.1\r\nHost: x\r\n";

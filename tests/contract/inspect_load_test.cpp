@@ -89,9 +89,9 @@ TEST(InspectLoad, ConcurrentRequestsShareOneRendering) {
   EXPECT_EQ(extender.server().inspect_renderings().renders, 2u);
 }
 
-// /inspect/<node> built a tree per request: a node's pods are not bounded, and every worker could
-// render one at once. Node replies now take the same path as /inspect: one rendering at a time,
-// shared by the requests for the same node, never served for another node.
+// A node's pods are not bounded, so /inspect/<node> must not build a tree per request with every
+// worker rendering one at once. Node replies take the same path as /inspect: one rendering at a
+// time, shared by the requests for the same node, never served for another node.
 TEST(InspectLoad, NodeRequestsRenderOneAtATimeEachForItsNode) {
   ExtenderUnderTest extender(
       generated_cluster(50), "binpack", 1 << 20, /*http_threads=*/128,

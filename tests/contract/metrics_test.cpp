@@ -653,7 +653,7 @@ TEST(Metrics, EveryDocumentedFamilyIsRenderedWithItsTypeAndLabels) {
       e.value("gpushare_reservations_ended_total", {{"outcome", "released"}, {"evidence", "list"}}),
       0);
   EXPECT_EQ(e.value("gpushare_config_warnings", {{"kind", "unknown_key"}}), 1);
-  // A kind no longer reported loses its series.
+  // A kind absent from the report loses its series.
   metrics.sync.set_config_warnings({{"bad_value", 2}});
   const Exposition after = parse_exposition(metrics.render());
   EXPECT_FALSE(after.value("gpushare_config_warnings", {{"kind", "unknown_key"}}).has_value());

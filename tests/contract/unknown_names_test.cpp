@@ -1,9 +1,8 @@
 // A filter or prioritize body may name nodes the extender does not know, as many as the body
-// holds: 153 337 distinct 1-4 character names fit 1 MB. Each used to cost its own copy of the
-// reason in two reply maps and in the reply (~100 x the body in memory). Such names are now
-// listed up to SchedulingService::kMaxUnknownNodesListed per reply, the rest counted and left
-// out (kube-scheduler treats a node the extender neither passes nor lists as infeasible, and
-// gives it no extender score), so a reply and what builds it stay within a multiple of the body.
+// holds, which is a great many short names in a large body. Such names are listed up to
+// SchedulingService::kMaxUnknownNodesListed per reply, the rest counted and left out
+// (kube-scheduler treats a node the extender neither passes nor lists as infeasible, and gives
+// it no extender score), so a reply and what builds it stay within a multiple of the body.
 
 #include <gtest/gtest.h>
 #include <malloc.h>
@@ -68,8 +67,8 @@ TEST_F(UnknownNames, AFilterListsAtMostTheBudgetAndItsReplyStaysWithinTheBody) {
   const std::size_t before = heap_in_use();
   const wire::FilterResult result = harness.service->filter(args(body));
   const std::string reply = wire::encode_filter_result(result);
-  // What the reply and the result it is built from hold: ~90 x the body when every name was
-  // listed with its own copy of the reason.
+  // What the reply and the result it is built from hold: within a small multiple of the body,
+  // however many names it has.
   EXPECT_LT(heap_in_use() - std::min(before, heap_in_use()), 2 * body.size());
   EXPECT_EQ(result.node_names.size(), 1u) << "n1 passes";
   EXPECT_EQ(result.failed_unresolvable.size(), SchedulingService::kMaxUnknownNodesListed);

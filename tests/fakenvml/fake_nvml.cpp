@@ -225,6 +225,25 @@ void read_xids(c_api::EventSetOpaque& set) {
   }
 }
 
+// Runs `body()` under the lock once `call` passes the checks every call makes (initialised,
+// no configured failure); returns its result, or the check's.
+template <typename Body>
+Return initialised(const char* call, const Body& body) {
+  std::lock_guard lock(g_mutex);
+  if (const Return rc = global_prologue(call); rc != c_api::kSuccess) return rc;
+  return body();
+}
+
+// Runs `body(gpu)` under the lock for the GPU `device` names, once `call` passes the checks every
+// device call makes (initialised, a known device, no configured failure for it).
+template <typename Body>
+Return on_gpu(c_api::Device device, const char* call, const Body& body) {
+  std::lock_guard lock(g_mutex);
+  const FakeGpu* gpu = nullptr;
+  if (const Return rc = find_gpu(device, call, &gpu); rc != c_api::kSuccess) return rc;
+  return body(*gpu);
+}
+
 }  // namespace
 
 #define FAKE_NVML_EXPORT extern "C" __attribute__((visibility("default")))
@@ -274,126 +293,108 @@ FAKE_NVML_EXPORT const char* nvmlErrorString(Return rc) {
 }
 
 FAKE_NVML_EXPORT Return nvmlDeviceGetCount_v2(unsigned* count) {
-  std::lock_guard lock(g_mutex);
-  if (const Return rc = global_prologue("nvmlDeviceGetCount_v2"); rc != c_api::kSuccess) return rc;
-  if (count == nullptr) return c_api::kInvalidArgument;
-  *count = static_cast<unsigned>(g_config->gpus.size());
-  return c_api::kSuccess;
+  return initialised(__func__, [&] {
+    if (count == nullptr) return c_api::kInvalidArgument;
+    *count = static_cast<unsigned>(g_config->gpus.size());
+    return c_api::kSuccess;
+  });
 }
 
 FAKE_NVML_EXPORT Return nvmlDeviceGetHandleByIndex_v2(unsigned index, c_api::Device* device) {
-  std::lock_guard lock(g_mutex);
-  if (const Return rc = global_prologue("nvmlDeviceGetHandleByIndex_v2"); rc != c_api::kSuccess)
-    return rc;
-  if (device == nullptr || index >= g_config->gpus.size()) return c_api::kInvalidArgument;
-  const FakeGpu& gpu = g_config->gpus[index];
-  if (const auto f = gpu.fail.find("nvmlDeviceGetHandleByIndex_v2"); f != gpu.fail.end())
-    return f->second;
-  *device = handle_for(gpu.uuid);
-  return c_api::kSuccess;
+  const char* call = __func__;
+  return initialised(call, [&] {
+    if (device == nullptr || index >= g_config->gpus.size()) return c_api::kInvalidArgument;
+    const FakeGpu& gpu = g_config->gpus[index];
+    if (const auto f = gpu.fail.find(call); f != gpu.fail.end()) return f->second;
+    *device = handle_for(gpu.uuid);
+    return c_api::kSuccess;
+  });
 }
 
 FAKE_NVML_EXPORT Return nvmlDeviceGetUUID(c_api::Device device, char* uuid, unsigned length) {
-  std::lock_guard lock(g_mutex);
-  const FakeGpu* gpu = nullptr;
-  if (const Return rc = find_gpu(device, "nvmlDeviceGetUUID", &gpu); rc != c_api::kSuccess)
-    return rc;
-  return copy_string(gpu->uuid, gpu->garble == "uuid", uuid, length);
+  return on_gpu(device, __func__, [&](const FakeGpu& gpu) {
+    return copy_string(gpu.uuid, gpu.garble == "uuid", uuid, length);
+  });
 }
 
 FAKE_NVML_EXPORT Return nvmlDeviceGetName(c_api::Device device, char* name, unsigned length) {
-  std::lock_guard lock(g_mutex);
-  const FakeGpu* gpu = nullptr;
-  if (const Return rc = find_gpu(device, "nvmlDeviceGetName", &gpu); rc != c_api::kSuccess)
-    return rc;
-  return copy_string(gpu->name, gpu->garble == "name", name, length);
+  return on_gpu(device, __func__, [&](const FakeGpu& gpu) {
+    return copy_string(gpu.name, gpu.garble == "name", name, length);
+  });
 }
 
 FAKE_NVML_EXPORT Return nvmlDeviceGetMemoryInfo(c_api::Device device, c_api::Memory* memory) {
-  std::lock_guard lock(g_mutex);
-  const FakeGpu* gpu = nullptr;
-  if (const Return rc = find_gpu(device, "nvmlDeviceGetMemoryInfo", &gpu); rc != c_api::kSuccess)
-    return rc;
-  if (memory == nullptr) return c_api::kInvalidArgument;
-  *memory = {gpu->memory_bytes, gpu->memory_bytes, 0};
-  return c_api::kSuccess;
+  return on_gpu(device, __func__, [&](const FakeGpu& gpu) {
+    if (memory == nullptr) return c_api::kInvalidArgument;
+    *memory = {gpu.memory_bytes, gpu.memory_bytes, 0};
+    return c_api::kSuccess;
+  });
 }
 
 FAKE_NVML_EXPORT Return nvmlDeviceGetMigMode(c_api::Device device, unsigned* current,
                                              unsigned* pending) {
-  std::lock_guard lock(g_mutex);
-  const FakeGpu* gpu = nullptr;
-  if (const Return rc = find_gpu(device, "nvmlDeviceGetMigMode", &gpu); rc != c_api::kSuccess)
-    return rc;
-  if (current == nullptr || pending == nullptr) return c_api::kInvalidArgument;
-  if (!gpu->mig_mode) return c_api::kNotSupported;
-  *current = *pending = *gpu->mig_mode;
-  return c_api::kSuccess;
+  return on_gpu(device, __func__, [&](const FakeGpu& gpu) {
+    if (current == nullptr || pending == nullptr) return c_api::kInvalidArgument;
+    if (!gpu.mig_mode) return c_api::kNotSupported;
+    *current = *pending = *gpu.mig_mode;
+    return c_api::kSuccess;
+  });
 }
 
 FAKE_NVML_EXPORT Return nvmlDeviceGetPciInfo_v3(c_api::Device device, c_api::PciInfo* pci) {
-  std::lock_guard lock(g_mutex);
-  const FakeGpu* gpu = nullptr;
-  if (const Return rc = find_gpu(device, "nvmlDeviceGetPciInfo_v3", &gpu); rc != c_api::kSuccess)
-    return rc;
-  if (pci == nullptr) return c_api::kInvalidArgument;
-  *pci = {};
-  unsigned domain = 0, bus = 0, dev = 0;
-  if (std::sscanf(gpu->pci_bus_id.c_str(), "%x:%x:%x", &domain, &bus, &dev) == 3) {
-    pci->domain = domain;
-    pci->bus = bus;
-    pci->device = dev;
-    std::snprintf(pci->bus_id_legacy, sizeof pci->bus_id_legacy, "%04X:%02X:%02X.0",
-                  domain & 0xffff, bus & 0xff, dev & 0xff);
-  }
-  if (gpu->garble == "pci") {
-    std::memset(pci->bus_id, 'P', sizeof pci->bus_id);
-  } else {
-    std::snprintf(pci->bus_id, sizeof pci->bus_id, "%s", gpu->pci_bus_id.c_str());
-  }
-  return c_api::kSuccess;
+  return on_gpu(device, __func__, [&](const FakeGpu& gpu) {
+    if (pci == nullptr) return c_api::kInvalidArgument;
+    *pci = {};
+    unsigned domain = 0, bus = 0, dev = 0;
+    if (std::sscanf(gpu.pci_bus_id.c_str(), "%x:%x:%x", &domain, &bus, &dev) == 3) {
+      pci->domain = domain;
+      pci->bus = bus;
+      pci->device = dev;
+      std::snprintf(pci->bus_id_legacy, sizeof pci->bus_id_legacy, "%04X:%02X:%02X.0",
+                    domain & 0xffff, bus & 0xff, dev & 0xff);
+    }
+    if (gpu.garble == "pci") {
+      std::memset(pci->bus_id, 'P', sizeof pci->bus_id);
+    } else {
+      std::snprintf(pci->bus_id, sizeof pci->bus_id, "%s", gpu.pci_bus_id.c_str());
+    }
+    return c_api::kSuccess;
+  });
 }
 
 FAKE_NVML_EXPORT Return nvmlDeviceGetMinorNumber(c_api::Device device, unsigned* minor) {
-  std::lock_guard lock(g_mutex);
-  const FakeGpu* gpu = nullptr;
-  if (const Return rc = find_gpu(device, "nvmlDeviceGetMinorNumber", &gpu); rc != c_api::kSuccess)
-    return rc;
-  if (minor == nullptr) return c_api::kInvalidArgument;
-  *minor = gpu->minor;
-  return c_api::kSuccess;
+  return on_gpu(device, __func__, [&](const FakeGpu& gpu) {
+    if (minor == nullptr) return c_api::kInvalidArgument;
+    *minor = gpu.minor;
+    return c_api::kSuccess;
+  });
 }
 
 FAKE_NVML_EXPORT Return nvmlDeviceGetSupportedEventTypes(c_api::Device device,
                                                          unsigned long long* types) {
-  std::lock_guard lock(g_mutex);
-  const FakeGpu* gpu = nullptr;
-  if (const Return rc = find_gpu(device, "nvmlDeviceGetSupportedEventTypes", &gpu);
-      rc != c_api::kSuccess)
-    return rc;
-  if (types == nullptr) return c_api::kInvalidArgument;
-  *types = c_api::kEventSingleBitEccError | c_api::kEventDoubleBitEccError |
-           c_api::kEventXidCriticalError;
-  return c_api::kSuccess;
+  return on_gpu(device, __func__, [&](const FakeGpu&) {
+    if (types == nullptr) return c_api::kInvalidArgument;
+    *types = c_api::kEventSingleBitEccError | c_api::kEventDoubleBitEccError |
+             c_api::kEventXidCriticalError;
+    return c_api::kSuccess;
+  });
 }
 
 FAKE_NVML_EXPORT Return nvmlDeviceRegisterEvents(c_api::Device device, unsigned long long types,
                                                  c_api::EventSet set) {
-  std::lock_guard lock(g_mutex);
-  const FakeGpu* gpu = nullptr;
-  if (const Return rc = find_gpu(device, "nvmlDeviceRegisterEvents", &gpu); rc != c_api::kSuccess)
-    return rc;
-  if (set == nullptr) return c_api::kInvalidArgument;
-  if ((types & c_api::kEventXidCriticalError) != 0) set->uuids.insert(gpu->uuid);
-  return c_api::kSuccess;
+  return on_gpu(device, __func__, [&](const FakeGpu& gpu) {
+    if (set == nullptr) return c_api::kInvalidArgument;
+    if ((types & c_api::kEventXidCriticalError) != 0) set->uuids.insert(gpu.uuid);
+    return c_api::kSuccess;
+  });
 }
 
 FAKE_NVML_EXPORT Return nvmlEventSetCreate(c_api::EventSet* set) {
-  std::lock_guard lock(g_mutex);
-  if (const Return rc = global_prologue("nvmlEventSetCreate"); rc != c_api::kSuccess) return rc;
-  if (set == nullptr) return c_api::kInvalidArgument;
-  *set = new c_api::EventSetOpaque();
-  return c_api::kSuccess;
+  return initialised(__func__, [&] {
+    if (set == nullptr) return c_api::kInvalidArgument;
+    *set = new c_api::EventSetOpaque();
+    return c_api::kSuccess;
+  });
 }
 
 FAKE_NVML_EXPORT Return nvmlEventSetFree(c_api::EventSet set) {

@@ -90,8 +90,8 @@ long long last_sync_seconds(const LiveExtender& extender) {
   return std::stoll(result->body.substr(at + name.size()));
 }
 
-// It was set to "now" on every housekeeping round once the first sync had happened, so an
-// outage of the API server never showed in it (nor in the GpushareSyncStale alert).
+// The last-sync time moves only with real list/watch progress, so an outage of the API server
+// shows in it (and in the GpushareSyncStale alert).
 TEST(LastSyncMetric, StandsStillWhileTheApiServerIsDown) {
   FakeApiServer fake;
   fake.create(Resource::Nodes, gpu_node("n1", 2, 32));

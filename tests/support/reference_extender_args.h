@@ -1,5 +1,5 @@
 #pragma once
-// The ExtenderArgs decoder as it was before simdjson, on an nlohmann tree: a reference that the
+// An ExtenderArgs decoder without simdjson, on an nlohmann tree: a reference that the
 // one decoder (wire::decode_extender_args_body) is checked against by the contract tests
 // and extender_args_fuzzer. Test code only; it also states the two limits simdjson sets that
 // nlohmann did not (integers beyond 64 bits, nesting deeper than json::kMaxDepth), so that the

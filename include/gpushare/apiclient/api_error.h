@@ -83,7 +83,7 @@ struct ApiError {
   bool is_unauthorized() const;
   bool is_forbidden() const;
   bool is_too_many_requests() const;
-  // 410 or reason Expired/Gone: a resourceVersion or continue token the server no longer has.
+  // 410 or reason Expired/Gone: a resourceVersion or continue token the server does not keep.
   bool is_expired() const;
   // 504 whose causes say the requested resourceVersion is ahead of the server.
   bool is_resource_version_too_large() const;

@@ -1,7 +1,7 @@
 #pragma once
 // Decodes a Kubernetes list body ({"kind":…, "metadata":{…}, "items":[…]}) while its bytes
 // arrive, handing each item over as soon as its closing brace is seen. Only the item being
-// read (and the list's small metadata) is ever held, so a 100 MB pod list served from the watch
+// read (and the list's small metadata) is ever held, so a large pod list served from the watch
 // cache (which ignores `limit`) never exists in memory as one string or one JSON tree.
 //
 // The top level is scanned by hand and each value is delimited by the one byte splitter

@@ -4,7 +4,7 @@
 // decoder (one item per value). It follows only strings and bracket depth: the text it delimits
 // is then parsed, and so validated, by simdjson (gpushare/json/document.h).
 //
-// A relist of 50 000 pods is ~120 MB, all of it scanned here. Inside an object or array it looks at
+// Every byte of a relist is scanned here. Inside an object or array it looks at
 // 64 bytes at once where SSE2 is available (all x86-64): bit masks of quotes and brackets, strings
 // found by a prefix XOR of the quotes, the depth moved by the brackets outside them (as simdjson's
 // first stage does). A block holding a backslash, and every byte elsewhere, goes through the byte

@@ -16,11 +16,10 @@
 #include "gpushare/http/connection_limits.h"
 #include "gpushare/http/request_metrics.h"
 #include "gpushare/http/shared_rendering.h"
-#include "gpushare/inspect/snapshot.h"
+#include "gpushare/inspect/document.h"
 #include "gpushare/logging/log_throttle.h"
 #include "gpushare/metrics/metric_registry.h"
 #include "gpushare/service/config_warnings.h"
-#include "gpushare/service/inspect_json.h"
 #include "gpushare/service/model_store.h"
 #include "gpushare/service/rejection_log.h"
 #include "gpushare/service/scheduling_service.h"
@@ -128,6 +127,8 @@ class HttpServer {
   void route_consolidation(const httplib::Request& req, std::string& body, httplib::Response& res);
   std::string render_inspect();
   std::string render_inspect_node(const std::string& node);
+  // The configuration warnings standing (options_.config_warnings), none when unset.
+  std::vector<service::ConfigWarning> config_warnings() const;
   std::string render_metrics();
   bool refuse_client(const httplib::Request& req, httplib::Response& res);
   bool begin_bind();  // false once stopping

@@ -18,8 +18,8 @@ std::size_t raise_open_file_limit();
 
 // Allocator settings for a server whose large allocations are request bodies and replies of up
 // to --max-request-bytes: buffers from 1 MiB up are mmapped and so returned to the system when
-// freed (glibc's default threshold rises to 32 MiB after the first large free, after which
-// such buffers stayed in the heap: 1.35 GB resident after a burst of 40 MB filters), and a
+// freed (glibc's default threshold rises after the first large free, after which such buffers
+// would stay in the heap after a burst of large filters), and a
 // bounded number of arenas, each of which otherwise keeps its own free memory.
 void tune_allocator();
 

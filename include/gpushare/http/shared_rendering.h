@@ -1,6 +1,6 @@
 #pragma once
-// A reply rendered once and shared by the concurrent requests for it (/inspect: ~10 MB of JSON
-// from an nlohmann tree about nine times that size with 8 000 nodes), so that concurrent
+// A reply rendered once and shared by the concurrent requests for it (/inspect: megabytes of JSON
+// from an nlohmann tree several times that size on a large cluster), so that concurrent
 // requests cannot each build a tree and exhaust memory. At most one rendering runs at a time; a
 // request arriving meanwhile waits for it (up to max_waiting requests, beyond which get() refuses:
 // the caller answers 503). A rendering serves every request that arrived before it began, and is

@@ -1,7 +1,7 @@
 #pragma once
-// The /inspect JSON from the model: the Go original's names (nodes, totalGPU, usedGPU, devs,
-// pods) plus more. Served by the extender's /inspect and built by the kubectl plugin from API
-// objects, so both show the same accounting.
+// The model's sections of the /inspect document: the Go original's names (nodes, totalGPU,
+// usedGPU, devs, pods) plus more. document.h builds the document from them, for the extender's
+// /inspect and for the kubectl plugin from API objects, so both show the same accounting.
 
 #include <functional>
 #include <optional>

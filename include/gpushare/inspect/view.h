@@ -1,7 +1,7 @@
 #pragma once
 // What kubectl-inspect-gpushare shows, read from the /inspect JSON. Both sources produce that
 // JSON: the extender serves it, and the API-server mode builds the same core model from Node
-// and Pod objects and renders it with inspect_cluster() (snapshot.h), as the extender does. The
+// and Pod objects and builds it with inspect::Document (document.h), as the extender does. The
 // reader is tolerant so that it also reads the Go extender's /inspect (fewer fields).
 
 #include <optional>

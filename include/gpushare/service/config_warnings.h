@@ -10,26 +10,13 @@
 #include <string_view>
 #include <vector>
 
+#include "gpushare/inspect/document.h"
 #include "gpushare/kube/node_info.h"
 
 namespace gpushare::service {
 
-struct ConfigWarning {
-  // The `kind` label of gpushare_config_warnings.
-  static constexpr std::string_view kUnknownKey = "unknown_key";  // a key the object may not have
-  static constexpr std::string_view kBadValue = "bad_value";      // a value that is not usable
-  // A DRA object the model cannot use (sync/dra_sync.h); in /inspect, not in the gauge.
-  static constexpr std::string_view kDraObject = "dra_object";
-
-  std::string object;  // namespace/name
-  std::string kind;
-  std::string key;
-  std::string value;
-  std::string message;  // a sentence naming the object, key and value, and what was done
-  std::string node;     // the node the object is about ("" if none): /inspect/{node} shows it
-
-  friend bool operator==(const ConfigWarning&, const ConfigWarning&) = default;
-};
+// A mistake in an object, as /inspect's configWarnings lists it (inspect/document.h).
+using ConfigWarning = inspect::ConfigWarning;
 
 // What is wrong with a parsed unhealthy-gpu ConfigMap: keys other than data.gpus, and entries
 // of data.gpus that are not GPU indices. Empty when it is fine.

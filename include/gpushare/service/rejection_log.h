@@ -7,14 +7,12 @@
 #include <string>
 #include <vector>
 
+#include "gpushare/inspect/document.h"
+
 namespace gpushare::service {
 
-struct Rejection {
-  std::int64_t time_ns = 0;
-  std::string pod;  // namespace/name
-  std::string node;
-  std::string reason;
-};
+// A filter rejection, as /inspect's recentRejections lists it (inspect/document.h).
+using Rejection = inspect::Rejection;
 
 class RejectionLog {
  public:

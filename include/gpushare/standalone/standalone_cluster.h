@@ -16,7 +16,6 @@
 #include "gpushare/inspect/snapshot.h"
 #include "gpushare/kube/json_access.h"
 #include "gpushare/kube/resource_names.h"
-#include "gpushare/service/inspect_json.h"
 #include "gpushare/service/pod_binder.h"
 
 namespace gpushare::standalone {

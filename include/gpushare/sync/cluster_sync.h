@@ -99,9 +99,11 @@ class ClusterSync {
   Counters counters() const;
 
  private:
-  class NodeHandler;
-  class PodHandler;
-  class ConfigMapHandler;
+  // The handlers of the three reflectors, each a WatchHandler (src/sync/watch_handler.h) of its
+  // kind: node_handler.cpp, pod_handler.cpp, configmap_handler.cpp.
+  std::unique_ptr<apiclient::ReflectorHandler> make_node_handler();
+  std::unique_ptr<apiclient::ReflectorHandler> make_pod_handler();
+  std::unique_ptr<apiclient::ReflectorHandler> make_configmap_handler();
 
   // Adds the warning for a pending pod pinned to GPU models no node carries, once per pod
   // (service/pin_warnings.h). Under the model's lock; the caller logs after releasing it.
@@ -126,9 +128,9 @@ class ClusterSync {
   std::set<std::string> stale_reported_;  // resources logged as stale; housekeeping thread only
   Counters published_;  // what publish_sync_metrics() already reported; housekeeping thread only
 
-  std::unique_ptr<NodeHandler> node_handler_;
-  std::unique_ptr<PodHandler> pod_handler_;
-  std::unique_ptr<ConfigMapHandler> configmap_handler_;
+  std::unique_ptr<apiclient::ReflectorHandler> node_handler_;
+  std::unique_ptr<apiclient::ReflectorHandler> pod_handler_;
+  std::unique_ptr<apiclient::ReflectorHandler> configmap_handler_;
   std::unique_ptr<apiclient::Reflector> nodes_;
   std::unique_ptr<apiclient::Reflector> pods_reflector_;
   std::unique_ptr<apiclient::Reflector> configmaps_;

@@ -54,7 +54,6 @@ class DraSync {
   std::vector<service::ConfigWarning> config_warnings() const;
 
  private:
-  class Handler;
   // Logs the warnings that are new since the last check (the model's state after a change),
   // once every DRA kind and the nodes have been listed.
   void check_warnings();
@@ -66,7 +65,7 @@ class DraSync {
   mutable std::mutex warnings_mutex_;         // guards logged_all_
   bool logged_all_ = false;                   // every standing problem logged once
   std::atomic<std::size_t> listed_kinds_{0};  // kinds listed at least once
-  std::vector<std::unique_ptr<Handler>> handlers_;
+  std::vector<std::unique_ptr<apiclient::ReflectorHandler>> handlers_;
   std::vector<std::unique_ptr<apiclient::Reflector>> reflectors_;  // after handlers_: stopped first
 };
 

@@ -1,13 +1,13 @@
 #pragma once
 // Request parsers kept warm between request bodies, lent one per decode, at most `parsers` at
-// once: a caller beyond that waits for one to come back (a decode takes microseconds for an
-// ordinary body, tens of milliseconds for a 40 MB one). Two are made in wire_decode.cpp:
+// once: a caller beyond that waits for one to come back (a decode is short beside a request's
+// other work). Two are made in wire_decode.cpp:
 //
 // - one parser for bodies over 1 MiB. A filter with full Node objects (kube-scheduler's
-//   nodeCacheCapable: false) is ~38 MB at 5 000 nodes and grows a parser to ~75 MB of touched
-//   buffers (about twice the body); fresh buffers cost a page fault per 4 KiB each time, a third
-//   of such a filter's CPU. However many large bodies are in flight (the body budget bounds
-//   those), one parser's memory is added to them, not one per body.
+//   nodeCacheCapable: false) grows a parser to about twice the body in touched buffers, and
+//   fresh buffers would cost a page fault per 4 KiB each time. However many large bodies are in
+//   flight (the body budget bounds those), one parser's memory is added to them, not one per
+//   body.
 // - a few parsers for the bodies up to 1 MiB (every filter and prioritize), instead of one per
 //   HTTP worker thread: the count, not --http-threads, bounds what they hold.
 //

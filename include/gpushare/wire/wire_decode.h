@@ -21,7 +21,7 @@ inline constexpr std::size_t kRequestBodyPadding = 64;
 // for text that is not JSON).
 //
 // ExtenderArgs (filter, prioritize), keeping `body` itself as the source the node texts view
-// (a 40 MB filter with full Node objects is not held twice). The decoder parses `body` in place
+// (a large filter with full Node objects is not held twice). The decoder parses `body` in place
 // when it has kRequestBodyPadding bytes of spare capacity, else it moves the text once to make
 // that room.
 ExtenderArgs decode_extender_args_body(std::string&& body, const kube::ResourceNames& names);
@@ -30,8 +30,8 @@ ExtenderArgs decode_extender_args_body(std::string_view body, const kube::Resour
 BindingArgs decode_binding_args(std::string_view body);
 PreemptionArgs decode_preemption_args(std::string_view body, const kube::ResourceNames& names);
 // The bytes the decoders' parsers keep between requests (gpushare_http_parser_bytes, their
-// sum): at most 16 small-body parsers of ~15.5 MB each and the large-body one, each freed 10 s
-// after its last use (wire_decode.cpp).
+// sum): at most 16 small-body parsers and the large-body one, each freed 10 s after its last use
+// (wire_decode.cpp).
 struct RequestParserBytes {
   std::size_t small = 0;  // bodies up to 1 MiB
   std::size_t large = 0;  // bodies over 1 MiB

@@ -1,6 +1,7 @@
 #pragma once
-// Live mode's contributions to /inspect beyond the model: each pod's phase and the configuration
-// warnings, read from the cluster sync's caches and the model's DRA objects.
+// Live mode's sources for the /inspect document beyond the model (inspect::DocumentSources, which
+// the HTTP server hands to inspect::Document): each pod's phase and the configuration warnings,
+// read from the cluster sync's caches and the model's DRA objects.
 
 #include "gpushare/http/http_server.h"
 #include "gpushare/sync/cluster_sync.h"

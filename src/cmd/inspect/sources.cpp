@@ -9,7 +9,7 @@
 #include "gpushare/apiclient/api_client.h"
 #include "gpushare/apiclient/pager.h"
 #include "gpushare/core/cluster_model.h"
-#include "gpushare/inspect/snapshot.h"
+#include "gpushare/inspect/document.h"
 #include "gpushare/inspect/view.h"
 #include "gpushare/kube/dra_objects.h"
 #include "gpushare/kube/node_info.h"
@@ -262,14 +262,14 @@ Json snapshot_from_objects(const std::vector<Json>& nodes, const std::vector<Jso
     if (dra.whole_cluster || !warning.starts_with("ResourceClaim "))
       warnings.push_back("DRA: " + warning);
   }
-  Json snapshot = gpushare::inspect::inspect_cluster(model, "", "");
-  snapshot.erase("policy");  // the extender's, not known here
-  gpushare::inspect::add_pod_phases(
-      snapshot, [&](std::string_view uid, std::string_view, std::string_view) {
-        const auto it = phases.find(uid);
-        return it == phases.end() ? std::nullopt : std::optional<std::string>(it->second);
-      });
-  return snapshot;
+  // No policy: the extender's, not known here.
+  gpushare::inspect::Document document = gpushare::inspect::Document::cluster(model, nullptr);
+  document.add({[&](std::string_view uid, std::string_view, std::string_view) {
+                  const auto it = phases.find(uid);
+                  return it == phases.end() ? std::nullopt : std::optional<std::string>(it->second);
+                },
+                std::nullopt, std::nullopt});
+  return std::move(document.json());
 }
 
 Json fetch_from_api(apiclient::ApiClient& client, const kube::ResourceNames& names,

@@ -52,9 +52,9 @@ struct DraObjects {
 };
 
 // Builds the /inspect JSON from API objects with the extender's own model and accounting
-// (kube::parse_node, parse_pod, allocation_of, DraState, then inspect_cluster of snapshot.h),
-// and adds each pod's phase. Objects that do not parse are skipped with a line in `warnings`, as
-// are problems in the DRA objects (a claim on a device no slice publishes, ...).
+// (kube::parse_node, parse_pod, allocation_of, DraState, then inspect::Document of
+// document.h, with each pod's phase). Objects that do not parse are skipped with a line in
+// `warnings`, as are problems in the DRA objects (a claim on a device no slice publishes, ...).
 kube::Json snapshot_from_objects(const std::vector<kube::Json>& nodes,
                                  const std::vector<kube::Json>& pods,
                                  const std::vector<kube::Json>& configmaps, const DraObjects& dra,

@@ -12,7 +12,7 @@
 namespace gpushare::core {
 namespace {
 
-// The scan as it was before the fast path, for a sharing pod that check_fit accepts.
+// The scan without the fast path (a reference), for a sharing pod that check_fit accepts.
 std::pair<int, double> former_binpack(const NodeState& node, const PodDemand& pod) {
   const double node_capacity = static_cast<double>(std::max<Units>(1, node.total_capacity()));
   const double node_free_after = static_cast<double>(node.total_free() - pod.total_gpu());

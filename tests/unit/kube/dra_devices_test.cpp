@@ -12,11 +12,13 @@
 #include "gpushare/kube/dra_objects.h"
 #include "gpushare/kube/pod_dra_demand.h"
 #include "gpushare/kube/pod_info.h"
+#include "support/dra_model.h"
 
 namespace gpushare {
 namespace {
 
 using core::kGiB;
+using testing::plain_node;
 
 struct Device {
   std::string name, memory, type = "gpu";
@@ -51,12 +53,6 @@ std::string allocated_claim(std::string_view name, std::string_view selected,
       name, list, selected, name);
 }
 
-core::NodeSpec plain_node(std::string name) {
-  core::NodeSpec spec;
-  spec.name = std::move(name);
-  return spec;
-}
-
 core::DraRequest ask(std::string device_class, std::int64_t memory_gib) {
   core::DraRequest request;
   request.device_class = std::move(device_class);
@@ -64,32 +60,7 @@ core::DraRequest ask(std::string device_class, std::int64_t memory_gib) {
   return request;
 }
 
-class DraDevices : public ::testing::Test {
- protected:
-  void slice(const std::string& json) {
-    model.update_dra(
-        [&](core::DraState& dra) { dra.upsert_slice(kube::parse_resource_slice(json)); });
-  }
-  void claim(const std::string& json) {
-    model.update_dra(
-        [&](core::DraState& dra) { dra.upsert_claim(kube::parse_resource_claim(json)); });
-  }
-  void device_class(const std::string& json) {
-    model.update_dra(
-        [&](core::DraState& dra) { dra.upsert_class(kube::parse_device_class(json)); });
-  }
-  std::vector<std::string> warnings() const {
-    return model.dra().warnings(
-        [&](std::string_view node) { return model.find_node(node) != nullptr; });
-  }
-  bool warned(std::string_view a, std::string_view b) const {
-    const auto found = warnings();
-    return std::any_of(found.begin(), found.end(), [&](const std::string& w) {
-      return w.find(a) != std::string::npos && w.find(b) != std::string::npos;
-    });
-  }
-  core::ClusterModel model;
-};
+using DraDevices = testing::DraModelTest;
 
 TEST_F(DraDevices, GpusOfDifferentSizesKeepTheirOwnCapacity) {
   model.upsert_node(plain_node("n1"));

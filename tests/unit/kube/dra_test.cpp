@@ -9,11 +9,13 @@
 #include "gpushare/core/cluster_model.h"
 #include "gpushare/kube/dra_objects.h"
 #include "gpushare/kube/pod_info.h"
+#include "support/dra_model.h"
 
 namespace gpushare {
 namespace {
 
 using core::kGiB;
+using testing::plain_node;
 
 // A v1 ResourceSlice as the NVIDIA DRA driver publishes it: devices gpu-0.. with productName,
 // index and a memory capacity, shareable with consumable capacity.
@@ -60,12 +62,6 @@ std::string claim_json(std::string_view name, std::string_view node,
   return fmt::format(
       R"({{"apiVersion":"resource.k8s.io/v1","kind":"ResourceClaim","metadata":{{"name":"{}","namespace":"ml","uid":"uid-{}"}},"spec":{{"devices":{{"requests":[{{"name":"gpu","exactly":{{"deviceClassName":"gpu.nvidia.com","allocationMode":"ExactCount","count":1,"capacity":{{"requests":{{"memory":"{}"}}}}}}}}]}}}}{}}})",
       name, name, request_memory, status);
-}
-
-core::NodeSpec plain_node(std::string name) {
-  core::NodeSpec spec;
-  spec.name = std::move(name);
-  return spec;
 }
 
 TEST(DraDecode, ReadsANvidiaSlice) {
@@ -163,22 +159,7 @@ TEST(DraDecode, RefusesObjectsOfTheWrongShape) {
   EXPECT_THROW(kube::parse_resource_claim("{"), kube::BadInput);
 }
 
-class DraModel : public ::testing::Test {
- protected:
-  void slice(const std::string& json) {
-    model.update_dra(
-        [&](core::DraState& dra) { dra.upsert_slice(kube::parse_resource_slice(json)); });
-  }
-  void claim(const std::string& json) {
-    model.update_dra(
-        [&](core::DraState& dra) { dra.upsert_claim(kube::parse_resource_claim(json)); });
-  }
-  std::vector<std::string> warnings() const {
-    return model.dra().warnings(
-        [&](std::string_view node) { return model.find_node(node) != nullptr; });
-  }
-  core::ClusterModel model;
-};
+using DraModel = testing::DraModelTest;
 
 TEST_F(DraModel, DevicesBecomeGpusOfTheirNode) {
   model.upsert_node(plain_node("n1"));

@@ -106,7 +106,7 @@ TEST(Simulator, WritesTheCsvOfEveryPoint) {
 }
 
 TEST(Simulator, ReproducesThePapersOrderingOnTheDefaultTrace) {
-  // One seed of the real trace (a second or so): FGD > best-fit > random at 100 % arrival,
+  // One seed of the real trace: FGD > best-fit > random at 100 % arrival,
   // each near the paper's 95.23 / 92.86 / 86.30 (seed-to-seed spread is a few tenths).
   const std::string dir = std::string(GPUSHARE_SOURCE_DIR) + "/bench/data/openb/";
   SimulationOptions options;

@@ -1,6 +1,6 @@
 // What live mode's list/watch reports (SyncMetrics): the known resources start at 0, counts
-// and gauges land in their resource's series, and a kind of configuration mistake no longer
-// reported loses its series.
+// and gauges land in their resource's series, and a kind of configuration mistake absent from
+// a report loses its series.
 
 #include "gpushare/sync/sync_metrics.h"
 

@@ -28,9 +28,8 @@ TEST(WarmParser, TheParserGivenBackIsTheOneTakenNext) {
   EXPECT_FALSE(warm.holds());
 }
 
-// Two large bodies decoded at once each got a parser of their own (about twice its body's size
-// each): a burst of 30 MB full-Node filters peaked at 6 x the largest body. The second now waits
-// for the one parser.
+// Two large bodies decoded at once share the one parser (about twice its body's size): the
+// second waits for it rather than growing a parser of its own.
 TEST(WarmParser, LargeBodiesAreDecodedOneAtATime) {
   WarmParser warm(1h);
   std::unique_ptr<json::Parser> first = warm.take();
@@ -65,7 +64,7 @@ TEST(WarmParser, AParserGivenBackEmptyStillLetsTheNextOneIn) {
 }
 
 // The kept parser grows to the largest body seen, no further: its padded copy grew by
-// std::string's doubling (a 30 MB body after a 20 MB one left 40 MB reserved).
+// std::string's doubling (a body after a smaller one would leave twice the smaller reserved).
 TEST(WarmParser, AParserGrownByALargerBodyHoldsNoMoreThanThatBody) {
   WarmParser warm(1h);
   std::unique_ptr<json::Parser> parser = warm.take();

@@ -41,8 +41,8 @@ TEST(Options, DefaultsMatchTheProductSpec) {
   EXPECT_EQ(o.sync_stale_seconds, 30);
 }
 
-// Reservations no longer expire by time: the old flag still parses (old manifests keep
-// working) and is only remembered so that main can warn about it.
+// Reservations do not expire by time: --assume-ttl-seconds still parses (manifests that set it
+// keep working) and is only remembered so that main can warn about it.
 TEST(Options, TheAssumeTtlFlagIsAcceptedAndTheNewReservationFlagsParse) {
   const auto parsed = parse({"--cluster-file", "c.yaml", "--assume-ttl-seconds", "120",
                              "--reservation-check-seconds", "5", "--sync-stale-seconds", "60",

@@ -1,0 +1,104 @@
+// inspect::Document: the /inspect document's sections, the model's and those from outside it,
+// for the whole cluster and for one node.
+
+#include "gpushare/inspect/document.h"
+
+#include <gtest/gtest.h>
+
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "gpushare/core/cluster_model.h"
+#include "gpushare/core/policy_registry.h"
+
+namespace gpushare::inspect {
+namespace {
+
+using kube::Json;
+
+class DocumentTest : public ::testing::Test {
+ protected:
+  DocumentTest() {
+    core::NodeSpec n1;
+    n1.name = "n1";
+    n1.gpu_count = 2;
+    n1.memory_per_gpu = 16;
+    model.upsert_node(n1);
+    core::NodeSpec n2 = n1;
+    n2.name = "n2";
+    model.upsert_node(n2);
+    model.add_pod({.uid = "u1",
+                   .namespace_name = "ml",
+                   .name = "trainer",
+                   .node = "n1",
+                   .gpus = {1},
+                   .per_gpu = 4,
+                   .model_pin = {}});
+  }
+  static std::vector<ConfigWarning> warnings() {
+    return {{"kube-system/unhealthy-gpu-n1", "bad_value", "gpus", "x", "about n1", "n1"},
+            {"kube-system/unhealthy-gpu-n2", "unknown_key", "extra", "", "about n2", "n2"}};
+  }
+  core::ClusterModel model;
+};
+
+TEST_F(DocumentTest, TheClusterWithAPolicyNamesItAndMeasuresFragmentation) {
+  const auto policy = core::make_policy("binpack");
+  const Document document = Document::cluster(model, policy.get());
+  const Json& json = document.json();
+  ASSERT_EQ(json["nodes"].size(), 2u);
+  EXPECT_EQ(json["nodes"][0]["name"], "n1");
+  EXPECT_EQ(json["totalGPU"], 64);
+  EXPECT_EQ(json["usedGPU"], 4);
+  EXPECT_EQ(json["policy"]["name"], "binpack");
+  EXPECT_TRUE(json.contains("fragmentation"));
+  EXPECT_TRUE(json["nodes"][0].contains("fragmentedGPU"));
+  // Nothing from outside the model until it is added.
+  EXPECT_FALSE(json.contains("recentRejections"));
+  EXPECT_FALSE(json.contains("configWarnings"));
+}
+
+TEST_F(DocumentTest, TheClusterWithoutAPolicyHasNeitherPolicyNorFragmentation) {
+  const Document document = Document::cluster(model, nullptr);
+  EXPECT_FALSE(document.json().contains("policy"));
+  EXPECT_FALSE(document.json().contains("fragmentation"));
+  EXPECT_EQ(document.json()["pods"], 1);
+}
+
+TEST_F(DocumentTest, SourcesAddTheirSectionsAndUnsetOnesAreLeftOut) {
+  Document document = Document::cluster(model, nullptr);
+  document.add({[](std::string_view uid, std::string_view, std::string_view) {
+                  return uid == "u1" ? std::optional<std::string>("Running") : std::nullopt;
+                },
+                std::vector<Rejection>{{7, "ml/big", "n2", "no GPU with 32 free"}}, warnings()});
+  const Json& json = document.json();
+  EXPECT_EQ(json["nodes"][0]["devs"][1]["pods"][0]["phase"], "Running");
+  ASSERT_EQ(json["recentRejections"].size(), 1u);
+  EXPECT_EQ(json["recentRejections"][0], Json({{"timeUnixNano", 7},
+                                               {"pod", "ml/big"},
+                                               {"node", "n2"},
+                                               {"reason", "no GPU with 32 free"}}));
+  ASSERT_EQ(json["configWarnings"].size(), 2u);
+  EXPECT_EQ(json["configWarnings"][1]["key"], "extra");
+
+  Document bare = Document::cluster(model, nullptr);
+  bare.add({});
+  EXPECT_FALSE(bare.json().contains("recentRejections"));
+  EXPECT_FALSE(bare.json().contains("configWarnings"));
+}
+
+TEST_F(DocumentTest, ANodesDocumentHoldsThatNodeAndTheWarningsAboutIt) {
+  EXPECT_FALSE(Document::node(model, "absent").has_value());
+  std::optional<Document> document = Document::node(model, "n2");
+  ASSERT_TRUE(document.has_value());
+  document->add({nullptr, std::nullopt, warnings()});
+  const Json& json = document->json();
+  ASSERT_EQ(json["nodes"].size(), 1u);
+  EXPECT_EQ(json["nodes"][0]["name"], "n2");
+  ASSERT_EQ(json["configWarnings"].size(), 1u);
+  EXPECT_EQ(json["configWarnings"][0]["message"], "about n2");
+}
+
+}  // namespace
+}  // namespace gpushare::inspect
