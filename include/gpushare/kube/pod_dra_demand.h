@@ -1,7 +1,7 @@
 #pragma once
 // What a pod with Dynamic Resource Allocation claims asks of the model's DRA driver: the device
 // requests of its claims (or of the templates they are generated from), and the demand the
-// policy learns from it. Shared by prioritize (extender/service/dra_scoring.h), the pod watch and
+// policy learns from it. Shared by prioritize (core/scorer.h), the pod watch and
 // kubesim.
 
 #include <vector>
