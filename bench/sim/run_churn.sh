@@ -1,17 +1,17 @@
 #!/usr/bin/env bash
 # Reproduces the "Over time" figures of docs/placement.md: the time mode of gpushare-sim on two
 # openb traces with lifetimes, fgd-plus and FGD, at 100 % offered load without and with the
-# consolidation planner at a few move budgets, and at 90 % and 110 % without. One seed (42).
+# consolidation planner at a few move budgets, and at 90 % and 110 % without. Seeds 42-44.
 # Writes out/churn/<trace>.{csv,md}.
 #
-#   bench/sim/run_churn.sh                     # ~5 CPU-minutes
+#   bench/sim/run_churn.sh                     # ~20 CPU-minutes
 #   TRACES=default BUDGETS=0,0.02 bench/sim/run_churn.sh
 set -euo pipefail
 cd "$(dirname "$0")/../.."
 
 build="${GPUSHARE_SIM_BUILD_DIR:-build-sim}"
 jobs="${JOBS:-1}"
-seeds="${SEEDS:-1}"
+seeds="${SEEDS:-3}"
 traces="${TRACES:-default gpushare100}"
 out="${OUT_DIR:-out/churn}"
 data=bench/data/openb
