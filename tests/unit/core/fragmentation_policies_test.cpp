@@ -478,7 +478,12 @@ TEST(FgdPlusHosts, AMultiGpuPodPaysMoreOnANodeThatAlsoHostsRarerShapes) {
   EXPECT_NEAR(largest_only.host_cost(nodes[0], common), largest_only.host_cost(nodes[1], common),
               1e-12);
 
-  FgdPlusPolicy plus(target, HostFleet::options());
+  const FgdPlusPolicy::Options options = [] {
+    auto options = HostFleet::options();
+    options.exclusive_weight = 3;
+    return options;
+  }();
+  FgdPlusPolicy plus(target, options);
   plus.observe_cluster(nodes);
   double rare_scarcity = -1;
   for (const HostPrice& host : plus.host_prices()) {
@@ -488,7 +493,7 @@ TEST(FgdPlusHosts, AMultiGpuPodPaysMoreOnANodeThatAlsoHostsRarerShapes) {
   }
   ASSERT_GT(rare_scarcity, 0.0);
   EXPECT_NEAR(plus.host_cost(nodes[0], common) - plus.host_cost(nodes[1], common),
-              HostFleet::options().exclusive_weight * rare_scarcity * 8, 1e-9);
+              options.exclusive_weight * rare_scarcity * 8, 1e-9);
   EXPECT_GT(plus.place(nodes[1], common)->score, plus.place(nodes[0], common)->score);
   // A single-GPU pod pays the largest loss alone, the same on both.
   EXPECT_NEAR(plus.host_cost(nodes[0], pod(1000, 1, 4000)),
