@@ -201,12 +201,22 @@ std::vector<HostPrice> FgdPlusPolicy::host_prices(std::span<const NodeState> nod
   }
   if (multi.empty()) return prices;
   std::vector<double> supply(multi.size(), 0.0);  // pods each shape can still be hosted
-  for (const NodeState& node : nodes) {
-    const int whole = node.gpu_count() > 1 ? whole_free_gpus(node) : 0;
-    if (whole < 2) continue;
+  // FNV-1a over the indices of the nodes that host each shape when empty.
+  std::vector<std::uint64_t> host_set(multi.size(), 14695981039346656037ULL);
+  for (std::size_t n = 0; n < nodes.size(); ++n) {
+    const NodeState& node = nodes[n];
+    if (node.gpu_count() < 2) continue;
+    const NodeSpec& spec = node.spec();
+    const std::int64_t cpu = spec.cpu_milli > 0 ? spec.cpu_milli : kUntracked;
+    const std::int64_t memory = spec.memory > 0 ? spec.memory : kUntracked;
+    const int whole = whole_free_gpus(node);
     for (std::size_t k = 0; k < multi.size(); ++k) {
       const WorkloadShape& shape = demand_mix()[multi[k]].shape;
-      if (!shape.allows_model(node.spec().gpu_model)) continue;
+      if (!shape.allows_model(spec.gpu_model)) continue;
+      if (hosts(shape, node.gpu_count(), cpu, memory) > 0) {
+        host_set[k] = (host_set[k] ^ static_cast<std::uint64_t>(n)) * 1099511628211ULL;
+      }
+      if (whole < 2) continue;
       supply[k] += static_cast<double>(hosts(shape, whole, node.cpu_free(), node.memory_free()));
     }
   }
@@ -218,8 +228,11 @@ std::vector<HostPrice> FgdPlusPolicy::host_prices(std::span<const NodeState> nod
     for (std::size_t i : multi) {
       if (needs_at_least(demand_mix()[i].shape, shape)) demand += shares[i] * idle_gpus;
     }
-    const double price = ramp(demand / (supply[k] * shape.gpu_count), options_.host_threshold);
-    if (price > 0) prices.push_back({shape, price});
+    const double ratio = std::min(1.0, demand / (supply[k] * shape.gpu_count));
+    const double price = ramp(ratio, options_.host_threshold);
+    if (price > 0 || (options_.exclusive_weight != 0 && ratio > 0)) {
+      prices.push_back({shape, price, host_set[k], ratio});
+    }
   }
   return prices;
 }
@@ -246,14 +259,37 @@ double FgdPlusPolicy::host_cost(const NodeState& node, const PodDemand& pod) con
   const std::int64_t memory_after = memory == kUntracked ? memory : memory - pod.memory;
   // The priced shapes overlap, and a broken slot would have held one pod: the dearest loss.
   double cost = 0;
+  // A multi-GPU pod also pays, per set of hosts, the largest scarcity-weighted loss of the
+  // shapes of at least its GPUs that need at least what it needs (at most 32 sets counted).
+  const bool exclusive = options_.exclusive_weight != 0 && pod.needs_whole_gpus();
+  const WorkloadShape own = exclusive ? WorkloadShape::of(pod, true) : WorkloadShape{};
+  std::array<std::pair<std::uint64_t, double>, 32> groups{};
+  std::size_t group_count = 0;
   for (const HostPrice& host : host_prices_) {
     if (!host.shape.allows_model(node.spec().gpu_model)) continue;
     const std::int64_t before = hosts(host.shape, whole, cpu, memory);
     if (before == 0) continue;
     const std::int64_t lost = before - hosts(host.shape, whole - taken, cpu_after, memory_after);
-    cost = std::max(cost, host.price * static_cast<double>(lost * host.shape.gpu_count));
+    const double loss = host.price * static_cast<double>(lost * host.shape.gpu_count);
+    cost = std::max(cost, loss);
+    if (!exclusive || lost == 0 || host.shape.gpu_count < pod.gpu_count ||
+        !needs_at_least(host.shape, own)) {
+      continue;
+    }
+    auto* group =
+        std::find_if(groups.begin(), groups.begin() + static_cast<std::ptrdiff_t>(group_count),
+                     [&](const auto& g) { return g.first == host.hosts; });
+    if (group == groups.begin() + static_cast<std::ptrdiff_t>(group_count)) {
+      if (group_count == groups.size()) continue;
+      *group = {host.hosts, 0.0};
+      ++group_count;
+    }
+    group->second =
+        std::max(group->second, host.scarcity * static_cast<double>(lost * host.shape.gpu_count));
   }
-  return options_.host_weight * cost;
+  double exclusive_cost = 0;
+  for (std::size_t g = 0; g < group_count; ++g) exclusive_cost += groups[g].second;
+  return options_.host_weight * cost + options_.exclusive_weight * exclusive_cost;
 }
 
 double FgdPlusPolicy::scarcity_cost(std::string_view model, Units capacity, const PodDemand& pod,

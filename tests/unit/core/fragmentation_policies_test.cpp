@@ -454,6 +454,52 @@ TEST(FgdPlusHosts, ABrokenSlotCostsItsDearestShapeNotEveryShapeItHosts) {
   EXPECT_NEAR(many.host_cost(fleet.nodes[1], pod(1000, 1, 4000)), 2 * dearest * 8, 1e-12);
 }
 
+TEST(FgdPlusHosts, AMultiGpuPodPaysMoreOnANodeThatAlsoHostsRarerShapes) {
+  // One g3 and three g2: the common 64-core shape is priced, the 120-core one (g3 only) is
+  // below the threshold. The largest loss is the common shape's on either node; the host sets
+  // make g3 dearer for a 64-core 8-GPU pod by what it holds for the 120-core pods.
+  const double eight_gpu = 1 / std::sqrt(8.0);
+  const TargetWorkload target{{shape(1000, 1, 1000), 0.5},
+                              {HostFleet::eight(120000), 0.05 * eight_gpu},
+                              {HostFleet::eight(64000), 0.45 * eight_gpu}};
+  std::vector<NodeState> nodes{node("g3", std::vector<Units>(8, 0), 128000, 0, 786432, "G3")};
+  for (int i = 0; i < 3; ++i) {
+    nodes.push_back(
+        node("g2-" + std::to_string(i), std::vector<Units>(8, 0), 96000, 0, 393216, "G2"));
+  }
+  const PodDemand common = pod(1000, 8, 64000);
+  FgdPlusPolicy largest_only(target, [] {
+    auto options = HostFleet::options();
+    options.exclusive_weight = 0;
+    return options;
+  }());
+  largest_only.observe_cluster(nodes);
+  EXPECT_GT(largest_only.host_cost(nodes[1], common), 0.0);
+  EXPECT_NEAR(largest_only.host_cost(nodes[0], common), largest_only.host_cost(nodes[1], common),
+              1e-12);
+
+  const FgdPlusPolicy::Options options = [] {
+    auto options = HostFleet::options();
+    options.exclusive_weight = 3;
+    return options;
+  }();
+  FgdPlusPolicy plus(target, options);
+  plus.observe_cluster(nodes);
+  double rare_scarcity = -1;
+  for (const HostPrice& host : plus.host_prices()) {
+    if (host.shape.cpu_milli != 120000) continue;
+    EXPECT_EQ(host.price, 0.0);
+    rare_scarcity = host.scarcity;
+  }
+  ASSERT_GT(rare_scarcity, 0.0);
+  EXPECT_NEAR(plus.host_cost(nodes[0], common) - plus.host_cost(nodes[1], common),
+              options.exclusive_weight * rare_scarcity * 8, 1e-9);
+  EXPECT_GT(plus.place(nodes[1], common)->score, plus.place(nodes[0], common)->score);
+  // A single-GPU pod pays the largest loss alone, the same on both.
+  EXPECT_NEAR(plus.host_cost(nodes[0], pod(1000, 1, 4000)),
+              largest_only.host_cost(nodes[0], pod(1000, 1, 4000)), 1e-12);
+}
+
 TEST(FgdPlusHosts, ProtectsTheHostsOfARareShapeBelowTheTargetsCoverage) {
   // 300 single-GPU pods and one 8-GPU pod of 120 cores: the big shape is under 1 % of the
   // learned weight, below the target's 95 % coverage, yet its pods need g3.

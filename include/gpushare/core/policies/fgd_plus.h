@@ -34,6 +34,15 @@
 // slot would have held one pod, the dearest, not one of every variant. Scoring reads only the
 // shapes with a price: O(GPUs + priced shapes) per node.
 //
+// The largest loss does not tell a node that also hosts rarer shapes from one that does not: a
+// CPU-rich 8-GPU node hosts the common 8-GPU shapes as well, so it costs what a common node
+// does. With exclusive_weight above 0 (off by default), a multi-GPU pod also pays exclusive_weight
+// x the sum, over the distinct sets of nodes that can host a shape (when empty), of the largest
+// scarcity x k x g among the broken shapes of that set which have at least the pod's GPUs and need
+// at least what the pod needs (scarcity = D_s / (g x H_s), up to 1, without the threshold). Among
+// the pod's own hosts, a node that also hosts rarer shapes costs more; the sets the pod breaks
+// wherever it goes add the same to every such host. Smaller pods pay the largest loss alone.
+//
 // docs/placement.md compares it with FGD in the simulator. Nodes that do not track CPU or memory
 // (the service leaves those to kube-scheduler) simply drop those terms.
 
@@ -60,6 +69,9 @@ struct FgdPlusOptions {
   double host_weight = 3.0;
   // The host price starts at this demand / supply of hosts and reaches 1 at 1.
   double host_threshold = 0.2;
+  // Weight of the host sets a multi-GPU pod breaks (see FgdPlusPolicy); 0 = off, the default:
+  // at 3 the lightly pinned robustness workload (tests/unit/sim) falls a point below FGD.
+  double exclusive_weight = 0.0;
   int scarcity_refresh = 64;  // placements between recomputations of the prices
 };
 
@@ -73,7 +85,9 @@ struct ModelPrice {
 // The price of breaking a host of one multi-GPU target shape (see FgdPlusPolicy).
 struct HostPrice {
   WorkloadShape shape;
-  double price = 0;  // 0..1, per GPU of the shape's placements a node loses
+  double price = 0;         // 0..1, per GPU of the shape's placements a node loses
+  std::uint64_t hosts = 0;  // identifies the set of nodes able to host the shape when empty
+  double scarcity = 0;      // 0..1, D_s / (g x H_s) (see FgdPlusPolicy), without the threshold
   friend bool operator==(const HostPrice&, const HostPrice&) = default;
 };
 
@@ -114,11 +128,11 @@ class FgdPlusPolicy final : public PlacementPolicy {
   // The prices in force (computed by the last observe_cluster).
   const std::vector<ModelPrice>& prices() const { return prices_; }
   // The host prices of the multi-GPU shapes of target(), from the cluster `nodes` (only those
-  // above 0).
+  // above 0, or with a scarcity above 0 when exclusive_weight is not 0).
   std::vector<HostPrice> host_prices(std::span<const NodeState> nodes) const;
   const std::vector<HostPrice>& host_prices() const { return host_prices_; }
   // What `pod` pays, in GPUs, for the hosts of priced multi-GPU shapes it takes on `node`: the
-  // largest loss over the shapes, not their sum.
+  // largest loss over the shapes, not their sum; a multi-GPU pod also the host sets it breaks.
   double host_cost(const NodeState& node, const PodDemand& pod) const;
   // What `pod` pays, in GPUs, for taking `taken` GPU memory on a node of `model` with GPUs of
   // `capacity`: scarcity_weight x the highest price of a set holding `model` that does not
@@ -159,7 +173,7 @@ class FgdPlusPolicy final : public PlacementPolicy {
   // Each demand_mix() shape's share of the GPU demand (pods, not the sqrt(GPUs) weights),
   // parallel to it; relative shapes at `per_gpu`.
   std::vector<double> demand_shares(Units per_gpu) const;
-  // The prices in force, from the last recomputation; host_prices_ only those above 0.
+  // The prices in force, from the last recomputation; host_prices_ as host_prices() returns.
   std::vector<ModelPrice> prices_;
   std::vector<HostPrice> host_prices_;
   std::uint64_t prices_version_ = 0;  // recomputations that changed prices_
