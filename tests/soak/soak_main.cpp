@@ -61,7 +61,8 @@ struct Counts {
   std::atomic<long> watch_drops{0}, watch_closes{0}, compactions{0}, leader_changes{0};
 };
 
-core::ClusterModel truth_model(FakeApiServer& fake) {
+// The API server's truth as a model, the unhealthy-GPU ConfigMaps included.
+core::ClusterModel truth_with_unhealthy_gpus(FakeApiServer& fake) {
   core::ClusterModel model;
   const kube::ResourceNames names;
   for (const Json& node : fake.list(Resource::Nodes))
@@ -268,7 +269,7 @@ class Soak {
     if (serving != nullptr) {
       same = eventually(
           [&] {
-            truth = truth_model(fake);
+            truth = truth_with_unhealthy_gpus(fake);
             const core::ClusterModel model = serving->snapshot();
             return model.assumed_count() == 0 && model.same_allocation_as(truth);
           },
@@ -277,7 +278,7 @@ class Soak {
     const double settle_seconds =
         std::chrono::duration<double>(std::chrono::steady_clock::now() - settle_start).count();
     const long rss_end = rss_kib();
-    truth = truth_model(fake);
+    truth = truth_with_unhealthy_gpus(fake);
     const std::vector<std::string> diff = serving
                                               ? model_diff(serving->snapshot(), truth)
                                               : std::vector<std::string>{"no replica became ready"};
