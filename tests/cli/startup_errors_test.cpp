@@ -119,7 +119,8 @@ TEST(FakeApiServerStartup, ABadSeedNamesTheFileAndTheProblem) {
        "not-a-list.yaml: not a v1 List: no items array"},
       {seed_with("deployment.yaml", "items:\n- kind: Deployment\n  metadata:\n    name: web\n"),
        "deployment.yaml: items[0]: kind \"Deployment\" is not served (Node, Pod, ConfigMap, "
-       "Lease, ResourceSlice, ResourceClaim, ResourceClaimTemplate, DeviceClass)"},
+       "Lease, ResourceSlice, ResourceClaim, ResourceClaimTemplate, DeviceClass, "
+       "PodDisruptionBudget, Event)"},
       {seed_with(
            "twice.yaml",
            "items:\n- kind: Node\n  metadata: {name: a}\n- kind: Node\n  metadata: {name: a}\n"),
