@@ -24,19 +24,21 @@ PANELS = [("alloc_pct", "GPU memory allocated (%)"), ("fragmented_gpus", "fragme
 
 
 def load(paths):
-    """run -> time_s -> column -> [values over seeds]"""
+    """run -> time_s -> column -> [values over seeds]; the runs in input order; the seeds."""
     series = defaultdict(lambda: defaultdict(lambda: defaultdict(list)))
     order = []
+    seeds = set()
     for path in paths:
         with open(path, newline="") as f:
             for row in csv.DictReader(f):
                 run = row["policy"]
+                seeds.add(row["seed"])
                 if run not in series:
                     order.append(run)
                 point = series[run][float(row["time_s"])]
                 for column, _ in PANELS:
                     point[column].append(float(row[column]))
-    return series, order
+    return series, order, seeds
 
 
 def nice_range(lo, hi):
@@ -48,7 +50,7 @@ def nice_range(lo, hi):
     return start, start + step * (int((hi - start) / step) + 1), step
 
 
-def panel(out, series, order, column, label, x0, y0, w, h, t_max, warmup_s):  # noqa: PLR0913
+def panel(out, series, order, column, label, x0, y0, w, h, t_max, warmup_s):
     means = {run: {t: sum(v[column]) / len(v[column]) for t, v in series[run].items()} for run in order}
     values = [v for m in means.values() for v in m.values()]
     lo, hi, step = nice_range(min(values), max(values))
@@ -117,13 +119,9 @@ def main():
     parser.add_argument("--title", default="allocation and fragmentation over time")
     parser.add_argument("--warmup-hours", type=float, default=0, help="shade the warm-up (--warmup)")
     args = parser.parse_args()
-    series, order = load(args.inputs)
+    series, order, seeds = load(args.inputs)
     if not order:
         sys.exit("no rows in the input")
-    seeds = set()
-    for path in args.inputs:
-        with open(path, newline="") as f:
-            seeds.update(row["seed"] for row in csv.DictReader(f))
     with open(args.output, "w") as f:
         f.write(svg(series, order, args.title, args.warmup_hours * 3600, len(seeds)))
 
