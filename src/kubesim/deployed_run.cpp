@@ -694,12 +694,14 @@ DeployedResult DeployedRun::finish(std::size_t pods_arrived, double seconds, dou
 }  // namespace
 
 struct DeployedChurnScheduler::Impl {
-  Impl(const std::vector<core::NodeSpec>& nodes, const core::TargetWorkload& typical,
+  Impl(const std::vector<core::NodeSpec>& nodes, core::TargetWorkload typical_workload,
        SchedulerConfig scheduler_config, DeployedOptions deployed_options, std::uint64_t seed)
-      : config(std::move(scheduler_config)),
+      : typical(std::move(typical_workload)),
+        config(std::move(scheduler_config)),
         options(std::move(deployed_options)),
         run(nodes, typical, config, options, seed, "") {}
-  // The run holds references to both.
+  // The run holds references to these three.
+  const core::TargetWorkload typical;
   const SchedulerConfig config;
   const DeployedOptions options;
   DeployedRun run;

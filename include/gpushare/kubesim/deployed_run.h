@@ -99,7 +99,7 @@ DeployedResult run_deployed(const std::vector<core::NodeSpec>& nodes,
 // delete event does (the ledger sees the pod gone). A GPU pod's GPUs are the ones the
 // extender's model holds after bind. DRA is not modelled in the time mode: the constructor
 // throws std::invalid_argument for options.dra (and as run_deployed for a bad profile, policy
-// or score mapping). `typical` must outlive it. Not thread-safe: one run's thread uses it.
+// or score mapping). Not thread-safe: one run's thread uses it.
 class DeployedChurnScheduler final : public sim::ChurnScheduler {
  public:
   DeployedChurnScheduler(const std::vector<core::NodeSpec>& nodes,
