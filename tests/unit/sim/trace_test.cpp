@@ -73,7 +73,7 @@ constexpr std::string_view kPaiHeader =
 
 std::string pai(std::string_view rows) { return std::string(kPaiHeader) + std::string(rows); }
 
-TEST(PaiTrace, ConvertsToOpenbUnits) {
+TEST(SimPaiTrace, ConvertsToOpenbUnits) {
   const PaiTasks tasks = parse_pai_tasks_csv(
       pai("half,tensorflow,Terminated,100.0,700.0,600.0,29.296875,50.0,V100\n"
           "two,tensorflow,Failed,0,10,1800,100,200.0,T4\n"
@@ -106,7 +106,7 @@ TEST(PaiTrace, ConvertsToOpenbUnits) {
   EXPECT_EQ(tasks.dropped_end_before_start, 0u);
 }
 
-TEST(PaiTrace, DropsRowsWithoutALifetimeAndCountsThem) {
+TEST(SimPaiTrace, DropsRowsWithoutALifetimeAndCountsThem) {
   const PaiTasks tasks = parse_pai_tasks_csv(
       pai("running,worker,Running,100,,600,1,50,T4\n"
           "waiting,worker,Waiting,,,600,1,50,T4\n"
@@ -119,7 +119,7 @@ TEST(PaiTrace, DropsRowsWithoutALifetimeAndCountsThem) {
   EXPECT_EQ(tasks.dropped_end_before_start, 1u);
 }
 
-TEST(PaiTrace, HostileValuesAreErrorsNamingTheLine) {
+TEST(SimPaiTrace, HostileValuesAreErrorsNamingTheLine) {
   const auto error_of = [](std::string_view row) -> std::string {
     try {
       parse_pai_tasks_csv(pai(row));
@@ -151,14 +151,14 @@ TEST(PaiTrace, HostileValuesAreErrorsNamingTheLine) {
                TraceError);
 }
 
-TEST(PaiTrace, ToldApartFromOpenbByTheHeader) {
+TEST(SimPaiTrace, ToldApartFromOpenbByTheHeader) {
   EXPECT_TRUE(is_pai_tasks_csv(kPaiHeader));
   EXPECT_TRUE(is_pai_tasks_csv("job_name,plan_gpu\r\n"));
   EXPECT_FALSE(is_pai_tasks_csv("name,cpu_milli,memory_mib,num_gpu,gpu_milli\nplan_gpu\n"));
   EXPECT_FALSE(is_pai_tasks_csv(""));
 }
 
-TEST(PaiTrace, ReadsTheBundledFile) {
+TEST(SimPaiTrace, ReadsTheBundledFile) {
   const PaiTasks tasks = parse_pai_tasks_csv(
       read_text_file(std::string(GPUSHARE_SOURCE_DIR) + "/bench/data/pai/task.csv"));
   EXPECT_EQ(tasks.pods.size(), 10000u);
