@@ -746,7 +746,9 @@ void DeployedChurnScheduler::departed(const sim::TracePod& pod, std::size_t inst
   impl_->run.depart(pod, instance, node);
 }
 
-const DeployedStats& DeployedChurnScheduler::stats() const { return impl_->run.stats(); }
+const DeployedStats& DeployedChurnScheduler::stats() const {
+  return impl_->run.stats();
+}
 
 DeployedResult run_deployed(const std::vector<core::NodeSpec>& node_specs,
                             const std::vector<sim::TracePod>& pods,

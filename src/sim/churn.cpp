@@ -329,10 +329,9 @@ class ChurnRun {
     Instance& self = instances_[instance];
     self.tried_at_change = changes_;
     ++self.attempts;
-    const std::optional<ChurnPlacement> choice = scheduler_ != nullptr
-                                                     ? scheduler_->schedule(simulator_.pods()[pod],
-                                                                            instance)
-                                                     : policy_choice(pod);
+    const std::optional<ChurnPlacement> choice =
+        scheduler_ != nullptr ? scheduler_->schedule(simulator_.pods()[pod], instance)
+                              : policy_choice(pod);
     if (!choice) return false;
     const auto& nodes = model_.nodes();
     const std::size_t best = choice->node;

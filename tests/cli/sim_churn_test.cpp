@@ -45,11 +45,9 @@ TEST(SimChurnCli, TheDeployedPathRunsInTheTimeModeOnThePaiTrace) {
       << result.out;
   EXPECT_NE(result.out.find("1523 nodes, 6212 GPUs; 10000 pods"), std::string::npos) << result.out;
   // One row for the deployed path, one for the policy alone on the same pods.
-  EXPECT_NE(result.out.find("| fgd-plus@kube-scheduler-config load 100 % | 1 |"),
-            std::string::npos)
+  EXPECT_NE(result.out.find("| fgd-plus@kube-scheduler-config load 100 % | 1 |"), std::string::npos)
       << result.out;
-  EXPECT_NE(result.out.find("| fgd-plus-online load 100 % | 1 |"), std::string::npos)
-      << result.out;
+  EXPECT_NE(result.out.find("| fgd-plus-online load 100 % | 1 |"), std::string::npos) << result.out;
 }
 
 TEST(SimChurnCli, TheDeployedPathRefusesConsolidationAndDra) {

@@ -415,8 +415,7 @@ struct ChurnJob {
 };
 
 std::string churn_run_name(const ChurnJob& job, const Deployment* deployment) {
-  const std::string policy =
-      job.deployed ? deployed_run_name(job.policy, *deployment) : job.policy;
+  const std::string policy = job.deployed ? deployed_run_name(job.policy, *deployment) : job.policy;
   std::string name = fmt::format("{} load {:g} %", policy, job.load * 100);
   if (job.budget > 0) name += fmt::format(" consolidate {:g} %/h", job.budget * 100);
   return name;
@@ -541,9 +540,10 @@ int simulate(SimFlags& f) {
   std::vector<gpushare::sim::TracePod> pods;
   if (gpushare::sim::is_pai_tasks_csv(pod_text)) {
     auto tasks = gpushare::sim::parse_pai_tasks_csv(pod_text);
-    fmt::print("PAI task list: {} tasks read; dropped {} without both times, {} ending before "
-               "they start\n",
-               tasks.pods.size(), tasks.dropped_missing_time, tasks.dropped_end_before_start);
+    fmt::print(
+        "PAI task list: {} tasks read; dropped {} without both times, {} ending before "
+        "they start\n",
+        tasks.pods.size(), tasks.dropped_missing_time, tasks.dropped_end_before_start);
     pods = std::move(tasks.pods);
   } else {
     pods = gpushare::sim::parse_pods_csv(pod_text);

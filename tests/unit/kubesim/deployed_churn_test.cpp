@@ -91,8 +91,7 @@ TEST(DeployedChurn, RunsTheTimeModeThroughTheShippedConfiguration) {
   options.sample_every = 500;
   DeployedChurnScheduler scheduler(simulator.nodes(), simulator.typical_workload(),
                                    shipped_config(), fgd_plus(), 7);
-  const sim::ChurnResult run =
-      sim::run_churn(simulator, scheduler, "fgd-plus@shipped", 7, options);
+  const sim::ChurnResult run = sim::run_churn(simulator, scheduler, "fgd-plus@shipped", 7, options);
   EXPECT_EQ(run.policy, "fgd-plus@shipped");
   std::size_t most_running = 0;
   for (const auto& s : run.samples) most_running = std::max(most_running, s.running);

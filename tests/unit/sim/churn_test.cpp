@@ -165,15 +165,14 @@ TEST(Churn, NeedsLifetimes) {
   EXPECT_THROW(run_churn(simulator, "fgd", 1, options()), std::invalid_argument);
 }
 
-
 // A scheduler that puts each pod on the first node, first GPUs, with room (its own books),
 // recording what the run tells it.
 class FirstFitScheduler final : public ChurnScheduler {
  public:
   explicit FirstFitScheduler(const Simulator& simulator) {
     for (const auto& node : simulator.nodes())
-      free_.push_back(std::vector<core::Units>(static_cast<std::size_t>(node.gpu_count),
-                                               node.memory_per_gpu));
+      free_.push_back(
+          std::vector<core::Units>(static_cast<std::size_t>(node.gpu_count), node.memory_per_gpu));
   }
   std::optional<ChurnPlacement> schedule(const TracePod& pod, std::size_t instance) override {
     ++attempts;
@@ -185,7 +184,8 @@ class FirstFitScheduler final : public ChurnScheduler {
             gpus[g] >= pod.demand.per_gpu)
           placement.gpus.push_back(static_cast<int>(g));
       }
-      if (static_cast<int>(placement.gpus.size()) != (pod.demand.wants_gpu() ? pod.demand.gpu_count : 0))
+      if (static_cast<int>(placement.gpus.size()) !=
+          (pod.demand.wants_gpu() ? pod.demand.gpu_count : 0))
         continue;
       if (bad) placement.gpus.assign(placement.gpus.size(), 0);  // one GPU twice, or full
       for (int g : placement.gpus) gpus[static_cast<std::size_t>(g)] -= pod.demand.per_gpu;

@@ -67,20 +67,21 @@ TEST(Trace, ReadsTheBundledOpenbFiles) {
   EXPECT_EQ(parse_pods_csv(read_text_file(dir + "openb_pod_list_default.csv")).size(), 8152u);
 }
 
-
 constexpr std::string_view kPaiHeader =
     "job_name,task_name,status,start_time,end_time,plan_cpu,plan_mem,plan_gpu,gpu_type\n";
 
-std::string pai(std::string_view rows) { return std::string(kPaiHeader) + std::string(rows); }
+std::string pai(std::string_view rows) {
+  return std::string(kPaiHeader) + std::string(rows);
+}
 
 TEST(SimPaiTrace, ConvertsToOpenbUnits) {
-  const PaiTasks tasks = parse_pai_tasks_csv(
-      pai("half,tensorflow,Terminated,100.0,700.0,600.0,29.296875,50.0,V100\n"
-          "two,tensorflow,Failed,0,10,1800,100,200.0,T4\n"
-          "none,TensorboardTask,Terminated,5,5,400.0,8.01953125,,\n"
-          "zero,worker,Terminated,0,30,100,1,0,MISC\n"
-          "tiny,worker,Terminated,0,30,20,1,0.01,MISC\n"
-          "odd,worker,Terminated,0,30,20,1,2.5,MISC\n"));
+  const PaiTasks tasks =
+      parse_pai_tasks_csv(pai("half,tensorflow,Terminated,100.0,700.0,600.0,29.296875,50.0,V100\n"
+                              "two,tensorflow,Failed,0,10,1800,100,200.0,T4\n"
+                              "none,TensorboardTask,Terminated,5,5,400.0,8.01953125,,\n"
+                              "zero,worker,Terminated,0,30,100,1,0,MISC\n"
+                              "tiny,worker,Terminated,0,30,20,1,0.01,MISC\n"
+                              "odd,worker,Terminated,0,30,20,1,2.5,MISC\n"));
   ASSERT_EQ(tasks.pods.size(), 6u);
   const auto& half = tasks.pods[0];
   EXPECT_EQ(half.name, "half");
@@ -107,11 +108,11 @@ TEST(SimPaiTrace, ConvertsToOpenbUnits) {
 }
 
 TEST(SimPaiTrace, DropsRowsWithoutALifetimeAndCountsThem) {
-  const PaiTasks tasks = parse_pai_tasks_csv(
-      pai("running,worker,Running,100,,600,1,50,T4\n"
-          "waiting,worker,Waiting,,,600,1,50,T4\n"
-          "backwards,worker,Terminated,500,400,600,1,50,T4\n"
-          "kept,worker,Terminated,400,500,600,1,50,T4\n"));
+  const PaiTasks tasks =
+      parse_pai_tasks_csv(pai("running,worker,Running,100,,600,1,50,T4\n"
+                              "waiting,worker,Waiting,,,600,1,50,T4\n"
+                              "backwards,worker,Terminated,500,400,600,1,50,T4\n"
+                              "kept,worker,Terminated,400,500,600,1,50,T4\n"));
   ASSERT_EQ(tasks.pods.size(), 1u);
   EXPECT_EQ(tasks.pods[0].name, "kept");
   EXPECT_EQ(tasks.pods[0].lifetime, 100.0);
@@ -133,8 +134,10 @@ TEST(SimPaiTrace, HostileValuesAreErrorsNamingTheLine) {
             "multiple of 100)");
   EXPECT_EQ(error_of("p,w,Terminated,0,10,600,1,1e300,T4\n"),
             "line 2: plan_gpu 1e300 exceeds 100000");
-  EXPECT_EQ(error_of("p,w,Terminated,0,10,9e99,1,50,T4\n"), "line 2: plan_cpu 9e99 exceeds 1000000");
-  EXPECT_EQ(error_of("p,w,Terminated,0,10,600,2e6,50,T4\n"), "line 2: plan_mem 2e6 exceeds 1000000");
+  EXPECT_EQ(error_of("p,w,Terminated,0,10,9e99,1,50,T4\n"),
+            "line 2: plan_cpu 9e99 exceeds 1000000");
+  EXPECT_EQ(error_of("p,w,Terminated,0,10,600,2e6,50,T4\n"),
+            "line 2: plan_mem 2e6 exceeds 1000000");
   EXPECT_EQ(error_of("p,w,Terminated,0,1e13,600,1,50,T4\n"),
             "line 2: end_time 1e13 exceeds 1000000000000");
   EXPECT_EQ(error_of("p,w,Terminated,0,10,600,1,-50,T4\n"),
@@ -147,8 +150,7 @@ TEST(SimPaiTrace, HostileValuesAreErrorsNamingTheLine) {
             "line 2: start_time 'soon' is not a non-negative number");
   EXPECT_EQ(error_of(",w,Terminated,0,10,600,1,50,T4\n"), "line 2: empty job_name");
   EXPECT_EQ(error_of("p,w,Terminated,0,10,600\n"), "line 2: expected at least 7 fields, got 6");
-  EXPECT_THROW(parse_pai_tasks_csv("job_name,start_time,end_time,plan_cpu,plan_mem\n"),
-               TraceError);
+  EXPECT_THROW(parse_pai_tasks_csv("job_name,start_time,end_time,plan_cpu,plan_mem\n"), TraceError);
 }
 
 TEST(SimPaiTrace, ToldApartFromOpenbByTheHeader) {
@@ -167,9 +169,12 @@ TEST(SimPaiTrace, ReadsTheBundledFile) {
   std::size_t shared = 0, cpu_only = 0, multi = 0;
   for (const auto& pod : tasks.pods) {
     ASSERT_TRUE(pod.lifetime);
-    if (!pod.demand.wants_gpu()) ++cpu_only;
-    else if (pod.demand.per_gpu < kUnitsPerGpu) ++shared;
-    else if (pod.demand.gpu_count > 1) ++multi;
+    if (!pod.demand.wants_gpu())
+      ++cpu_only;
+    else if (pod.demand.per_gpu < kUnitsPerGpu)
+      ++shared;
+    else if (pod.demand.gpu_count > 1)
+      ++multi;
   }
   EXPECT_EQ(shared, 5295u);
   EXPECT_EQ(cpu_only, 351u);
