@@ -1,6 +1,7 @@
 #pragma once
 // The Alibaba "openb" trace (clusterdata, cluster-trace-gpu-v2023; Weng et al., USENIX ATC'23):
-// node and pod lists as CSV, columns found by header name.
+// node and pod lists as CSV, columns found by header name; and the PAI 2020 task list
+// (cluster-trace-gpu-v2020; Weng et al., USENIX NSDI'22) as pods of the same kind.
 
 #include <filesystem>
 #include <optional>
