@@ -9,6 +9,8 @@ names it) is one line: the mean over its seeds at each sample time.
   bench/sim/run_churn.sh
   python3 bench/sim/plot_churn.py out/churn/default.csv -o docs/img/churn-default.svg \\
       --title "default trace, 100 % offered load" --warmup-hours 6
+  python3 bench/sim/plot_churn.py out/churn/pai.csv -o docs/img/churn-pai.svg \\
+      --title "PAI 2020 trace, 100 % offered load" --warmup-hours 6 --match "load 100 %"
 
 Two panels over simulated time: GPU memory allocated (% of capacity) and fragmented GPUs (the
 FGD measure). A grey band marks the warm-up, which the tables leave out.
@@ -23,8 +25,10 @@ COLOURS = ["#1f77b4", "#d62728", "#2ca02c", "#ff7f0e", "#9467bd", "#8c564b", "#e
 PANELS = [("alloc_pct", "GPU memory allocated (%)"), ("fragmented_gpus", "fragmented GPUs")]
 
 
-def load(paths):
-    """run -> time_s -> column -> [values over seeds]; the runs in input order; the seeds."""
+def load(paths, match=None):
+    """run -> time_s -> column -> [values over seeds]; the runs in input order; the seeds.
+
+    With `match` (a list of strings), only the runs whose name contains one of them."""
     series = defaultdict(lambda: defaultdict(lambda: defaultdict(list)))
     order = []
     seeds = set()
@@ -32,6 +36,8 @@ def load(paths):
         with open(path, newline="") as f:
             for row in csv.DictReader(f):
                 run = row["policy"]
+                if match and not any(m in run for m in match):
+                    continue
                 seeds.add(row["seed"])
                 if run not in series:
                     order.append(run)
@@ -118,8 +124,10 @@ def main():
     parser.add_argument("-o", "--output", required=True, help="SVG file to write")
     parser.add_argument("--title", default="allocation and fragmentation over time")
     parser.add_argument("--warmup-hours", type=float, default=0, help="shade the warm-up (--warmup)")
+    parser.add_argument("--match", action="append",
+                        help="draw only the runs whose name contains this (repeatable: any of them)")
     args = parser.parse_args()
-    series, order, seeds = load(args.inputs)
+    series, order, seeds = load(args.inputs, args.match)
     if not order:
         sys.exit("no rows in the input")
     with open(args.output, "w") as f:

@@ -1,10 +1,13 @@
 #!/usr/bin/env bash
 # Reproduces the "Over time" figures of docs/placement.md: the time mode of gpushare-sim on two
 # openb traces with lifetimes, fgd-plus and FGD, at 100 % offered load without and with the
-# consolidation planner at a few move budgets, and at 90 % and 110 % without. Seeds 42-44.
-# Writes out/churn/<trace>.{csv,md}.
+# consolidation planner at a few move budgets, and at 90 % and 110 % without; and on the PAI 2020
+# trace (bench/data/pai) at 90, 100 and 110 % without and with the planner, plus the deployed
+# path (kube-scheduler's cycle around the extender, the shipped configuration) at 100 %. Seeds
+# 42-44. Writes out/churn/<trace>*.{csv,md}.
 #
-#   bench/sim/run_churn.sh                     # ~20 CPU-minutes
+#   bench/sim/run_churn.sh                     # default and gpushare100: ~20 CPU-minutes
+#   TRACES=pai JOBS=2 bench/sim/run_churn.sh   # the PAI trace alone
 #   TRACES=default BUDGETS=0,0.02 bench/sim/run_churn.sh
 set -euo pipefail
 cd "$(dirname "$0")/../.."
@@ -52,4 +55,17 @@ if [[ " $traces " == *" gpushare100 "* ]]; then
   nice -n 5 "$sim" "${common[@]}" --duration 21600 --nodes "$nodes" \
     --pods "$data/openb_pod_list_gpushare100.csv" --policy fgd-plus,fgd --load 1.0 \
     --consolidate "${BUDGETS:-0,0.02}" --out "$out/gpushare100.csv" | tee "$out/gpushare100.md"
+fi
+if [[ " $traces " == *" pai "* ]]; then
+  # No PAI machine list in the data: openb's 1523 nodes (6212 GPUs, 310 CPU-only nodes for the
+  # CPU-only tasks). ${PAI_DURATION} s measured after the same 6 h warm-up.
+  pai=(--nodes "$data/openb_node_list_all_node.csv" --pods bench/data/pai/task.csv
+    --duration "${PAI_DURATION:-43200}")
+  echo "== pai, 90/100/110 %, without and with consolidation"
+  nice -n 5 "$sim" "${common[@]}" "${pai[@]}" --policy fgd-plus,fgd --load 0.9,1.0,1.1 \
+    --consolidate "${BUDGETS:-0,0.005,0.02}" --out "$out/pai.csv" | tee "$out/pai.md"
+  echo "== pai, the deployed path (shipped configuration), 100 %, and the policy alone"
+  nice -n 5 "$sim" "${common[@]}" "${pai[@]}" --policy fgd-plus --load 1.0 \
+    --scheduler-config deploy/scheduler/kube-scheduler-config.yaml --with-ideal \
+    --sample-every 0 | tee "$out/pai-deployed.md"
 fi

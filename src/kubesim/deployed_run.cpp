@@ -13,6 +13,7 @@
 #include "gpushare/core/model_pin.h"
 #include "gpushare/core/placement_policy.h"
 #include "gpushare/core/policy_registry.h"
+#include "gpushare/core/reservation_ledger.h"
 #include "gpushare/kube/pod_dra_demand.h"
 #include "gpushare/kubesim/dra_allocator.h"
 #include "gpushare/metrics/metric_registry.h"
@@ -175,7 +176,14 @@ class DeployedRun {
     out_.placements.reserve(pods);
   }
   // One pod's scheduling cycle: filter, score, select, bind, and what the run records of it.
-  void schedule(const sim::TracePod& trace_pod, std::size_t sequence);
+  // The node it was bound to, if any.
+  std::optional<std::size_t> schedule(const sim::TracePod& trace_pod, std::size_t sequence);
+  // The pod `sequence` left node `index`: kube's cache frees its requests and the extender's
+  // watch sees it deleted.
+  void depart(const sim::TracePod& trace_pod, std::size_t sequence, std::size_t index);
+  // The GPUs the extender's model holds for pod `sequence`; nullopt if it holds no such pod.
+  std::optional<std::vector<int>> gpus_of(std::size_t sequence) const;
+  const DeployedStats& stats() const { return out_.stats; }
   DeployedResult finish(std::size_t pods_arrived, double seconds, double cpu_seconds);
 
  private:
@@ -425,7 +433,8 @@ core::DraClaim DeployedRun::pending_claim(const KubePod& pod, kube::PodInfo& inf
   return claim;
 }
 
-void DeployedRun::schedule(const sim::TracePod& trace_pod, std::size_t sequence) {
+std::optional<std::size_t> DeployedRun::schedule(const sim::TracePod& trace_pod,
+                                                 std::size_t sequence) {
   const core::PodDemand& demand = trace_pod.demand;
   sim::RunResult& result = out_.run;
   DeployedStats& stats = out_.stats;
@@ -462,6 +471,39 @@ void DeployedRun::schedule(const sim::TracePod& trace_pod, std::size_t sequence)
   records_.push_back({100.0 * static_cast<double>(result.arrived) / capacity_units_,
                       100.0 * static_cast<double>(result.allocated) / capacity_units_,
                       100.0 * fragmentation_total_ / capacity_units_});
+  return placed ? chosen : std::nullopt;
+}
+
+void DeployedRun::depart(const sim::TracePod& trace_pod, std::size_t sequence, std::size_t index) {
+  const KubePod pod = kube_pod(trace_pod, sequence);
+  KubeNode& node = nodes_.at(index);
+  node.requested_cpu -= pod.cpu;
+  node.requested_memory -= pod.memory;
+  node.nonzero_cpu -= pod.nonzero_cpu;
+  node.nonzero_memory -= pod.nonzero_memory;
+  node.requested_gpu_mem -= pod.gpu_mem;
+  --node.pods;
+  out_.run.allocated -= trace_pod.demand.total_gpu();
+  store_.write(
+      [&](core::ClusterModel& model, core::PlacementPolicy&, core::ReservationLedger& ledger) {
+        ledger.observe(model, {core::PodEvidence::Kind::kGone, pod.uid, std::nullopt},
+                       core::EvidenceSource::kWatch);
+      });
+  store_.read([&](const core::ClusterModel& model, const core::PlacementPolicy&) {
+    fragmentation_total_ -= node_fragmentation_[index];
+    node_fragmentation_[index] = core::fragmentation(*model.find_node(node.name), typical_);
+    fragmentation_total_ += node_fragmentation_[index];
+  });
+}
+
+std::optional<std::vector<int>> DeployedRun::gpus_of(std::size_t sequence) const {
+  const std::string uid = fmt::format("sim-{}", sequence);
+  return store_.read([&](const core::ClusterModel& model,
+                         const core::PlacementPolicy&) -> std::optional<std::vector<int>> {
+    const core::PodAllocation* pod = model.find_pod(uid);
+    if (pod == nullptr) return std::nullopt;
+    return pod->gpus;
+  });
 }
 
 std::vector<std::string> DeployedRun::offered_names() const {
@@ -650,6 +692,63 @@ DeployedResult DeployedRun::finish(std::size_t pods_arrived, double seconds, dou
 }
 
 }  // namespace
+
+struct DeployedChurnScheduler::Impl {
+  Impl(const std::vector<core::NodeSpec>& nodes, core::TargetWorkload typical_workload,
+       SchedulerConfig scheduler_config, DeployedOptions deployed_options, std::uint64_t seed)
+      : typical(std::move(typical_workload)),
+        config(std::move(scheduler_config)),
+        options(std::move(deployed_options)),
+        run(nodes, typical, config, options, seed, "") {}
+  // The run holds references to these three.
+  const core::TargetWorkload typical;
+  const SchedulerConfig config;
+  const DeployedOptions options;
+  DeployedRun run;
+};
+
+namespace {
+DeployedOptions without_dra(DeployedOptions options) {
+  if (options.dra) throw std::invalid_argument("the time mode does not model DRA");
+  return options;
+}
+}  // namespace
+
+DeployedChurnScheduler::DeployedChurnScheduler(const std::vector<core::NodeSpec>& nodes,
+                                               const core::TargetWorkload& typical,
+                                               SchedulerConfig config, DeployedOptions options,
+                                               std::uint64_t seed)
+    : impl_(std::make_unique<Impl>(nodes, typical, std::move(config),
+                                   without_dra(std::move(options)), seed)) {}
+
+DeployedChurnScheduler::~DeployedChurnScheduler() = default;
+
+std::optional<sim::ChurnPlacement> DeployedChurnScheduler::schedule(const sim::TracePod& pod,
+                                                                    std::size_t instance) {
+  const std::optional<std::size_t> node = impl_->run.schedule(pod, instance);
+  if (!node) return std::nullopt;
+  sim::ChurnPlacement placement;
+  placement.node = *node;
+  if (pod.demand.wants_gpu()) {
+    auto gpus = impl_->run.gpus_of(instance);
+    if (!gpus || gpus->empty()) {
+      throw std::logic_error(fmt::format(
+          "GPU pod {} was bound without a GPU in the extender's model (no extender binds it)",
+          pod.name));
+    }
+    placement.gpus = std::move(*gpus);
+  }
+  return placement;
+}
+
+void DeployedChurnScheduler::departed(const sim::TracePod& pod, std::size_t instance,
+                                      std::size_t node) {
+  impl_->run.depart(pod, instance, node);
+}
+
+const DeployedStats& DeployedChurnScheduler::stats() const {
+  return impl_->run.stats();
+}
 
 DeployedResult run_deployed(const std::vector<core::NodeSpec>& node_specs,
                             const std::vector<sim::TracePod>& pods,

@@ -53,9 +53,18 @@ std::vector<Arrival> make_arrivals(const Simulator& simulator, std::uint64_t see
     if (options.max_lifetime > 0) lifetime = std::min(lifetime, options.max_lifetime);
     return lifetime;
   };
+  // The pods that may arrive: the simulator's options may leave some out.
+  const SimulationOptions& admit = simulator.options();
+  std::vector<std::size_t> admitted;
+  for (std::size_t i = 0; i < pods.size(); ++i) {
+    const core::PodDemand& demand = pods[i].demand;
+    if (admit.single_gpu_only && demand.wants_gpu() && demand.gpu_count > 1) continue;
+    if (admit.gpu_pods_only && !demand.wants_gpu()) continue;
+    admitted.push_back(i);
+  }
   std::vector<double> pool;
-  for (const auto& pod : pods) {
-    if (pod.lifetime) pool.push_back(clamp(*pod.lifetime));
+  for (std::size_t i : admitted) {
+    if (pods[i].lifetime) pool.push_back(clamp(*pods[i].lifetime));
   }
   if (pool.empty()) {
     throw std::invalid_argument(
@@ -65,18 +74,18 @@ std::vector<Arrival> make_arrivals(const Simulator& simulator, std::uint64_t see
       std::accumulate(pool.begin(), pool.end(), 0.0) / static_cast<double>(pool.size());
   // Offered load: rate x E[GPU demand x lifetime] = load x capacity.
   double demand_time = 0;
-  for (const auto& pod : pods) {
+  for (std::size_t i : admitted) {
+    const auto& pod = pods[i];
     const double lifetime = pod.lifetime ? clamp(*pod.lifetime) : mean_lifetime;
     demand_time += static_cast<double>(pod.demand.total_gpu()) * lifetime;
   }
-  demand_time /= static_cast<double>(pods.size());
+  demand_time /= static_cast<double>(admitted.size());
   if (demand_time <= 0 || options.offered_load <= 0) {
     throw std::invalid_argument("the time mode needs GPU pods and an offered load above 0");
   }
   rate = options.offered_load * static_cast<double>(simulator.capacity()) / demand_time;
 
-  std::vector<std::size_t> by_name(pods.size());
-  std::iota(by_name.begin(), by_name.end(), std::size_t{0});
+  std::vector<std::size_t> by_name = std::move(admitted);
   std::stable_sort(by_name.begin(), by_name.end(),
                    [&](std::size_t a, std::size_t b) { return pods[a].name < pods[b].name; });
   // Separate streams: the order, the gaps, drawn lifetimes, opt-in.
@@ -151,16 +160,20 @@ double percentile(std::vector<double> values, double p) {
 
 class ChurnRun {
  public:
-  ChurnRun(const Simulator& simulator, Contender& contender, std::uint64_t seed,
-           const ChurnOptions& options)
+  // Places pods with `contender`'s policy, or through `scheduler` when that is not null.
+  ChurnRun(const Simulator& simulator, Contender* contender, ChurnScheduler* scheduler,
+           std::string name, std::uint64_t seed, const ChurnOptions& options)
       : simulator_(simulator),
         contender_(contender),
-        policy_(*contender.policy),
+        scheduler_(scheduler),
         options_(options),
         window_start_(options.warmup),
         window_end_(options.warmup + options.duration),
         budget_(0) {
     if (options.duration <= 0) throw std::invalid_argument("the time mode needs a duration");
+    if (scheduler_ != nullptr && options.consolidation.enabled) {
+      throw std::invalid_argument("consolidation runs with the policy alone, not with a scheduler");
+    }
     for (const auto& spec : simulator.nodes()) model_.upsert_node(spec);
     tie_order_ = node_tie_order(model_.nodes().size(), seed);
     arrivals_ = make_arrivals(simulator, seed, options, window_end_, result_.arrival_rate);
@@ -181,7 +194,7 @@ class ChurnRun {
     node_fragmentation_.resize(nodes.size());
     node_idle_.resize(nodes.size());
     for (std::size_t i = 0; i < nodes.size(); ++i) refresh_node(i);
-    result_.policy = contender.name;
+    result_.policy = std::move(name);
     result_.seed = seed;
     result_.capacity_gpus =
         static_cast<double>(simulator.capacity()) / static_cast<double>(kUnitsPerGpu);
@@ -281,16 +294,13 @@ class ChurnRun {
   }
 
   // The policy's best node for the instance, as the arrival-only simulator chooses it.
-  bool try_place(std::size_t instance) {
-    const std::size_t pod = arrivals_[instance].pod;
+  std::optional<ChurnPlacement> policy_choice(std::size_t pod) {
     const core::PodDemand& demand = simulator_.pods()[pod].demand;
+    core::PlacementPolicy& policy = *contender_->policy;
     const auto& nodes = model_.nodes();
     auto& entries = cache_[shape_of_pod_[pod]];
     if (entries.empty()) entries.resize(nodes.size());
-    const std::uint64_t version = policy_.state_version();
-    Instance& self = instances_[instance];
-    self.tried_at_change = changes_;
-    ++self.attempts;
+    const std::uint64_t version = policy.state_version();
     std::size_t best = nodes.size();
     double best_score = -std::numeric_limits<double>::infinity();
     for (std::size_t index : tie_order_) {
@@ -298,7 +308,7 @@ class ChurnRun {
       const core::NodeState& node = nodes[index];
       if (!entry.filled || entry.node_generation != node.generation() ||
           entry.policy_version != version) {
-        entry.placement = policy_.place(node, demand);
+        entry.placement = policy.place(node, demand);
         entry.node_generation = node.generation();
         entry.policy_version = version;
         entry.filled = true;
@@ -308,26 +318,45 @@ class ChurnRun {
         best = index;
       }
     }
-    if (best == nodes.size()) return false;
-    const core::NodeState& node = nodes[best];
-    const core::Placement placement = *entries[best].placement;
-    if (!check_fit(node, demand).fits()) {
-      throw std::logic_error(fmt::format("policy {} placed a pod on node {} where it does not fit",
-                                         contender_.name, node.name()));
+    if (best == nodes.size()) return std::nullopt;
+    return ChurnPlacement{best, entries[best].placement->gpus};
+  }
+
+  // Places the instance where the policy or the scheduler chooses; false if nowhere.
+  bool try_place(std::size_t instance) {
+    const std::size_t pod = arrivals_[instance].pod;
+    const core::PodDemand& demand = simulator_.pods()[pod].demand;
+    Instance& self = instances_[instance];
+    self.tried_at_change = changes_;
+    ++self.attempts;
+    const std::optional<ChurnPlacement> choice =
+        scheduler_ != nullptr ? scheduler_->schedule(simulator_.pods()[pod], instance)
+                              : policy_choice(pod);
+    if (!choice) return false;
+    const auto& nodes = model_.nodes();
+    const std::size_t best = choice->node;
+    if (best >= nodes.size() || !check_fit(nodes[best], demand).fits() ||
+        !gpus_fit(nodes[best], demand, choice->gpus)) {
+      throw std::logic_error(fmt::format("{} placed pod {} on node {} where it does not fit",
+                                         result_.policy, simulator_.pods()[pod].name,
+                                         best < nodes.size() ? nodes[best].name() : "(none)"));
     }
+    const core::NodeState& node = nodes[best];
     core::PodAllocation allocation;
     allocation.uid = self.uid;
     allocation.name = simulator_.pods()[pod].name;
     allocation.node = node.name();
-    allocation.gpus = placement.gpus;
+    allocation.gpus = choice->gpus;
     allocation.per_gpu = demand.wants_gpu() ? demand.per_gpu : 0;
     allocation.cpu_milli = demand.cpu_milli;
     allocation.memory = demand.memory;
     model_.add_pod(std::move(allocation));
     allocated_ += demand.total_gpu();
-    policy_.observe(demand);
-    policy_.observe_cluster(nodes);
-    if (contender_.observer != nullptr) contender_.observer->placed(node, demand);
+    if (contender_ != nullptr) {
+      contender_->policy->observe(demand);
+      contender_->policy->observe_cluster(nodes);
+      if (contender_->observer != nullptr) contender_->observer->placed(node, demand);
+    }
     refresh_node(best);
     self.placed = true;
     self.node = best;
@@ -392,6 +421,10 @@ class ChurnRun {
       case EventKind::kDeparture: {
         const core::PodDemand& demand = demand_of(event.instance);
         model_.remove_pod(self.uid);
+        if (scheduler_ != nullptr) {
+          scheduler_->departed(simulator_.pods()[arrivals_[event.instance].pod], event.instance,
+                               self.node);
+        }
         allocated_ -= demand.total_gpu();
         self.done = true;
         refresh_node(self.node);
@@ -511,9 +544,25 @@ class ChurnRun {
     }
   }
 
+  // The GPUs a placement names: as many as the pod wants, distinct, each with room.
+  static bool gpus_fit(const core::NodeState& node, const core::PodDemand& demand,
+                       const std::vector<int>& gpus) {
+    if (!demand.wants_gpu()) return gpus.empty();
+    if (gpus.size() != static_cast<std::size_t>(demand.gpu_count)) return false;
+    for (std::size_t i = 0; i < gpus.size(); ++i) {
+      const int gpu = gpus[i];
+      if (gpu < 0 || static_cast<std::size_t>(gpu) >= node.gpus().size()) return false;
+      if (std::find(gpus.begin(), gpus.begin() + static_cast<std::ptrdiff_t>(i), gpu) !=
+          gpus.begin() + static_cast<std::ptrdiff_t>(i))
+        return false;
+      if (node.gpus()[static_cast<std::size_t>(gpu)].free() < demand.per_gpu) return false;
+    }
+    return true;
+  }
+
   const Simulator& simulator_;
-  Contender& contender_;
-  core::PlacementPolicy& policy_;
+  Contender* contender_;
+  ChurnScheduler* scheduler_;
   ChurnOptions options_;
   double window_start_;
   double window_end_;
@@ -547,7 +596,12 @@ class ChurnRun {
 
 ChurnResult run_churn(const Simulator& simulator, Contender& contender, std::uint64_t seed,
                       const ChurnOptions& options) {
-  return ChurnRun(simulator, contender, seed, options).run();
+  return ChurnRun(simulator, &contender, nullptr, contender.name, seed, options).run();
+}
+
+ChurnResult run_churn(const Simulator& simulator, ChurnScheduler& scheduler, std::string name,
+                      std::uint64_t seed, const ChurnOptions& options) {
+  return ChurnRun(simulator, nullptr, &scheduler, std::move(name), seed, options).run();
 }
 
 ChurnResult run_churn(const Simulator& simulator, std::string_view policy_name, std::uint64_t seed,

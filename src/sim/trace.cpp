@@ -3,6 +3,7 @@
 #include <fmt/format.h>
 
 #include <charconv>
+#include <cmath>
 #include <fstream>
 #include <optional>
 #include <sstream>
@@ -85,7 +86,92 @@ std::int64_t integer(const CsvTable::Row& row, std::size_t column, std::string_v
   return value;
 }
 
+// A finite, non-negative decimal up to `max`; nullopt for an empty field.
+std::optional<double> decimal(const CsvTable::Row& row, std::size_t column, std::string_view what,
+                              double max) {
+  const std::string_view text = field(row, column);
+  if (text.empty()) return std::nullopt;
+  double value = 0;
+  const auto [end, error] = std::from_chars(text.data(), text.data() + text.size(), value);
+  if (error != std::errc{} || end != text.data() + text.size() || !std::isfinite(value) ||
+      value < 0) {
+    throw TraceError(
+        fmt::format("line {}: {} '{}' is not a non-negative number", row.line, what, text));
+  }
+  if (value > max) {
+    throw TraceError(fmt::format("line {}: {} {} exceeds {}", row.line, what, text, max));
+  }
+  return value;
+}
+
+// Bounds on the PAI columns: far above any real task, low enough that every conversion stays
+// exact in 64-bit integers.
+constexpr double kMaxPlanCpu = 1e6;  // 10,000 cores
+constexpr double kMaxPlanMem = 1e6;  // GiB
+constexpr double kMaxPlanGpu = 1e5;  // 1,000 GPUs
+constexpr double kMaxSeconds = 1e12;
+
 }  // namespace
+
+bool is_pai_tasks_csv(std::string_view text) {
+  const std::string_view header = text.substr(0, text.find('\n'));
+  for (auto name : split(header, ',')) {
+    if (!name.empty() && name.back() == '\r') name.remove_suffix(1);
+    if (name == "plan_gpu") return true;
+  }
+  return false;
+}
+
+PaiTasks parse_pai_tasks_csv(std::string_view text) {
+  const CsvTable table(text);
+  const std::size_t name = table.required("job_name");
+  const std::size_t start = table.required("start_time");
+  const std::size_t end = table.required("end_time");
+  const std::size_t cpu = table.required("plan_cpu");
+  const std::size_t memory = table.required("plan_mem");
+  const std::size_t gpu = table.required("plan_gpu");
+  PaiTasks out;
+  out.pods.reserve(table.rows().size());
+  for (const auto& row : table.rows()) {
+    TracePod pod;
+    pod.name = std::string(field(row, name));
+    if (pod.name.empty()) throw TraceError(fmt::format("line {}: empty job_name", row.line));
+    const auto cpu_percent = decimal(row, cpu, "plan_cpu", kMaxPlanCpu);
+    const auto memory_gib = decimal(row, memory, "plan_mem", kMaxPlanMem);
+    const auto gpu_percent = decimal(row, gpu, "plan_gpu", kMaxPlanGpu);
+    const auto from = decimal(row, start, "start_time", kMaxSeconds);
+    const auto to = decimal(row, end, "end_time", kMaxSeconds);
+    pod.demand.cpu_milli = std::llround(cpu_percent.value_or(0) * 10);
+    pod.demand.memory = std::llround(memory_gib.value_or(0) * 1024);
+    const double percent = gpu_percent.value_or(0);
+    pod.demand.gpu_count = 0;
+    pod.demand.per_gpu = 0;
+    if (percent > 0 && percent < 100) {
+      pod.demand.gpu_count = 1;
+      pod.demand.per_gpu = std::max<core::Units>(1, std::llround(percent * 10));
+    } else if (percent >= 100) {
+      if (std::fmod(percent, 100) != 0) {
+        throw TraceError(fmt::format(
+            "line {}: plan_gpu {} is neither a share of one GPU (below 100) nor whole GPUs (a "
+            "multiple of 100)",
+            row.line, field(row, gpu)));
+      }
+      pod.demand.gpu_count = static_cast<int>(percent / 100);
+      pod.demand.per_gpu = kUnitsPerGpu;
+    }
+    if (!from || !to) {
+      ++out.dropped_missing_time;
+      continue;
+    }
+    if (*to < *from) {
+      ++out.dropped_end_before_start;
+      continue;
+    }
+    pod.lifetime = *to - *from;
+    out.pods.push_back(std::move(pod));
+  }
+  return out;
+}
 
 std::vector<core::NodeSpec> parse_nodes_csv(std::string_view text) {
   const CsvTable table(text);

@@ -31,12 +31,15 @@
 // extender filters or binds it.
 
 #include <cstdint>
+#include <memory>
+#include <optional>
 #include <string>
 #include <vector>
 
 #include "gpushare/core/node_state.h"
 #include "gpushare/core/workload.h"
 #include "gpushare/kubesim/scheduler_config.h"
+#include "gpushare/sim/churn.h"
 #include "gpushare/sim/simulator.h"
 #include "gpushare/sim/trace.h"
 
@@ -90,5 +93,31 @@ DeployedResult run_deployed(const std::vector<core::NodeSpec>& nodes,
                             const core::TargetWorkload& typical, const SchedulerConfig& config,
                             const DeployedOptions& options, std::uint64_t seed,
                             std::string run_name);
+
+// The deployed path as the time mode's scheduler (sim/churn.h): each attempt is one scheduling
+// cycle as above; a departure leaves kube's cache, and the extender's model as the watch's
+// delete event does (the ledger sees the pod gone). A GPU pod's GPUs are the ones the
+// extender's model holds after bind. DRA is not modelled in the time mode: the constructor
+// throws std::invalid_argument for options.dra (and as run_deployed for a bad profile, policy
+// or score mapping). Not thread-safe: one run's thread uses it.
+class DeployedChurnScheduler final : public sim::ChurnScheduler {
+ public:
+  DeployedChurnScheduler(const std::vector<core::NodeSpec>& nodes,
+                         const core::TargetWorkload& typical, SchedulerConfig config,
+                         DeployedOptions options, std::uint64_t seed);
+  ~DeployedChurnScheduler() override;
+  DeployedChurnScheduler(const DeployedChurnScheduler&) = delete;
+  DeployedChurnScheduler& operator=(const DeployedChurnScheduler&) = delete;
+
+  std::optional<sim::ChurnPlacement> schedule(const sim::TracePod& pod,
+                                              std::size_t instance) override;
+  void departed(const sim::TracePod& pod, std::size_t instance, std::size_t node) override;
+  // Every attempt counts: a pod tried three times before it fit counts three GPU pods.
+  const DeployedStats& stats() const;
+
+ private:
+  struct Impl;
+  std::unique_ptr<Impl> impl_;
+};
 
 }  // namespace gpushare::kubesim

@@ -11,6 +11,7 @@
 // depend on the seed only.
 
 #include <cstdint>
+#include <optional>
 #include <ostream>
 #include <span>
 #include <string>
@@ -100,10 +101,35 @@ struct ChurnResult {
   double cpu_seconds = 0;
 };
 
+// Where a pod went: a node (index into the simulator's nodes) and the GPUs it holds there.
+struct ChurnPlacement {
+  std::size_t node = 0;
+  std::vector<int> gpus;  // empty for a pod that wants no GPU
+};
+
+// Places pods in place of a contender's policy, e.g. the deployed path (kube-scheduler's cycle
+// around the extender's service, kubesim/deployed_run.h). The run calls it from one thread.
+class ChurnScheduler {
+ public:
+  virtual ~ChurnScheduler() = default;
+  // One scheduling attempt for arrival `instance` (its pod uid is "sim-<instance>") of `pod`:
+  // where it was bound, or nullopt when no node took it (it may be tried again later).
+  virtual std::optional<ChurnPlacement> schedule(const TracePod& pod, std::size_t instance) = 0;
+  // The placed arrival `instance` of `pod` left `node`.
+  virtual void departed(const TracePod& pod, std::size_t instance, std::size_t node) = 0;
+};
+
 // Runs the time mode over the simulator's nodes, pods and typical workload. Throws
 // std::invalid_argument when no pod of the trace has a lifetime or the options are unusable.
+// The simulator's single_gpu_only and gpu_pods_only options leave those pods out of the
+// arrivals.
 ChurnResult run_churn(const Simulator& simulator, Contender& contender, std::uint64_t seed,
                       const ChurnOptions& options);
+// The same with `scheduler` placing every pod (results named `name`); consolidation is not
+// available there (std::invalid_argument). Throws std::logic_error if the scheduler binds a pod
+// where it does not fit.
+ChurnResult run_churn(const Simulator& simulator, ChurnScheduler& scheduler, std::string name,
+                      std::uint64_t seed, const ChurnOptions& options);
 ChurnResult run_churn(const Simulator& simulator, std::string_view policy_name, std::uint64_t seed,
                       const ChurnOptions& options);
 

@@ -213,7 +213,9 @@ void add_flags(CLI::App& app, SimFlags& f, const std::vector<std::string>& names
   app.add_option("--nodes", f.nodes_path, "node list CSV (sn,cpu_milli,memory_mib,gpu,model)")
       ->required();
   app.add_option("--pods", f.pods_path,
-                 "pod list CSV (name,cpu_milli,memory_mib,num_gpu,gpu_milli,...)")
+                 "pod list CSV (name,cpu_milli,memory_mib,num_gpu,gpu_milli,...), or the PAI "
+                 "2020 task list (job_name,...,start_time,end_time,plan_cpu,plan_mem,plan_gpu,...; "
+                 "told apart by its plan_gpu column)")
       ->required();
   app.add_option(
          "--policy", f.policies,
@@ -261,7 +263,8 @@ void add_flags(CLI::App& app, SimFlags& f, const std::vector<std::string>& names
       "--scheduler-config", f.scheduler_config_path,
       "the deployed path: place pods through a model of kube-scheduler configured by this "
       "KubeSchedulerConfiguration file (e.g. deploy/scheduler/kube-scheduler-config.yaml), "
-      "with the extender's service in process; --policy then names the extender's policy");
+      "with the extender's service in process; --policy then names the extender's policy; "
+      "with --churn too (not with --dra or --consolidate)");
   app.add_flag(
       "--with-ideal", f.with_ideal,
       "with --scheduler-config, also run each policy alone on the same pods (the simulator's "
@@ -407,25 +410,39 @@ struct ChurnJob {
   std::string policy;
   std::uint64_t seed;
   double load;
-  double budget;  // consolidation moves per hour per running GPU pod; 0 = off
+  double budget;          // consolidation moves per hour per running GPU pod; 0 = off
+  bool deployed = false;  // through the modelled kube-scheduler (else the policy alone)
 };
 
-std::string churn_run_name(const ChurnJob& job) {
-  std::string name = fmt::format("{} load {:g} %", job.policy, job.load * 100);
+std::string churn_run_name(const ChurnJob& job, const Deployment* deployment) {
+  const std::string policy = job.deployed ? deployed_run_name(job.policy, *deployment) : job.policy;
+  std::string name = fmt::format("{} load {:g} %", policy, job.load * 100);
   if (job.budget > 0) name += fmt::format(" consolidate {:g} %/h", job.budget * 100);
   return name;
 }
 
-// The time mode: every (load, policy, budget, seed) on the same seeded events.
-int simulate_churn(const gpushare::sim::Simulator& simulator, const SimFlags& f) {
+// The time mode: every (load, policy, budget, seed) on the same seeded events; with a
+// deployment, each policy through the modelled kube-scheduler (after its ideal's runs with
+// --with-ideal).
+int simulate_churn(const gpushare::sim::Simulator& simulator, const SimFlags& f,
+                   const Deployment* deployment) {
   std::vector<double> budgets = f.consolidate_budgets;
   if (budgets.empty()) budgets.push_back(0);
+  if (deployment != nullptr &&
+      std::any_of(budgets.begin(), budgets.end(), [](double b) { return b > 0; })) {
+    throw gpushare::sim::TraceError(
+        "--consolidate runs with the policies alone: not with --scheduler-config");
+  }
   std::vector<ChurnJob> jobs;
   for (double load : f.loads) {
     for (const auto& policy : f.policies) {
       for (double budget : budgets) {
+        if (deployment != nullptr && f.with_ideal) {
+          for (unsigned s = 0; s < f.seeds; ++s)
+            jobs.push_back({ideal_of(policy), f.first_seed + s, load, budget, false});
+        }
         for (unsigned s = 0; s < f.seeds; ++s)
-          jobs.push_back({policy, f.first_seed + s, load, budget});
+          jobs.push_back({policy, f.first_seed + s, load, budget, deployment != nullptr});
       }
     }
   }
@@ -458,19 +475,37 @@ int simulate_churn(const gpushare::sim::Simulator& simulator, const SimFlags& f)
         c.max_moves_per_gpu_freed = f.consolidate_per_gpu;
         c.opt_in = f.consolidate_opt_in;
         c.for_pending = f.consolidate_pending;
-        auto contender = gpushare::sim::make_contender(
-            job.policy,
-            gpushare::sim::TraceContext{simulator.typical_workload(), demands, job.seed});
-        contender->name = churn_run_name(job);
-        results[i] = gpushare::sim::run_churn(simulator, *contender, job.seed, options);
+        std::string detail;
+        if (job.deployed) {
+          gpushare::kubesim::DeployedOptions deployed = deployment->options;
+          deployed.extender_policy = job.policy;
+          gpushare::kubesim::DeployedChurnScheduler scheduler(
+              simulator.nodes(), simulator.typical_workload(), deployment->config, deployed,
+              job.seed);
+          results[i] = gpushare::sim::run_churn(simulator, scheduler,
+                                                churn_run_name(job, deployment), job.seed, options);
+          const auto& stats = scheduler.stats();
+          detail = fmt::format(
+              "; attempts: GPU pods {} ({} failed), CPU-only pods {} ({} failed); extender: {} "
+              "filter, {} prioritize, {} bind",
+              stats.gpu_pods, stats.failed_gpu_pods, stats.cpu_only_pods,
+              stats.failed_cpu_only_pods, stats.extender_filter_calls,
+              stats.extender_prioritize_calls, stats.extender_binds);
+        } else {
+          auto contender = gpushare::sim::make_contender(
+              job.policy,
+              gpushare::sim::TraceContext{simulator.typical_workload(), demands, job.seed});
+          contender->name = churn_run_name(job, deployment);
+          results[i] = gpushare::sim::run_churn(simulator, *contender, job.seed, options);
+        }
         if (f.verbose) {
           const std::lock_guard lock(print);
           const auto& r = results[i];
           fmt::print(stderr,
                      "{} seed {}: {:.1f} unallocated, {:.1f} fragmented GPUs; {} arrived, {} "
-                     "gave up; {} moved, {} GPUs freed; {:.1f} s CPU\n",
+                     "gave up; {} moved, {} GPUs freed; {:.1f} s CPU{}\n",
                      r.policy, r.seed, r.unallocated_gpus, r.fragmented_gpus, r.arrived, r.gave_up,
-                     r.pods_moved, r.gpus_freed, r.cpu_seconds);
+                     r.pods_moved, r.gpus_freed, r.cpu_seconds, detail);
         }
       } catch (...) {
         const std::lock_guard lock(print);
@@ -501,12 +536,23 @@ int simulate_churn(const gpushare::sim::Simulator& simulator, const SimFlags& f)
 // Reads the traces, runs every job and writes the table and the files asked for.
 int simulate(SimFlags& f) {
   auto nodes = gpushare::sim::parse_nodes_csv(gpushare::sim::read_text_file(f.nodes_path));
-  auto pods = gpushare::sim::parse_pods_csv(gpushare::sim::read_text_file(f.pods_path));
+  const std::string pod_text = gpushare::sim::read_text_file(f.pods_path);
+  std::vector<gpushare::sim::TracePod> pods;
+  if (gpushare::sim::is_pai_tasks_csv(pod_text)) {
+    auto tasks = gpushare::sim::parse_pai_tasks_csv(pod_text);
+    fmt::print(
+        "PAI task list: {} tasks read; dropped {} without both times, {} ending before "
+        "they start\n",
+        tasks.pods.size(), tasks.dropped_missing_time, tasks.dropped_end_before_start);
+    pods = std::move(tasks.pods);
+  } else {
+    pods = gpushare::sim::parse_pods_csv(pod_text);
+  }
   const std::size_t node_count = nodes.size();
   const std::size_t pod_count = pods.size();
   const std::optional<Deployment> deployment = deployment_of(f);
-  if (f.churn && deployment) {
-    throw gpushare::sim::TraceError("--churn runs the policies alone: not with --scheduler-config");
+  if (f.churn && deployment && f.dra) {
+    throw gpushare::sim::TraceError("--churn with --scheduler-config: not with --dra");
   }
   gpushare::sim::SimulationOptions options;
   options.max_arrival = f.max_arrival;
@@ -530,7 +576,7 @@ int simulate(SimFlags& f) {
 
   write_arrivals(simulator, f);
   if (f.arrivals_only) return 0;
-  if (f.churn) return simulate_churn(simulator, f);
+  if (f.churn) return simulate_churn(simulator, f, deployment ? &*deployment : nullptr);
 
   const std::vector<Job> job_list = jobs_of(f, deployment);
   const std::vector<RunResult> results = run_all(

@@ -4,6 +4,7 @@
 #include <fmt/format.h>
 #include <gtest/gtest.h>
 
+#include <map>
 #include <sstream>
 
 namespace gpushare::sim {
@@ -162,6 +163,114 @@ TEST(Churn, NeedsLifetimes) {
   const auto pods = parse_pods_csv("name,cpu_milli,memory_mib,num_gpu,gpu_milli\np,1,1,1,100\n");
   const Simulator simulator(nodes, pods);
   EXPECT_THROW(run_churn(simulator, "fgd", 1, options()), std::invalid_argument);
+}
+
+// A scheduler that puts each pod on the first node, first GPUs, with room (its own books),
+// recording what the run tells it.
+class FirstFitScheduler final : public ChurnScheduler {
+ public:
+  explicit FirstFitScheduler(const Simulator& simulator) {
+    for (const auto& node : simulator.nodes())
+      free_.push_back(
+          std::vector<core::Units>(static_cast<std::size_t>(node.gpu_count), node.memory_per_gpu));
+  }
+  std::optional<ChurnPlacement> schedule(const TracePod& pod, std::size_t instance) override {
+    ++attempts;
+    for (std::size_t n = 0; n < free_.size(); ++n) {
+      ChurnPlacement placement{n, {}};
+      auto& gpus = free_[n];
+      for (std::size_t g = 0; g < gpus.size() && pod.demand.wants_gpu(); ++g) {
+        if (static_cast<int>(placement.gpus.size()) < pod.demand.gpu_count &&
+            gpus[g] >= pod.demand.per_gpu)
+          placement.gpus.push_back(static_cast<int>(g));
+      }
+      if (static_cast<int>(placement.gpus.size()) !=
+          (pod.demand.wants_gpu() ? pod.demand.gpu_count : 0))
+        continue;
+      if (bad) placement.gpus.assign(placement.gpus.size(), 0);  // one GPU twice, or full
+      for (int g : placement.gpus) gpus[static_cast<std::size_t>(g)] -= pod.demand.per_gpu;
+      held_[instance] = placement;
+      return placement;
+    }
+    return std::nullopt;
+  }
+  void departed(const TracePod& pod, std::size_t instance, std::size_t node) override {
+    const auto it = held_.find(instance);
+    ASSERT_NE(it, held_.end()) << "departed without being placed";
+    EXPECT_EQ(it->second.node, node);
+    for (int g : it->second.gpus) free_[node][static_cast<std::size_t>(g)] += pod.demand.per_gpu;
+    held_.erase(it);
+    ++departures;
+  }
+  std::size_t running() const { return held_.size(); }
+
+  bool bad = false;
+  std::size_t attempts = 0;
+  std::size_t departures = 0;
+
+ private:
+  std::vector<std::vector<core::Units>> free_;
+  std::map<std::size_t, ChurnPlacement> held_;
+};
+
+TEST(Churn, AnExternalSchedulerPlacesEveryPodAndHearsEveryDeparture) {
+  const Simulator simulator = small_cluster();
+  FirstFitScheduler scheduler(simulator);
+  ChurnOptions o = options(0.7);
+  o.sample_every = 0;
+  const ChurnResult run = run_churn(simulator, scheduler, "first-fit", 4, o);
+  EXPECT_EQ(run.policy, "first-fit");
+  EXPECT_GT(run.placed, 0u);
+  EXPECT_GT(scheduler.departures, run.placed / 2);  // those that left told it
+  EXPECT_GE(scheduler.attempts, run.placed);
+  EXPECT_GT(run.alloc_pct, 40.0);
+  // Its books and the run's agree: the run's allocation is what the scheduler still holds.
+  EXPECT_GT(scheduler.running(), 0u);
+  // The same events as a policy's run of the seed.
+  EXPECT_EQ(run.arrived, run_churn(simulator, "fgd", 4, o).arrived);
+}
+
+TEST(Churn, AnExternalSchedulerIsCheckedAndRunsWithoutConsolidation) {
+  const Simulator simulator = small_cluster();
+  FirstFitScheduler scheduler(simulator);
+  scheduler.bad = true;
+  EXPECT_THROW(run_churn(simulator, scheduler, "bad", 4, options(0.7)), std::logic_error);
+  FirstFitScheduler good(simulator);
+  ChurnOptions o = options(0.7);
+  o.consolidation.enabled = true;
+  EXPECT_THROW(run_churn(simulator, good, "good", 4, o), std::invalid_argument);
+}
+
+TEST(Churn, OptionsLeavePodsOutOfTheArrivals) {
+  const auto nodes = small_cluster().nodes();
+  const auto pods = small_cluster().pods();
+  SimulationOptions single;
+  single.single_gpu_only = true;
+  SimulationOptions gpu_only;
+  gpu_only.gpu_pods_only = true;
+  for (const SimulationOptions& admit : {single, gpu_only}) {
+    const Simulator simulator(nodes, pods, admit);
+    FirstFitScheduler scheduler(simulator);
+    struct Watch final : ChurnScheduler {
+      FirstFitScheduler& inner;
+      const SimulationOptions& admit;
+      Watch(FirstFitScheduler& i, const SimulationOptions& a) : inner(i), admit(a) {}
+      std::optional<ChurnPlacement> schedule(const TracePod& pod, std::size_t instance) override {
+        if (admit.single_gpu_only) {
+          EXPECT_LE(pod.demand.gpu_count, 1) << pod.name;
+        }
+        if (admit.gpu_pods_only) {
+          EXPECT_TRUE(pod.demand.wants_gpu()) << pod.name;
+        }
+        return inner.schedule(pod, instance);
+      }
+      void departed(const TracePod& pod, std::size_t instance, std::size_t node) override {
+        inner.departed(pod, instance, node);
+      }
+    } watch(scheduler, admit);
+    const ChurnResult run = run_churn(simulator, watch, "watched", 2, options(0.7));
+    EXPECT_GT(run.placed, 100u);
+  }
 }
 
 }  // namespace

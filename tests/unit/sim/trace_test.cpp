@@ -67,5 +67,119 @@ TEST(Trace, ReadsTheBundledOpenbFiles) {
   EXPECT_EQ(parse_pods_csv(read_text_file(dir + "openb_pod_list_default.csv")).size(), 8152u);
 }
 
+constexpr std::string_view kPaiHeader =
+    "job_name,task_name,status,start_time,end_time,plan_cpu,plan_mem,plan_gpu,gpu_type\n";
+
+std::string pai(std::string_view rows) {
+  return std::string(kPaiHeader) + std::string(rows);
+}
+
+TEST(SimPaiTrace, ConvertsToOpenbUnits) {
+  const PaiTasks tasks =
+      parse_pai_tasks_csv(pai("half,tensorflow,Terminated,100.0,700.0,600.0,29.296875,50.0,V100\n"
+                              "two,tensorflow,Failed,0,10,1800,100,200.0,T4\n"
+                              "none,TensorboardTask,Terminated,5,5,400.0,8.01953125,,\n"
+                              "zero,worker,Terminated,0,30,100,1,0,MISC\n"
+                              "tiny,worker,Terminated,0,30,20,1,0.01,MISC\n"
+                              "odd,worker,Terminated,0,30,20,1,2.5,MISC\n"));
+  ASSERT_EQ(tasks.pods.size(), 6u);
+  const auto& half = tasks.pods[0];
+  EXPECT_EQ(half.name, "half");
+  EXPECT_EQ(half.demand.cpu_milli, 6000);
+  EXPECT_EQ(half.demand.memory, 30000);  // 29.296875 GiB in MiB
+  EXPECT_EQ(half.demand.gpu_count, 1);
+  EXPECT_EQ(half.demand.per_gpu, 500);
+  EXPECT_TRUE(half.demand.allowed_models.empty());  // gpu_type is where it ran, not a pin
+  EXPECT_EQ(half.lifetime, 600.0);
+  EXPECT_EQ(tasks.pods[1].demand.gpu_count, 2);
+  EXPECT_EQ(tasks.pods[1].demand.per_gpu, kUnitsPerGpu);
+  EXPECT_EQ(tasks.pods[1].demand.total_gpu(), 2000);
+  // Empty and 0 plan_gpu: no GPU.
+  for (const std::size_t i : {2u, 3u}) {
+    EXPECT_FALSE(tasks.pods[i].demand.wants_gpu());
+    EXPECT_EQ(tasks.pods[i].demand.gpu_count, 0);
+    EXPECT_EQ(tasks.pods[i].demand.total_gpu(), 0);
+  }
+  EXPECT_EQ(tasks.pods[2].lifetime, 0.0);
+  EXPECT_EQ(tasks.pods[4].demand.per_gpu, 1);  // rounded up to the smallest share
+  EXPECT_EQ(tasks.pods[5].demand.per_gpu, 25);
+  EXPECT_EQ(tasks.dropped_missing_time, 0u);
+  EXPECT_EQ(tasks.dropped_end_before_start, 0u);
+}
+
+TEST(SimPaiTrace, DropsRowsWithoutALifetimeAndCountsThem) {
+  const PaiTasks tasks =
+      parse_pai_tasks_csv(pai("running,worker,Running,100,,600,1,50,T4\n"
+                              "waiting,worker,Waiting,,,600,1,50,T4\n"
+                              "backwards,worker,Terminated,500,400,600,1,50,T4\n"
+                              "kept,worker,Terminated,400,500,600,1,50,T4\n"));
+  ASSERT_EQ(tasks.pods.size(), 1u);
+  EXPECT_EQ(tasks.pods[0].name, "kept");
+  EXPECT_EQ(tasks.pods[0].lifetime, 100.0);
+  EXPECT_EQ(tasks.dropped_missing_time, 2u);
+  EXPECT_EQ(tasks.dropped_end_before_start, 1u);
+}
+
+TEST(SimPaiTrace, HostileValuesAreErrorsNamingTheLine) {
+  const auto error_of = [](std::string_view row) -> std::string {
+    try {
+      parse_pai_tasks_csv(pai(row));
+    } catch (const TraceError& error) {
+      return error.what();
+    }
+    return "no error";
+  };
+  EXPECT_EQ(error_of("p,w,Terminated,0,10,600,1,150,T4\n"),
+            "line 2: plan_gpu 150 is neither a share of one GPU (below 100) nor whole GPUs (a "
+            "multiple of 100)");
+  EXPECT_EQ(error_of("p,w,Terminated,0,10,600,1,1e300,T4\n"),
+            "line 2: plan_gpu 1e300 exceeds 100000");
+  EXPECT_EQ(error_of("p,w,Terminated,0,10,9e99,1,50,T4\n"),
+            "line 2: plan_cpu 9e99 exceeds 1000000");
+  EXPECT_EQ(error_of("p,w,Terminated,0,10,600,2e6,50,T4\n"),
+            "line 2: plan_mem 2e6 exceeds 1000000");
+  EXPECT_EQ(error_of("p,w,Terminated,0,1e13,600,1,50,T4\n"),
+            "line 2: end_time 1e13 exceeds 1000000000000");
+  EXPECT_EQ(error_of("p,w,Terminated,0,10,600,1,-50,T4\n"),
+            "line 2: plan_gpu '-50' is not a non-negative number");
+  EXPECT_EQ(error_of("p,w,Terminated,0,10,600,1,nan,T4\n"),
+            "line 2: plan_gpu 'nan' is not a non-negative number");
+  EXPECT_EQ(error_of("p,w,Terminated,0,10,inf,1,50,T4\n"),
+            "line 2: plan_cpu 'inf' is not a non-negative number");
+  EXPECT_EQ(error_of("p,w,Terminated,soon,10,600,1,50,T4\n"),
+            "line 2: start_time 'soon' is not a non-negative number");
+  EXPECT_EQ(error_of(",w,Terminated,0,10,600,1,50,T4\n"), "line 2: empty job_name");
+  EXPECT_EQ(error_of("p,w,Terminated,0,10,600\n"), "line 2: expected at least 7 fields, got 6");
+  EXPECT_THROW(parse_pai_tasks_csv("job_name,start_time,end_time,plan_cpu,plan_mem\n"), TraceError);
+}
+
+TEST(SimPaiTrace, ToldApartFromOpenbByTheHeader) {
+  EXPECT_TRUE(is_pai_tasks_csv(kPaiHeader));
+  EXPECT_TRUE(is_pai_tasks_csv("job_name,plan_gpu\r\n"));
+  EXPECT_FALSE(is_pai_tasks_csv("name,cpu_milli,memory_mib,num_gpu,gpu_milli\nplan_gpu\n"));
+  EXPECT_FALSE(is_pai_tasks_csv(""));
+}
+
+TEST(SimPaiTrace, ReadsTheBundledFile) {
+  const PaiTasks tasks = parse_pai_tasks_csv(
+      read_text_file(std::string(GPUSHARE_SOURCE_DIR) + "/bench/data/pai/task.csv"));
+  EXPECT_EQ(tasks.pods.size(), 10000u);
+  EXPECT_EQ(tasks.dropped_missing_time, 0u);
+  EXPECT_EQ(tasks.dropped_end_before_start, 0u);
+  std::size_t shared = 0, cpu_only = 0, multi = 0;
+  for (const auto& pod : tasks.pods) {
+    ASSERT_TRUE(pod.lifetime);
+    if (!pod.demand.wants_gpu())
+      ++cpu_only;
+    else if (pod.demand.per_gpu < kUnitsPerGpu)
+      ++shared;
+    else if (pod.demand.gpu_count > 1)
+      ++multi;
+  }
+  EXPECT_EQ(shared, 5295u);
+  EXPECT_EQ(cpu_only, 351u);
+  EXPECT_EQ(multi, 355u);
+}
+
 }  // namespace
 }  // namespace gpushare::sim
