@@ -35,8 +35,7 @@ ConsolidationMetrics::ConsolidationMetrics(metrics::MetricRegistry& registry)
   for (std::string_view result : {"attempted", "done", "aborted"}) moves_.at({result});
   for (std::string_view result : {"evicted", "refused", "gone", "changed", "error"})
     evictions_.at({result});
-  for (std::string_view event : {"created", "honoured", "expired", "released"})
-    holds_.at({event});
+  for (std::string_view event : {"created", "honoured", "expired", "released"}) holds_.at({event});
 }
 
 void ConsolidationMetrics::set_plan(int moves, int gpus_freed) {

@@ -117,13 +117,14 @@ void Consolidator::run(std::stop_token stop) {
 }
 
 std::string Consolidator::report() const {
-  std::lock_guard lock(mutex_);
-  return report_.dump(-1, ' ', false, Json::error_handler_t::replace);
-}
-
-Json Consolidator::report_json() const {
-  std::lock_guard lock(mutex_);
-  return report_;
+  Json report;
+  {
+    std::lock_guard lock(mutex_);
+    report = report_;
+  }
+  // The holds as they are now: a bind may have ended one since the round.
+  report["holds"] = holds_json(options_.now());
+  return report.dump(-1, ' ', false, Json::error_handler_t::replace);
 }
 
 Json Consolidator::holds_json(double now) const {
@@ -181,11 +182,10 @@ std::string Consolidator::place_hold(ActiveMove& active, double now) {
 void Consolidator::end_hold(ActiveMove& active, std::string_view event, std::string_view why) {
   if (!active.held) return;
   active.held = false;
-  std::optional<core::ConsolidationHold> released;
   std::size_t in_force = 0;
   store_.write([&](core::ClusterModel&, core::PlacementPolicy&, core::ReservationLedger&,
                    core::HoldBook& holds) {
-    released = holds.release(active.owner_uid);
+    holds.release(active.owner_uid);  // gone already when the replacement's bind ended it
     in_force = holds.size();
   });
   metrics_.count_hold(event);
@@ -334,7 +334,6 @@ void Consolidator::run_once() {
   }
   const bool may_act =
       options_.mode == Mode::kEvict && (!options_.act_budget || options_.act_budget());
-  Json holds = holds_json(now);
   std::lock_guard lock(mutex_);
   report_["mode"] = to_string(options_.mode);
   report_["acting"] = may_act;
@@ -346,7 +345,6 @@ void Consolidator::run_once() {
   report_["skipped"] = std::move(skipped);
   report_["maxMovesPerHour"] = options_.max_moves_per_hour;
   report_["movedInLastHour"] = budget_.moved_in_last_hour(now);
-  report_["holds"] = std::move(holds);
   report_["intervalSeconds"] = std::chrono::duration<double>(options_.interval).count();
   report_["updatedAt"] = rfc3339(now);
   report_["error"] = "";

@@ -317,8 +317,8 @@ std::string HttpServer::render_inspect() {
   std::optional<Json> consolidation;
   if (options_.consolidation)
     consolidation = Json::parse(options_.consolidation(), nullptr, /*allow_exceptions=*/false);
-  document.add({options_.pod_phase, rejections_.recent(), config_warnings(),
-                std::move(consolidation)});
+  document.add(
+      {options_.pod_phase, rejections_.recent(), config_warnings(), std::move(consolidation)});
   return body.dump(-1, ' ', false, Json::error_handler_t::replace);
 }
 

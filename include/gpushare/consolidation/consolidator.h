@@ -97,10 +97,9 @@ class Consolidator {
   // One round now: read, plan, and (evict mode, allowed to act) take the next step.
   void run_once();
 
-  // The state as GET /gpushare-scheduler/consolidation answers it (JSON text).
+  // The state as GET /gpushare-scheduler/consolidation answers it (JSON text): the last round's,
+  // with the holds in force now. Takes mutex_, then the store's shared lock (not both at once).
   std::string report() const;
-  // The same as a tree, for the /inspect document's "consolidation" section.
-  Json report_json() const;
 
  private:
   struct Snapshot;

@@ -33,9 +33,9 @@ struct ConsolidationHold {
   std::string node;
   int gpu = 0;
   Units memory = 0;
-  std::string owner_uid;   // the evicted pod's controller: its pods are the replacements
-  std::string owner;       // "Kind/name", for logs and the web view
-  std::string evicted;     // the evicted pod, namespace/name
+  std::string owner_uid;  // the evicted pod's controller: its pods are the replacements
+  std::string owner;      // "Kind/name", for logs and the web view
+  std::string evicted;    // the evicted pod, namespace/name
   std::string evicted_uid;
   std::int64_t created_ns = 0;  // Unix nanoseconds
   std::int64_t expires_ns = 0;

@@ -107,11 +107,10 @@ TEST_F(DocumentTest, TheConsolidationSectionShowsThePlanAndTheHolds) {
   EXPECT_EQ(section["acting"], true);
   EXPECT_FALSE(section.contains("optedInPods"));
   ASSERT_EQ(section["plan"]["moves"].size(), 1u);  // the entry that is no object is left out
-  EXPECT_EQ(section["plan"]["moves"][0],
-            Json({{"pod", "ml/b"},
-                  {"from", {{"node", "n1"}, {"gpu", 0}}},
-                  {"to", {{"node", "n2"}, {"gpu", 1}}},
-                  {"memory", 4}}));
+  EXPECT_EQ(section["plan"]["moves"][0], Json({{"pod", "ml/b"},
+                                               {"from", {{"node", "n1"}, {"gpu", 0}}},
+                                               {"to", {{"node", "n2"}, {"gpu", 1}}},
+                                               {"memory", 4}}));
   EXPECT_EQ(section["plan"]["gpusFreed"], 1);
   EXPECT_EQ(section["inFlight"]["phase"], "awaiting_replacement");
   ASSERT_EQ(section["holds"].size(), 1u);

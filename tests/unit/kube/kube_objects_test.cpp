@@ -284,15 +284,15 @@ TEST(ParsePod, ReadsTheControllerOwnerReference) {
 
 TEST(ParsePod, NoControllerUnlessExactlyOneWellFormedEntrySaysSo) {
   const std::vector<Json> hostile = {
-      Json::array({owner("a"), owner("b")}),          // two controllers: neither
-      Json::array({owner("a", false)}),               // an owner, not a controller
-      Json::array({owner("a", "true")}),              // controller not a boolean
-      Json::array({owner("a", nullptr)}),             // controller null
-      Json::array({owner("")}),                       // a controller without a UID
+      Json::array({owner("a"), owner("b")}),              // two controllers: neither
+      Json::array({owner("a", false)}),                   // an owner, not a controller
+      Json::array({owner("a", "true")}),                  // controller not a boolean
+      Json::array({owner("a", nullptr)}),                 // controller null
+      Json::array({owner("")}),                           // a controller without a UID
       Json::array({{{"controller", true}, {"uid", 7}}}),  // uid not a string
       Json::array({"rs-1", 3, nullptr, Json::array()}),   // entries not objects
-      Json("rs-1"),                                   // not a list
-      Json({{"uid", "rs-1"}, {"controller", true}}),  // an object, not a list
+      Json("rs-1"),                                       // not a list
+      Json({{"uid", "rs-1"}, {"controller", true}}),      // an object, not a list
       Json(nullptr),
   };
   for (const Json& owners : hostile) {

@@ -79,8 +79,8 @@ class ServiceHolds : public ::testing::Test {
     });
     service::ServiceConfig config;
     config.now_ns = [this] { return now->load(); };
-    service = std::make_unique<service::SchedulingService>(store, binder, metrics, rejections,
-                                                           config);
+    service =
+        std::make_unique<service::SchedulingService>(store, binder, metrics, rejections, config);
   }
 
   // A hold for owner "rs-web" on n2 GPU 0 until `until` seconds.
@@ -105,7 +105,8 @@ class ServiceHolds : public ::testing::Test {
                          const core::ReservationLedger&,
                          const core::HoldBook& holds) { return holds.size(); });
   }
-  wire::ExtenderArgs args(const kube::PodInfo& info, std::vector<std::string> nodes = {"n1", "n2"}) {
+  wire::ExtenderArgs args(const kube::PodInfo& info,
+                          std::vector<std::string> nodes = {"n1", "n2"}) {
     wire::ExtenderArgs a;
     a.pod = info;
     a.node_names = wire::NameList(nodes);
@@ -241,8 +242,8 @@ TEST_F(ServiceHolds, FilterAndBindFromSeveralThreadsWhileHoldsComeAndGo) {
   for (int w = 0; w < 4; ++w) {
     threads.emplace_back([&, w] {
       for (int i = 0; i < 300; ++i) {
-        const kube::PodInfo p = pod("w" + std::to_string(w) + "-" + std::to_string(i), 5,
-                                    i % 2 == 0 ? "" : "rs-other");
+        const kube::PodInfo p =
+            pod("w" + std::to_string(w) + "-" + std::to_string(i), 5, i % 2 == 0 ? "" : "rs-other");
         const wire::FilterResult passed = service->filter(args(p));
         if (passed.node_names.empty()) continue;
         const std::string node(passed.node_names.front());
