@@ -33,7 +33,7 @@ Json config_warnings_json(const std::vector<ConfigWarning>& warnings) {
 }  // namespace
 
 Json consolidation_section(const Json& report) {
-  Json section = Json::object();
+  Json section = {{"plan", nullptr}, {"holds", Json::array()}};
   if (!report.is_object()) return section;
   auto copy = [&](const char* key, auto is_type) {
     const auto it = report.find(key);
@@ -48,7 +48,6 @@ Json consolidation_section(const Json& report) {
   copy("error", is_string);
   copy("inFlight", object_or_null);
   copy("lastStop", object_or_null);
-  section["plan"] = nullptr;
   if (const auto plan = report.find("plan"); plan != report.end() && plan->is_object()) {
     Json kept = Json::object();
     Json moves = Json::array();
