@@ -234,19 +234,21 @@ TEST_F(ServiceHolds, FilterAndBindFromSeveralThreadsWhileHoldsComeAndGo) {
   threads.emplace_back([&] {
     while (!stop) {
       if (hold(6, 0) == "") ++placed;
+      for (int spin = 0; spin < 100; ++spin) std::this_thread::yield();  // binds meet it
       store.write([](core::ClusterModel&, core::PlacementPolicy&, core::ReservationLedger&,
                      core::HoldBook& holds) { holds.release("rs-web"); });
     }
   });
-  // Workers: filter, bind, then the pod goes (as the watch would say), over and over.
+  // Workers: filter and bind, then the pod goes (as the watch would say), over and over.
   for (int w = 0; w < 4; ++w) {
     threads.emplace_back([&, w] {
-      for (int i = 0; i < 300; ++i) {
+      for (int i = 0; i < 1000; ++i) {
         const kube::PodInfo p =
             pod("w" + std::to_string(w) + "-" + std::to_string(i), 5, i % 2 == 0 ? "" : "rs-other");
+        // Filter runs beside the binds; bind is asked for n2 (where the hold is) whatever filter
+        // said, as kube-scheduler's bind judges on its own model and so must ours.
         const wire::FilterResult passed = service->filter(args(p));
-        if (passed.node_names.empty()) continue;
-        const std::string node(passed.node_names.front());
+        const std::string node = passed.node_names.empty() || i % 4 != 0 ? "n2" : "n1";
         if (bind(p, node).error.empty()) {
           ++bound;
           store.write([&](core::ClusterModel& model, core::PlacementPolicy&,
