@@ -22,11 +22,20 @@ ConsolidationMetrics::ConsolidationMetrics(metrics::MetricRegistry& registry)
       gpus_freed_(registry
                       .add(prometheus::BuildCounter(), "gpushare_consolidation_gpus_freed_total",
                            "GPUs left wholly free by completed consolidation moves.")
-                      .Add({})) {
+                      .Add({})),
+      holds_(registry.add(prometheus::BuildCounter(), "gpushare_consolidation_holds_total",
+                          "Holds of the planned GPU's memory for a moved pod's replacement, by "
+                          "event: created, honoured, expired, released."),
+             {"event"}),
+      holds_in_force_(registry
+                          .add(prometheus::BuildGauge(), "gpushare_consolidation_holds",
+                               "Holds of GPU memory for a moved pod's replacement in force now.")
+                          .Add({})) {
   // Known label values start at 0, so that increase() sees the first event.
   for (std::string_view result : {"attempted", "done", "aborted"}) moves_.at({result});
   for (std::string_view result : {"evicted", "refused", "gone", "changed", "error"})
     evictions_.at({result});
+  for (std::string_view event : {"created", "honoured", "expired", "released"}) holds_.at({event});
 }
 
 void ConsolidationMetrics::set_plan(int moves, int gpus_freed) {
@@ -44,6 +53,14 @@ void ConsolidationMetrics::count_eviction(std::string_view result) {
 
 void ConsolidationMetrics::count_gpus_freed(int gpus) {
   if (gpus > 0) gpus_freed_.Increment(gpus);
+}
+
+void ConsolidationMetrics::count_hold(std::string_view event) {
+  holds_.at({event}).Increment();
+}
+
+void ConsolidationMetrics::set_holds(int holds) {
+  holds_in_force_.Set(holds);
 }
 
 }  // namespace gpushare::consolidation

@@ -70,7 +70,7 @@ struct Consolidator::Snapshot {
   std::optional<core::ConsolidationPlan> plan;
 };
 
-Consolidator::Consolidator(apiclient::ApiClient& client, const service::ModelStore& store,
+Consolidator::Consolidator(apiclient::ApiClient& client, service::ModelStore& store,
                            metrics::MetricRegistry& metrics, ConsolidatorOptions options)
     : client_(client),
       store_(store),
@@ -89,13 +89,18 @@ void Consolidator::start() {
 }
 
 void Consolidator::stop() {
-  if (!thread_.joinable()) return;
-  thread_.request_stop();
-  {
-    std::lock_guard lock(mutex_);
-    wake_.notify_all();
+  if (thread_.joinable()) {
+    thread_.request_stop();
+    {
+      std::lock_guard lock(mutex_);
+      wake_.notify_all();
+    }
+    thread_.join();
   }
-  thread_.join();
+  // This instance stops acting: its hold, which only its verbs honour, goes too.
+  std::lock_guard round(round_mutex_);
+  if (active_) end_hold(*active_, "released", "consolidation stopped");
+  active_.reset();
 }
 
 void Consolidator::run(std::stop_token stop) {
@@ -112,8 +117,82 @@ void Consolidator::run(std::stop_token stop) {
 }
 
 std::string Consolidator::report() const {
-  std::lock_guard lock(mutex_);
-  return report_.dump(-1, ' ', false, Json::error_handler_t::replace);
+  Json report;
+  {
+    std::lock_guard lock(mutex_);
+    report = report_;
+  }
+  // The holds as they are now: a bind may have ended one since the round.
+  report["holds"] = holds_json(options_.now());
+  return report.dump(-1, ' ', false, Json::error_handler_t::replace);
+}
+
+Json Consolidator::holds_json(double now) const {
+  const auto now_ns = static_cast<std::int64_t>(now * 1e9);
+  return store_.read([&](const core::ClusterModel&, const core::PlacementPolicy&,
+                         const core::ReservationLedger&, const core::HoldBook& holds) {
+    Json list = Json::array();
+    for (const auto& [owner_uid, hold] : holds.all()) {
+      if (!hold.in_force(now_ns)) continue;
+      list.push_back({{"node", hold.node},
+                      {"gpu", hold.gpu},
+                      {"memory", hold.memory},
+                      {"owner", hold.owner},
+                      {"ownerUid", owner_uid},
+                      {"replacing", hold.evicted},
+                      {"expiresAt", rfc3339(static_cast<double>(hold.expires_ns) / 1e9)}});
+    }
+    return list;
+  });
+}
+
+std::string Consolidator::place_hold(ActiveMove& active, double now) {
+  const core::ConsolidationMove& move = active.move;
+  core::ConsolidationHold hold;
+  hold.node = move.to_node;
+  hold.gpu = move.to_gpu;
+  hold.memory = move.amount;
+  hold.owner_uid = active.owner_uid;
+  hold.owner = active.owner;
+  hold.evicted = active.namespace_name + "/" + move.pod_name;
+  hold.evicted_uid = move.pod_uid;
+  hold.created_ns = static_cast<std::int64_t>(now * 1e9);
+  hold.expires_ns =
+      hold.created_ns +
+      std::chrono::duration_cast<std::chrono::nanoseconds>(options_.replacement_timeout).count();
+  const std::int64_t now_ns = hold.created_ns;
+  std::string refused;
+  std::size_t in_force = 0;
+  store_.write([&](core::ClusterModel& model, core::PlacementPolicy&, core::ReservationLedger&,
+                   core::HoldBook& holds) {
+    refused = holds.place(model, hold, now_ns);
+    in_force = holds.size();
+  });
+  if (!refused.empty()) return refused;
+  active.held = true;
+  metrics_.count_hold("created");
+  metrics_.set_holds(static_cast<int>(in_force));
+  spdlog::info(
+      "consolidation: holding {} on node {} GPU {} for {}'s replacement of pod {} until {}",
+      hold.memory, hold.node, hold.gpu, hold.owner, hold.evicted,
+      rfc3339(static_cast<double>(hold.expires_ns) / 1e9));
+  return {};
+}
+
+void Consolidator::end_hold(ActiveMove& active, std::string_view event, std::string_view why) {
+  if (!active.held) return;
+  active.held = false;
+  std::size_t in_force = 0;
+  store_.write([&](core::ClusterModel&, core::PlacementPolicy&, core::ReservationLedger&,
+                   core::HoldBook& holds) {
+    holds.release(active.owner_uid);  // gone already when the replacement's bind ended it
+    in_force = holds.size();
+  });
+  metrics_.count_hold(event);
+  metrics_.set_holds(static_cast<int>(in_force));
+  spdlog::info("consolidation: hold on node {} GPU {} for {}'s replacement of pod {}/{} {}: {}",
+               active.move.to_node, active.move.to_gpu, active.owner, active.namespace_name,
+               active.move.pod_name, event, why);
 }
 
 std::optional<Consolidator::Snapshot> Consolidator::read_cluster(std::string& error) {
@@ -276,6 +355,7 @@ void Consolidator::step(const Snapshot& snapshot, double now) {
   if (options_.mode != Mode::kEvict) return;
   if (options_.act_budget && !options_.act_budget()) {
     // Not (or no longer) the leader: whoever leads plans afresh, and waits for what we began.
+    if (active_) end_hold(*active_, "released", "this instance no longer acts");
     active_.reset();
     return;
   }
@@ -296,6 +376,8 @@ void Consolidator::step(const Snapshot& snapshot, double now) {
   active.move = move;
   active.namespace_name = facts->second.namespace_name;
   active.owner_uid = facts->second.owner_uid;
+  active.owner = facts->second.owner_kind + "/" + facts->second.owner_name;
+  active.owner_controller = facts->second.owner_controller;
   for (const auto& [uid, pod] : snapshot.table.pods) {
     if (pod.owner_uid == active.owner_uid) active.owner_pods_before.insert(uid);
   }
@@ -344,6 +426,13 @@ void Consolidator::try_evict(ActiveMove& active, const Snapshot& snapshot, doubl
     }
     request.timeout = *budget;
   }
+  // The target's memory is kept for the replacement before the pod goes: a controller's
+  // replacement (kube::PodInfo::controller) is recognised by filter, prioritize and bind.
+  if (active.owner_controller) {
+    const std::string refused = place_hold(active, now);
+    if (!refused.empty())
+      return stop_plan(fmt::format("cannot hold the target for pod {}: {}", key, refused), now);
+  }
   const Json eviction = {
       {"apiVersion", "policy/v1"},
       {"kind", "Eviction"},
@@ -370,6 +459,8 @@ void Consolidator::try_evict(ActiveMove& active, const Snapshot& snapshot, doubl
     return;
   }
   const apiclient::ApiError& error = answer.error();
+  // Not evicted: the memory is free for anyone until the next try holds it again.
+  end_hold(active, "released", fmt::format("eviction not done ({})", error.describe()));
   if (error.is_not_found()) {
     metrics_.count_eviction("gone");
     return stop_plan(fmt::format("pod {} is gone (eviction: {})", key, error.describe()), now);
@@ -418,6 +509,7 @@ void Consolidator::follow_replacement(const Snapshot& snapshot, double now) {
                source->gpus()[static_cast<std::size_t>(move.from_gpu)].used == 0;
       });
       if (freed) metrics_.count_gpus_freed(1);
+      end_hold(active, "honoured", fmt::format("pod {} bound on the held GPU", pod.key()));
       spdlog::info("consolidation: pod {} replaced {} on node {} GPU {} as planned{}", pod.key(),
                    key, move.to_node, move.to_gpu,
                    freed ? fmt::format("; node {} GPU {} is free", move.from_node, move.from_gpu)
@@ -433,6 +525,7 @@ void Consolidator::follow_replacement(const Snapshot& snapshot, double now) {
   }
   if (now - active.evicted_at >
       std::chrono::duration<double>(options_.replacement_timeout).count()) {
+    end_hold(active, "expired", "no replacement bound in time");
     stop_plan(
         fmt::format(
             "no replacement for pod {} was bound within {} s", key,
@@ -444,6 +537,7 @@ void Consolidator::follow_replacement(const Snapshot& snapshot, double now) {
 void Consolidator::stop_plan(const std::string& why, double now) {
   spdlog::warn("consolidation: plan stopped: {}", why);
   metrics_.count_move("aborted");
+  if (active_) end_hold(*active_, "released", "the plan stopped");
   if (active_) post_event(*active_, "GPUConsolidationStopped", why, "Warning");
   active_.reset();
   quiet_until_ = now + std::chrono::duration<double>(options_.interval).count();

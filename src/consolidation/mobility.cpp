@@ -32,10 +32,18 @@ std::optional<PodFacts> pod_facts(const Json& pod, const OptInRule& rule) {
       owners != metadata.end() && owners->is_array()) {
     for (const Json& owner : *owners) {
       if (!owner.is_object() || !owner.contains("uid") || !owner["uid"].is_string()) continue;
-      const bool controller = owner.value("controller", false);
+      const auto flag = owner.find("controller");
+      const bool controller = flag != owner.end() && flag->is_boolean() && flag->get<bool>();
       if (facts.owner_uid.empty() || controller) {
+        auto text = [&](const char* key) {
+          const auto value = owner.find(key);
+          return value != owner.end() && value->is_string() ? value->get<std::string>()
+                                                            : std::string();
+        };
         facts.owner_uid = owner["uid"].get<std::string>();
-        facts.owner_kind = owner.value("kind", "");
+        facts.owner_kind = text("kind");
+        facts.owner_name = text("name");
+        facts.owner_controller = controller;
       }
       if (controller) break;
     }

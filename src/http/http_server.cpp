@@ -314,7 +314,11 @@ std::string HttpServer::render_inspect() {
       });
   Json& body = document.json();
   const DismantleOnExit dismantled{body};
-  document.add({options_.pod_phase, rejections_.recent(), config_warnings()});
+  std::optional<Json> consolidation;
+  if (options_.consolidation)
+    consolidation = Json::parse(options_.consolidation(), nullptr, /*allow_exceptions=*/false);
+  document.add(
+      {options_.pod_phase, rejections_.recent(), config_warnings(), std::move(consolidation)});
   return body.dump(-1, ' ', false, Json::error_handler_t::replace);
 }
 
@@ -326,7 +330,7 @@ std::string HttpServer::render_inspect_node(const std::string& node) {
   if (!document) return {};
   Json& body = document->json();
   const DismantleOnExit dismantled{body};
-  document->add({options_.pod_phase, std::nullopt, config_warnings()});
+  document->add({options_.pod_phase, std::nullopt, config_warnings(), std::nullopt});
   return body.dump(-1, ' ', false, Json::error_handler_t::replace);
 }
 

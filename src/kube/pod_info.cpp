@@ -75,6 +75,36 @@ void read_annotations(json::Object annotations, PodInfo& info) {
   if (auto v = text(kAnnotationAssumeTime)) info.assume_time_ns = parse_decimal<std::int64_t>(*v);
 }
 
+// metadata.ownerReferences' controller entry. Entries of the wrong type, and controller flags
+// that are not `true`, are skipped; two controllers leave none (the API server refuses such a
+// pod, so whoever wrote it is not a controller we can name).
+std::optional<OwnerRef> controller_of(json::Object metadata) {
+  const auto owners = json::find_member(metadata, "ownerReferences");
+  json::Array list;
+  if (!owners || owners->get_array().get(list) != simdjson::SUCCESS) return std::nullopt;
+  std::optional<OwnerRef> found;
+  for (const json::Value item : list) {
+    json::Object owner;
+    if (item.get_object().get(owner) != simdjson::SUCCESS) continue;
+    const auto controller = json::find_member(owner, "controller");
+    bool is_controller = false;
+    if (!controller || controller->get_bool().get(is_controller) != simdjson::SUCCESS ||
+        !is_controller)
+      continue;
+    if (found) return std::nullopt;  // a second controller
+    auto text = [&](std::string_view key) {
+      const auto value = json::find_member(owner, key);
+      std::string_view result;
+      if (!value || value->get_string().get(result) != simdjson::SUCCESS) return std::string();
+      return std::string(result);
+    };
+    OwnerRef ref{text("kind"), text("name"), text("uid")};
+    if (ref.uid.empty()) return std::nullopt;  // a controller we cannot name
+    found = std::move(ref);
+  }
+  return found;
+}
+
 }  // namespace
 
 PodInfo decode_pod(const simdjson::dom::element& pod_value, const ResourceNames& names) {
@@ -94,6 +124,7 @@ PodInfo decode_pod(const simdjson::dom::element& pod_value, const ResourceNames&
     info.terminating = !deletion->is_null();
   }
   if (info.name.empty()) throw BadInput("pod metadata.name is empty");
+  info.controller = controller_of(*metadata);
   if (const auto spec_value = present_field(pod, "spec")) {
     const json::Object spec = as_object(*spec_value, "pod spec");
     info.node_name = string_field(spec, "nodeName", "pod spec.nodeName");

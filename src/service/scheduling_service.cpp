@@ -141,6 +141,42 @@ void fill_sorted(std::map<std::string, std::string>& target, Failures& failures,
   }
 }
 
+// kube-scheduler's extender scale: 0..kTopScore.
+constexpr int kTopScore = 10;
+
+// Whether a pod of `owner_uid` needing `per_gpu` fits on the GPU `hold` keeps for it (the
+// owner's own hold is room it may use; other holds on that GPU are not).
+bool fits_held_gpu(const core::ClusterModel& model, const core::HoldBook& holds,
+                   const core::ConsolidationHold& hold, std::string_view owner_uid,
+                   core::Units per_gpu, std::int64_t now_ns) {
+  const core::NodeState* node = model.find_node(hold.node);
+  if (node == nullptr || hold.gpu < 0 || hold.gpu >= node->gpu_count()) return false;
+  const core::GpuState& gpu = node->gpus()[static_cast<std::size_t>(hold.gpu)];
+  const core::Units others = holds.held_against(hold.node, hold.gpu, owner_uid, now_ns);
+  return gpu.healthy && gpu.free() >= others + per_gpu;
+}
+
+// A bind ended `hold`: its owner's pod `pod` is bound to `node` GPU `gpu`.
+void log_hold_end(const core::ConsolidationHold& hold, const std::string& pod,
+                  const std::string& node, int gpu) {
+  const bool as_held = node == hold.node && gpu == hold.gpu;
+  spdlog::info(
+      "consolidation: hold of {} on node {} GPU {} for {}'s replacement of pod {} released: pod "
+      "{} bound to node {} GPU {}{}",
+      hold.memory, hold.node, hold.gpu, hold.owner, hold.evicted, pod, node, gpu,
+      as_held ? " as held" : ", not the held GPU");
+}
+
+// The replacement's planned node gets the top score, every other node at most one less.
+void prefer_held_node(const std::vector<std::string_view>& offered, std::string_view held_node,
+                      std::vector<int>& scores) {
+  bool offered_held = false;
+  for (std::size_t i = 0; i < offered.size(); ++i) offered_held |= offered[i] == held_node;
+  if (!offered_held) return;
+  for (std::size_t i = 0; i < offered.size(); ++i)
+    scores[i] = offered[i] == held_node ? kTopScore : std::min(scores[i], kTopScore - 1);
+}
+
 }  // namespace
 
 SchedulingService::SchedulingService(ModelStore& store, PodBinder& binder,
@@ -190,7 +226,10 @@ wire::FilterResult SchedulingService::filter_impl(const wire::ExtenderArgs& args
 
   if (demand.wants_gpu()) {
     ReasonTexts texts(reasons, config_.names.memory);
-    store_.read([&](const core::ClusterModel& model, const core::PlacementPolicy&) {
+    store_.read([&](const core::ClusterModel& model, const core::PlacementPolicy&,
+                    const core::ReservationLedger&, const core::HoldBook& holds) {
+      // Consolidation's holds: memory kept for another owner's replacement counts as used.
+      const std::int64_t now = holds.empty() ? 0 : config_.now_ns();
       resolve_pin(demand, args.pod, model);
       if (demand.allowed_models.size() == 1 &&
           demand.allowed_models.front() == core::kNoModelMatches) {
@@ -204,7 +243,9 @@ wire::FilterResult SchedulingService::filter_impl(const wire::ExtenderArgs& args
             unresolvable.push_back({offered[i], i, texts.unknown_node()});
           return;
         }
-        const core::FitResult fit = core::check_fit(*node, demand);
+        const std::optional<core::NodeState> view =
+            holds.empty() ? std::nullopt : holds.view_for(*node, args.pod.owner_uid(), now);
+        const core::FitResult fit = core::check_fit(view ? *view : *node, demand);
         if (fit.fits()) return;
         passed[i] = 0;
         (fit.unresolvable() ? unresolvable : failed).push_back({offered[i], i, texts.of(fit)});
@@ -287,9 +328,18 @@ std::vector<wire::HostPriority> SchedulingService::prioritize_impl(
   const std::vector<std::string_view> offered = offered_views(args);
   std::vector<std::optional<double>> raw(offered.size());
   std::vector<char> unknown(offered.size(), 0);  // not a node of the model
+  std::string held_node;  // a consolidation hold's node for this pod's owner, where it fits
   // Every pod is scored, GPU or not: a second extender entry without managedResources sends
   // CPU-only pods here so that they can be steered off the CPU and memory GPU pods will need.
-  store_.read([&](const core::ClusterModel& model, const core::PlacementPolicy& policy) {
+  store_.read([&](const core::ClusterModel& model, const core::PlacementPolicy& policy,
+                  const core::ReservationLedger&, const core::HoldBook& holds) {
+    if (!holds.empty() && demand.wants_gpu()) {
+      const std::int64_t now = config_.now_ns();
+      if (const core::ConsolidationHold* hold = holds.for_owner(args.pod.owner_uid(), now)) {
+        if (fits_held_gpu(model, holds, *hold, args.pod.owner_uid(), demand.per_gpu, now))
+          held_node = hold->node;
+      }
+    }
     // A pod with DRA claims: kube's allocator picks the devices, scored as it will pick them.
     if (!args.pod.resource_claims.empty()) {
       const std::vector<core::DraRequest> requests =
@@ -303,7 +353,8 @@ std::vector<wire::HostPriority> SchedulingService::prioritize_impl(
     resolve_pin(demand, args.pod, model);
     scorer_.score(model, policy, demand, offered, raw, unknown);
   });
-  const std::vector<int> scores = core::map_scores(raw, config_.score_mapping);
+  std::vector<int> scores = core::map_scores(raw, config_.score_mapping);
+  if (!held_node.empty()) prefer_held_node(offered, held_node, scores);
   // Unknown names past the budget are left out: kube-scheduler gives a host the extender does
   // not list no score from it, as it gives one it lists with 0.
   std::size_t unknown_count = 0;
@@ -370,13 +421,18 @@ BindReply SchedulingService::bind(const wire::BindingArgs& args) {
                       fmt::format("binding pod {} to node {}: {}", key, args.node, outcome.error)});
   }
   if (demand.wants_gpu()) {
-    const core::ReservationOutcome confirmed = store_.write(
-        [&](core::ClusterModel& model, core::PlacementPolicy&, core::ReservationLedger& ledger) {
+    std::optional<core::ConsolidationHold> ended;
+    const core::ReservationOutcome confirmed =
+        store_.write([&](core::ClusterModel& model, core::PlacementPolicy&,
+                         core::ReservationLedger& ledger, core::HoldBook& holds) {
+          // The replacement is bound (here or elsewhere): its allocation now counts.
+          if (!holds.empty() && !pod.owner_uid().empty()) ended = holds.release(pod.owner_uid());
           return binder_.confirms_asynchronously()
                      ? ledger.bind_accepted(model, pod.uid, assume_time, config_.now_ns())
                      : ledger.bind_final(model, pod.uid, assume_time);
         });
     metrics_.count_reservation_end(confirmed, "bind_call");
+    if (ended) log_hold_end(*ended, key, args.node, reserved.gpu);
   }
   spdlog::info("bound pod {} to node {} gpu {} request {} {} in {:.2f} ms", key, args.node,
                reserved.gpu, demand.per_gpu, config_.names.memory, millis);
@@ -429,7 +485,7 @@ SchedulingService::GpuReservation SchedulingService::reserve_gpu(const wire::Bin
                                                                  std::int64_t assume_time) {
   GpuReservation reserved;
   store_.write([&](core::ClusterModel& model, core::PlacementPolicy& policy,
-                   core::ReservationLedger& ledger) {
+                   core::ReservationLedger& ledger, core::HoldBook& holds) {
     const core::NodeState* node = model.find_node(args.node);
     if (node == nullptr) {
       reserved.refusal = {"unknown_node",
@@ -448,14 +504,26 @@ SchedulingService::GpuReservation SchedulingService::reserve_gpu(const wire::Bin
       return;
     }
     resolve_pin(demand, pod, model);
-    std::optional<core::Placement> placement = policy.place(*node, demand);
-    if (!placement) placement = policy.place(*node, gpu_demand_only(demand));  // see filter
+    // Consolidation's holds: other owners' held memory counts as used; the owner's replacement
+    // goes on its held GPU when it fits there.
+    const std::optional<core::NodeState> view =
+        holds.empty() ? std::nullopt : holds.view_for(*node, pod.owner_uid(), assume_time);
+    const core::NodeState& usable = view ? *view : *node;
+    std::optional<core::Placement> placement;
+    if (const core::ConsolidationHold* hold = holds.for_owner(pod.owner_uid(), assume_time);
+        hold != nullptr && hold->node == args.node &&
+        core::check_fit(usable, gpu_demand_only(demand)).fits() &&
+        fits_held_gpu(model, holds, *hold, pod.owner_uid(), demand.per_gpu, assume_time)) {
+      placement = core::Placement{0, {hold->gpu}};
+    }
+    if (!placement) placement = policy.place(usable, demand);
+    if (!placement) placement = policy.place(usable, gpu_demand_only(demand));  // see filter
     if (!placement || placement->gpus.size() != 1) {
       reserved.refusal = {
           "no_fit",
           fmt::format(
               "node {}: {}", args.node,
-              core::check_fit(*node, gpu_demand_only(demand)).reason(config_.names.memory))};
+              core::check_fit(usable, gpu_demand_only(demand)).reason(config_.names.memory))};
       return;
     }
     reserved.gpu = placement->gpus.front();

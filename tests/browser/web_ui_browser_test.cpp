@@ -520,6 +520,91 @@ TEST_F(WebUiBrowser, DraClaimsAreDrawnOnTheirGpusBesideDevicePluginPods) {
   EXPECT_EQ(filter_to_one_tile(browser, "serving-gpu"), "dra-node-b");
 }
 
+// Live mode with --consolidate plan: n1's GPU holds pod b (4 of 16, opted in, owned by a
+// ReplicaSet), n2's pod a (8 of 16): the Consolidation panel lists the move of b from n1/GPU0 to
+// n2/GPU0 and the GPU it frees, as /inspect's "consolidation" section says.
+TEST_F(WebUiBrowser, TheConsolidationPanelShowsThePlan) {
+  const fs::path seed = work_ / "consolidation-cluster.yaml";
+  std::ofstream(seed) << R"(apiVersion: v1
+kind: List
+items:
+- apiVersion: v1
+  kind: Node
+  metadata: {name: n1}
+  status:
+    capacity: {cpu: "32", memory: 128Gi, aliyun.com/gpu-mem: "16", aliyun.com/gpu-count: "1"}
+    allocatable: {cpu: "32", memory: 128Gi, aliyun.com/gpu-mem: "16", aliyun.com/gpu-count: "1"}
+- apiVersion: v1
+  kind: Node
+  metadata: {name: n2}
+  status:
+    capacity: {cpu: "32", memory: 128Gi, aliyun.com/gpu-mem: "16", aliyun.com/gpu-count: "1"}
+    allocatable: {cpu: "32", memory: 128Gi, aliyun.com/gpu-mem: "16", aliyun.com/gpu-count: "1"}
+- apiVersion: v1
+  kind: Pod
+  metadata:
+    name: a
+    namespace: default
+    uid: 7d0c6a1e-0000-4000-8000-00000000000a
+    annotations: {ALIYUN_COM_GPU_MEM_IDX: "0", ALIYUN_COM_GPU_MEM_POD: "8", ALIYUN_COM_GPU_MEM_ASSIGNED: "true"}
+  spec:
+    nodeName: n2
+    containers:
+    - name: main
+      resources: {limits: {aliyun.com/gpu-mem: "8"}}
+  status: {phase: Running}
+- apiVersion: v1
+  kind: Pod
+  metadata:
+    name: b
+    namespace: default
+    uid: 7d0c6a1e-0000-4000-8000-00000000000b
+    labels: {app: web, gpushare.aliyun.com/consolidate: "true"}
+    ownerReferences:
+    - {apiVersion: apps/v1, kind: ReplicaSet, name: web, uid: rs-web-uid, controller: true}
+    annotations: {ALIYUN_COM_GPU_MEM_IDX: "0", ALIYUN_COM_GPU_MEM_POD: "4", ALIYUN_COM_GPU_MEM_ASSIGNED: "true"}
+  spec:
+    nodeName: n1
+    containers:
+    - name: main
+      resources: {limits: {aliyun.com/gpu-mem: "4"}}
+  status: {phase: Running}
+)";
+  FakeApiServerProcess api(seed, work_);
+  Extender extender(
+      std::vector<std::string>{"--kubeconfig", api.kubeconfig().string(), "--consolidate", "plan",
+                               "--consolidate-interval", "1s"},
+      work_);
+  Json inspect;
+  const auto deadline = std::chrono::steady_clock::now() + 60s;
+  for (;;) {
+    auto res = extender.client().Get("/gpushare-scheduler/inspect");
+    inspect = res && res->status == 200 ? Json::parse(res->body) : Json::object();
+    if (inspect.contains("consolidation") && inspect["consolidation"]["plan"].is_object()) break;
+    ASSERT_LT(std::chrono::steady_clock::now(), deadline) << inspect.dump();
+    std::this_thread::sleep_for(100ms);
+  }
+  Browser browser(work_);
+  browser.navigate(extender.url("/ui/?refresh=0"));
+  wait_for_first_render(browser);
+  const Json panel = browser.execute(R"js(
+    var c = document.getElementById('consolidation');
+    return {hidden: c.hidden, title: c.querySelector('h2').textContent,
+            plan: c.querySelector('.plan').textContent,
+            moves: Array.prototype.map.call(c.querySelectorAll('tr[data-move]'), function (r) {
+              return Array.prototype.map.call(r.cells, function (d) { return d.textContent; });
+            })};
+  )js");
+  EXPECT_EQ(panel["hidden"], false) << panel.dump();
+  EXPECT_EQ(panel["title"], "Consolidation plan") << panel.dump();
+  EXPECT_EQ(panel["plan"], "Plan: move 1 pod(s) to free 1 GPU(s)") << panel.dump();
+  ASSERT_EQ(panel["moves"].size(), 1u) << panel.dump();
+  EXPECT_EQ(panel["moves"][0][0], "default/b");
+  EXPECT_EQ(panel["moves"][0][1], "n1/GPU0");
+  EXPECT_EQ(panel["moves"][0][2], "n2/GPU0");
+  EXPECT_EQ(panel["moves"][0][3].get<std::string>().rfind("4\u00a0", 0), 0u) << panel.dump();
+}
+
 // A synthetic cluster: `nodes` GPU nodes of 1, 2, 4 or 8 GPUs of 16, 24, 32 or 80 units, GPUs
 // filled by pods of common sizes, some GPUs unhealthy. Deterministic.
 Json synthetic_cluster(int nodes) {

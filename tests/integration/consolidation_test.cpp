@@ -2,12 +2,16 @@
 // PodDisruptionBudgets as the real one does): the plan GET /gpushare-scheduler/consolidation
 // reports, and evict mode's faults: a refused eviction (429) then allowed, the pod deleted or
 // re-created mid-plan (404, 409), the target node gone, a restart mid-plan, pods that must never
-// move. After each: no GPU oversubscribed and the model equals the API server's truth.
+// move; and the hold on the target GPU for the moved pod's replacement: filter, prioritize and
+// bind place the replacement there, refuse the held memory to other pods until the hold ends
+// (expiry, the replacement bound elsewhere), and a restarted instance holds nothing. After each:
+// no GPU oversubscribed and the model equals the API server's truth.
 
 #include <gtest/gtest.h>
 
 #include <atomic>
 #include <future>
+#include <map>
 #include <memory>
 #include <sstream>
 #include <thread>
@@ -99,6 +103,38 @@ std::size_t evictions(FakeApiServer& fake) {
 void replace_b(FakeApiServer& fake, LiveExtender& extender, const std::string& name = "b2") {
   fake.create(Resource::Pods, owned_pod(name, 4));
   ASSERT_TRUE(eventually([&] { return extender.bind(name, uid_of(fake, name), "n2") == 200; }));
+}
+
+// The pod object as kube-scheduler sends it to filter and prioritize.
+Json pod_object(FakeApiServer& fake, const std::string& name) {
+  return *fake.get(Resource::Pods, "default", name);
+}
+
+// The nodes filter passes for pod `name`.
+std::vector<std::string> passed(LiveExtender& extender, FakeApiServer& fake,
+                                const std::string& name, const std::vector<std::string>& nodes) {
+  const auto [status, reply] =
+      extender.post("filter", Json{{"Pod", pod_object(fake, name)}, {"NodeNames", nodes}});
+  EXPECT_EQ(status, 200);
+  if (status != 200 || !reply["NodeNames"].is_array()) return {};
+  return reply["NodeNames"].get<std::vector<std::string>>();
+}
+
+// Prioritize's scores for pod `name`, by node.
+std::map<std::string, int> scores(LiveExtender& extender, FakeApiServer& fake,
+                                  const std::string& name, const std::vector<std::string>& nodes) {
+  const auto [status, reply] =
+      extender.post("prioritize", Json{{"Pod", pod_object(fake, name)}, {"NodeNames", nodes}});
+  EXPECT_EQ(status, 200);
+  std::map<std::string, int> result;
+  if (status != 200 || !reply.is_array()) return result;
+  for (const Json& entry : reply) result[entry["Host"]] = entry["Score"];
+  return result;
+}
+
+bool metric_has(LiveExtender& extender, const std::string& line) {
+  const auto metrics = extender.http().Get("/metrics");
+  return metrics && metrics->body.find(line) != std::string::npos;
 }
 
 // A fake API server, a clock the test moves, and the extender started on them.
@@ -340,15 +376,22 @@ TEST_F(Consolidation, TheTargetNodeGoneStopsThePlan) {
 TEST_F(Consolidation, ANewInstanceWaitsForTheMoveItFindsInFlight) {
   seed(fake);
   const std::string b_uid = uid_of(fake, "b");
+  fake.create(Resource::Pods, gpu_pod("x", 6));
   LiveExtender& first = start(consolidation::Mode::kEvict);
   first.consolidator()->run_once();
   ASSERT_EQ(evictions(fake), 1u);
+  ASSERT_EQ(report(first)["holds"].size(), 1u);
+  EXPECT_TRUE(passed(first, fake, "x", {"n2"}).empty());
   first.crash();
   extenders.clear();
-  // The evicted pod is still terminating: the new instance does not act.
+  // The evicted pod is still terminating: the new instance does not act. It holds nothing
+  // (holds are in memory): n2's memory is offered to any pod, and nothing is oversubscribed.
   LiveExtender& second = start(consolidation::Mode::kEvict);
   second.consolidator()->run_once();
   EXPECT_EQ(report(second)["waiting"], "pod default/b is being deleted");
+  EXPECT_TRUE(report(second)["holds"].empty());
+  EXPECT_EQ(passed(second, fake, "x", {"n2"}), std::vector<std::string>{"n2"});
+  expect_consistent(second, fake);
   // Gone, and its replacement waits to be scheduled: still waiting.
   fake.finalize_pod_deletion("default", "b");
   fake.create(Resource::Pods, owned_pod("b2", 4));
@@ -365,6 +408,131 @@ TEST_F(Consolidation, ANewInstanceWaitsForTheMoveItFindsInFlight) {
   EXPECT_TRUE(state["plan"].is_null()) << state.dump();
   EXPECT_EQ(evictions(fake), 1u);
   expect_consistent(second, fake);
+}
+
+// Evict mode holds n2 GPU 0's 4 units for ReplicaSet web from before b's eviction: the
+// replacement passes filter, prioritize scores n2 top, bind puts it on GPU 0, and the hold ends
+// honoured.
+TEST_F(Consolidation, TheReplacementLandsOnTheHeldGpu) {
+  seed(fake);
+  LiveExtender& extender = start(consolidation::Mode::kEvict);
+  extender.consolidator()->run_once();
+  ASSERT_EQ(evictions(fake), 1u);
+  Json state = report(extender);
+  ASSERT_EQ(state["holds"].size(), 1u) << state.dump();
+  EXPECT_EQ(state["holds"][0]["node"], "n2");
+  EXPECT_EQ(state["holds"][0]["gpu"], 0);
+  EXPECT_EQ(state["holds"][0]["memory"], 4);
+  EXPECT_EQ(state["holds"][0]["owner"], "ReplicaSet/web");
+  EXPECT_EQ(state["holds"][0]["replacing"], "default/b");
+  EXPECT_TRUE(metric_has(extender, "gpushare_consolidation_holds_total{event=\"created\"} 1"));
+  EXPECT_TRUE(metric_has(extender, "gpushare_consolidation_holds 1"));
+  // The web view's source: /inspect carries the plan and the hold.
+  const auto inspect = extender.http().Get("/gpushare-scheduler/inspect");
+  ASSERT_TRUE(inspect);
+  const Json document = Json::parse(inspect->body);
+  EXPECT_EQ(document["consolidation"]["holds"][0]["node"], "n2") << inspect->body;
+
+  fake.finalize_pod_deletion("default", "b");
+  fake.create(Resource::Pods, owned_pod("b2", 4));
+  ASSERT_TRUE(eventually([&] { return extender.used_on("n1", 0) == 0; }));
+  EXPECT_EQ(passed(extender, fake, "b2", {"n1", "n2"}), (std::vector<std::string>{"n1", "n2"}));
+  const std::map<std::string, int> scored = scores(extender, fake, "b2", {"n1", "n2"});
+  EXPECT_EQ(scored.at("n2"), 10);
+  EXPECT_LT(scored.at("n1"), 10);
+  ASSERT_EQ(extender.bind("b2", uid_of(fake, "b2"), "n2"), 200);
+  EXPECT_EQ(gpu_index_of(fake, "b2"), "0");
+  ASSERT_TRUE(eventually([&] { return extender.snapshot().assumed_count() == 0; }));
+  extender.consolidator()->run_once();
+  state = report(extender);
+  EXPECT_TRUE(state["inFlight"].is_null()) << state.dump();
+  EXPECT_TRUE(state["holds"].empty()) << state.dump();
+  EXPECT_TRUE(metric_has(extender, "gpushare_consolidation_holds_total{event=\"honoured\"} 1"));
+  EXPECT_TRUE(metric_has(extender, "gpushare_consolidation_moves_total{result=\"done\"} 1"));
+  EXPECT_TRUE(metric_has(extender, "gpushare_consolidation_holds 0"));
+  expect_consistent(extender, fake);
+}
+
+// Pod x (6, no owner) fits n2 GPU 0 (8 free) only without the hold of 4: refused while it
+// lasts, passed once it expired with no replacement bound.
+TEST_F(Consolidation, AnotherPodIsRefusedTheHeldMemoryUntilTheHoldExpires) {
+  seed(fake);
+  fake.create(Resource::Pods, gpu_pod("x", 6));
+  LiveExtender& extender = start(consolidation::Mode::kEvict);
+  EXPECT_EQ(passed(extender, fake, "x", {"n2"}), std::vector<std::string>{"n2"});
+  extender.consolidator()->run_once();
+  ASSERT_EQ(evictions(fake), 1u);
+  ASSERT_EQ(report(extender)["holds"].size(), 1u);
+  const auto [status, refused] =
+      extender.post("filter", Json{{"Pod", pod_object(fake, "x")}, {"NodeNames", {"n2"}}});
+  ASSERT_EQ(status, 200);
+  EXPECT_TRUE(refused["NodeNames"].empty()) << refused.dump();
+  EXPECT_TRUE(refused["FailedNodes"].contains("n2")) << refused.dump();
+  // Bind too: kube-scheduler may ask without filtering first.
+  EXPECT_NE(extender.bind("x", uid_of(fake, "x"), "n2"), 200);
+  EXPECT_EQ(extender.used_on("n2", 0), 8);
+  // Still within the time-out: still held.
+  clock.advance(200);
+  extender.consolidator()->run_once();
+  EXPECT_TRUE(passed(extender, fake, "x", {"n2"}).empty());
+  // No replacement in time: the plan stops and the hold ends.
+  clock.advance(101);
+  extender.consolidator()->run_once();
+  const Json state = report(extender);
+  ASSERT_TRUE(state["lastStop"].is_object()) << state.dump();
+  EXPECT_NE(state["lastStop"]["reason"].get<std::string>().find("no replacement"),
+            std::string::npos);
+  EXPECT_TRUE(state["holds"].empty()) << state.dump();
+  EXPECT_TRUE(metric_has(extender, "gpushare_consolidation_holds_total{event=\"expired\"} 1"));
+  EXPECT_EQ(passed(extender, fake, "x", {"n2"}), std::vector<std::string>{"n2"});
+  ASSERT_EQ(extender.bind("x", uid_of(fake, "x"), "n2"), 200);
+  expect_consistent(extender, fake);
+}
+
+// The replacement bound on n1 instead (kube-scheduler may choose so): the bind ends the hold,
+// the next round stops the plan, and n2's memory is anyone's again.
+TEST_F(Consolidation, AReplacementBoundElsewhereStopsThePlanAndFreesTheHold) {
+  seed(fake);
+  LiveExtender& extender = start(consolidation::Mode::kEvict);
+  extender.consolidator()->run_once();
+  ASSERT_EQ(report(extender)["holds"].size(), 1u);
+  fake.finalize_pod_deletion("default", "b");
+  fake.create(Resource::Pods, owned_pod("b2", 4));
+  ASSERT_TRUE(eventually([&] { return extender.used_on("n1", 0) == 0; }));
+  ASSERT_EQ(extender.bind("b2", uid_of(fake, "b2"), "n1"), 200);
+  ASSERT_TRUE(eventually([&] { return extender.snapshot().assumed_count() == 0; }));
+  fake.create(Resource::Pods, gpu_pod("x", 8));
+  EXPECT_EQ(passed(extender, fake, "x", {"n2"}), std::vector<std::string>{"n2"});
+  extender.consolidator()->run_once();
+  const Json state = report(extender);
+  ASSERT_TRUE(state["lastStop"].is_object()) << state.dump();
+  EXPECT_NE(state["lastStop"]["reason"].get<std::string>().find("not the planned node n2"),
+            std::string::npos)
+      << state.dump();
+  EXPECT_TRUE(state["holds"].empty()) << state.dump();
+  EXPECT_TRUE(state["inFlight"].is_null()) << state.dump();
+  EXPECT_TRUE(metric_has(extender, "gpushare_consolidation_holds_total{event=\"released\"} 1"));
+  EXPECT_TRUE(metric_has(extender, "gpushare_consolidation_holds_total{event=\"honoured\"} 0"));
+  expect_consistent(extender, fake);
+}
+
+// A refused eviction (429) releases the hold until the retry holds it again.
+TEST_F(Consolidation, ARefusedEvictionHoldsNothingUntilTheRetry) {
+  seed(fake);
+  LiveExtender& extender = start(consolidation::Mode::kEvict);
+  refuse_next_eviction();
+  extender.consolidator()->run_once();
+  ASSERT_EQ(evictions(fake), 1u);
+  EXPECT_TRUE(report(extender)["holds"].empty());
+  fake.create(Resource::Pods, gpu_pod("x", 6));
+  EXPECT_EQ(passed(extender, fake, "x", {"n2"}), std::vector<std::string>{"n2"});
+  clock.advance(6);
+  extender.consolidator()->run_once();
+  ASSERT_EQ(evictions(fake), 2u);
+  EXPECT_EQ(report(extender)["holds"].size(), 1u);
+  EXPECT_TRUE(passed(extender, fake, "x", {"n2"}).empty());
+  EXPECT_TRUE(metric_has(extender, "gpushare_consolidation_holds_total{event=\"created\"} 2"));
+  EXPECT_TRUE(metric_has(extender, "gpushare_consolidation_holds_total{event=\"released\"} 1"));
 }
 
 TEST_F(Consolidation, AnInstanceThatMayNotActOnlyPlans) {

@@ -21,6 +21,12 @@ class ConsolidationMetrics {
   // "error".
   void count_eviction(std::string_view result);
   void count_gpus_freed(int gpus);
+  // A hold on the planned GPU for the replacement pod: "created", "honoured" (the replacement
+  // bound on the held GPU), "expired" (no replacement bound in time), "released" (ended
+  // otherwise: the replacement bound elsewhere, the plan stopped, leadership lost); and how many
+  // are in force now.
+  void count_hold(std::string_view event);
+  void set_holds(int holds);
 
  private:
   prometheus::Gauge& planned_moves_;
@@ -28,6 +34,8 @@ class ConsolidationMetrics {
   metrics::Series<prometheus::Counter> moves_;
   metrics::Series<prometheus::Counter> evictions_;
   prometheus::Counter& gpus_freed_;
+  metrics::Series<prometheus::Counter> holds_;
+  prometheus::Gauge& holds_in_force_;
 };
 
 }  // namespace gpushare::consolidation

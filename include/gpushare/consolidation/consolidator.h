@@ -5,11 +5,20 @@
 // while `may_act` says so (the caught-up leader with --leader-elect), it carries the plan out one
 // pod at a time through the Eviction API:
 //
-//   evict (UID precondition) --201--> wait for the owner's replacement pod to be bound
+//   hold the target's memory for the owner --> evict (UID precondition)
+//   evict --201--> wait for the owner's replacement pod to be bound
 //                            --429--> retry the same move after a back-off (doubling, capped)
 //                            --404/409--> the pod is gone or was re-created: the plan stops
 //   replacement bound on the planned GPU --> move done; the next move is planned afresh
 //   replacement bound elsewhere, or none within `replacement_timeout` --> the plan stops
+//
+// The hold (core/consolidation_hold.h, in the model store) keeps the move's memory on the target
+// GPU for the evicted pod's controller from just before the eviction until the replacement
+// binds (anywhere), the plan stops (a refused eviction releases it until the retry), or
+// `replacement_timeout` passes: filter and bind give that memory to no other pod, prioritize
+// scores the target node top for the replacement and bind puts it on the target GPU. Holds live
+// on this instance only: an instance that stops leading, or stops, releases its hold, and a new
+// one starts with none (the model is the API server's, so nothing is oversubscribed).
 //
 // A stopped plan waits one interval before planning again. No move starts while an opted-in pod
 // is being deleted or an owned one waits to be scheduled (younger than `replacement_timeout`),
@@ -18,7 +27,8 @@
 //
 // Thread-safety: start/stop from one thread; report() and run_once() from any. One round runs at
 // a time (round_mutex_); mutex_ guards the state report() reads. Neither is held while calling
-// the API server, and the model is read under the store's shared lock only.
+// the API server; the model is read under the store's shared lock, and the exclusive one is
+// taken only to place or release a hold.
 
 #include <chrono>
 #include <condition_variable>
@@ -75,7 +85,7 @@ struct ConsolidatorOptions {
 class Consolidator {
  public:
   // `client`, `store` and `metrics` must outlive it.
-  Consolidator(apiclient::ApiClient& client, const service::ModelStore& store,
+  Consolidator(apiclient::ApiClient& client, service::ModelStore& store,
                metrics::MetricRegistry& metrics, ConsolidatorOptions options);
   ~Consolidator();
   Consolidator(const Consolidator&) = delete;
@@ -87,7 +97,8 @@ class Consolidator {
   // One round now: read, plan, and (evict mode, allowed to act) take the next step.
   void run_once();
 
-  // The state as GET /gpushare-scheduler/consolidation answers it (JSON text).
+  // The state as GET /gpushare-scheduler/consolidation answers it (JSON text): the last round's,
+  // with the holds in force now. Takes mutex_, then the store's shared lock (not both at once).
   std::string report() const;
 
  private:
@@ -96,11 +107,14 @@ class Consolidator {
     core::ConsolidationMove move;
     std::string namespace_name;
     std::string owner_uid;
+    std::string owner;              // "Kind/name"
+    bool owner_controller = false;  // the owner is the pod's controller: its replacement is held
     std::set<std::string> owner_pods_before;  // the owner's pods when the move began
     enum class Phase { kEvicting, kAwaitingReplacement } phase = Phase::kEvicting;
     double evicted_at = 0;
     double next_try = 0;
     int refusals = 0;
+    bool held = false;  // a hold for the replacement is in the model store
   };
 
   std::optional<Snapshot> read_cluster(std::string& error);
@@ -108,12 +122,17 @@ class Consolidator {
   void try_evict(ActiveMove& active, const Snapshot& snapshot, double now);
   void follow_replacement(const Snapshot& snapshot, double now);
   void stop_plan(const std::string& why, double now);
+  // Takes the active move's hold out of the store (if still there) and counts `event`.
+  void end_hold(ActiveMove& active, std::string_view event, std::string_view why);
+  // "" when the hold is placed, else why not.
+  std::string place_hold(ActiveMove& active, double now);
+  Json holds_json(double now) const;
   void post_event(const ActiveMove& active, const std::string& reason, const std::string& message,
                   const std::string& type);
   void run(std::stop_token stop);
 
   apiclient::ApiClient& client_;
-  const service::ModelStore& store_;
+  service::ModelStore& store_;
   ConsolidationMetrics metrics_;
   ConsolidatorOptions options_;
 

@@ -38,6 +38,10 @@ struct PodFacts {
   std::map<std::string, std::string> labels;
   std::string owner_uid;   // the controller's ownerReference (else the first); "" = bare pod
   std::string owner_kind;  // e.g. ReplicaSet
+  std::string owner_name;
+  // The owner is the pod's controller (`controller: true`), as kube::PodInfo::controller names
+  // it: the extender's verbs recognise its replacement pods (a consolidation hold is theirs).
+  bool owner_controller = false;
   bool opted_in = false;
   bool terminating = false;  // metadata.deletionTimestamp set
   bool bound = false;        // spec.nodeName set

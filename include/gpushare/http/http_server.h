@@ -59,7 +59,8 @@ struct HttpServerOptions {
   // come from elsewhere: they show within this time).
   std::chrono::milliseconds inspect_max_age{1000};
   // GET /gpushare-scheduler/consolidation's JSON (live mode with --consolidate plan or evict);
-  // unset, the endpoint answers 404 saying consolidation is off.
+  // unset, the endpoint answers 404 saying consolidation is off. Set, /inspect (and so the web
+  // view) carries its "consolidation" section too.
   std::function<std::string()> consolidation;
   // How long stop() waits for binds in flight to finish.
   std::chrono::milliseconds shutdown_grace{20000};

@@ -57,7 +57,18 @@ struct DocumentSources {
   // "configWarnings": [{object, kind, key, value, message, node}]; a node's document keeps
   // those about its node.
   std::optional<std::vector<ConfigWarning>> config_warnings;
+  // "consolidation" (the whole cluster's document only): the consolidator's report
+  // (GET /gpushare-scheduler/consolidation), of which consolidation_section() keeps what the web
+  // view shows.
+  std::optional<kube::Json> consolidation;
 };
+
+// The document's "consolidation" section from the consolidator's report: {mode, acting,
+// waiting, error, plan: {moves: [{pod, from: {node, gpu}, to: {node, gpu}, memory}], podsMoved,
+// gpusFreed} or null, inFlight: {pod, from, to, phase} or null, holds: [{node, gpu, memory,
+// owner, replacing, expiresAt}], lastStop: {reason, at} or null}. Fields the report lacks or
+// mistypes are left out (moves and holds: the entries that are not objects).
+kube::Json consolidation_section(const kube::Json& report);
 
 class Document {
  public:

@@ -22,6 +22,16 @@ class element;
 
 namespace gpushare::kube {
 
+// The pod's controller: the one metadata.ownerReferences entry with `controller: true`, as the
+// API server allows at most one. Its UID names the owner across the pods it re-creates
+// (consolidation holds memory for an owner's replacement pod).
+struct OwnerRef {
+  std::string kind;  // e.g. ReplicaSet
+  std::string name;
+  std::string uid;
+  friend bool operator==(const OwnerRef&, const OwnerRef&) = default;
+};
+
 struct PodInfo {
   std::string uid;
   std::string namespace_name;
@@ -30,6 +40,10 @@ struct PodInfo {
   std::string phase;      // status.phase
   std::string resource_version;
   bool terminating = false;  // metadata.deletionTimestamp set
+  // The controller ownerReference; nullopt without exactly one well-formed entry with
+  // `controller: true` (none, several, or one without a UID). Malformed entries are ignored,
+  // never fatal: the pod still schedules, as a pod without an owner.
+  std::optional<OwnerRef> controller;
   // Sum over regular containers of limits[resource] (requests when no limit is given).
   core::Units request = 0;
   // CPU (milli-cores) and memory (bytes) the pod requests, as kube-scheduler counts them:
@@ -59,6 +73,10 @@ struct PodInfo {
   // What the pod holds: the _POD annotation if present, else its containers' limits.
   core::Units effective_request() const { return annotated_request.value_or(request); }
   std::string key() const { return namespace_name + "/" + name; }
+  // The controller's UID, "" when there is none.
+  std::string_view owner_uid() const {
+    return controller ? std::string_view(controller->uid) : std::string_view();
+  }
   // What the pod asks of a node: its request, on one GPU, and its CPU and memory.
   core::PodDemand demand() const {
     core::PodDemand d;

@@ -3,7 +3,8 @@
 //
 // What the lock guards: the ClusterModel (nodes, GPUs, every pod's allocation, assumed pods
 // included), the ReservationLedger (the state of each of those assumed pods: the only code that
-// begins or ends a reservation) and the PlacementPolicy's learned state. Filter and prioritize read
+// begins or ends a reservation), consolidation's HoldBook (memory kept for a replacement pod)
+// and the PlacementPolicy's learned state. Filter and prioritize read
 // under a shared lock; bind's choose-and-assume, and every update from the API server, run under
 // the exclusive lock, so a GPU chosen by one bind is visible to every filter, prioritize and bind
 // after it. Never call out (HTTP, API server) while holding it.
@@ -17,6 +18,7 @@
 #include <utility>
 
 #include "gpushare/core/cluster_model.h"
+#include "gpushare/core/consolidation_hold.h"
 #include "gpushare/core/placement_policy.h"
 #include "gpushare/core/reservation_ledger.h"
 
@@ -26,27 +28,34 @@ class ModelStore {
  public:
   explicit ModelStore(std::unique_ptr<core::PlacementPolicy> policy) : policy_(std::move(policy)) {}
 
-  // fn(model, policy) or fn(model, policy, ledger).
+  // fn(model, policy), fn(model, policy, ledger) or fn(model, policy, ledger, holds).
   template <typename Fn>
   decltype(auto) read(Fn&& fn) const {
     std::shared_lock lock(mutex_);
     const auto& policy = static_cast<const core::PlacementPolicy&>(*policy_);
     if constexpr (std::is_invocable_v<Fn, const core::ClusterModel&, const core::PlacementPolicy&,
-                                      const core::ReservationLedger&>) {
+                                      const core::ReservationLedger&, const core::HoldBook&>) {
+      return std::forward<Fn>(fn)(model_, policy, ledger_, holds_);
+    } else if constexpr (std::is_invocable_v<Fn, const core::ClusterModel&,
+                                             const core::PlacementPolicy&,
+                                             const core::ReservationLedger&>) {
       return std::forward<Fn>(fn)(model_, policy, ledger_);
     } else {
       return std::forward<Fn>(fn)(model_, policy);
     }
   }
 
-  // fn(model, policy) or fn(model, policy, ledger). A pod that may be reserved is changed only
-  // through the ledger.
+  // fn(model, policy), fn(model, policy, ledger) or fn(model, policy, ledger, holds). A pod
+  // that may be reserved is changed only through the ledger.
   template <typename Fn>
   decltype(auto) write(Fn&& fn) {
     std::unique_lock lock(mutex_);
     generation_.fetch_add(1, std::memory_order_release);
     if constexpr (std::is_invocable_v<Fn, core::ClusterModel&, core::PlacementPolicy&,
-                                      core::ReservationLedger&>) {
+                                      core::ReservationLedger&, core::HoldBook&>) {
+      return std::forward<Fn>(fn)(model_, *policy_, ledger_, holds_);
+    } else if constexpr (std::is_invocable_v<Fn, core::ClusterModel&, core::PlacementPolicy&,
+                                             core::ReservationLedger&>) {
       return std::forward<Fn>(fn)(model_, *policy_, ledger_);
     } else {
       return std::forward<Fn>(fn)(model_, *policy_);
@@ -68,6 +77,7 @@ class ModelStore {
   mutable std::shared_mutex mutex_;
   core::ClusterModel model_;
   core::ReservationLedger ledger_;
+  core::HoldBook holds_;
   std::unique_ptr<core::PlacementPolicy> policy_;
   std::atomic<std::uint64_t> generation_{0};  // written under the exclusive lock
 };

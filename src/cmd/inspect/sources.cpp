@@ -268,7 +268,7 @@ Json snapshot_from_objects(const std::vector<Json>& nodes, const std::vector<Jso
                   const auto it = phases.find(uid);
                   return it == phases.end() ? std::nullopt : std::optional<std::string>(it->second);
                 },
-                std::nullopt, std::nullopt});
+                std::nullopt, std::nullopt, std::nullopt});
   return std::move(document.json());
 }
 

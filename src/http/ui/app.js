@@ -327,6 +327,49 @@
     el.models.innerHTML = out.join('');
   }
 
+  // Consolidation (live mode, --consolidate plan or evict): the plan's moves, the move in flight
+  // and the GPU memory held for a moved pod's replacement. Hidden while consolidation is off.
+  function renderConsolidation(data) {
+    var c = data.consolidation;
+    el.consolidation.hidden = !c;
+    if (!c) {
+      el.consolidation.innerHTML = '';
+      return;
+    }
+    function place(p) { return p ? esc(p.node) + '/GPU' + esc(p.gpu) : '\u2013'; }
+    var out = ['<h2>Consolidation <span class="muted">', esc(c.mode || ''),
+               c.acting ? ', acting' : '', '</span></h2>'];
+    var plan = c.plan;
+    if (plan && plan.moves && plan.moves.length) {
+      out.push('<p class="plan">Plan: move ', plan.moves.length, ' pod(s) to free ', esc(plan.gpusFreed),
+               ' GPU(s)</p><table><thead><tr><th>pod</th><th>from</th><th>to</th><th>memory</th></tr></thead><tbody>');
+      plan.moves.forEach(function (m) {
+        out.push('<tr data-move="', esc(m.pod), '"><td>', esc(m.pod), '</td><td>', place(m.from), '</td><td>',
+                 place(m.to), '</td><td>', mem(m.memory), '</td></tr>');
+      });
+      out.push('</tbody></table>');
+    } else {
+      out.push('<p class="plan muted">No plan: no GPU can be freed now.</p>');
+    }
+    if (c.inFlight) {
+      out.push('<p class="in-flight">In flight: ', esc(c.inFlight.pod), ' (', esc(c.inFlight.phase), ')</p>');
+    }
+    var holds = c.holds || [];
+    if (holds.length) {
+      out.push('<table><thead><tr><th>held GPU</th><th>memory</th><th>for</th><th>replacing</th><th>until</th></tr></thead><tbody>');
+      holds.forEach(function (h) {
+        out.push('<tr data-hold="', esc(h.node), '/', esc(h.gpu), '"><td>', esc(h.node), '/GPU', esc(h.gpu), '</td><td>',
+                 mem(h.memory), '</td><td>', esc(h.owner), '</td><td>', esc(h.replacing), '</td><td>',
+                 esc(h.expiresAt), '</td></tr>');
+      });
+      out.push('</tbody></table>');
+    }
+    if (c.waiting) out.push('<p class="muted">Waiting: ', esc(c.waiting), '</p>');
+    if (c.lastStop) out.push('<p class="muted">Last stop: ', esc(c.lastStop.reason), '</p>');
+    if (c.error) out.push('<p class="muted">', esc(c.error), '</p>');
+    el.consolidation.innerHTML = out.join('');
+  }
+
   function tile(node, out) {
     var classes = 'tile';
     if (node.unschedulable) classes += ' cordoned';
@@ -528,6 +571,7 @@
     renderWarnings(data);
     renderSummary(data);
     renderModels(data);
+    renderConsolidation(data);
     renderNamespaces(data);
     renderNodes(data);
     renderRejections(data);
@@ -554,7 +598,7 @@
   }
 
   function init() {
-    ['summary', 'models', 'nodes', 'more', 'shown', 'status', 'policy', 'reasons', 'namespaces', 'warnings'].forEach(function (id) {
+    ['summary', 'models', 'consolidation', 'nodes', 'more', 'shown', 'status', 'policy', 'reasons', 'namespaces', 'warnings'].forEach(function (id) {
       el[id] = document.getElementById(id);
     });
     el.tbody = document.getElementById('rejections');

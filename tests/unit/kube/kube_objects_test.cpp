@@ -258,6 +258,59 @@ TEST(ParsePod, KeysAreCaseInsensitive) {
   EXPECT_EQ(pod.namespace_name, "default");
 }
 
+Json owner(std::string_view uid, Json controller = true) {
+  return {{"apiVersion", "apps/v1"},
+          {"kind", "ReplicaSet"},
+          {"name", "web"},
+          {"uid", uid},
+          {"controller", std::move(controller)}};
+}
+
+TEST(ParsePod, ReadsTheControllerOwnerReference) {
+  Json json = pod_json();
+  EXPECT_FALSE(parse_pod(json, kNames).controller);  // none
+  EXPECT_EQ(parse_pod(json, kNames).owner_uid(), "");
+  json["metadata"]["ownerReferences"] = Json::array(
+      {owner("other", false), owner("rs-1"), {{"kind", "Job"}, {"name", "j"}, {"uid", "job-1"}}});
+  const auto pod = parse_pod(json, kNames);
+  ASSERT_TRUE(pod.controller);
+  EXPECT_EQ(*pod.controller, (OwnerRef{"ReplicaSet", "web", "rs-1"}));
+  EXPECT_EQ(pod.owner_uid(), "rs-1");
+  // Also from text, as the service's requests and the sync's watch decode it.
+  const auto from_text = decode_pod_text(json.dump(), kNames);
+  ASSERT_TRUE(from_text.controller);
+  EXPECT_EQ(from_text.controller->uid, "rs-1");
+}
+
+TEST(ParsePod, NoControllerUnlessExactlyOneWellFormedEntrySaysSo) {
+  const std::vector<Json> hostile = {
+      Json::array({owner("a"), owner("b")}),              // two controllers: neither
+      Json::array({owner("a", false)}),                   // an owner, not a controller
+      Json::array({owner("a", "true")}),                  // controller not a boolean
+      Json::array({owner("a", nullptr)}),                 // controller null
+      Json::array({owner("")}),                           // a controller without a UID
+      Json::array({{{"controller", true}, {"uid", 7}}}),  // uid not a string
+      Json::array({"rs-1", 3, nullptr, Json::array()}),   // entries not objects
+      Json("rs-1"),                                       // not a list
+      Json({{"uid", "rs-1"}, {"controller", true}}),      // an object, not a list
+      Json(nullptr),
+  };
+  for (const Json& owners : hostile) {
+    Json json = pod_json();
+    json["metadata"]["ownerReferences"] = owners;
+    PodInfo pod;
+    ASSERT_NO_THROW(pod = parse_pod(json, kNames)) << owners.dump();
+    EXPECT_FALSE(pod.controller) << owners.dump();
+    EXPECT_EQ(pod.request, 5) << owners.dump();  // the rest of the pod is read as ever
+  }
+  // Wrongly typed entries beside one good controller do not hide it.
+  Json json = pod_json();
+  json["metadata"]["ownerReferences"] = Json::array({7, owner("a", "yes"), owner("rs-1")});
+  const auto pod = parse_pod(json, kNames);
+  ASSERT_TRUE(pod.controller);
+  EXPECT_EQ(pod.controller->uid, "rs-1");
+}
+
 TEST(BindAnnotations, ExactKeysAndDecimalValues) {
   const auto annotations = bind_annotations(2, 4, 16, 1234567890123);
   EXPECT_EQ(annotations.at("ALIYUN_COM_GPU_MEM_IDX"), "2");
