@@ -5,7 +5,6 @@
 
 #include <openssl/ssl.h>
 
-#include <chrono>
 #include <cstddef>
 #include <functional>
 #include <string>
@@ -30,13 +29,6 @@ struct Limits : ConnectionLimits {
   // The body of a reply refusing a request the connection layer answers itself (408, 413, 431,
   // 503): the server's error body for `message`. Called on the reactor thread and on workers.
   std::function<std::string(std::string_view message)> error_body;
-  // After answering a keep-alive request, a worker waits this long for the connection's next
-  // request and answers it too when it arrives whole (its header block and Content-Length body)
-  // in that time, its body within the budget; else (and while other connections wait for a
-  // worker) the connection goes back to the reactor with what has arrived. Back-to-back
-  // requests then cost no hand-over; a slow client holds a worker no longer than this per
-  // request it completes. 0: always back to the reactor.
-  std::chrono::milliseconds keep_alive_linger{2};
 };
 
 // The reply refusing a request, closing its connection, with error_body(message) as its body.

@@ -24,8 +24,7 @@ int poll_for(int fd, short events, milliseconds timeout) {
 }
 
 milliseconds remaining(Clock::time_point deadline) {
-  return std::max(milliseconds(0),
-                  std::chrono::duration_cast<milliseconds>(deadline - Clock::now()));
+  return std::max(milliseconds(0), std::chrono::ceil<milliseconds>(deadline - Clock::now()));
 }
 
 namespace {

@@ -14,7 +14,7 @@ namespace gpushare::http::detail {
 
 // poll(2) for one descriptor, retried on EINTR. >0: ready; 0: timed out; -1: error.
 int poll_for(int fd, short events, std::chrono::milliseconds timeout);
-// The time left until `deadline`, never negative.
+// The time left until `deadline`, never negative, rounded up (a wait for it never ends early).
 std::chrono::milliseconds remaining(std::chrono::steady_clock::time_point deadline);
 
 // One connection's socket, which the transport moves bytes over but does not own.
