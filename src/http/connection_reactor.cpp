@@ -255,6 +255,20 @@ bool Reactor::charge_body(Connection& connection, std::size_t bytes) {
   return true;
 }
 
+bool Reactor::charge_if_admitted_locked(Connection& connection, std::size_t length) {
+  // One body is always admitted, however large (within --max-request-bytes).
+  if (body_bytes_ > 0 && body_bytes_ + length > limits_.body_budget_bytes) return false;
+  body_bytes_ += length;
+  connection.body_charge = length;
+  return true;
+}
+
+bool Reactor::admit_body(Connection& connection, std::size_t length) {
+  std::lock_guard lock(mutex_);
+  // Bodies already waiting for the budget go first, in their order.
+  return budget_waiting_ == 0 && charge_if_admitted_locked(connection, length);
+}
+
 void Reactor::release_chunked(Connection& connection) {
   if (!connection.chunked_slot) return;
   std::lock_guard lock(mutex_);
@@ -532,14 +546,8 @@ void Reactor::advance(int fd) {
     bool must_wait = false;
     {
       std::lock_guard lock(mutex_);
-      // One body is always admitted, however large (within --max-request-bytes).
-      must_wait = body_bytes_ > 0 && body_bytes_ + length > limits_.body_budget_bytes;
-      if (must_wait) {
-        ++budget_waiting_;  // under the lock that release_body reads it with
-      } else {
-        body_bytes_ += length;
-        connection.body_charge = length;
-      }
+      must_wait = !charge_if_admitted_locked(connection, length);
+      if (must_wait) ++budget_waiting_;  // under the lock that release_body reads it with
     }
     if (must_wait) {
       if (connection.wait != Connection::Wait::kBudget) {

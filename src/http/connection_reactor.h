@@ -127,6 +127,11 @@ class Reactor {
   // would exceed the budget while other bodies hold part of it (the request is then refused
   // with 503: a body already on a worker cannot wait without holding the worker).
   bool charge_body(Connection& connection, std::size_t bytes);
+  // From a worker that read a connection's next request itself (RequestStream::
+  // read_next_request): charges its Content-Length body to the budget as the reactor would. False,
+  // charging nothing, when the body would have to wait for the budget (the worker then gives the
+  // connection back, and it waits here).
+  bool admit_body(Connection& connection, std::size_t length);
   // From a worker: the request's chunked body has been read (or given up on); its slot is free
   // (before the reply's linger, which may hold the worker a while longer).
   void release_chunked(Connection& connection);
@@ -160,6 +165,9 @@ class Reactor {
   // After an allocation failed while the reactor handled `fd`: closes it, keeps serving.
   void drop_for_want_of_memory(int fd);
   void forget_locked(Connection& connection);
+  // Charges a `length` body to `connection` when the budget admits it now (one body is always
+  // admitted, however large); false, charging nothing, when it must wait.
+  bool charge_if_admitted_locked(Connection& connection, std::size_t length);
   void set_interest(int fd, bool readable);
 
   const Limits limits_;

@@ -162,13 +162,7 @@ class LimitedServer final : public Base, public ReactorOwner {
       PlainTransport transport(connection->fd);
       keep = serve_guarded(*connection, transport, nullptr);
     }
-    const std::size_t charge = connection->body_charge;
-    reactor_->release_body(*connection);
-    // The body and its reply are freed by now; the heap they grew is returned once no other
-    // large body is in flight.
-    if (charge >= kLargeBody && reactor_->stats().body_bytes == 0) release_free_memory();
-    // Smaller bodies, and replies (/inspect, /metrics), once the server has been idle a while.
-    idle_release_.note_activity();
+    release_request(*connection);
     if (keep) {
       reactor_->resume(connection);
     } else {
@@ -177,8 +171,32 @@ class LimitedServer final : public Base, public ReactorOwner {
     }
   }
 
-  // httplib's keep-alive loop (process_server_socket_core) over the buffered requests, with the
-  // refusals above. True when the connection waits for its next request.
+  // After a request was answered: its body's budget is released (and a large body's heap).
+  void release_request(Connection& connection) {
+    const std::size_t charge = connection.body_charge;
+    reactor_->release_body(connection);
+    // The body and its reply are freed by now; the heap they grew is returned once no other
+    // large body is in flight.
+    if (charge >= kLargeBody && reactor_->stats().body_bytes == 0) release_free_memory();
+    // Smaller bodies, and replies (/inspect, /metrics), once the server has been idle a while.
+    idle_release_.note_activity();
+  }
+
+  // Between keep-alive requests: true when the connection's next request arrived whole within
+  // Limits::keep_alive_linger and its body is admitted, to be answered on this worker. Not while
+  // other connections wait for a worker.
+  bool next_request_arrived(Connection& connection, RequestStream& stream) {
+    if (limits_.keep_alive_linger.count() <= 0 || pool_->stats().waiting > 0) return false;
+    std::size_t length = 0;
+    if (!stream.read_next_request(Clock::now() + limits_.keep_alive_linger, length)) return false;
+    if (length > 0 && !reactor_->admit_body(connection, length)) return false;
+    connection.body_deadline = Clock::now() + limits_.body_timeout;
+    return true;
+  }
+
+  // httplib's keep-alive loop (process_server_socket_core) over the buffered requests, and the
+  // next ones as they arrive at once, with the refusals above. True when the connection waits
+  // for its next request.
   bool serve(Connection& connection, Transport& transport,
              const std::function<void(httplib::Request&)>& setup) {
     ConnectionState state;
@@ -192,8 +210,12 @@ class LimitedServer final : public Base, public ReactorOwner {
       state.reactor = reactor_.get();
       state.connection = &connection;
       state.stream = &stream;
-      const auto start = stream.begin_request();
-      if (start == RequestStream::Start::kIncomplete) return true;  // wait for the rest
+      auto start = stream.begin_request();
+      if (start == RequestStream::Start::kIncomplete) {
+        if (!next_request_arrived(connection, stream)) return true;  // the reactor waits
+        if (reactor_->stopping()) return false;
+        start = stream.begin_request();
+      }
       if (start != RequestStream::Start::kRequest) {
         const bool headers = start == RequestStream::Start::kHeaderTooLarge;
         if (const auto admitted = refusal_log_.admit(); admitted.log) {
@@ -225,13 +247,15 @@ class LimitedServer final : public Base, public ReactorOwner {
       ++connection.requests_served;
       bool connection_closed = false;
       const bool last = connection.requests_served >= this->keep_alive_max_count_;
-      const bool served = this->process_request(stream, last, connection_closed, setup);
+      const bool served =
+          this->process_request(stream, last, connection_closed, setup) && stream.flush();
       reactor_->release_chunked(connection);
       if (state.close_after_response) {
         if (served) linger(transport);
         return false;
       }
       if (!served || connection_closed || !stream.finish_request()) return false;
+      release_request(connection);
     }
   }
 

@@ -78,6 +78,7 @@ RequestStream::~RequestStream() {
 
 RequestStream::Start RequestStream::begin_request() {
   consume();
+  reply_started_ = false;
   header_left_ = 0;
   body_left_ = 0;
   framing_ = Framing::Kind::kNone;
@@ -100,6 +101,50 @@ bool RequestStream::finish_request() {
   // A large body leaves a buffer as large behind: give it back before the connection idles.
   if (buffer_.capacity() > 1024 * 1024) buffer_.shrink_to_fit();
   return true;
+}
+
+bool RequestStream::flush() {
+  while (!held_.empty()) {
+    const ssize_t n = transport_.write_some(held_.data(), held_.size(), write_timeout_);
+    if (n <= 0) {
+      held_.clear();
+      broken_ = true;
+      return false;
+    }
+    held_.erase(0, static_cast<std::size_t>(n));
+  }
+  return true;
+}
+
+bool RequestStream::read_next_request(Clock::time_point deadline, std::size_t& length) {
+  consume();
+  length = 0;
+  for (;;) {
+    // As the reactor reads: up to a header block's limit, then no further than the body's end.
+    std::size_t want = limits_.max_header_bytes + 4;
+    if (const auto header = header_block_length(buffer_)) {
+      if (*header > limits_.max_header_bytes) return false;
+      const Framing framing = parse_framing(std::string_view(buffer_).substr(0, *header));
+      if (framing.kind == Framing::Kind::kChunked || framing.expect_continue ||
+          framing.length > limits_.max_request_bytes) {
+        return false;
+      }
+      length = static_cast<std::size_t>(framing.length);
+      want = *header + length;
+      if (buffer_.size() >= want) return true;
+      // Once, so that the body is read in place and a handler may take it (kBufferedBodySpare).
+      buffer_.reserve(want + kBufferedBodySpare);
+    } else if (buffer_.size() >= limits_.max_header_bytes) {
+      return false;
+    }
+    const std::size_t old = buffer_.size();
+    const std::size_t chunk =
+        header_block_length(buffer_) ? want - old : std::min<std::size_t>(want - old, 16 * 1024);
+    buffer_.resize(old + chunk);
+    const ssize_t n = transport_.read_some(buffer_.data() + old, chunk, remaining(deadline));
+    buffer_.resize(old + static_cast<std::size_t>(std::max<ssize_t>(n, 0)));
+    if (n <= 0) return false;  // late, closed or broken: the reactor sees which
+  }
 }
 
 std::optional<std::string> RequestStream::take_buffered_body(std::size_t max_bytes) {
@@ -146,7 +191,28 @@ ssize_t RequestStream::read(char* data, std::size_t size) {
 }
 
 ssize_t RequestStream::write(const char* data, std::size_t size) {
-  return transport_.write_some(data, size, write_timeout_);
+  const std::string_view text(data, size);
+  // "HTTP/1.1 100 Continue" goes out at once: the client waits for it before sending the body.
+  const bool informational = text.size() > 9 && text.starts_with("HTTP/") && text[9] == '1';
+  if (!reply_started_ && !informational) {
+    reply_started_ = true;
+    constexpr std::size_t kMaxHeldHeader = 16 * 1024;
+    if (size <= kMaxHeldHeader && text.starts_with("HTTP/") && text.ends_with("\r\n\r\n")) {
+      held_.assign(text);
+      return static_cast<ssize_t>(size);
+    }
+  }
+  if (held_.empty()) return transport_.write_some(data, size, write_timeout_);
+  const ssize_t n = transport_.write_some(held_, data, size, write_timeout_);
+  if (n < 0) return n;
+  const auto written = static_cast<std::size_t>(n);
+  if (written < held_.size()) {
+    held_.erase(0, written);
+    return 0;  // none of `data` yet; httplib writes it again
+  }
+  const std::size_t of_data = written - held_.size();
+  held_.clear();
+  return static_cast<ssize_t>(of_data);
 }
 
 void RequestStream::get_remote_ip_and_port(std::string& ip, int& port) const {

@@ -44,7 +44,11 @@ class CurrentConnection {
 // The reactor hands a connection over with a whole request in its buffer (the body too, when a
 // Content-Length announced it); further requests that arrived with it (pipelining) are served
 // from the buffer as well. Only a chunked body is read from the socket here, within the body
-// deadline. Bytes that arrive after one request stay for the next.
+// deadline, and the next request of a keep-alive connection that arrives at once
+// (read_next_request). Bytes that arrive after one request stay for the next.
+//
+// A reply's header block (httplib writes it alone, before the body) is held until the body's
+// first write, and both go out in one write; flush() sends a header block no body followed.
 class RequestStream final : public httplib::Stream {
  public:
   enum class Start { kRequest, kIncomplete, kHeaderTooLarge, kBodyTooLarge };
@@ -59,6 +63,16 @@ class RequestStream final : public httplib::Stream {
   // After httplib answered: skips what is left of a Content-Length body it did not read. False
   // when the connection must close (a chunked body's end is not known here; a failed read).
   bool finish_request();
+  // Sends what write() holds back (a header block); false when that fails. Called after httplib
+  // answered each request.
+  bool flush();
+  // Between requests, on the worker: reads the next request into the connection's buffer until
+  // the buffer holds its header block and its Content-Length body, or `deadline` passes, or the
+  // transport fails. Reads no further than that request. True when it is whole: `length` is then
+  // its Content-Length (0: none). False also for what the reactor must judge (a header block
+  // over the limit, a chunked or oversized body, "Expect: 100-continue"): the bytes stay in the
+  // buffer for it.
+  bool read_next_request(Clock::time_point deadline, std::size_t& length);
   // The body of the request being served, when the reactor buffered all of it (Content-Length)
   // and nothing follows it: the buffer becomes the body, its header block dropped, so a large
   // body is not held twice (buffer and copy) while it is answered. nullopt otherwise (chunked,
@@ -98,6 +112,8 @@ class RequestStream final : public httplib::Stream {
   std::size_t body_left_ = 0;    // body bytes httplib may still read for this request
   Framing::Kind framing_ = Framing::Kind::kNone;
   bool broken_ = false;
+  std::string held_;            // the reply's header block, not yet written
+  bool reply_started_ = false;  // the first write of this request's reply was seen
 };
 
 }  // namespace gpushare::http::detail

@@ -2,6 +2,7 @@
 
 #include <poll.h>
 #include <sys/socket.h>
+#include <sys/uio.h>
 
 #include <algorithm>
 #include <cerrno>
@@ -23,8 +24,7 @@ int poll_for(int fd, short events, milliseconds timeout) {
 }
 
 milliseconds remaining(Clock::time_point deadline) {
-  return std::max(milliseconds(0),
-                  std::chrono::duration_cast<milliseconds>(deadline - Clock::now()));
+  return std::max(milliseconds(0), std::chrono::ceil<milliseconds>(deadline - Clock::now()));
 }
 
 namespace {
@@ -45,12 +45,27 @@ ssize_t retry(int fd, short events, milliseconds timeout, const Call& call) {
 
 }  // namespace
 
+ssize_t Transport::write_some(std::string_view head, const char* data, std::size_t size,
+                              milliseconds timeout) {
+  return head.empty() ? write_some(data, size, timeout)
+                      : write_some(head.data(), head.size(), timeout);
+}
+
 ssize_t PlainTransport::read_some(char* data, std::size_t size, milliseconds timeout) {
   return retry(fd_, POLLIN, timeout, [&] { return ::recv(fd_, data, size, 0); });
 }
 
 ssize_t PlainTransport::write_some(const char* data, std::size_t size, milliseconds timeout) {
   return retry(fd_, POLLOUT, timeout, [&] { return ::send(fd_, data, size, MSG_NOSIGNAL); });
+}
+
+ssize_t PlainTransport::write_some(std::string_view head, const char* data, std::size_t size,
+                                   milliseconds timeout) {
+  iovec parts[2] = {{const_cast<char*>(head.data()), head.size()}, {const_cast<char*>(data), size}};
+  msghdr message{};
+  message.msg_iov = parts;
+  message.msg_iovlen = 2;
+  return retry(fd_, POLLOUT, timeout, [&] { return ::sendmsg(fd_, &message, MSG_NOSIGNAL); });
 }
 
 bool PlainTransport::wait_readable(milliseconds timeout) {

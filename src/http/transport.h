@@ -8,12 +8,13 @@
 
 #include <chrono>
 #include <cstddef>
+#include <string_view>
 
 namespace gpushare::http::detail {
 
 // poll(2) for one descriptor, retried on EINTR. >0: ready; 0: timed out; -1: error.
 int poll_for(int fd, short events, std::chrono::milliseconds timeout);
-// The time left until `deadline`, never negative.
+// The time left until `deadline`, never negative, rounded up (a wait for it never ends early).
 std::chrono::milliseconds remaining(std::chrono::steady_clock::time_point deadline);
 
 // One connection's socket, which the transport moves bytes over but does not own.
@@ -26,6 +27,11 @@ class Transport {
   // Bytes written (possibly fewer than size), or -1.
   virtual ssize_t write_some(const char* data, std::size_t size,
                              std::chrono::milliseconds timeout) = 0;
+  // `head` then `data` in one write where the transport can (one segment, one system call, one
+  // wake-up of the peer for a reply's header and body): bytes written of the two together
+  // (possibly fewer), or -1. This default writes `head` alone when it is not empty.
+  virtual ssize_t write_some(std::string_view head, const char* data, std::size_t size,
+                             std::chrono::milliseconds timeout);
   // Data can be read without waiting, or arrives within `timeout`.
   virtual bool wait_readable(std::chrono::milliseconds timeout) = 0;
   // Ends our side (TLS close_notify, then FIN); reads still work.
@@ -43,6 +49,9 @@ class PlainTransport final : public Transport {
   ssize_t read_some(char* data, std::size_t size, std::chrono::milliseconds timeout) override;
   ssize_t write_some(const char* data, std::size_t size,
                      std::chrono::milliseconds timeout) override;
+  // sendmsg(2) of both.
+  ssize_t write_some(std::string_view head, const char* data, std::size_t size,
+                     std::chrono::milliseconds timeout) override;
   bool wait_readable(std::chrono::milliseconds timeout) override;
   void shutdown_write() override;
 };
@@ -52,6 +61,7 @@ class PlainTransport final : public Transport {
 class TlsTransport final : public Transport {
  public:
   TlsTransport(int fd, SSL* ssl) : Transport(fd), ssl_(ssl) {}
+  using Transport::write_some;
   ssize_t read_some(char* data, std::size_t size, std::chrono::milliseconds timeout) override;
   ssize_t write_some(const char* data, std::size_t size,
                      std::chrono::milliseconds timeout) override;

@@ -88,6 +88,39 @@ TEST_F(HttpLimits, ABodyAtTheLimitIsServed) {
   EXPECT_EQ(again->status, 200);
 }
 
+// The next request of a kept connection, which its worker reads itself, is held to the same limit:
+// a body at the limit is served (handed to its route in the buffer it was read into), one byte
+// more is refused at once and the connection closes.
+TEST(HttpLimitsKept, ANextRequestsBodyAtTheLimitIsServedAndOneByteOverIsRefused) {
+  ExtenderUnderTest extender(
+      cluster_list({node_object("n1", 2, 32)}), "binpack", kLimit, 0,
+      [](http::HttpServerOptions& options) { options.connections.keep_alive_linger = 10s; });
+  RawHttpConnection connection(port_of(extender));
+  connection.send_request("GET", "/healthz");
+  const auto first = connection.read_head(20s);
+  ASSERT_TRUE(first);
+  ASSERT_TRUE(connection.read_body(*first, 20s));
+
+  std::string body = filter_body();
+  body.append(kLimit - body.size(), ' ');
+  const auto before = extender.server().request_bodies();
+  ASSERT_TRUE(connection.send_raw(filter_request(body)));
+  const auto head = connection.read_head(20s);
+  ASSERT_TRUE(head);
+  EXPECT_EQ(head->status, 200);
+  const auto reply = connection.read_body(*head, 20s);
+  ASSERT_TRUE(reply);
+  EXPECT_EQ(Json::parse(*reply)["NodeNames"], Json::array({"n1"}));
+  EXPECT_EQ(extender.server().request_bodies().in_place, before.in_place + 1);
+
+  body.push_back(' ');
+  const std::string over = filter_request(body);
+  ASSERT_TRUE(connection.send_raw(over.substr(0, over.size() - body.size() + 64 * 1024)));
+  const Refusal refusal = read_refusal(connection);
+  EXPECT_EQ(refusal.status, 413);
+  EXPECT_TRUE(refusal.closed);
+}
+
 // A chunked body, whose size is not announced, is held to the limit all the same.
 TEST_F(HttpLimits, AChunkedBodyIsLimitedOnTheBytesReceived) {
   RawHttpConnection connection(port_of(extender));

@@ -28,6 +28,13 @@ struct ConnectionLimits {
   std::chrono::milliseconds header_timeout{10000};
   std::chrono::milliseconds body_timeout{60000};
   std::chrono::milliseconds keep_alive_timeout{90000};
+  // After answering a keep-alive request, its worker waits this long for the connection's next
+  // request and answers it too when it arrives whole (header block and Content-Length body)
+  // within that time, its body admitted by the budget; else, and while other connections wait
+  // for a worker, the connection goes back to the reactor with what has arrived. Back-to-back
+  // requests then cost no hand-over; a slow client holds a worker at most this long per request
+  // it completes. 0: always back to the reactor. No flag: the tests lengthen it.
+  std::chrono::milliseconds keep_alive_linger{2};
   // Request bodies buffered at once; a body beyond it waits unread (one is always admitted).
   std::size_t body_budget_bytes = 64 * 1024 * 1024;
   // Free heap goes back to the system once no request has ended for this long
