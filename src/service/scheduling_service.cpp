@@ -141,9 +141,6 @@ void fill_sorted(std::map<std::string, std::string>& target, Failures& failures,
   }
 }
 
-// kube-scheduler's extender scale: 0..kTopScore.
-constexpr int kTopScore = 10;
-
 // Whether a pod of `owner_uid` needing `per_gpu` fits on the GPU `hold` keeps for it (the
 // owner's own hold is room it may use; other holds on that GPU are not).
 bool fits_held_gpu(const core::ClusterModel& model, const core::HoldBook& holds,
@@ -174,7 +171,8 @@ void prefer_held_node(const std::vector<std::string_view>& offered, std::string_
   for (std::size_t i = 0; i < offered.size(); ++i) offered_held |= offered[i] == held_node;
   if (!offered_held) return;
   for (std::size_t i = 0; i < offered.size(); ++i)
-    scores[i] = offered[i] == held_node ? kTopScore : std::min(scores[i], kTopScore - 1);
+    scores[i] = offered[i] == held_node ? core::kMaxExtenderScore
+                                        : std::min(scores[i], core::kMaxExtenderScore - 1);
 }
 
 }  // namespace

@@ -21,12 +21,17 @@ namespace gpushare::core {
 
 enum class ScoreMapping { kMinMax, kRank };
 
+// The top of kube-scheduler's extender scale (MaxExtenderPriority).
+inline constexpr int kMaxExtenderScore = 10;
+
 // Min-max: infeasible nodes (nullopt) get 0, feasible ones 1..max_score by linear position over
 // the feasible set, so the best node always gets max_score.
-std::vector<int> min_max_scores(std::span<const std::optional<double>> raw, int max_score = 10);
-std::vector<int> rank_scores(std::span<const std::optional<double>> raw, int max_score = 10);
+std::vector<int> min_max_scores(std::span<const std::optional<double>> raw,
+                                int max_score = kMaxExtenderScore);
+std::vector<int> rank_scores(std::span<const std::optional<double>> raw,
+                             int max_score = kMaxExtenderScore);
 std::vector<int> map_scores(std::span<const std::optional<double>> raw, ScoreMapping mapping,
-                            int max_score = 10);
+                            int max_score = kMaxExtenderScore);
 
 // "minmax" or "rank"; nullopt otherwise.
 std::optional<ScoreMapping> score_mapping_named(std::string_view name);
