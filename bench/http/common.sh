@@ -32,7 +32,7 @@ generate_inputs() {
 start_extender() {
   port=$(python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1", 0)); print(s.getsockname()[1])')
   # shellcheck disable=SC2086
-  "$build/gpushare-extender" --cluster-file "$work/cluster.json" --listen "127.0.0.1:$port" \
+  ${SERVER_CPUS:+taskset -c "$SERVER_CPUS"} "$build/gpushare-extender" --cluster-file "$work/cluster.json" --listen "127.0.0.1:$port" \
     --log-level warn ${EXTRA_FLAGS:---policy binpack} >"$work/server.log" 2>&1 &
   server_pid=$!
   for _ in $(seq 1 1200); do

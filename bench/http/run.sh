@@ -14,7 +14,8 @@
 # VERBS ("filter prioritize"), BODY (names | nodes: full Node objects), POLICY (binpack),
 # HTTP_THREADS (0 = the server's default), WRK_THREADS (2), KEEP (1: keep the work directory),
 # ACCEPT_ENCODING (unset; "gzip" asks for compressed replies, as kube-scheduler's Go client does),
-# MS_DECIMALS (2: decimals of the millisecond columns).
+# MS_DECIMALS (2: decimals of the millisecond columns), SERVER_CPUS and CLIENT_CPUS (unset: CPU
+# lists for taskset, to keep the extender and wrk off each other's cores).
 set -euo pipefail
 
 NODES=${NODES:-5000}
@@ -51,7 +52,7 @@ for verb in $VERBS; do
   for c in $CONNECTIONS; do
     threads=$(( c < WRK_THREADS ? c : WRK_THREADS ))
     before=$(cpu_ticks)
-    line=$(BODY_FILE="$body_file" wrk -t"$threads" -c"$c" -d"$DURATION" --timeout 5s -s "$here/post.lua" \
+    line=$(BODY_FILE="$body_file" ${CLIENT_CPUS:+taskset -c "$CLIENT_CPUS"} wrk -t"$threads" -c"$c" -d"$DURATION" --timeout 5s -s "$here/post.lua" \
              "http://127.0.0.1:$port/gpushare-scheduler/$verb" | grep '^RESULT' || true)
     after=$(cpu_ticks)
     if [[ -z "$line" ]]; then echo "| $verb | $c | wrk failed | | | | | | | | |"; continue; fi
