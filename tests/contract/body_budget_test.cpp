@@ -162,7 +162,9 @@ TEST(BodyBudget, ABodyWaitingForTheBudgetPastTheBodyTimeoutGets503) {
   ExtenderUnderTest extender(cluster_list({node_object("n1", 2, 32)}), "binpack", 64 << 20, 0,
                              [&](http::HttpServerOptions& options) {
                                options.connections.body_budget_bytes = holder_body.size();
-                               options.connections.body_timeout = 1s;
+                               // Long enough for the holder's 24 MiB to arrive on a slow,
+                               // loaded or instrumented machine; the waiter waits this long.
+                               options.connections.body_timeout = 4s;
                              });
   ASSERT_GT(extender.port(), 0);
   const auto port = static_cast<std::uint16_t>(extender.port());
@@ -173,7 +175,7 @@ TEST(BodyBudget, ABodyWaitingForTheBudgetPastTheBodyTimeoutGets503) {
 
   RawHttpConnection waiter(port);
   ASSERT_TRUE(waiter.send_raw(filter_request(valid_filter_body())));
-  const auto head = waiter.read_head(10s);
+  const auto head = waiter.read_head(30s);
   ASSERT_TRUE(head);
   EXPECT_EQ(head->status, 503);
   EXPECT_EQ(head->headers.contains("retry-after") ? head->headers.at("retry-after") : "", "1");

@@ -21,7 +21,12 @@ TEST(HeapRelease, ABurstOfSmallBodiesIsGivenBackOnceIdle) {
       cluster_list({node_object("n1", 2, 32)}), "binpack", 1 << 20, 0,
       [](http::HttpServerOptions& options) { options.connections.heap_release_idle = 100ms; });
   Json names = Json::array();
-  for (int i = 0; names.dump().size() < 200000; ++i) names.push_back("node-" + std::to_string(i));
+  // About 200 KB of names, counted as they are added (each adds its quotes and a comma).
+  for (std::size_t i = 0, text = 2; text < 200000; ++i) {
+    std::string name = "node-" + std::to_string(i);
+    text += name.size() + 3;
+    names.push_back(std::move(name));
+  }
   const std::string body = Json{{"Pod", pod_object("p", "uid-p", 4)}, {"NodeNames", names}}.dump();
   ASSERT_LT(body.size(), std::size_t{1} << 20);
   const std::uint64_t before = http::free_memory_releases();
