@@ -259,9 +259,11 @@ double FgdPlusPolicy::host_cost(const NodeState& node, const PodDemand& pod) con
   const std::int64_t memory_after = memory == kUntracked ? memory : memory - pod.memory;
   // The priced shapes overlap, and a broken slot would have held one pod: the dearest loss.
   double cost = 0;
-  // A multi-GPU pod also pays, per set of hosts, the largest scarcity-weighted loss of the
-  // shapes of at least its GPUs that need at least what it needs (at most 32 sets counted).
-  const bool exclusive = options_.exclusive_weight != 0 && pod.needs_whole_gpus();
+  // A pod of the largest priced GPU count also pays, per set of hosts, the largest
+  // scarcity-weighted loss of the shapes of at least its GPUs that need at least what it needs
+  // (at most 32 sets counted).
+  const bool exclusive = options_.exclusive_weight != 0 && pod.needs_whole_gpus() &&
+                         pod.gpu_count >= largest_priced_gpus_;
   const WorkloadShape own = exclusive ? WorkloadShape::of(pod, true) : WorkloadShape{};
   std::array<std::pair<std::uint64_t, double>, 32> groups{};
   std::size_t group_count = 0;
@@ -323,6 +325,10 @@ void FgdPlusPolicy::observe_cluster(std::span<const NodeState> nodes) {
   if (prices == prices_ && host == host_prices_) return;
   prices_ = std::move(prices);
   host_prices_ = std::move(host);
+  largest_priced_gpus_ = 0;
+  for (const HostPrice& price : host_prices_) {
+    largest_priced_gpus_ = std::max(largest_priced_gpus_, price.shape.gpu_count);
+  }
   ++prices_version_;
 }
 

@@ -500,6 +500,35 @@ TEST(FgdPlusHosts, AMultiGpuPodPaysMoreOnANodeThatAlsoHostsRarerShapes) {
               largest_only.host_cost(nodes[0], pod(1000, 1, 4000)), 1e-12);
 }
 
+TEST(FgdPlusHosts, ASmallerMultiGpuPodPaysTheLargestLossAloneOnEitherHost) {
+  // As above, with a 4-GPU pod of 48 cores: it breaks a 64-core 8-GPU slot on g3 and on g2
+  // alike, and the 120-core set on g3 too, but only pods of the largest priced GPU count pay
+  // the host sets: g3 stays open to it as a CPU-rich host (two such pods fill g3, not g2).
+  const double eight_gpu = 1 / std::sqrt(8.0);
+  const TargetWorkload target{{shape(1000, 1, 1000), 0.5},
+                              {HostFleet::eight(120000), 0.05 * eight_gpu},
+                              {HostFleet::eight(64000), 0.45 * eight_gpu}};
+  std::vector<NodeState> nodes{node("g3", std::vector<Units>(8, 0), 128000, 0, 786432, "G3")};
+  for (int i = 0; i < 3; ++i) {
+    nodes.push_back(
+        node("g2-" + std::to_string(i), std::vector<Units>(8, 0), 96000, 0, 393216, "G2"));
+  }
+  FgdPlusPolicy::Options options = HostFleet::options();
+  options.exclusive_weight = 3;
+  FgdPlusPolicy plus(target, options);
+  plus.observe_cluster(nodes);
+  options.exclusive_weight = 0;
+  FgdPlusPolicy largest_only(target, options);
+  largest_only.observe_cluster(nodes);
+  const PodDemand four = pod(1000, 4, 48000);
+  EXPECT_GT(plus.host_cost(nodes[1], four), 0.0);
+  EXPECT_NEAR(plus.host_cost(nodes[0], four), plus.host_cost(nodes[1], four), 1e-12);
+  EXPECT_NEAR(plus.host_cost(nodes[0], four), largest_only.host_cost(nodes[0], four), 1e-12);
+  // The 8-GPU pod of the common shape still pays the 120-core set on g3.
+  const PodDemand common = pod(1000, 8, 64000);
+  EXPECT_GT(plus.host_cost(nodes[0], common), plus.host_cost(nodes[1], common));
+}
+
 TEST(FgdPlusHosts, ProtectsTheHostsOfARareShapeBelowTheTargetsCoverage) {
   // 300 single-GPU pods and one 8-GPU pod of 120 cores: the big shape is under 1 % of the
   // learned weight, below the target's 95 % coverage, yet its pods need g3.

@@ -36,12 +36,14 @@
 //
 // The largest loss does not tell a node that also hosts rarer shapes from one that does not: a
 // CPU-rich 8-GPU node hosts the common 8-GPU shapes as well, so it costs what a common node
-// does. With exclusive_weight above 0 (off by default), a multi-GPU pod also pays exclusive_weight
-// x the sum, over the distinct sets of nodes that can host a shape (when empty), of the largest
-// scarcity x k x g among the broken shapes of that set which have at least the pod's GPUs and need
-// at least what the pod needs (scarcity = D_s / (g x H_s), up to 1, without the threshold). Among
-// the pod's own hosts, a node that also hosts rarer shapes costs more; the sets the pod breaks
-// wherever it goes add the same to every such host. Smaller pods pay the largest loss alone.
+// does. With exclusive_weight above 0, a pod of the largest GPU count among the priced shapes
+// also pays exclusive_weight x the sum, over the distinct sets of nodes that can host a shape
+// (when empty), of the largest scarcity x k x g among the broken shapes of that set which need
+// at least what the pod needs (scarcity = D_s / (g x H_s), up to 1, without the threshold).
+// Among the pod's own hosts, a node that also hosts rarer shapes costs more; the sets the pod
+// breaks wherever it goes add the same to every such host. Smaller pods pay the largest loss
+// alone: the sets would steer them off the CPU-rich nodes that host the rarer shapes, onto
+// nodes where their CPU strands the GPUs they leave (docs/placement.md, "Multi-GPU share").
 //
 // docs/placement.md compares it with FGD in the simulator. Nodes that do not track CPU or memory
 // (the service leaves those to kube-scheduler) simply drop those terms.
@@ -69,9 +71,9 @@ struct FgdPlusOptions {
   double host_weight = 3.0;
   // The host price starts at this demand / supply of hosts and reaches 1 at 1.
   double host_threshold = 0.2;
-  // Weight of the host sets a multi-GPU pod breaks (see FgdPlusPolicy); 0 = off, the default:
-  // at 3 the lightly pinned robustness workload (tests/unit/sim) falls a point below FGD.
-  double exclusive_weight = 0.0;
+  // Weight of the host sets a pod of the largest priced GPU count breaks (see FgdPlusPolicy);
+  // 0 = off (chosen on the multi-GPU share sweep: docs/placement.md).
+  double exclusive_weight = 3.0;
   int scarcity_refresh = 64;  // placements between recomputations of the prices
 };
 
@@ -176,6 +178,7 @@ class FgdPlusPolicy final : public PlacementPolicy {
   // The prices in force, from the last recomputation; host_prices_ as host_prices() returns.
   std::vector<ModelPrice> prices_;
   std::vector<HostPrice> host_prices_;
+  int largest_priced_gpus_ = 0;       // the largest GPU count among host_prices_' shapes
   std::uint64_t prices_version_ = 0;  // recomputations that changed prices_
   int since_prices_ = 0;              // observe_cluster calls since the last recomputation
   bool prices_stale_ = true;          // the target changed since prices_ were computed
