@@ -10,6 +10,8 @@
 // bits: it is reused. The cache keeps one table per demand for the last `max_demands` demands
 // asked for (least recently used is dropped); a new policy version drops every table.
 //
+// Besides scores, a table may hold upper bounds of scores (store_bound), told apart from them.
+//
 // Memory: at most max_demands tables of 16 bytes per node position (16 demands x 10 000 nodes:
 // 2.5 MiB).
 //
@@ -35,22 +37,38 @@ class ScoreCache {
   void begin(const PodDemand& demand, std::uint64_t policy_version, std::size_t positions);
 
   // The score remembered in the selected table for the node at `position` with `stamp`, if any
-  // (the inner nullopt: the node cannot hold the pod).
+  // (the inner nullopt: the node cannot hold the pod). A bound (store_bound) is not a score:
+  // find() does not return it.
   std::optional<std::optional<double>> find(std::size_t position, std::uint64_t stamp) const {
     const Entry& entry = (*active_)[position];
-    if ((entry.key >> 1) != stamp || entry.key == kEmpty) return std::nullopt;
-    return (entry.key & 1) != 0 ? std::optional<double>(entry.score) : std::nullopt;
+    if ((entry.key >> 2) != stamp || (entry.key & kBound) != 0 || entry.key == kEmpty)
+      return std::nullopt;
+    return (entry.key & kFeasible) != 0 ? std::optional<double>(entry.score) : std::nullopt;
   }
   void store(std::size_t position, std::uint64_t stamp, std::optional<double> score) {
-    (*active_)[position] = {stamp << 1 | (score ? 1U : 0U), score.value_or(0.0)};
+    (*active_)[position] = {stamp << 2 | (score ? kFeasible : 0U), score.value_or(0.0)};
+  }
+  // An upper bound of the node's score (PlacementPolicy::score_bound), kept apart from scores:
+  // the bound remembered for the node at `position` with `stamp`, if that is what the entry
+  // holds. A pure function of the same key as a score, so as reusable.
+  std::optional<double> find_bound(std::size_t position, std::uint64_t stamp) const {
+    const Entry& entry = (*active_)[position];
+    if ((entry.key >> 2) != stamp || (entry.key & kBound) == 0) return std::nullopt;
+    return entry.score;
+  }
+  void store_bound(std::size_t position, std::uint64_t stamp, double bound) {
+    (*active_)[position] = {stamp << 2 | kBound, bound};
   }
 
   // Tables held now (for tests and /inspect-style introspection).
   std::size_t tables() const { return tables_.size(); }
 
  private:
-  // Stamps start at 1 and stay far below 2^63: the key is stamp << 1 | feasible, 0 is empty.
+  // Stamps start at 1 and stay far below 2^62: the key is stamp << 2 | bound | feasible, 0 is
+  // empty.
   static constexpr std::uint64_t kEmpty = 0;
+  static constexpr std::uint64_t kFeasible = 1;
+  static constexpr std::uint64_t kBound = 2;
   struct Entry {
     std::uint64_t key = kEmpty;
     double score = 0;

@@ -17,11 +17,12 @@
 //
 // Bound to one ClusterModel object: the caches are keyed on its positions and stamps.
 //
-// Thread-safety: score() and score_dra() may run concurrently, each under the model's shared
-// lock, held by the caller for the whole call (the memo holds pointers into the model, and the
-// model must not change while a call reads it). `mutex_` guards cache_, memo_ and readings_,
-// one call at a time; a call that finds it taken scores without them (the same scores,
-// more work) instead of waiting, so requests never queue here, and since try_lock never blocks it
+// Thread-safety: score(), score_top() and score_dra() may run concurrently, each under the
+// model's shared lock, held by the caller for the whole call (the memo holds pointers into the
+// model, and the model must not change while a call reads it). `mutex_` guards cache_, memo_,
+// readings_ and score_top's scratch, one call at a time; a call that finds it taken scores
+// without them (the same scores, more work) instead of waiting, so requests never queue here,
+// and since try_lock never blocks it
 // adds no lock-order constraint to the model's lock.
 
 #include <cstdint>
@@ -29,6 +30,7 @@
 #include <optional>
 #include <span>
 #include <string_view>
+#include <vector>
 
 #include "gpushare/core/cluster_model.h"
 #include "gpushare/core/dra.h"
@@ -51,6 +53,19 @@ class Scorer {
              std::span<const std::string_view> offered, std::span<std::optional<double>> raw,
              std::span<char> unknown);
 
+  // As score(), for a caller that tells apart only the `top` best distinct raw scores (rank
+  // mapping: rank_scores(raw, top + 1) gives every other feasible node the same level): raw[i]
+  // is the exact score of every node whose score is among the `top` best distinct scores, and
+  // of some others; every other feasible node gets an upper bound of its score
+  // (PlacementPolicy::score_bound) below all of those, never mistaken for its score (the score
+  // cache keeps bounds apart). So rank_scores(raw, top + 1) equals rank_scores of the exact
+  // scores, and the argmax is the exact one; nothing else about raw is promised. Nullopt and
+  // `unknown` exactly as score(). Where the policy gives no bounds, or the caches are taken,
+  // it is score().
+  void score_top(const ClusterModel& model, const PlacementPolicy& policy, const PodDemand& demand,
+                 std::span<const std::string_view> offered, std::span<std::optional<double>> raw,
+                 std::span<char> unknown, std::size_t top);
+
   // The same for a pod with DRA claims: `requests` are its device requests still to allocate
   // (not empty), `cpu_milli` and `memory` its CPU and memory. Uses none of the caches: each node
   // is scored on the devices first fit takes there.
@@ -60,10 +75,25 @@ class Scorer {
                         std::span<std::optional<double>> raw, std::span<char> unknown);
 
  private:
+  // score() with the caches (`cached`: mutex_ held) or without them.
+  void score_exact(bool cached, const ClusterModel& model, const PlacementPolicy& policy,
+                   const PodDemand& demand, std::span<const std::string_view> offered,
+                   std::span<std::optional<double>> raw, std::span<char> unknown);
+
+  // A node score_top bounded, to be scored exactly if the bound can reach the top.
+  struct Pending {
+    double bound;
+    std::size_t index;  // into offered
+    const NodeState* node;
+  };
+
   std::mutex mutex_;
   ScoreCache cache_;
   StateMemo memo_;
   FragmentationCache readings_;
+  // score_top's scratch, kept between requests to spare the allocations.
+  std::vector<Pending> pending_;
+  std::vector<double> best_;
 };
 
 }  // namespace gpushare::core

@@ -13,10 +13,12 @@
 #include <random>
 #include <shared_mutex>
 #include <string>
+#include <string_view>
 #include <thread>
 #include <vector>
 
 #include "gpushare/core/policy_registry.h"
+#include "gpushare/core/score_mapping.h"
 #include "gpushare/kube/dra_objects.h"
 
 namespace gpushare::core {
@@ -148,9 +150,61 @@ TEST(Scorer, EqualsEachNodeScoredAloneRequestAfterRequest) {
   }
 }
 
+// score_top with rank mapping of `top` + 1 levels: the levels are those of the exact scores,
+// request after request, with binds, a learning policy and prices between them; the nodes at
+// the levels above 1 hold their exact scores, the others at least them; the bounds it keeps in
+// the score cache are never read back as scores (by score_top or score()).
+TEST(Scorer, TopScoresRankAsTheExactScoresDo) {
+  for (const char* name : {"fgd-plus", "fgd", "binpack"}) {
+    SCOPED_TRACE(name);
+    Cluster cluster(31, 400);
+    const auto policy = make_policy(name);
+    policy->observe_cluster(cluster.model.nodes());
+    Scorer scorer;
+    const std::vector<std::string> offered = cluster.offer();
+    const std::vector<std::string_view> views(offered.begin(), offered.end());
+    std::vector<PodDemand> seen;
+    int bounded = 0;
+    for (int request = 0; request < 90; ++request) {
+      PodDemand demand = request % 3 == 2 && !seen.empty() ? seen[seen.size() / 2] : cluster.pod();
+      seen.push_back(demand);
+      if (request % 4 == 1) cluster.bind(cluster.between(0, 399));
+      if (request % 10 == 9) policy->observe(demand);
+      if (request % 15 == 14) policy->observe_cluster(cluster.model.nodes());
+      const std::size_t top = request % 5 == 4 ? 1 + static_cast<std::size_t>(request % 9) : 9;
+      const int levels = static_cast<int>(top) + 1;
+      Scored scored{std::vector<std::optional<double>>(offered.size()),
+                    std::vector<char>(offered.size(), 0)};
+      scorer.score_top(cluster.model, *policy, demand, views, scored.raw, scored.unknown, top);
+      const auto exact = expected_scores(cluster.model, *policy, demand, offered);
+      const std::vector<int> expected_levels = rank_scores(exact, levels);
+      ASSERT_EQ(rank_scores(scored.raw, levels), expected_levels) << "request " << request;
+      for (std::size_t i = 0; i < offered.size(); ++i) {
+        ASSERT_EQ(scored.unknown[i] != 0, offered[i] == "no-such-node") << offered[i];
+        ASSERT_EQ(scored.raw[i].has_value(), exact[i].has_value()) << offered[i];
+        if (!exact[i] || bits_of({scored.raw[i]}) == bits_of({exact[i]})) continue;
+        ++bounded;
+        ASSERT_EQ(expected_levels[i], 1) << offered[i] << ", request " << request;
+        ASSERT_GT(*scored.raw[i], *exact[i]) << offered[i] << ", request " << request;
+      }
+      if (request % 6 == 5) {  // the same demand, every score exact
+        const Scored again = score_with(scorer, cluster.model, *policy, demand, offered);
+        ASSERT_EQ(bits_of(again.raw), bits_of(exact)) << "request " << request;
+      }
+    }
+    // fgd-plus bounds sharing pods' scores: most nodes are never scored exactly. The others
+    // give no bounds: score_top is score() for them.
+    if (std::string_view(name) == "fgd-plus") {
+      EXPECT_GT(bounded, 1000);
+    } else {
+      EXPECT_EQ(bounded, 0);
+    }
+  }
+}
+
 // Threads score at once under the model's shared lock while a writer binds under its exclusive
 // lock: one of them holds the caches, the others score without them, and every answer is the
-// policy's for the model as that reader saw it.
+// policy's for the model as that reader saw it (score_top's: its levels under rank mapping).
 TEST(Scorer, ParallelRequestsWhileTheModelChangesGetExactScores) {
   Cluster cluster(7, 200);
   const auto policy = make_policy("fgd-plus");
@@ -168,10 +222,17 @@ TEST(Scorer, ParallelRequestsWhileTheModelChangesGetExactScores) {
       for (int r = 0; r < 40; ++r) {
         const PodDemand& demand = demands[static_cast<std::size_t>((t + r) % 6)];
         std::shared_lock lock(model_lock);
-        const Scored scored = score_with(scorer, cluster.model, *policy, demand, offered);
-        if (bits_of(scored.raw) !=
-            bits_of(expected_scores(cluster.model, *policy, demand, offered))) {
-          ++mismatches;
+        const auto exact = expected_scores(cluster.model, *policy, demand, offered);
+        if (t % 2 == 0) {
+          const Scored scored = score_with(scorer, cluster.model, *policy, demand, offered);
+          if (bits_of(scored.raw) != bits_of(exact)) ++mismatches;
+        } else {  // score_top: the same levels
+          const std::vector<std::string_view> views(offered.begin(), offered.end());
+          Scored scored{std::vector<std::optional<double>>(offered.size()),
+                        std::vector<char>(offered.size(), 0)};
+          scorer.score_top(cluster.model, *policy, demand, views, scored.raw, scored.unknown,
+                           rank_levels_apart());
+          if (rank_scores(scored.raw) != rank_scores(exact)) ++mismatches;
         }
         ++requests;
       }
