@@ -15,7 +15,7 @@ bool same_demand(const PodDemand& a, const PodDemand& b) {
 ScoreCache::ScoreCache(std::size_t max_demands)
     : max_demands_(std::max<std::size_t>(1, max_demands)) {}
 
-void ScoreCache::begin(const PodDemand& demand, std::uint64_t policy_version,
+bool ScoreCache::begin(const PodDemand& demand, std::uint64_t policy_version,
                        std::size_t positions) {
   ++clock_;
   if (policy_version != policy_version_) {
@@ -28,7 +28,7 @@ void ScoreCache::begin(const PodDemand& demand, std::uint64_t policy_version,
     // Positions beyond the last request's are new; those that vanished are never looked up.
     table.entries.resize(positions);
     active_ = &table.entries;
-    return;
+    return true;
   }
   Table* table = nullptr;
   if (tables_.size() < max_demands_) {
@@ -42,6 +42,7 @@ void ScoreCache::begin(const PodDemand& demand, std::uint64_t policy_version,
   table->last_used = clock_;
   table->entries.assign(positions, Entry{});
   active_ = &table->entries;
+  return false;
 }
 
 }  // namespace gpushare::core

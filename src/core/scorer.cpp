@@ -17,10 +17,41 @@ constexpr std::size_t kMemoHitsPer = 16;
 // score_top: the exact scores of the kFirstExact x top highest bounds are computed first.
 constexpr std::size_t kFirstExact = 4;
 
+// score_top first scores the first kSample names offered as score() does, and the bounds of
+// those nodes too, and keeps to bounds for the rest only where they would spare work: at most
+// one in kSurvivorsPer of the sampled bounds reaches the sample's top distinct exact scores
+// (the rest of the offer can only raise that threshold), and the memo's trial dropped the memo
+// (the states repeat too rarely for it to score each once). Offers smaller than
+// kMinBoundedOffer are scored exactly.
+constexpr std::size_t kSample = 256;
+constexpr std::size_t kSurvivorsPer = 4;
+constexpr std::size_t kMinBoundedOffer = 2 * kSample;
+
 PodDemand gpus_only(PodDemand demand) {
   demand.cpu_milli = 0;
   demand.memory = 0;
   return demand;
+}
+
+// The policy's score of `demand` on `node`; where the node's CPU or memory excludes the pod
+// (`tracks_cpu_memory`: the pod asks for some), its score on GPUs alone (`gpu_only`):
+// kube-scheduler, the authority on CPU and memory, found the node feasible.
+std::optional<double> score_one(const PlacementPolicy& policy, const NodeState& node,
+                                const PodDemand& demand, const PodDemand& gpu_only,
+                                bool tracks_cpu_memory, NodeReading* reading) {
+  std::optional<double> score = policy.score_with_reading(node, demand, reading);
+  if (!score && tracks_cpu_memory) score = policy.score_with_reading(node, gpu_only, reading);
+  return score;
+}
+
+// The same for PlacementPolicy::score_bound: nullopt where the policy gives no bound, an inner
+// nullopt where the node cannot hold the pod even on GPUs alone.
+std::optional<std::optional<double>> bound_one(const PlacementPolicy& policy, const NodeState& node,
+                                               const PodDemand& demand, const PodDemand& gpu_only,
+                                               bool tracks_cpu_memory, const NodeReading* reading) {
+  std::optional<std::optional<double>> bound = policy.score_bound(node, demand, reading);
+  if (bound && !*bound && tracks_cpu_memory) bound = policy.score_bound(node, gpu_only, reading);
+  return bound;
 }
 
 }  // namespace
@@ -34,23 +65,29 @@ void Scorer::score(const ClusterModel& model, const PlacementPolicy& policy,
 
 void Scorer::score_exact(bool cached, const ClusterModel& model, const PlacementPolicy& policy,
                          const PodDemand& demand, std::span<const std::string_view> offered,
-                         std::span<std::optional<double>> raw, std::span<char> unknown) {
+                         std::span<std::optional<double>> raw, std::span<char> unknown,
+                         ExactPart* part) {
   const PodDemand gpu_only = gpus_only(demand);
   const bool tracks_cpu_memory = demand.cpu_milli > 0 || demand.memory > 0;
-  StateMemo* memo = cached && !policy.reads_node_identity() ? &memo_ : nullptr;
   const std::optional<std::uint64_t> reading_version = policy.reading_version();
   FragmentationCache* readings = cached && reading_version ? &readings_ : nullptr;
-  if (cached) cache_.begin(demand, policy.state_version(), model.node_count());
-  // Sized by the nodes it can meet, not the names offered: the memo is kept between requests,
-  // and a body may name far more nodes (repeated, or unknown) than the model has.
-  if (memo != nullptr) memo->begin(std::min(offered.size(), model.node_count()));
-  if (readings != nullptr) readings->begin(*reading_version, model.node_count());
-  std::size_t memo_lookups = 0;
-  std::size_t memo_hits = 0;
+  ExactPart whole;
+  if (part == nullptr) {
+    whole.memo_on = cached && !policy.reads_node_identity();
+    whole.offer_size = offered.size();
+    part = &whole;
+  }
+  StateMemo* memo = part->memo_on ? &memo_ : nullptr;
+  if (!part->begun) {
+    if (cached) cache_.begin(demand, policy.state_version(), model.node_count());
+    // Sized by the nodes it can meet, not the names offered: the memo is kept between
+    // requests, and a body may name far more nodes (repeated, or unknown) than the model has.
+    if (memo != nullptr) memo->begin(std::min(part->offer_size, model.node_count()));
+    if (readings != nullptr) readings->begin(*reading_version, model.node_count());
+    part->begun = true;
+  }
   const auto compute = [&](const NodeState& node, NodeReading* reading) {
-    std::optional<double> score = policy.score_with_reading(node, demand, reading);
-    if (!score && tracks_cpu_memory) score = policy.score_with_reading(node, gpu_only, reading);
-    return score;
+    return score_one(policy, node, demand, gpu_only, tracks_cpu_memory, reading);
   };
   model.visit_nodes(
       offered,
@@ -76,17 +113,25 @@ void Scorer::score_exact(bool cached, const ClusterModel& model, const Placement
           const std::uint64_t hash = state_hash(*node);
           if (const auto same = memo->find(*node, hash)) {
             raw[i] = *same;
-            ++memo_hits;
+            ++part->memo_hits;
           } else {
             raw[i] = compute(*node, reading());
             memo->remember(*node, hash, raw[i]);
           }
-          if (++memo_lookups == kMemoTrial && memo_hits * kMemoHitsPer < memo_lookups)
+          if (++part->memo_lookups == kMemoTrial && part->memo_hits * kMemoHitsPer < kMemoTrial) {
             memo = nullptr;
+            part->memo_on = false;
+          }
         } else {
           raw[i] = compute(*node, reading());
         }
         cache_.store(position, stamp, raw[i]);
+        if (part->bounds != nullptr && raw[i]) {
+          const auto bound =
+              bound_one(policy, *node, demand, gpu_only, tracks_cpu_memory,
+                        readings != nullptr ? &readings->at(position, stamp) : nullptr);
+          if (bound && *bound) part->bounds->push_back(**bound);
+        }
       },
       /*with_gpus=*/demand.wants_gpu());
 }
@@ -99,14 +144,24 @@ void Scorer::score_top(const ClusterModel& model, const PlacementPolicy& policy,
   const PodDemand gpu_only = gpus_only(demand);
   const bool tracks_cpu_memory = demand.cpu_milli > 0 || demand.memory > 0;
   const std::optional<std::uint64_t> reading_version = policy.reading_version();
-  // Bounds need the readings (kept under the lock) and a policy that gives them.
-  if (!lock.owns_lock() || top == 0 || !reading_version ||
-      !(policy.bounds_scores(demand) || (tracks_cpu_memory && policy.bounds_scores(gpu_only)))) {
+  // Bounds need the readings (kept under the lock) and a policy that gives them; they pay only
+  // for a demand whose scores the cache does not hold (else most nodes read theirs back).
+  if (!lock.owns_lock() || top == 0 || !reading_version || offered.size() < kMinBoundedOffer ||
+      !(policy.bounds_scores(demand) || (tracks_cpu_memory && policy.bounds_scores(gpu_only))) ||
+      cache_.begin(demand, policy.state_version(), model.node_count())) {
     score_exact(lock.owns_lock(), model, policy, demand, offered, raw, unknown);
     return;
   }
-  cache_.begin(demand, policy.state_version(), model.node_count());
-  readings_.begin(*reading_version, model.node_count());
+  // The sample: the first kSample names, scored as score() scores them (its memo trial
+  // included), with the bound of each node it computed.
+  sample_bounds_.clear();
+  ExactPart part;
+  part.memo_on = !policy.reads_node_identity();
+  part.offer_size = offered.size();
+  part.bounds = &sample_bounds_;
+  score_exact(true, model, policy, demand, offered.first(kSample), raw.first(kSample),
+              unknown.first(kSample), &part);
+  part.bounds = nullptr;
   pending_.clear();
   best_.clear();
   // The best `top` distinct exact scores met so far, best first (as rank_scores keeps them).
@@ -117,19 +172,33 @@ void Scorer::score_top(const ClusterModel& model, const PlacementPolicy& policy,
     best_.insert(at, *score);
     if (best_.size() > top) best_.pop_back();
   };
+  for (std::size_t i = 0; i < kSample; ++i) admit(raw[i]);
+  std::size_t survivors = sample_bounds_.size();
+  if (best_.size() == top) {
+    survivors = static_cast<std::size_t>(
+        std::count_if(sample_bounds_.begin(), sample_bounds_.end(),
+                      [&](double bound) { return !(bound < best_.back()); }));
+  }
+  // Bounds spare work only where most of them fall below the top and the memo would not score
+  // repeated states once: else the rest as score() scores it, the memo's trial carried on.
+  if (sample_bounds_.empty() || survivors * kSurvivorsPer > sample_bounds_.size() || part.memo_on) {
+    score_exact(true, model, policy, demand, offered.subspan(kSample), raw.subspan(kSample),
+                unknown.subspan(kSample), &part);
+    return;
+  }
   const auto exact = [&](const NodeState& node, std::size_t position, std::uint64_t stamp) {
-    NodeReading* reading = &readings_.at(position, stamp);
-    std::optional<double> score = policy.score_with_reading(node, demand, reading);
-    if (!score && tracks_cpu_memory) score = policy.score_with_reading(node, gpu_only, reading);
+    const std::optional<double> score = score_one(policy, node, demand, gpu_only, tracks_cpu_memory,
+                                                  &readings_.at(position, stamp));
     cache_.store(position, stamp, score);
     admit(score);
     return score;
   };
-  // First pass: the exact score where it is kept or cheap to know (infeasible, no bound), else
-  // an upper bound, kept for the second pass.
+  // First pass over the rest: the exact score where it is kept or cheap to know (infeasible, no
+  // bound), else an upper bound, kept for the second pass.
   model.visit_nodes(
-      offered,
-      [&](std::size_t i, const NodeState* node) {
+      offered.subspan(kSample),
+      [&](std::size_t k, const NodeState* node) {
+        const std::size_t i = kSample + k;
         if (node == nullptr) {
           unknown[i] = 1;
           return;
@@ -145,11 +214,8 @@ void Scorer::score_top(const ClusterModel& model, const PlacementPolicy& policy,
         if (const auto kept = cache_.find_bound(position, stamp)) {
           bound = std::optional<double>(*kept);
         } else {
-          const NodeReading* reading = &readings_.at(position, stamp);
-          bound = policy.score_bound(*node, demand, reading);
-          // As score_exact: infeasible for the pod's CPU or memory, judged on GPUs alone.
-          if (bound && !*bound && tracks_cpu_memory)
-            bound = policy.score_bound(*node, gpu_only, reading);
+          bound = bound_one(policy, *node, demand, gpu_only, tracks_cpu_memory,
+                            &readings_.at(position, stamp));
           if (bound && *bound) cache_.store_bound(position, stamp, **bound);
         }
         if (bound && *bound) {

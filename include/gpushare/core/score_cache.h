@@ -33,8 +33,9 @@ class ScoreCache {
 
   // Starts a request: selects the table of `demand` if the cache holds one for
   // `policy_version` (else a fresh one, dropping the least recently used beyond max_demands,
-  // or every table when the version moved); sizes it for `positions` nodes.
-  void begin(const PodDemand& demand, std::uint64_t policy_version, std::size_t positions);
+  // or every table when the version moved); sizes it for `positions` nodes. True where the
+  // demand's table was kept (its scores may be read back), false for a fresh one.
+  bool begin(const PodDemand& demand, std::uint64_t policy_version, std::size_t positions);
 
   // The score remembered in the selected table for the node at `position` with `stamp`, if any
   // (the inner nullopt: the node cannot hold the pod). A bound (store_bound) is not a score:

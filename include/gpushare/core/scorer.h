@@ -60,8 +60,12 @@ class Scorer {
   // (PlacementPolicy::score_bound) below all of those, never mistaken for its score (the score
   // cache keeps bounds apart). So rank_scores(raw, top + 1) equals rank_scores of the exact
   // scores, and the argmax is the exact one; nothing else about raw is promised. Nullopt and
-  // `unknown` exactly as score(). Where the policy gives no bounds, or the caches are taken,
-  // it is score().
+  // `unknown` exactly as score(). It is score() where the policy gives no bounds, the caches are
+  // taken, fewer than 512 names are offered or the score cache holds the demand's scores.
+  // Otherwise it scores the first 256 names as score() does, with their bounds, and goes on as
+  // score() where bounds would spare little: more than a quarter of the sampled bounds reach
+  // the sample's `top` best distinct scores, or the sampled nodes share states often enough for
+  // the state memo to be kept.
   void score_top(const ClusterModel& model, const PlacementPolicy& policy, const PodDemand& demand,
                  std::span<const std::string_view> offered, std::span<std::optional<double>> raw,
                  std::span<char> unknown, std::size_t top);
@@ -75,10 +79,22 @@ class Scorer {
                         std::span<std::optional<double>> raw, std::span<char> unknown);
 
  private:
-  // score() with the caches (`cached`: mutex_ held) or without them.
+  // One request's score() in consecutive parts of the offer (score_top: a sample, then the
+  // rest): the caches are begun by the first part, the memo's trial carries on.
+  struct ExactPart {
+    bool begun = false;
+    bool memo_on = false;        // the memo is in use (not dropped by its trial)
+    std::size_t offer_size = 0;  // names offered in all parts (sizes the memo)
+    std::size_t memo_lookups = 0;
+    std::size_t memo_hits = 0;
+    std::vector<double>* bounds = nullptr;  // if set: the bound of each node scored feasible
+  };
+  // score() with the caches (`cached`: mutex_ held) or without them; `part` null: the whole
+  // offer at once.
   void score_exact(bool cached, const ClusterModel& model, const PlacementPolicy& policy,
                    const PodDemand& demand, std::span<const std::string_view> offered,
-                   std::span<std::optional<double>> raw, std::span<char> unknown);
+                   std::span<std::optional<double>> raw, std::span<char> unknown,
+                   ExactPart* part = nullptr);
 
   // A node score_top bounded, to be scored exactly if the bound can reach the top.
   struct Pending {
@@ -94,6 +110,7 @@ class Scorer {
   // score_top's scratch, kept between requests to spare the allocations.
   std::vector<Pending> pending_;
   std::vector<double> best_;
+  std::vector<double> sample_bounds_;
 };
 
 }  // namespace gpushare::core

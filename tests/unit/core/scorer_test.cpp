@@ -33,10 +33,11 @@ std::vector<std::optional<std::uint64_t>> bits_of(const std::vector<std::optiona
 }
 
 // A cluster of `count` nodes of 8 GPUs of 32 units, CPU and memory tracked, in a few states
-// shared by many nodes (as a cluster's pools are) and some of their own.
+// shared by many nodes (as a cluster's pools are) and some of their own; with more binds per
+// node (`max_binds`), most nodes in states of their own.
 class Cluster {
  public:
-  explicit Cluster(std::uint64_t seed, int count) : rng_(seed) {
+  explicit Cluster(std::uint64_t seed, int count, int max_binds = 5) : rng_(seed) {
     for (int n = 0; n < count; ++n) {
       NodeSpec spec;
       spec.name = fmt::format("node-{}", n);
@@ -47,7 +48,7 @@ class Cluster {
       spec.gpu_model = n % 3 == 0 ? "T4" : "A100";
       model.upsert_node(spec);
       names.push_back(spec.name);
-      for (int p = between(0, 5); p > 0; --p) bind(n);
+      for (auto p = between(0, max_binds); p > 0; --p) bind(n);
     }
   }
   std::int64_t between(std::int64_t lo, std::int64_t hi) {
@@ -157,7 +158,7 @@ TEST(Scorer, EqualsEachNodeScoredAloneRequestAfterRequest) {
 TEST(Scorer, TopScoresRankAsTheExactScoresDo) {
   for (const char* name : {"fgd-plus", "fgd", "binpack"}) {
     SCOPED_TRACE(name);
-    Cluster cluster(31, 400);
+    Cluster cluster(31, 1000, 14);
     const auto policy = make_policy(name);
     policy->observe_cluster(cluster.model.nodes());
     Scorer scorer;
@@ -168,7 +169,7 @@ TEST(Scorer, TopScoresRankAsTheExactScoresDo) {
     for (int request = 0; request < 90; ++request) {
       PodDemand demand = request % 3 == 2 && !seen.empty() ? seen[seen.size() / 2] : cluster.pod();
       seen.push_back(demand);
-      if (request % 4 == 1) cluster.bind(cluster.between(0, 399));
+      if (request % 4 == 1) cluster.bind(cluster.between(0, 999));
       if (request % 10 == 9) policy->observe(demand);
       if (request % 15 == 14) policy->observe_cluster(cluster.model.nodes());
       const std::size_t top = request % 5 == 4 ? 1 + static_cast<std::size_t>(request % 9) : 9;
@@ -200,6 +201,49 @@ TEST(Scorer, TopScoresRankAsTheExactScoresDo) {
       EXPECT_EQ(bounded, 0);
     }
   }
+}
+
+// score_top against the exact scores over many random clusters and demands: clusters whose
+// nodes mostly share a few states (ties at every level, also at the boundary between the
+// lowest level told apart and 1) and clusters of mostly distinct states, offers below and above
+// the sample's size, every number of levels. The levels always equal the exact ones; where
+// the nodes share states, score_top takes the exact path (every score exact).
+TEST(Scorer, TopScoresRankAsTheExactScoresDoOnRandomClusters) {
+  const auto policy = make_policy("fgd-plus");
+  int bounded_requests = 0;
+  int exact_requests = 0;
+  for (std::uint64_t seed = 0; seed < 24; ++seed) {
+    SCOPED_TRACE(seed);
+    const int nodes = seed % 4 == 0 ? 300 : 520 + static_cast<int>(seed) * 60;
+    const int max_binds = seed % 3 == 0 ? 1 : static_cast<int>(4 + seed % 11);
+    Cluster cluster(100 + seed, nodes, max_binds);
+    policy->observe_cluster(cluster.model.nodes());
+    Scorer scorer;
+    const std::vector<std::string> offered = cluster.offer();
+    const std::vector<std::string_view> views(offered.begin(), offered.end());
+    for (int request = 0; request < 12; ++request) {
+      const PodDemand demand = cluster.pod();
+      const std::size_t top = 1 + static_cast<std::size_t>(cluster.between(0, 8));
+      const int levels = static_cast<int>(top) + 1;
+      Scored scored{std::vector<std::optional<double>>(offered.size()),
+                    std::vector<char>(offered.size(), 0)};
+      scorer.score_top(cluster.model, *policy, demand, views, scored.raw, scored.unknown, top);
+      const auto exact = expected_scores(cluster.model, *policy, demand, offered);
+      ASSERT_EQ(rank_scores(scored.raw, levels), rank_scores(exact, levels))
+          << "request " << request << ", top " << top;
+      ASSERT_EQ(map_scores(scored.raw, ScoreMapping::kRank), map_scores(exact, ScoreMapping::kRank))
+          << "request " << request;
+      const bool all_exact = bits_of(scored.raw) == bits_of(exact);
+      (all_exact ? exact_requests : bounded_requests) += 1;
+      if (max_binds == 1) {
+        EXPECT_TRUE(all_exact) << "request " << request;
+      }
+      if (request % 4 == 3) cluster.bind(cluster.between(0, nodes - 1));
+    }
+  }
+  // Both paths were taken.
+  EXPECT_GT(bounded_requests, 10);
+  EXPECT_GT(exact_requests, 10);
 }
 
 // Threads score at once under the model's shared lock while a writer binds under its exclusive
