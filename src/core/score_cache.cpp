@@ -28,6 +28,7 @@ bool ScoreCache::begin(const PodDemand& demand, std::uint64_t policy_version,
     // Positions beyond the last request's are new; those that vanished are never looked up.
     table.entries.resize(positions);
     active_ = &table.entries;
+    active_holds_bounds_ = &table.holds_bounds;
     return true;
   }
   Table* table = nullptr;
@@ -41,7 +42,9 @@ bool ScoreCache::begin(const PodDemand& demand, std::uint64_t policy_version,
   table->demand = demand;
   table->last_used = clock_;
   table->entries.assign(positions, Entry{});
+  table->holds_bounds = false;
   active_ = &table->entries;
+  active_holds_bounds_ = &table->holds_bounds;
   return false;
 }
 

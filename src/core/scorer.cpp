@@ -17,14 +17,14 @@ constexpr std::size_t kMemoHitsPer = 16;
 // score_top: the exact scores of the kFirstExact x top highest bounds are computed first.
 constexpr std::size_t kFirstExact = 4;
 
-// score_top first scores the first kSample names offered as score() does, and the bounds of
-// those nodes too, and keeps to bounds for the rest only where they would spare work: at most
-// one in kSurvivorsPer of the sampled bounds reaches the sample's top distinct exact scores
-// (the rest of the offer can only raise that threshold), and the memo's trial dropped the memo
-// (the states repeat too rarely for it to score each once). Offers smaller than
-// kMinBoundedOffer are scored exactly.
+// score_top first scores the first kSample names offered as score() does, and keeps to bounds
+// for the rest only where they can spare work: the sample's scores tie little at the top
+// (at most one in kTiedPer of its feasible nodes scores among its `top` best distinct scores;
+// where they tie more, most of the cluster is likely to as well, and each tied node must be
+// scored exactly, bounds or not), and the memo's trial dropped the memo (the states repeat too
+// rarely for it to score each once). Offers smaller than kMinBoundedOffer are scored exactly.
 constexpr std::size_t kSample = 256;
-constexpr std::size_t kSurvivorsPer = 4;
+constexpr std::size_t kTiedPer = 8;
 constexpr std::size_t kMinBoundedOffer = 2 * kSample;
 
 PodDemand gpus_only(PodDemand demand) {
@@ -89,6 +89,9 @@ void Scorer::score_exact(bool cached, const ClusterModel& model, const Placement
   const auto compute = [&](const NodeState& node, NodeReading* reading) {
     return score_one(policy, node, demand, gpu_only, tracks_cpu_memory, reading);
   };
+  // The part's counts in locals for the loop, written back after it.
+  std::size_t memo_lookups = part->memo_lookups;
+  std::size_t memo_hits = part->memo_hits;
   model.visit_nodes(
       offered,
       [&](std::size_t i, const NodeState* node) {
@@ -113,27 +116,21 @@ void Scorer::score_exact(bool cached, const ClusterModel& model, const Placement
           const std::uint64_t hash = state_hash(*node);
           if (const auto same = memo->find(*node, hash)) {
             raw[i] = *same;
-            ++part->memo_hits;
+            ++memo_hits;
           } else {
             raw[i] = compute(*node, reading());
             memo->remember(*node, hash, raw[i]);
           }
-          if (++part->memo_lookups == kMemoTrial && part->memo_hits * kMemoHitsPer < kMemoTrial) {
-            memo = nullptr;
-            part->memo_on = false;
-          }
+          if (++memo_lookups == kMemoTrial && memo_hits * kMemoHitsPer < kMemoTrial) memo = nullptr;
         } else {
           raw[i] = compute(*node, reading());
         }
         cache_.store(position, stamp, raw[i]);
-        if (part->bounds != nullptr && raw[i]) {
-          const auto bound =
-              bound_one(policy, *node, demand, gpu_only, tracks_cpu_memory,
-                        readings != nullptr ? &readings->at(position, stamp) : nullptr);
-          if (bound && *bound) part->bounds->push_back(**bound);
-        }
       },
       /*with_gpus=*/demand.wants_gpu());
+  part->memo_lookups = memo_lookups;
+  part->memo_hits = memo_hits;
+  part->memo_on = memo != nullptr;
 }
 
 void Scorer::score_top(const ClusterModel& model, const PlacementPolicy& policy,
@@ -144,24 +141,20 @@ void Scorer::score_top(const ClusterModel& model, const PlacementPolicy& policy,
   const PodDemand gpu_only = gpus_only(demand);
   const bool tracks_cpu_memory = demand.cpu_milli > 0 || demand.memory > 0;
   const std::optional<std::uint64_t> reading_version = policy.reading_version();
-  // Bounds need the readings (kept under the lock) and a policy that gives them; they pay only
-  // for a demand whose scores the cache does not hold (else most nodes read theirs back).
+  // Bounds need the readings (kept under the lock) and a policy that gives them.
   if (!lock.owns_lock() || top == 0 || !reading_version || offered.size() < kMinBoundedOffer ||
-      !(policy.bounds_scores(demand) || (tracks_cpu_memory && policy.bounds_scores(gpu_only))) ||
-      cache_.begin(demand, policy.state_version(), model.node_count())) {
+      !(policy.bounds_scores(demand) || (tracks_cpu_memory && policy.bounds_scores(gpu_only)))) {
     score_exact(lock.owns_lock(), model, policy, demand, offered, raw, unknown);
     return;
   }
-  // The sample: the first kSample names, scored as score() scores them (its memo trial
-  // included), with the bound of each node it computed.
-  sample_bounds_.clear();
-  ExactPart part;
-  part.memo_on = !policy.reads_node_identity();
-  part.offer_size = offered.size();
-  part.bounds = &sample_bounds_;
-  score_exact(true, model, policy, demand, offered.first(kSample), raw.first(kSample),
-              unknown.first(kSample), &part);
-  part.bounds = nullptr;
+  // A demand the cache holds: the way its last request went, bounds (kept bounds and scores
+  // read back) or scores alone (score() reads them back).
+  const bool kept = cache_.begin(demand, policy.state_version(), model.node_count());
+  if (kept && !cache_.holds_bounds()) {
+    score_exact(true, model, policy, demand, offered, raw, unknown);
+    return;
+  }
+  readings_.begin(*reading_version, model.node_count());
   pending_.clear();
   best_.clear();
   // The best `top` distinct exact scores met so far, best first (as rank_scores keeps them).
@@ -172,19 +165,33 @@ void Scorer::score_top(const ClusterModel& model, const PlacementPolicy& policy,
     best_.insert(at, *score);
     if (best_.size() > top) best_.pop_back();
   };
-  for (std::size_t i = 0; i < kSample; ++i) admit(raw[i]);
-  std::size_t survivors = sample_bounds_.size();
-  if (best_.size() == top) {
-    survivors = static_cast<std::size_t>(
-        std::count_if(sample_bounds_.begin(), sample_bounds_.end(),
-                      [&](double bound) { return !(bound < best_.back()); }));
-  }
-  // Bounds spare work only where most of them fall below the top and the memo would not score
-  // repeated states once: else the rest as score() scores it, the memo's trial carried on.
-  if (sample_bounds_.empty() || survivors * kSurvivorsPer > sample_bounds_.size() || part.memo_on) {
-    score_exact(true, model, policy, demand, offered.subspan(kSample), raw.subspan(kSample),
-                unknown.subspan(kSample), &part);
-    return;
+  std::size_t start = 0;  // the first name the bounded passes below visit
+  if (!kept) {
+    // A demand new to the cache: the first kSample names scored as score() scores them (its
+    // memo trial included).
+    ExactPart part;
+    part.memo_on = !policy.reads_node_identity();
+    part.offer_size = offered.size();
+    score_exact(true, model, policy, demand, offered.first(kSample), raw.first(kSample),
+                unknown.first(kSample), &part);
+    std::size_t feasible = 0;
+    for (std::size_t i = 0; i < kSample; ++i) {
+      feasible += raw[i] ? 1 : 0;
+      admit(raw[i]);
+    }
+    std::size_t tied = feasible;  // at the sample's top levels
+    if (best_.size() == top) {
+      tied = static_cast<std::size_t>(std::count_if(
+          raw.begin(), raw.begin() + kSample,
+          [&](const std::optional<double>& score) { return score && !(*score < best_.back()); }));
+    }
+    // Else the rest as score() scores it, the memo's trial carried on.
+    if (tied * kTiedPer > feasible || part.memo_on) {
+      score_exact(true, model, policy, demand, offered.subspan(kSample), raw.subspan(kSample),
+                  unknown.subspan(kSample), &part);
+      return;
+    }
+    start = kSample;
   }
   const auto exact = [&](const NodeState& node, std::size_t position, std::uint64_t stamp) {
     const std::optional<double> score = score_one(policy, node, demand, gpu_only, tracks_cpu_memory,
@@ -196,9 +203,9 @@ void Scorer::score_top(const ClusterModel& model, const PlacementPolicy& policy,
   // First pass over the rest: the exact score where it is kept or cheap to know (infeasible, no
   // bound), else an upper bound, kept for the second pass.
   model.visit_nodes(
-      offered.subspan(kSample),
+      offered.subspan(start),
       [&](std::size_t k, const NodeState* node) {
-        const std::size_t i = kSample + k;
+        const std::size_t i = start + k;
         if (node == nullptr) {
           unknown[i] = 1;
           return;

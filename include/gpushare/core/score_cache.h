@@ -59,7 +59,10 @@ class ScoreCache {
   }
   void store_bound(std::size_t position, std::uint64_t stamp, double bound) {
     (*active_)[position] = {stamp << 2 | kBound, bound};
+    *active_holds_bounds_ = true;
   }
+  // Whether store_bound was called on the selected table since it was made.
+  bool holds_bounds() const { return *active_holds_bounds_; }
 
   // Tables held now (for tests and /inspect-style introspection).
   std::size_t tables() const { return tables_.size(); }
@@ -78,10 +81,12 @@ class ScoreCache {
     PodDemand demand;
     std::vector<Entry> entries;
     std::uint64_t last_used = 0;
+    bool holds_bounds = false;
   };
   std::size_t max_demands_;
   std::vector<Table> tables_;
   std::vector<Entry>* active_ = nullptr;
+  bool* active_holds_bounds_ = nullptr;
   std::uint64_t policy_version_ = 0;
   std::uint64_t clock_ = 0;  // request count, for least-recently-used
 };

@@ -61,11 +61,11 @@ class Scorer {
   // cache keeps bounds apart). So rank_scores(raw, top + 1) equals rank_scores of the exact
   // scores, and the argmax is the exact one; nothing else about raw is promised. Nullopt and
   // `unknown` exactly as score(). It is score() where the policy gives no bounds, the caches are
-  // taken, fewer than 512 names are offered or the score cache holds the demand's scores.
-  // Otherwise it scores the first 256 names as score() does, with their bounds, and goes on as
-  // score() where bounds would spare little: more than a quarter of the sampled bounds reach
-  // the sample's `top` best distinct scores, or the sampled nodes share states often enough for
-  // the state memo to be kept.
+  // taken or fewer than 512 names are offered, and for a demand whose scores the score cache
+  // holds from a request scored exactly. For a demand new to the cache it scores the first 256
+  // names as score() does and goes on as score() where bounds would spare little: more than an
+  // eighth of the sample's feasible nodes tie at its `top` best distinct scores (each tied node
+  // needs its exact score), or its states repeat often enough for the state memo to be kept.
   void score_top(const ClusterModel& model, const PlacementPolicy& policy, const PodDemand& demand,
                  std::span<const std::string_view> offered, std::span<std::optional<double>> raw,
                  std::span<char> unknown, std::size_t top);
@@ -87,7 +87,6 @@ class Scorer {
     std::size_t offer_size = 0;  // names offered in all parts (sizes the memo)
     std::size_t memo_lookups = 0;
     std::size_t memo_hits = 0;
-    std::vector<double>* bounds = nullptr;  // if set: the bound of each node scored feasible
   };
   // score() with the caches (`cached`: mutex_ held) or without them; `part` null: the whole
   // offer at once.
@@ -110,7 +109,6 @@ class Scorer {
   // score_top's scratch, kept between requests to spare the allocations.
   std::vector<Pending> pending_;
   std::vector<double> best_;
-  std::vector<double> sample_bounds_;
 };
 
 }  // namespace gpushare::core

@@ -215,15 +215,18 @@ TEST(Scorer, TopScoresRankAsTheExactScoresDoOnRandomClusters) {
   for (std::uint64_t seed = 0; seed < 24; ++seed) {
     SCOPED_TRACE(seed);
     const int nodes = seed % 4 == 0 ? 300 : 520 + static_cast<int>(seed) * 60;
-    const int max_binds = seed % 3 == 0 ? 1 : static_cast<int>(4 + seed % 11);
+    const int max_binds = seed % 3 == 0 ? 1 : static_cast<int>(8 + seed % 9);
     Cluster cluster(100 + seed, nodes, max_binds);
     policy->observe_cluster(cluster.model.nodes());
     Scorer scorer;
     const std::vector<std::string> offered = cluster.offer();
     const std::vector<std::string_view> views(offered.begin(), offered.end());
-    for (int request = 0; request < 12; ++request) {
+    for (int request = 0; request < 16; ++request) {
       const PodDemand demand = cluster.pod();
-      const std::size_t top = 1 + static_cast<std::size_t>(cluster.between(0, 8));
+      // The service's levels (rank_levels_apart) every other request, fewer in between.
+      const std::size_t top = request % 2 == 0
+                                  ? rank_levels_apart()
+                                  : 1 + static_cast<std::size_t>(cluster.between(0, 8));
       const int levels = static_cast<int>(top) + 1;
       Scored scored{std::vector<std::optional<double>>(offered.size()),
                     std::vector<char>(offered.size(), 0)};
@@ -231,19 +234,28 @@ TEST(Scorer, TopScoresRankAsTheExactScoresDoOnRandomClusters) {
       const auto exact = expected_scores(cluster.model, *policy, demand, offered);
       ASSERT_EQ(rank_scores(scored.raw, levels), rank_scores(exact, levels))
           << "request " << request << ", top " << top;
-      ASSERT_EQ(map_scores(scored.raw, ScoreMapping::kRank), map_scores(exact, ScoreMapping::kRank))
-          << "request " << request;
+      if (top == rank_levels_apart()) {
+        ASSERT_EQ(map_scores(scored.raw, ScoreMapping::kRank),
+                  map_scores(exact, ScoreMapping::kRank))
+            << "request " << request;
+      }
       const bool all_exact = bits_of(scored.raw) == bits_of(exact);
       (all_exact ? exact_requests : bounded_requests) += 1;
       if (max_binds == 1) {
         EXPECT_TRUE(all_exact) << "request " << request;
       }
+      if (request % 3 == 2) {  // min-max mapping: score() after score_top, every score exact
+        const Scored again = score_with(scorer, cluster.model, *policy, demand, offered);
+        ASSERT_EQ(bits_of(again.raw), bits_of(exact)) << "request " << request;
+        ASSERT_EQ(map_scores(again.raw, ScoreMapping::kMinMax),
+                  map_scores(exact, ScoreMapping::kMinMax));
+      }
       if (request % 4 == 3) cluster.bind(cluster.between(0, nodes - 1));
     }
   }
   // Both paths were taken.
-  EXPECT_GT(bounded_requests, 10);
-  EXPECT_GT(exact_requests, 10);
+  EXPECT_GT(bounded_requests, 10) << exact_requests << " requests scored exactly";
+  EXPECT_GT(exact_requests, 10) << bounded_requests << " requests bounded";
 }
 
 // Threads score at once under the model's shared lock while a writer binds under its exclusive
