@@ -147,7 +147,8 @@ inline void count_gpus(const T* free, int gpu_count, T need, int& big_enough, Un
 
 // Each GPU's free memory (0 when unhealthy) into `free`; returns their sum. Inlined into both
 // callers: prepare() runs it for every node scored.
-[[gnu::always_inline]] inline Units read_free(const NodeState& node, std::array<Units, NodeFragmentation::kMaxGpus>& free) {
+[[gnu::always_inline]] inline Units read_free(
+    const NodeState& node, std::array<Units, NodeFragmentation::kMaxGpus>& free) {
   Units total = 0;
   const GpuState* gpus = node.gpus().data();
   for (int i = 0; i < node.gpu_count(); ++i) {
