@@ -96,6 +96,29 @@ NodeState node(const std::string& name, const std::string& model = "A100") {
   return NodeState(spec);
 }
 
+// begin() tells a kept table from a fresh one, and holds_bounds() whether the selected table
+// got a bound since it was made (Scorer::score_top goes the way the demand's last request went).
+TEST(ScoreCache, TellsKeptTablesAndTablesHoldingBounds) {
+  ScoreCache cache(2);
+  EXPECT_FALSE(cache.begin(demand_of(4), 7, 3));  // fresh
+  EXPECT_FALSE(cache.holds_bounds());
+  cache.store(0, 1, 0.5);
+  EXPECT_FALSE(cache.holds_bounds());
+  EXPECT_FALSE(cache.begin(demand_of(8), 7, 3));
+  cache.store_bound(1, 1, 0.75);
+  EXPECT_TRUE(cache.holds_bounds());
+  EXPECT_TRUE(cache.begin(demand_of(4), 7, 3));  // kept, scores only
+  EXPECT_FALSE(cache.holds_bounds());
+  EXPECT_TRUE(cache.begin(demand_of(8), 7, 3));  // kept, with a bound
+  EXPECT_TRUE(cache.holds_bounds());
+  // A third demand takes the least recently used table (4's): fresh, without bounds.
+  EXPECT_FALSE(cache.begin(demand_of(2), 7, 3));
+  EXPECT_FALSE(cache.holds_bounds());
+  // A move of the policy's version drops every table.
+  EXPECT_FALSE(cache.begin(demand_of(8), 8, 3));
+  EXPECT_FALSE(cache.holds_bounds());
+}
+
 TEST(NodeStateKey, NodesDifferingOnlyInIdentityShareAState) {
   NodeState a = node("a");
   NodeState b = node("b");
