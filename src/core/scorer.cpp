@@ -87,9 +87,6 @@ void Scorer::score_exact(bool cached, const ClusterModel& model, const Placement
     if (readings != nullptr) readings->begin(*reading_version, model.node_count());
     part->begun = true;
   }
-  const auto compute = [&](const NodeState& node, NodeReading* reading) {
-    return score_one(policy, node, demand, gpu_only, tracks_cpu_memory, reading);
-  };
   // The part's counts in locals for the loop, written back after it.
   std::size_t memo_lookups = part->memo_lookups;
   std::size_t memo_hits = part->memo_hits;
@@ -101,7 +98,7 @@ void Scorer::score_exact(bool cached, const ClusterModel& model, const Placement
           return;
         }
         if (!cached) {
-          raw[i] = compute(*node, nullptr);
+          raw[i] = score_one(policy, *node, demand, gpu_only, tracks_cpu_memory, nullptr);
           return;
         }
         const std::size_t position = model.position_of(*node);
@@ -119,12 +116,12 @@ void Scorer::score_exact(bool cached, const ClusterModel& model, const Placement
             raw[i] = *same;
             ++memo_hits;
           } else {
-            raw[i] = compute(*node, reading());
+            raw[i] = score_one(policy, *node, demand, gpu_only, tracks_cpu_memory, reading());
             memo->remember(*node, hash, raw[i]);
           }
           if (++memo_lookups == kMemoTrial && memo_hits * kMemoHitsPer < kMemoTrial) memo = nullptr;
         } else {
-          raw[i] = compute(*node, reading());
+          raw[i] = score_one(policy, *node, demand, gpu_only, tracks_cpu_memory, reading());
         }
         cache_.store(position, stamp, raw[i]);
       },
@@ -148,8 +145,8 @@ void Scorer::score_top(const ClusterModel& model, const PlacementPolicy& policy,
     score_exact(lock.owns_lock(), model, policy, demand, offered, raw, unknown);
     return;
   }
-  // A demand the cache holds: the way its last request went, bounds (kept bounds and scores
-  // read back) or scores alone (score() reads them back).
+  // A demand the cache holds: score() where its table holds scores alone (read back), else
+  // bounded again (the kept bounds and scores read back).
   const bool kept = cache_.begin(demand, policy.state_version(), model.node_count());
   if (kept && !cache_.holds_bounds()) {
     score_exact(true, model, policy, demand, offered, raw, unknown);

@@ -61,11 +61,12 @@ class Scorer {
   // cache keeps bounds apart). So rank_scores(raw, top + 1) equals rank_scores of the exact
   // scores, and the argmax is the exact one; nothing else about raw is promised. Nullopt and
   // `unknown` exactly as score(). It is score() where the policy gives no bounds, the caches are
-  // taken or fewer than 512 names are offered, and for a demand whose scores the score cache
-  // holds from a request scored exactly. For a demand new to the cache it scores the first 256
-  // names as score() does and goes on as score() where bounds would spare little: more than an
-  // eighth of the sample's feasible nodes tie at its `top` best distinct scores (each tied node
-  // needs its exact score), or its states repeat often enough for the state memo to be kept.
+  // taken or fewer than 512 names are offered, and for a demand whose table in the score cache
+  // holds scores alone; one whose table holds bounds is bounded again (those bounds read back).
+  // For a demand new to the cache it scores the first 256 names as score() does and goes on as
+  // score() where bounds would spare little: more than an eighth of the sample's feasible nodes
+  // tie at its `top` best distinct scores (each tied node needs its exact score), or its states
+  // repeat often enough for the state memo to be kept.
   void score_top(const ClusterModel& model, const PlacementPolicy& policy, const PodDemand& demand,
                  std::span<const std::string_view> offered, std::span<std::optional<double>> raw,
                  std::span<char> unknown, std::size_t top);
