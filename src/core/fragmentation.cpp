@@ -145,8 +145,10 @@ inline void count_gpus(const T* free, int gpu_count, T need, int& big_enough, Un
 
 // The steps of NodeFragmentation::prepare that read only the node's free amounts.
 
-// Each GPU's free memory (0 when unhealthy) into `free`; returns their sum.
-Units read_free(const NodeState& node, std::array<Units, NodeFragmentation::kMaxGpus>& free) {
+// Each GPU's free memory (0 when unhealthy) into `free`; returns their sum. Inlined into both
+// callers: prepare() runs it for every node scored.
+[[gnu::always_inline]] inline Units read_free(
+    const NodeState& node, std::array<Units, NodeFragmentation::kMaxGpus>& free) {
   Units total = 0;
   const GpuState* gpus = node.gpus().data();
   for (int i = 0; i < node.gpu_count(); ++i) {
@@ -282,7 +284,10 @@ CompiledWorkload::CompiledWorkload(const TargetWorkload& workload) {
     group_.push_back(static_cast<std::uint16_t>(std::min<std::size_t>(group_index, 0xffff)));
     group_weight_[group_index] += weight;
   }
-  for (double w : weight_) weight_sum_ += std::abs(w);
+  for (double w : weight_) {
+    weight_sum_ += std::abs(w);
+    nonnegative_ &= w >= 0;
+  }
   group_size_.assign(groups_.size(), 0);
   for (std::size_t j = 0; j < n; ++j) {
     if (!has_bit(no_gpu_.data(), j)) ++group_size_[group_[j]];
@@ -300,6 +305,53 @@ CompiledWorkload::CompiledWorkload(const TargetWorkload& workload) {
   fits_fast_path_ = needs_.size() <= NodeFragmentation::kMaxNeeds &&
                     groups_.size() <= NodeFragmentation::kMaxGroups &&
                     words_ <= NodeFragmentation::kMaxWords;
+}
+
+std::optional<double> CompiledWorkload::sharing_after_lower_bound(const NodeReading& reading,
+                                                                  const NodeState& node,
+                                                                  Units per_gpu) const {
+  if (!nonnegative_ || !fits_fast_path_ || !reading.filled || reading.needs != needs_.size() ||
+      node.gpu_count() > NodeFragmentation::kMaxGpus || per_gpu <= 0) {
+    return std::nullopt;
+  }
+  // The idle memory as prepare() reads it, and the candidate with the least free (best fit).
+  std::array<Units, NodeFragmentation::kMaxGpus> free;
+  const Units total = read_free(node, free);
+  Units least = std::numeric_limits<Units>::max();
+  for (int i = 0; i < node.gpu_count(); ++i) {
+    const Units f = free[static_cast<std::size_t>(i)];
+    least = f >= per_gpu && f < least ? f : least;
+  }
+  if (least == std::numeric_limits<Units>::max()) return std::nullopt;
+  const Units idle = total - per_gpu;  // after placement, whichever candidate
+  if (idle <= 0) return 0.0;           // nothing idle: F(after) is exactly 0
+  // Per group, the least value any candidate leaves (NodeFragmentation::candidate_state): a
+  // group short of big-enough GPUs stays short (idle); otherwise a candidate smaller than the
+  // need takes per_gpu off the too-small memory, and one at least as large leaves it, or adds
+  // to it, or leaves the group short (idle, which holds the too-small memory and that GPU).
+  const Units capacity = node.spec().memory_per_gpu;
+  std::array<Units, NodeReading::kMaxNeeds> hosted;  // per need, where enough GPUs are big
+  for (std::size_t d = 0; d < needs_.size(); ++d) {
+    // WorkloadShape::per_gpu_on
+    const Units n =
+        needs_[d].relative ? (needs_[d].per_gpu * capacity + 999) / 1000 : needs_[d].per_gpu;
+    const Units small = reading.too_small[d];
+    hosted[d] = least < n ? small - per_gpu : small;
+  }
+  const auto after = static_cast<double>(idle);
+  double bound = no_gpu_weight_ * after;
+  for (std::size_t g = 0; g < groups_.size(); ++g) {
+    const std::size_t d = groups_[g].need;
+    const Units value = reading.big_enough[d] >= groups_[g].count ? hosted[d] : idle;
+    bound += group_weight_[g] * static_cast<double>(value);
+  }
+  // Every term of both sums is >= 0 (weights >= 0, values >= 0). The exact F(after) adds
+  // size() products in target order (within (2 size() + 1) u of its terms' exact sum, u =
+  // 2^-53), which is at least the bound's exact sum; the bound regroups those terms (each
+  // group's weight summed, then multiplied) and is within (size() + groups + 3) u of its exact
+  // sum. Taking 2^-46 (size() + 16) = 128 u (size() + 16) off covers both with room to spare.
+  const double slack = 0x1p-46 * (static_cast<double>(size()) + 16.0);
+  return bound - bound * slack;
 }
 
 bool NodeFragmentation::prepare(const CompiledWorkload& workload, const NodeState& node,

@@ -15,7 +15,7 @@ bool same_demand(const PodDemand& a, const PodDemand& b) {
 ScoreCache::ScoreCache(std::size_t max_demands)
     : max_demands_(std::max<std::size_t>(1, max_demands)) {}
 
-void ScoreCache::begin(const PodDemand& demand, std::uint64_t policy_version,
+bool ScoreCache::begin(const PodDemand& demand, std::uint64_t policy_version,
                        std::size_t positions) {
   ++clock_;
   if (policy_version != policy_version_) {
@@ -28,7 +28,8 @@ void ScoreCache::begin(const PodDemand& demand, std::uint64_t policy_version,
     // Positions beyond the last request's are new; those that vanished are never looked up.
     table.entries.resize(positions);
     active_ = &table.entries;
-    return;
+    active_holds_bounds_ = &table.holds_bounds;
+    return true;
   }
   Table* table = nullptr;
   if (tables_.size() < max_demands_) {
@@ -41,7 +42,10 @@ void ScoreCache::begin(const PodDemand& demand, std::uint64_t policy_version,
   table->demand = demand;
   table->last_used = clock_;
   table->entries.assign(positions, Entry{});
+  table->holds_bounds = false;
   active_ = &table->entries;
+  active_holds_bounds_ = &table->holds_bounds;
+  return false;
 }
 
 }  // namespace gpushare::core

@@ -1,6 +1,7 @@
 #include "gpushare/core/scorer.h"
 
 #include <algorithm>
+#include <functional>
 
 #include "gpushare/core/node_state_key.h"
 
@@ -13,10 +14,45 @@ namespace {
 constexpr std::size_t kMemoTrial = 256;
 constexpr std::size_t kMemoHitsPer = 16;
 
+// score_top: the exact scores of the kFirstExact x top highest bounds are computed first.
+constexpr std::size_t kFirstExact = 4;
+
+// score_top first scores the first kSample names offered as score() does, and keeps to bounds
+// for the rest only where they can spare work: the sample's scores tie little at the top
+// (at most one in kTiedPer of its feasible nodes scores among its `top` best distinct scores;
+// where they tie more, most of the cluster is likely to as well, and each tied node must be
+// scored exactly, bounds or not), and the memo's trial dropped the memo (the states repeat too
+// rarely for it to score each once). Offers smaller than kMinBoundedOffer are scored exactly.
+constexpr std::size_t kSample = 256;
+constexpr std::size_t kTiedPer = 8;
+constexpr std::size_t kMinBoundedOffer = 2 * kSample;
+
 PodDemand gpus_only(PodDemand demand) {
   demand.cpu_milli = 0;
   demand.memory = 0;
   return demand;
+}
+
+// The policy's score of `demand` on `node`; where the node's CPU or memory excludes the pod
+// (`tracks_cpu_memory`: the pod asks for some), its score on GPUs alone (`gpu_only`):
+// kube-scheduler, the authority on CPU and memory, found the node feasible. Inlined: it runs
+// for every node scored.
+[[gnu::always_inline]] inline std::optional<double> score_one(
+    const PlacementPolicy& policy, const NodeState& node, const PodDemand& demand,
+    const PodDemand& gpu_only, bool tracks_cpu_memory, NodeReading* reading) {
+  std::optional<double> score = policy.score_with_reading(node, demand, reading);
+  if (!score && tracks_cpu_memory) score = policy.score_with_reading(node, gpu_only, reading);
+  return score;
+}
+
+// The same for PlacementPolicy::score_bound: nullopt where the policy gives no bound, an inner
+// nullopt where the node cannot hold the pod even on GPUs alone.
+std::optional<std::optional<double>> bound_one(const PlacementPolicy& policy, const NodeState& node,
+                                               const PodDemand& demand, const PodDemand& gpu_only,
+                                               bool tracks_cpu_memory, const NodeReading* reading) {
+  std::optional<std::optional<double>> bound = policy.score_bound(node, demand, reading);
+  if (bound && !*bound && tracks_cpu_memory) bound = policy.score_bound(node, gpu_only, reading);
+  return bound;
 }
 
 }  // namespace
@@ -24,25 +60,36 @@ PodDemand gpus_only(PodDemand demand) {
 void Scorer::score(const ClusterModel& model, const PlacementPolicy& policy,
                    const PodDemand& demand, std::span<const std::string_view> offered,
                    std::span<std::optional<double>> raw, std::span<char> unknown) {
+  std::unique_lock lock(mutex_, std::try_to_lock);
+  score_exact(lock.owns_lock(), model, policy, demand, offered, raw, unknown);
+}
+
+void Scorer::score_exact(bool cached, const ClusterModel& model, const PlacementPolicy& policy,
+                         const PodDemand& demand, std::span<const std::string_view> offered,
+                         std::span<std::optional<double>> raw, std::span<char> unknown,
+                         ExactPart* part) {
   const PodDemand gpu_only = gpus_only(demand);
   const bool tracks_cpu_memory = demand.cpu_milli > 0 || demand.memory > 0;
-  std::unique_lock lock(mutex_, std::try_to_lock);
-  const bool cached = lock.owns_lock();
-  StateMemo* memo = cached && !policy.reads_node_identity() ? &memo_ : nullptr;
   const std::optional<std::uint64_t> reading_version = policy.reading_version();
   FragmentationCache* readings = cached && reading_version ? &readings_ : nullptr;
-  if (cached) cache_.begin(demand, policy.state_version(), model.node_count());
-  // Sized by the nodes it can meet, not the names offered: the memo is kept between requests,
-  // and a body may name far more nodes (repeated, or unknown) than the model has.
-  if (memo != nullptr) memo->begin(std::min(offered.size(), model.node_count()));
-  if (readings != nullptr) readings->begin(*reading_version, model.node_count());
-  std::size_t memo_lookups = 0;
-  std::size_t memo_hits = 0;
-  const auto compute = [&](const NodeState& node, NodeReading* reading) {
-    std::optional<double> score = policy.score_with_reading(node, demand, reading);
-    if (!score && tracks_cpu_memory) score = policy.score_with_reading(node, gpu_only, reading);
-    return score;
-  };
+  ExactPart whole;
+  if (part == nullptr) {
+    whole.memo_on = cached && !policy.reads_node_identity();
+    whole.offer_size = offered.size();
+    part = &whole;
+  }
+  StateMemo* memo = part->memo_on ? &memo_ : nullptr;
+  if (!part->begun) {
+    if (cached) cache_.begin(demand, policy.state_version(), model.node_count());
+    // Sized by the nodes it can meet, not the names offered: the memo is kept between
+    // requests, and a body may name far more nodes (repeated, or unknown) than the model has.
+    if (memo != nullptr) memo->begin(std::min(part->offer_size, model.node_count()));
+    if (readings != nullptr) readings->begin(*reading_version, model.node_count());
+    part->begun = true;
+  }
+  // The part's counts in locals for the loop, written back after it.
+  std::size_t memo_lookups = part->memo_lookups;
+  std::size_t memo_hits = part->memo_hits;
   model.visit_nodes(
       offered,
       [&](std::size_t i, const NodeState* node) {
@@ -51,7 +98,7 @@ void Scorer::score(const ClusterModel& model, const PlacementPolicy& policy,
           return;
         }
         if (!cached) {
-          raw[i] = compute(*node, nullptr);
+          raw[i] = score_one(policy, *node, demand, gpu_only, tracks_cpu_memory, nullptr);
           return;
         }
         const std::size_t position = model.position_of(*node);
@@ -69,17 +116,142 @@ void Scorer::score(const ClusterModel& model, const PlacementPolicy& policy,
             raw[i] = *same;
             ++memo_hits;
           } else {
-            raw[i] = compute(*node, reading());
+            raw[i] = score_one(policy, *node, demand, gpu_only, tracks_cpu_memory, reading());
             memo->remember(*node, hash, raw[i]);
           }
-          if (++memo_lookups == kMemoTrial && memo_hits * kMemoHitsPer < memo_lookups)
-            memo = nullptr;
+          if (++memo_lookups == kMemoTrial && memo_hits * kMemoHitsPer < kMemoTrial) memo = nullptr;
         } else {
-          raw[i] = compute(*node, reading());
+          raw[i] = score_one(policy, *node, demand, gpu_only, tracks_cpu_memory, reading());
         }
         cache_.store(position, stamp, raw[i]);
       },
       /*with_gpus=*/demand.wants_gpu());
+  part->memo_lookups = memo_lookups;
+  part->memo_hits = memo_hits;
+  part->memo_on = memo != nullptr;
+}
+
+void Scorer::score_top(const ClusterModel& model, const PlacementPolicy& policy,
+                       const PodDemand& demand, std::span<const std::string_view> offered,
+                       std::span<std::optional<double>> raw, std::span<char> unknown,
+                       std::size_t top) {
+  std::unique_lock lock(mutex_, std::try_to_lock);
+  const PodDemand gpu_only = gpus_only(demand);
+  const bool tracks_cpu_memory = demand.cpu_milli > 0 || demand.memory > 0;
+  const std::optional<std::uint64_t> reading_version = policy.reading_version();
+  // Bounds need the readings (kept under the lock) and a policy that gives them.
+  if (!lock.owns_lock() || top == 0 || !reading_version || offered.size() < kMinBoundedOffer ||
+      !(policy.bounds_scores(demand) || (tracks_cpu_memory && policy.bounds_scores(gpu_only)))) {
+    score_exact(lock.owns_lock(), model, policy, demand, offered, raw, unknown);
+    return;
+  }
+  // A demand the cache holds: score() where its table holds scores alone (read back), else
+  // bounded again (the kept bounds and scores read back).
+  const bool kept = cache_.begin(demand, policy.state_version(), model.node_count());
+  if (kept && !cache_.holds_bounds()) {
+    score_exact(true, model, policy, demand, offered, raw, unknown);
+    return;
+  }
+  readings_.begin(*reading_version, model.node_count());
+  pending_.clear();
+  best_.clear();
+  // The best `top` distinct exact scores met so far, best first (as rank_scores keeps them).
+  const auto admit = [&](const std::optional<double>& score) {
+    if (!score || (best_.size() == top && !(*score > best_.back()))) return;
+    const auto at = std::lower_bound(best_.begin(), best_.end(), *score, std::greater<>());
+    if (at != best_.end() && *at == *score) return;
+    best_.insert(at, *score);
+    if (best_.size() > top) best_.pop_back();
+  };
+  std::size_t start = 0;  // the first name the bounded passes below visit
+  if (!kept) {
+    // A demand new to the cache: the first kSample names scored as score() scores them (its
+    // memo trial included).
+    ExactPart part;
+    part.memo_on = !policy.reads_node_identity();
+    part.offer_size = offered.size();
+    score_exact(true, model, policy, demand, offered.first(kSample), raw.first(kSample),
+                unknown.first(kSample), &part);
+    std::size_t feasible = 0;
+    for (std::size_t i = 0; i < kSample; ++i) {
+      feasible += raw[i] ? 1 : 0;
+      admit(raw[i]);
+    }
+    std::size_t tied = feasible;  // at the sample's top levels
+    if (best_.size() == top) {
+      tied = static_cast<std::size_t>(std::count_if(
+          raw.begin(), raw.begin() + kSample,
+          [&](const std::optional<double>& score) { return score && !(*score < best_.back()); }));
+    }
+    // Else the rest as score() scores it, the memo's trial carried on.
+    if (tied * kTiedPer > feasible || part.memo_on) {
+      score_exact(true, model, policy, demand, offered.subspan(kSample), raw.subspan(kSample),
+                  unknown.subspan(kSample), &part);
+      return;
+    }
+    start = kSample;
+  }
+  const auto exact = [&](const NodeState& node, std::size_t position, std::uint64_t stamp) {
+    const std::optional<double> score = score_one(policy, node, demand, gpu_only, tracks_cpu_memory,
+                                                  &readings_.at(position, stamp));
+    cache_.store(position, stamp, score);
+    admit(score);
+    return score;
+  };
+  // First pass over the rest: the exact score where it is kept or cheap to know (infeasible, no
+  // bound), else an upper bound, kept for the second pass.
+  model.visit_nodes(
+      offered.subspan(start),
+      [&](std::size_t k, const NodeState* node) {
+        const std::size_t i = start + k;
+        if (node == nullptr) {
+          unknown[i] = 1;
+          return;
+        }
+        const std::size_t position = model.position_of(*node);
+        const std::uint64_t stamp = model.stamp(position);
+        if (const auto known = cache_.find(position, stamp)) {
+          raw[i] = *known;
+          admit(raw[i]);
+          return;
+        }
+        std::optional<std::optional<double>> bound;
+        if (const auto kept = cache_.find_bound(position, stamp)) {
+          bound = std::optional<double>(*kept);
+        } else {
+          bound = bound_one(policy, *node, demand, gpu_only, tracks_cpu_memory,
+                            &readings_.at(position, stamp));
+          if (bound && *bound) cache_.store_bound(position, stamp, **bound);
+        }
+        if (bound && *bound) {
+          raw[i] = **bound;
+          pending_.push_back({**bound, i, node});
+        } else if (bound) {  // infeasible: exact
+          raw[i] = std::nullopt;
+          cache_.store(position, stamp, std::nullopt);
+        } else {
+          raw[i] = exact(*node, position, stamp);
+        }
+      },
+      /*with_gpus=*/demand.wants_gpu());
+  // Second pass: the exact score of every node whose bound is not below the top-th best
+  // distinct exact score found so far (the threshold only rises). The highest bounds are taken
+  // first, so that the threshold rises early.
+  const auto higher = [](const Pending& a, const Pending& b) { return a.bound > b.bound; };
+  const std::size_t first = std::min(pending_.size(), kFirstExact * top);
+  std::nth_element(pending_.begin(), pending_.begin() + static_cast<std::ptrdiff_t>(first),
+                   pending_.end(), higher);
+  std::sort(pending_.begin(), pending_.begin() + static_cast<std::ptrdiff_t>(first), higher);
+  for (const Pending& node : pending_) {
+    if (best_.size() == top && node.bound < best_.back()) continue;  // stays the bound
+    const std::size_t position = model.position_of(*node.node);
+    const std::uint64_t stamp = model.stamp(position);
+    if (const auto known = cache_.find(position, stamp)) {  // offered twice
+      raw[node.index] = *known;
+      continue;
+    }
+    raw[node.index] = exact(*node.node, position, stamp);
+  }
 }
 
 void Scorer::score_dra(const ClusterModel& model, const PlacementPolicy& policy,

@@ -349,7 +349,12 @@ std::vector<wire::HostPriority> SchedulingService::prioritize_impl(
       }
     }
     resolve_pin(demand, args.pod, model);
-    scorer_.score(model, policy, demand, offered, raw, unknown);
+    if (config_.score_mapping == core::ScoreMapping::kRank) {
+      // Rank mapping tells apart only the best few distinct scores: the others may be bounds.
+      scorer_.score_top(model, policy, demand, offered, raw, unknown, core::rank_levels_apart());
+    } else {
+      scorer_.score(model, policy, demand, offered, raw, unknown);
+    }
   });
   std::vector<int> scores = core::map_scores(raw, config_.score_mapping);
   if (!held_node.empty()) prefer_held_node(offered, held_node, scores);

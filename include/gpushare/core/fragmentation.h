@@ -4,6 +4,7 @@
 
 #include <array>
 #include <cstdint>
+#include <optional>
 #include <span>
 #include <string_view>
 #include <vector>
@@ -55,6 +56,8 @@ inline double fragmentation(const NodeState& node, const TargetWorkload& workloa
 // the candidates are first compared by a grouped approximation with a rigorous error bound,
 // and only those that can still hold the minimum are summed exactly.
 
+struct NodeReading;
+
 // A target workload laid out for NodeFragmentation. Built when the target changes (observe(),
 // under the model's exclusive lock); read-only afterwards, so concurrent scorers share it.
 class CompiledWorkload {
@@ -63,6 +66,20 @@ class CompiledWorkload {
   explicit CompiledWorkload(const TargetWorkload& workload);
 
   std::size_t size() const { return weight_.size(); }
+
+  // A lower bound of the smallest F after placing a sharing pod (one GPU) of `per_gpu` on any
+  // of its candidate GPUs: at most the F(after), as a double, that
+  // NodeFragmentation::before_and_minimum returns first for that node and pod, whatever the
+  // pod's CPU and memory. Read from the node's `reading` (filled by prepare() for this node's
+  // state and this workload) and its GPUs' free amounts, in O(groups + GPUs) instead of summing
+  // over the shapes: each group's value is bounded below over every candidate (a GPU with less
+  // free than the need: too_small - per_gpu; otherwise at least too_small; a node with fewer
+  // GPUs big enough than the group wants: the idle memory after placement, which is also what
+  // excluded shapes read and the most any shape reads), summed per group and lowered by more
+  // than the rounding of both sums. nullopt where no bound is given: a weight below 0, a
+  // target beyond the fast path, a reading not for this workload, no GPU with `per_gpu` free.
+  std::optional<double> sharing_after_lower_bound(const NodeReading& reading, const NodeState& node,
+                                                  Units per_gpu) const;
 
  private:
   friend class NodeFragmentation;
@@ -104,6 +121,7 @@ class CompiledWorkload {
   std::vector<std::uint8_t> plain_index_;
   std::vector<std::uint32_t> group_size_;  // GPU shapes per group
   bool fits_fast_path_ = true;             // within NodeFragmentation's fixed capacities
+  bool nonnegative_ = true;                // every weight >= 0 (sharing_after_lower_bound)
 };
 
 // What NodeFragmentation reads of a node alone, nothing of the pod: F(node) and the per-need

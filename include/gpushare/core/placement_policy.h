@@ -54,6 +54,20 @@ class PlacementPolicy {
                                                    NodeReading* /*reading*/) const {
     return score(node, pod);
   }
+  // A cheap upper bound of score_with_reading(node, pod, reading), for callers that need the
+  // exact score of the best nodes only (Scorer::score_top): nullopt where the policy gives none
+  // for this node and pod (the caller computes the score); an inner nullopt where the node
+  // cannot hold the pod (exact: score_with_reading gives nullopt too); else a value at least
+  // score_with_reading's, as doubles. Must be a pure function of what score_with_reading's
+  // value is (node, pod, policy state); `reading` as there, only read, used if filled.
+  virtual std::optional<std::optional<double>> score_bound(const NodeState& /*node*/,
+                                                           const PodDemand& /*pod*/,
+                                                           const NodeReading* /*reading*/) const {
+    return std::nullopt;
+  }
+  // Whether score_bound may give bounds for `pod` (else the caller need not ask per node).
+  virtual bool bounds_scores(const PodDemand& /*pod*/) const { return false; }
+
   // The version of what a reading depends on besides the node (the target workload), where
   // score_with_reading reads or fills readings; nullopt where it ignores them (the caller then
   // keeps none). Moves at least when a kept reading may have changed, so not more often than

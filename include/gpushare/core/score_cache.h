@@ -10,6 +10,8 @@
 // bits: it is reused. The cache keeps one table per demand for the last `max_demands` demands
 // asked for (least recently used is dropped); a new policy version drops every table.
 //
+// Besides scores, a table may hold upper bounds of scores (store_bound), told apart from them.
+//
 // Memory: at most max_demands tables of 16 bytes per node position (16 demands x 10 000 nodes:
 // 2.5 MiB).
 //
@@ -31,26 +33,46 @@ class ScoreCache {
 
   // Starts a request: selects the table of `demand` if the cache holds one for
   // `policy_version` (else a fresh one, dropping the least recently used beyond max_demands,
-  // or every table when the version moved); sizes it for `positions` nodes.
-  void begin(const PodDemand& demand, std::uint64_t policy_version, std::size_t positions);
+  // or every table when the version moved); sizes it for `positions` nodes. True where the
+  // demand's table was kept (its scores may be read back), false for a fresh one.
+  bool begin(const PodDemand& demand, std::uint64_t policy_version, std::size_t positions);
 
   // The score remembered in the selected table for the node at `position` with `stamp`, if any
-  // (the inner nullopt: the node cannot hold the pod).
+  // (the inner nullopt: the node cannot hold the pod). A bound (store_bound) is not a score:
+  // find() does not return it.
   std::optional<std::optional<double>> find(std::size_t position, std::uint64_t stamp) const {
     const Entry& entry = (*active_)[position];
-    if ((entry.key >> 1) != stamp || entry.key == kEmpty) return std::nullopt;
-    return (entry.key & 1) != 0 ? std::optional<double>(entry.score) : std::nullopt;
+    if ((entry.key >> 2) != stamp || (entry.key & kBound) != 0 || entry.key == kEmpty)
+      return std::nullopt;
+    return (entry.key & kFeasible) != 0 ? std::optional<double>(entry.score) : std::nullopt;
   }
   void store(std::size_t position, std::uint64_t stamp, std::optional<double> score) {
-    (*active_)[position] = {stamp << 1 | (score ? 1U : 0U), score.value_or(0.0)};
+    (*active_)[position] = {stamp << 2 | (score ? kFeasible : 0U), score.value_or(0.0)};
   }
+  // An upper bound of the node's score (PlacementPolicy::score_bound), kept apart from scores:
+  // the bound remembered for the node at `position` with `stamp`, if that is what the entry
+  // holds. A pure function of the same key as a score, so as reusable.
+  std::optional<double> find_bound(std::size_t position, std::uint64_t stamp) const {
+    const Entry& entry = (*active_)[position];
+    if ((entry.key >> 2) != stamp || (entry.key & kBound) == 0) return std::nullopt;
+    return entry.score;
+  }
+  void store_bound(std::size_t position, std::uint64_t stamp, double bound) {
+    (*active_)[position] = {stamp << 2 | kBound, bound};
+    *active_holds_bounds_ = true;
+  }
+  // Whether store_bound was called on the selected table since it was made.
+  bool holds_bounds() const { return *active_holds_bounds_; }
 
   // Tables held now (for tests and /inspect-style introspection).
   std::size_t tables() const { return tables_.size(); }
 
  private:
-  // Stamps start at 1 and stay far below 2^63: the key is stamp << 1 | feasible, 0 is empty.
+  // Stamps start at 1 and stay far below 2^62: the key is stamp << 2 | bound | feasible, 0 is
+  // empty.
   static constexpr std::uint64_t kEmpty = 0;
+  static constexpr std::uint64_t kFeasible = 1;
+  static constexpr std::uint64_t kBound = 2;
   struct Entry {
     std::uint64_t key = kEmpty;
     double score = 0;
@@ -59,10 +81,12 @@ class ScoreCache {
     PodDemand demand;
     std::vector<Entry> entries;
     std::uint64_t last_used = 0;
+    bool holds_bounds = false;
   };
   std::size_t max_demands_;
   std::vector<Table> tables_;
   std::vector<Entry>* active_ = nullptr;
+  bool* active_holds_bounds_ = nullptr;
   std::uint64_t policy_version_ = 0;
   std::uint64_t clock_ = 0;  // request count, for least-recently-used
 };

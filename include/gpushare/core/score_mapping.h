@@ -11,6 +11,7 @@
 //    scores; equal raw scores share a level.
 // Infeasible nodes (nullopt) get 0 under both.
 
+#include <cstddef>
 #include <optional>
 #include <span>
 #include <string>
@@ -30,6 +31,12 @@ std::vector<int> min_max_scores(std::span<const std::optional<double>> raw,
                                 int max_score = kMaxExtenderScore);
 std::vector<int> rank_scores(std::span<const std::optional<double>> raw,
                              int max_score = kMaxExtenderScore);
+// The best distinct raw scores rank_scores(raw, max_score) tells apart (levels max_score down
+// to 2): every other feasible node gets 1 whatever its raw score, so raw values below all of
+// those give the same levels (core/scorer.h, Scorer::score_top).
+constexpr std::size_t rank_levels_apart(int max_score = kMaxExtenderScore) {
+  return max_score > 1 ? static_cast<std::size_t>(max_score - 1) : 0;
+}
 std::vector<int> map_scores(std::span<const std::optional<double>> raw, ScoreMapping mapping,
                             int max_score = kMaxExtenderScore);
 

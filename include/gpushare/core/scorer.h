@@ -17,11 +17,12 @@
 //
 // Bound to one ClusterModel object: the caches are keyed on its positions and stamps.
 //
-// Thread-safety: score() and score_dra() may run concurrently, each under the model's shared
-// lock, held by the caller for the whole call (the memo holds pointers into the model, and the
-// model must not change while a call reads it). `mutex_` guards cache_, memo_ and readings_,
-// one call at a time; a call that finds it taken scores without them (the same scores,
-// more work) instead of waiting, so requests never queue here, and since try_lock never blocks it
+// Thread-safety: score(), score_top() and score_dra() may run concurrently, each under the
+// model's shared lock, held by the caller for the whole call (the memo holds pointers into the
+// model, and the model must not change while a call reads it). `mutex_` guards cache_, memo_,
+// readings_ and score_top's scratch, one call at a time; a call that finds it taken scores
+// without them (the same scores, more work) instead of waiting, so requests never queue here,
+// and since try_lock never blocks it
 // adds no lock-order constraint to the model's lock.
 
 #include <cstdint>
@@ -29,6 +30,7 @@
 #include <optional>
 #include <span>
 #include <string_view>
+#include <vector>
 
 #include "gpushare/core/cluster_model.h"
 #include "gpushare/core/dra.h"
@@ -51,6 +53,24 @@ class Scorer {
              std::span<const std::string_view> offered, std::span<std::optional<double>> raw,
              std::span<char> unknown);
 
+  // As score(), for a caller that tells apart only the `top` best distinct raw scores (rank
+  // mapping: rank_scores(raw, top + 1) gives every other feasible node the same level): raw[i]
+  // is the exact score of every node whose score is among the `top` best distinct scores, and
+  // of some others; every other feasible node gets an upper bound of its score
+  // (PlacementPolicy::score_bound) below all of those, never mistaken for its score (the score
+  // cache keeps bounds apart). So rank_scores(raw, top + 1) equals rank_scores of the exact
+  // scores, and the argmax is the exact one; nothing else about raw is promised. Nullopt and
+  // `unknown` exactly as score(). It is score() where the policy gives no bounds, the caches are
+  // taken or fewer than 512 names are offered, and for a demand whose table in the score cache
+  // holds scores alone; one whose table holds bounds is bounded again (those bounds read back).
+  // For a demand new to the cache it scores the first 256 names as score() does and goes on as
+  // score() where bounds would spare little: more than an eighth of the sample's feasible nodes
+  // tie at its `top` best distinct scores (each tied node needs its exact score), or its states
+  // repeat often enough for the state memo to be kept.
+  void score_top(const ClusterModel& model, const PlacementPolicy& policy, const PodDemand& demand,
+                 std::span<const std::string_view> offered, std::span<std::optional<double>> raw,
+                 std::span<char> unknown, std::size_t top);
+
   // The same for a pod with DRA claims: `requests` are its device requests still to allocate
   // (not empty), `cpu_milli` and `memory` its CPU and memory. Uses none of the caches: each node
   // is scored on the devices first fit takes there.
@@ -60,10 +80,36 @@ class Scorer {
                         std::span<std::optional<double>> raw, std::span<char> unknown);
 
  private:
+  // One request's score() in consecutive parts of the offer (score_top: a sample, then the
+  // rest): the caches are begun by the first part, the memo's trial carries on.
+  struct ExactPart {
+    bool begun = false;
+    bool memo_on = false;        // the memo is in use (not dropped by its trial)
+    std::size_t offer_size = 0;  // names offered in all parts (sizes the memo)
+    std::size_t memo_lookups = 0;
+    std::size_t memo_hits = 0;
+  };
+  // score() with the caches (`cached`: mutex_ held) or without them; `part` null: the whole
+  // offer at once.
+  void score_exact(bool cached, const ClusterModel& model, const PlacementPolicy& policy,
+                   const PodDemand& demand, std::span<const std::string_view> offered,
+                   std::span<std::optional<double>> raw, std::span<char> unknown,
+                   ExactPart* part = nullptr);
+
+  // A node score_top bounded, to be scored exactly if the bound can reach the top.
+  struct Pending {
+    double bound;
+    std::size_t index;  // into offered
+    const NodeState* node;
+  };
+
   std::mutex mutex_;
   ScoreCache cache_;
   StateMemo memo_;
   FragmentationCache readings_;
+  // score_top's scratch, kept between requests to spare the allocations.
+  std::vector<Pending> pending_;
+  std::vector<double> best_;
 };
 
 }  // namespace gpushare::core

@@ -389,6 +389,45 @@ std::optional<double> FgdPlusPolicy::score_with_reading(const NodeState& node, c
   return best;
 }
 
+double FgdPlusPolicy::sharing_score(double measure_before, double fragmentation_after,
+                                    Units idle_after, std::int64_t cpu_after,
+                                    std::int64_t memory_after, double capacity) const {
+  return -(measure(fragmentation_after, idle_after, cpu_after, memory_after) - measure_before) /
+             capacity -
+         options_.pack_weight * static_cast<double>(idle_after) / (8 * capacity);
+}
+
+bool FgdPlusPolicy::bounds_scores(const PodDemand& pod) const {
+  return pod.wants_gpu() && !pod.needs_whole_gpus();
+}
+
+std::optional<std::optional<double>> FgdPlusPolicy::score_bound(const NodeState& node,
+                                                                const PodDemand& pod,
+                                                                const NodeReading* reading) const {
+  if (!bounds_scores(pod) || reading == nullptr || !reading->filled) return std::nullopt;
+  if (!check_fit(node, pod).fits()) return std::optional<double>();  // exact: infeasible
+  const std::optional<double> after =
+      compiled_.sharing_after_lower_bound(*reading, node, pod.per_gpu);
+  if (!after) return std::nullopt;
+  // As place_with on a prepared node with this reading: F(node) is the reading's, the idle
+  // memory, CPU and memory as NodeFragmentation::prepare reads them.
+  Units idle = 0;
+  for (const GpuState& gpu : node.gpus()) {
+    idle += gpu.healthy && gpu.used < gpu.capacity ? gpu.capacity - gpu.used : 0;
+  }
+  const std::int64_t cpu = node.cpu_free();
+  const std::int64_t memory = node.memory_free();
+  const std::int64_t cpu_after = cpu == kUntracked ? cpu : cpu - pod.cpu_milli;
+  const std::int64_t memory_after = memory == kUntracked ? memory : memory - pod.memory;
+  const double capacity = static_cast<double>(std::max<Units>(1, node.spec().memory_per_gpu));
+  const double measure_before = measure(reading->before, idle, cpu, memory);
+  return sharing_score(measure_before, *after, idle - pod.per_gpu, cpu_after, memory_after,
+                       capacity) -
+         scarcity_cost(node.spec().gpu_model, node.spec().memory_per_gpu, pod,
+                       pod.per_gpu * pod.gpu_count) -
+         host_cost(node, pod);
+}
+
 // The score of the best candidate; into *score_only (without choosing the GPU) when given.
 Placement FgdPlusPolicy::place_with(const NodeFragmentation& fragmentation, const NodeState& node,
                                     const PodDemand& pod, double* score_only) const {
@@ -397,11 +436,8 @@ Placement FgdPlusPolicy::place_with(const NodeFragmentation& fragmentation, cons
   double measure_before = 0;
   // As reference_place: higher is better, the growth of M in GPUs and a little packing.
   const auto score = [&](double fragmentation_after, Units idle_after) {
-    return -(measure(fragmentation_after, idle_after, fragmentation.cpu_after(),
-                     fragmentation.memory_after()) -
-             measure_before) /
-               capacity -
-           options_.pack_weight * static_cast<double>(idle_after) / (8 * capacity);
+    return sharing_score(measure_before, fragmentation_after, idle_after, fragmentation.cpu_after(),
+                         fragmentation.memory_after(), capacity);
   };
   const auto set_before = [&](double fragmentation_before) {
     measure_before = measure(fragmentation_before, idle, fragmentation.cpu_before(),

@@ -4,7 +4,9 @@
 // targets: the same GPUs and bit-identical scores.
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <bit>
+#include <cmath>
 #include <cstdint>
 #include <random>
 #include <string>
@@ -298,6 +300,50 @@ TEST(FgdFastPath, NodesBeyondItsCapacityUseTheReference) {
   EXPECT_EQ(placed->gpus, reference->gpus);
   EXPECT_EQ(bits(placed->score), bits(reference->score));
   EXPECT_EQ(bits(*plus.score(node, pod)), bits(reference->score));
+}
+
+// fgd-plus's score bound (Scorer::score_top reads it to skip nodes that cannot reach the top
+// levels): for every node and pod it gives one for, at least the score, as doubles, and exactly
+// nullopt where the node cannot hold the pod; the F(after) bound below every candidate's F.
+TEST(FgdFastPath, ScoreBoundIsNeverBelowTheScore) {
+  Random r(20261128);
+  int bounded = 0;
+  int tight = 0;
+  for (int t = 0; t < 300; ++t) {
+    const TargetWorkload target = random_target(r);
+    FgdPlusPolicy::Options options;
+    if (r.chance(0.2)) options.balance_weight = 0;
+    if (r.chance(0.2)) options.pack_weight = 0;
+    if (r.chance(0.2)) options.balance_weight = r.weight() * 3;
+    const FgdPlusPolicy plus(target, options);
+    const CompiledWorkload compiled(target);
+    for (int n = 0; n < 30; ++n) {
+      const NodeState node = random_node(r);
+      NodeReading reading;
+      EXPECT_FALSE(plus.score_bound(node, random_pod(r, node.spec().memory_per_gpu), &reading));
+      plus.score_with_reading(node, random_pod(r, node.spec().memory_per_gpu), &reading);
+      for (int p = 0; p < 6; ++p) {
+        const PodDemand pod = random_pod(r, node.spec().memory_per_gpu);
+        const auto bound = plus.score_bound(node, pod, &reading);
+        const std::optional<double> score = plus.score(node, pod);
+        if (!bound) continue;
+        ++bounded;
+        ASSERT_EQ(bound->has_value(), score.has_value()) << "target " << t << " node " << n;
+        if (!score) continue;
+        ASSERT_GE(**bound, *score) << "target " << t << " node " << n << " pod " << p;
+        tight += **bound - *score <= 1e-9 * std::max(1.0, std::abs(*score)) ? 1 : 0;
+        const std::optional<double> after =
+            compiled.sharing_after_lower_bound(reading, node, pod.per_gpu);
+        ASSERT_TRUE(after);
+        NodeFragmentation fast;
+        ASSERT_TRUE(fast.prepare(compiled, node, pod));
+        for (int k = 0; k < fast.candidates(); ++k) ASSERT_LE(*after, fast.candidate_after(k));
+      }
+    }
+  }
+  RecordProperty("bounded", bounded);
+  EXPECT_GT(bounded, 5000);        // not vacuous
+  EXPECT_GT(tight, bounded / 20);  // and often close to the score
 }
 
 }  // namespace

@@ -1,6 +1,7 @@
-// ScoreCache keeps one table of raw scores per demand, for the last few demands, and drops them
-// all when the policy's version moves; StateMemo and state_hash/same_state tell nodes in the
-// same state apart from nodes that differ in anything a policy may read.
+// ScoreCache keeps one table of raw scores (and bounds of scores, apart) per demand, for the
+// last few demands, and drops them all when the policy's version moves; StateMemo and
+// state_hash/same_state tell nodes in the same state apart from nodes that differ in anything
+// a policy may read.
 
 #include "gpushare/core/score_cache.h"
 
@@ -55,6 +56,34 @@ TEST(ScoreCache, KeepsATablePerDemandAndForgetsTheLeastRecentlyUsed) {
   EXPECT_FALSE(cache.find(4, 1));
 }
 
+// A bound is kept apart from a score: find() never returns it, find_bound() only it, and a
+// score stored over it (or a bound over a score) replaces it.
+TEST(ScoreCache, KeepsBoundsApartFromScores) {
+  ScoreCache cache;
+  cache.begin(demand_of(4), 1, 2);
+  cache.store_bound(0, 5, 2.5);
+  EXPECT_FALSE(cache.find(0, 5));
+  ASSERT_TRUE(cache.find_bound(0, 5));
+  EXPECT_EQ(*cache.find_bound(0, 5), 2.5);
+  EXPECT_FALSE(cache.find_bound(0, 6));  // the node's stamp moved
+  cache.store(0, 5, 1.5);
+  EXPECT_FALSE(cache.find_bound(0, 5));
+  ASSERT_TRUE(cache.find(0, 5));
+  EXPECT_EQ(*cache.find(0, 5), std::optional<double>(1.5));
+  cache.store(1, 5, std::nullopt);
+  EXPECT_FALSE(cache.find_bound(1, 5));
+  cache.store_bound(1, 5, -3.0);
+  EXPECT_FALSE(cache.find(1, 5));
+  EXPECT_EQ(cache.find_bound(1, 5), std::optional<double>(-3.0));
+  // Kept per demand and dropped with the policy's version, as scores are.
+  cache.begin(demand_of(8), 1, 2);
+  EXPECT_FALSE(cache.find_bound(1, 5));
+  cache.begin(demand_of(4), 1, 2);
+  EXPECT_TRUE(cache.find_bound(1, 5));
+  cache.begin(demand_of(4), 2, 2);
+  EXPECT_FALSE(cache.find_bound(1, 5));
+}
+
 NodeState node(const std::string& name, const std::string& model = "A100") {
   NodeSpec spec;
   spec.name = name;
@@ -65,6 +94,29 @@ NodeState node(const std::string& name, const std::string& model = "A100") {
   spec.cpu_milli = 64000;
   spec.memory = 1 << 30;
   return NodeState(spec);
+}
+
+// begin() tells a kept table from a fresh one, and holds_bounds() whether the selected table
+// got a bound since it was made (Scorer::score_top goes the way the demand's last request went).
+TEST(ScoreCache, TellsKeptTablesAndTablesHoldingBounds) {
+  ScoreCache cache(2);
+  EXPECT_FALSE(cache.begin(demand_of(4), 7, 3));  // fresh
+  EXPECT_FALSE(cache.holds_bounds());
+  cache.store(0, 1, 0.5);
+  EXPECT_FALSE(cache.holds_bounds());
+  EXPECT_FALSE(cache.begin(demand_of(8), 7, 3));
+  cache.store_bound(1, 1, 0.75);
+  EXPECT_TRUE(cache.holds_bounds());
+  EXPECT_TRUE(cache.begin(demand_of(4), 7, 3));  // kept, scores only
+  EXPECT_FALSE(cache.holds_bounds());
+  EXPECT_TRUE(cache.begin(demand_of(8), 7, 3));  // kept, with a bound
+  EXPECT_TRUE(cache.holds_bounds());
+  // A third demand takes the least recently used table (4's): fresh, without bounds.
+  EXPECT_FALSE(cache.begin(demand_of(2), 7, 3));
+  EXPECT_FALSE(cache.holds_bounds());
+  // A move of the policy's version drops every table.
+  EXPECT_FALSE(cache.begin(demand_of(8), 8, 3));
+  EXPECT_FALSE(cache.holds_bounds());
 }
 
 TEST(NodeStateKey, NodesDifferingOnlyInIdentityShareAState) {

@@ -13,10 +13,12 @@
 #include <random>
 #include <shared_mutex>
 #include <string>
+#include <string_view>
 #include <thread>
 #include <vector>
 
 #include "gpushare/core/policy_registry.h"
+#include "gpushare/core/score_mapping.h"
 #include "gpushare/kube/dra_objects.h"
 
 namespace gpushare::core {
@@ -31,10 +33,11 @@ std::vector<std::optional<std::uint64_t>> bits_of(const std::vector<std::optiona
 }
 
 // A cluster of `count` nodes of 8 GPUs of 32 units, CPU and memory tracked, in a few states
-// shared by many nodes (as a cluster's pools are) and some of their own.
+// shared by many nodes (as a cluster's pools are) and some of their own; with more binds per
+// node (`max_binds`), most nodes in states of their own.
 class Cluster {
  public:
-  explicit Cluster(std::uint64_t seed, int count) : rng_(seed) {
+  explicit Cluster(std::uint64_t seed, int count, int max_binds = 5) : rng_(seed) {
     for (int n = 0; n < count; ++n) {
       NodeSpec spec;
       spec.name = fmt::format("node-{}", n);
@@ -45,7 +48,7 @@ class Cluster {
       spec.gpu_model = n % 3 == 0 ? "T4" : "A100";
       model.upsert_node(spec);
       names.push_back(spec.name);
-      for (int p = between(0, 5); p > 0; --p) bind(n);
+      for (auto p = between(0, max_binds); p > 0; --p) bind(n);
     }
   }
   std::int64_t between(std::int64_t lo, std::int64_t hi) {
@@ -148,9 +151,116 @@ TEST(Scorer, EqualsEachNodeScoredAloneRequestAfterRequest) {
   }
 }
 
+// score_top with rank mapping of `top` + 1 levels: the levels are those of the exact scores,
+// request after request, with binds, a learning policy and prices between them; the nodes at
+// the levels above 1 hold their exact scores, the others at least them; the bounds it keeps in
+// the score cache are never read back as scores (by score_top or score()).
+TEST(Scorer, TopScoresRankAsTheExactScoresDo) {
+  for (const char* name : {"fgd-plus", "fgd", "binpack"}) {
+    SCOPED_TRACE(name);
+    Cluster cluster(31, 1000, 14);
+    const auto policy = make_policy(name);
+    policy->observe_cluster(cluster.model.nodes());
+    Scorer scorer;
+    const std::vector<std::string> offered = cluster.offer();
+    const std::vector<std::string_view> views(offered.begin(), offered.end());
+    std::vector<PodDemand> seen;
+    int bounded = 0;
+    for (int request = 0; request < 90; ++request) {
+      PodDemand demand = request % 3 == 2 && !seen.empty() ? seen[seen.size() / 2] : cluster.pod();
+      seen.push_back(demand);
+      if (request % 4 == 1) cluster.bind(cluster.between(0, 999));
+      if (request % 10 == 9) policy->observe(demand);
+      if (request % 15 == 14) policy->observe_cluster(cluster.model.nodes());
+      const std::size_t top = request % 5 == 4 ? 1 + static_cast<std::size_t>(request % 9) : 9;
+      const int levels = static_cast<int>(top) + 1;
+      Scored scored{std::vector<std::optional<double>>(offered.size()),
+                    std::vector<char>(offered.size(), 0)};
+      scorer.score_top(cluster.model, *policy, demand, views, scored.raw, scored.unknown, top);
+      const auto exact = expected_scores(cluster.model, *policy, demand, offered);
+      const std::vector<int> expected_levels = rank_scores(exact, levels);
+      ASSERT_EQ(rank_scores(scored.raw, levels), expected_levels) << "request " << request;
+      for (std::size_t i = 0; i < offered.size(); ++i) {
+        ASSERT_EQ(scored.unknown[i] != 0, offered[i] == "no-such-node") << offered[i];
+        ASSERT_EQ(scored.raw[i].has_value(), exact[i].has_value()) << offered[i];
+        if (!exact[i] || bits_of({scored.raw[i]}) == bits_of({exact[i]})) continue;
+        ++bounded;
+        ASSERT_EQ(expected_levels[i], 1) << offered[i] << ", request " << request;
+        ASSERT_GT(*scored.raw[i], *exact[i]) << offered[i] << ", request " << request;
+      }
+      if (request % 6 == 5) {  // the same demand, every score exact
+        const Scored again = score_with(scorer, cluster.model, *policy, demand, offered);
+        ASSERT_EQ(bits_of(again.raw), bits_of(exact)) << "request " << request;
+      }
+    }
+    // fgd-plus bounds sharing pods' scores: most nodes are never scored exactly. The others
+    // give no bounds: score_top is score() for them.
+    if (std::string_view(name) == "fgd-plus") {
+      EXPECT_GT(bounded, 1000);
+    } else {
+      EXPECT_EQ(bounded, 0);
+    }
+  }
+}
+
+// score_top against the exact scores over many random clusters and demands: clusters whose
+// nodes mostly share a few states (ties at every level, also at the boundary between the
+// lowest level told apart and 1) and clusters of mostly distinct states, offers below and above
+// the sample's size, every number of levels. The levels always equal the exact ones; where
+// the nodes share states, score_top takes the exact path (every score exact).
+TEST(Scorer, TopScoresRankAsTheExactScoresDoOnRandomClusters) {
+  const auto policy = make_policy("fgd-plus");
+  int bounded_requests = 0;
+  int exact_requests = 0;
+  for (std::uint64_t seed = 0; seed < 24; ++seed) {
+    SCOPED_TRACE(seed);
+    const int nodes = seed % 4 == 0 ? 300 : 520 + static_cast<int>(seed) * 60;
+    const int max_binds = seed % 3 == 0 ? 1 : static_cast<int>(8 + seed % 9);
+    Cluster cluster(100 + seed, nodes, max_binds);
+    policy->observe_cluster(cluster.model.nodes());
+    Scorer scorer;
+    const std::vector<std::string> offered = cluster.offer();
+    const std::vector<std::string_view> views(offered.begin(), offered.end());
+    for (int request = 0; request < 16; ++request) {
+      const PodDemand demand = cluster.pod();
+      // The service's levels (rank_levels_apart) every other request, fewer in between.
+      const std::size_t top = request % 2 == 0
+                                  ? rank_levels_apart()
+                                  : 1 + static_cast<std::size_t>(cluster.between(0, 8));
+      const int levels = static_cast<int>(top) + 1;
+      Scored scored{std::vector<std::optional<double>>(offered.size()),
+                    std::vector<char>(offered.size(), 0)};
+      scorer.score_top(cluster.model, *policy, demand, views, scored.raw, scored.unknown, top);
+      const auto exact = expected_scores(cluster.model, *policy, demand, offered);
+      ASSERT_EQ(rank_scores(scored.raw, levels), rank_scores(exact, levels))
+          << "request " << request << ", top " << top;
+      if (top == rank_levels_apart()) {
+        ASSERT_EQ(map_scores(scored.raw, ScoreMapping::kRank),
+                  map_scores(exact, ScoreMapping::kRank))
+            << "request " << request;
+      }
+      const bool all_exact = bits_of(scored.raw) == bits_of(exact);
+      (all_exact ? exact_requests : bounded_requests) += 1;
+      if (max_binds == 1) {
+        EXPECT_TRUE(all_exact) << "request " << request;
+      }
+      if (request % 3 == 2) {  // min-max mapping: score() after score_top, every score exact
+        const Scored again = score_with(scorer, cluster.model, *policy, demand, offered);
+        ASSERT_EQ(bits_of(again.raw), bits_of(exact)) << "request " << request;
+        ASSERT_EQ(map_scores(again.raw, ScoreMapping::kMinMax),
+                  map_scores(exact, ScoreMapping::kMinMax));
+      }
+      if (request % 4 == 3) cluster.bind(cluster.between(0, nodes - 1));
+    }
+  }
+  // Both paths were taken.
+  EXPECT_GT(bounded_requests, 10) << exact_requests << " requests scored exactly";
+  EXPECT_GT(exact_requests, 10) << bounded_requests << " requests bounded";
+}
+
 // Threads score at once under the model's shared lock while a writer binds under its exclusive
 // lock: one of them holds the caches, the others score without them, and every answer is the
-// policy's for the model as that reader saw it.
+// policy's for the model as that reader saw it (score_top's: its levels under rank mapping).
 TEST(Scorer, ParallelRequestsWhileTheModelChangesGetExactScores) {
   Cluster cluster(7, 200);
   const auto policy = make_policy("fgd-plus");
@@ -168,10 +278,17 @@ TEST(Scorer, ParallelRequestsWhileTheModelChangesGetExactScores) {
       for (int r = 0; r < 40; ++r) {
         const PodDemand& demand = demands[static_cast<std::size_t>((t + r) % 6)];
         std::shared_lock lock(model_lock);
-        const Scored scored = score_with(scorer, cluster.model, *policy, demand, offered);
-        if (bits_of(scored.raw) !=
-            bits_of(expected_scores(cluster.model, *policy, demand, offered))) {
-          ++mismatches;
+        const auto exact = expected_scores(cluster.model, *policy, demand, offered);
+        if (t % 2 == 0) {
+          const Scored scored = score_with(scorer, cluster.model, *policy, demand, offered);
+          if (bits_of(scored.raw) != bits_of(exact)) ++mismatches;
+        } else {  // score_top: the same levels
+          const std::vector<std::string_view> views(offered.begin(), offered.end());
+          Scored scored{std::vector<std::optional<double>>(offered.size()),
+                        std::vector<char>(offered.size(), 0)};
+          scorer.score_top(cluster.model, *policy, demand, views, scored.raw, scored.unknown,
+                           rank_levels_apart());
+          if (rank_scores(scored.raw) != rank_scores(exact)) ++mismatches;
         }
         ++requests;
       }

@@ -115,6 +115,12 @@ class FgdPlusPolicy final : public PlacementPolicy {
   std::optional<double> score(const NodeState& node, const PodDemand& pod) const override;
   std::optional<double> score_with_reading(const NodeState& node, const PodDemand& pod,
                                            NodeReading* reading) const override;
+  // Sharing pods (one GPU), on nodes with a filled reading: the score with F after placement
+  // replaced by CompiledWorkload::sharing_after_lower_bound, everything else as score() computes
+  // it (the score falls as F(after) grows, each step a monotonic floating-point operation).
+  std::optional<std::optional<double>> score_bound(const NodeState& node, const PodDemand& pod,
+                                                   const NodeReading* reading) const override;
+  bool bounds_scores(const PodDemand& pod) const override;
   // The learned target's version (fgd-plus: prices do not enter a reading).
   std::optional<std::uint64_t> reading_version() const override;
   std::optional<double> score_taken(const NodeState& node, const PodDemand& pod,
@@ -157,6 +163,11 @@ class FgdPlusPolicy final : public PlacementPolicy {
   void update_ratios();
   // S(n) of a node with `idle` GPU memory, `cpu_free` and `memory_free` left.
   double stranded_gpu(Units idle, std::int64_t cpu_free, std::int64_t memory_free) const;
+  // A sharing pod's score before its prices: the growth of M(n) in GPUs, from M(n) before
+  // (`measure_before`) and F after placement, and a little packing. Non-increasing in
+  // `fragmentation_after`.
+  double sharing_score(double measure_before, double fragmentation_after, Units idle_after,
+                       std::int64_t cpu_after, std::int64_t memory_after, double capacity) const;
   // M(n) from F(n) and what S(n) reads.
   double measure(double fragmentation, Units idle, std::int64_t cpu_free,
                  std::int64_t memory_free) const;
