@@ -121,6 +121,15 @@ TargetWorkload random_target(Random& r) {
   return target;
 }
 
+// fgd-plus's options with the balance and pack terms now and then off or reweighted.
+FgdPlusPolicy::Options random_plus_options(Random& r) {
+  FgdPlusPolicy::Options options;
+  if (r.chance(0.2)) options.balance_weight = 0;
+  if (r.chance(0.2)) options.pack_weight = 0;
+  if (r.chance(0.2)) options.balance_weight = r.weight() * 3;
+  return options;
+}
+
 PodDemand random_pod(Random& r, Units capacity) {
   PodDemand pod;
   const double kind = r.weight();
@@ -184,10 +193,7 @@ TEST(FgdFastPath, MatchesTheReferenceOnRandomNodesPodsAndTargets) {
   for (int t = 0; t < 400; ++t) {
     const TargetWorkload target = random_target(r);
     const FgdPolicy fgd(target);
-    FgdPlusPolicy::Options options;
-    if (r.chance(0.2)) options.balance_weight = 0;
-    if (r.chance(0.2)) options.pack_weight = 0;
-    if (r.chance(0.2)) options.balance_weight = r.weight() * 3;
+    const FgdPlusPolicy::Options options = random_plus_options(r);
     const FgdPlusPolicy plus(target, options);
     const CompiledWorkload compiled(target);
     for (int n = 0; n < 30; ++n) {
@@ -311,10 +317,7 @@ TEST(FgdFastPath, ScoreBoundIsNeverBelowTheScore) {
   int tight = 0;
   for (int t = 0; t < 300; ++t) {
     const TargetWorkload target = random_target(r);
-    FgdPlusPolicy::Options options;
-    if (r.chance(0.2)) options.balance_weight = 0;
-    if (r.chance(0.2)) options.pack_weight = 0;
-    if (r.chance(0.2)) options.balance_weight = r.weight() * 3;
+    const FgdPlusPolicy::Options options = random_plus_options(r);
     const FgdPlusPolicy plus(target, options);
     const CompiledWorkload compiled(target);
     for (int n = 0; n < 30; ++n) {

@@ -4,6 +4,8 @@
 #include <cmath>
 #include <set>
 #include <string>
+#include <utility>
+#include <vector>
 
 #include "gpushare/core/fit.h"
 #include "gpushare/core/placement_policy.h"
@@ -454,19 +456,27 @@ TEST(FgdPlusHosts, ABrokenSlotCostsItsDearestShapeNotEveryShapeItHosts) {
   EXPECT_NEAR(many.host_cost(fleet.nodes[1], pod(1000, 1, 4000)), 2 * dearest * 8, 1e-12);
 }
 
-TEST(FgdPlusHosts, AMultiGpuPodPaysMoreOnANodeThatAlsoHostsRarerShapes) {
-  // One g3 and three g2: the common 64-core shape is priced, the 120-core one (g3 only) is
-  // below the threshold. The largest loss is the common shape's on either node; the host sets
-  // make g3 dearer for a 64-core 8-GPU pod by what it holds for the 120-core pods.
+// One g3 (128 cores, 768 GiB) and three g2 (96 cores, 384 GiB), 8 empty GPUs each, and a target
+// where the common 64-core 8-GPU shape is priced and the 120-core one (g3 only) is below the
+// threshold.
+std::pair<TargetWorkload, std::vector<NodeState>> one_g3_three_g2() {
   const double eight_gpu = 1 / std::sqrt(8.0);
-  const TargetWorkload target{{shape(1000, 1, 1000), 0.5},
-                              {HostFleet::eight(120000), 0.05 * eight_gpu},
-                              {HostFleet::eight(64000), 0.45 * eight_gpu}};
+  TargetWorkload target{{shape(1000, 1, 1000), 0.5},
+                        {HostFleet::eight(120000), 0.05 * eight_gpu},
+                        {HostFleet::eight(64000), 0.45 * eight_gpu}};
   std::vector<NodeState> nodes{node("g3", std::vector<Units>(8, 0), 128000, 0, 786432, "G3")};
   for (int i = 0; i < 3; ++i) {
     nodes.push_back(
         node("g2-" + std::to_string(i), std::vector<Units>(8, 0), 96000, 0, 393216, "G2"));
   }
+  return {std::move(target), std::move(nodes)};
+}
+
+TEST(FgdPlusHosts, AMultiGpuPodPaysMoreOnANodeThatAlsoHostsRarerShapes) {
+  // One g3 and three g2: the common 64-core shape is priced, the 120-core one (g3 only) is
+  // below the threshold. The largest loss is the common shape's on either node; the host sets
+  // make g3 dearer for a 64-core 8-GPU pod by what it holds for the 120-core pods.
+  const auto [target, nodes] = one_g3_three_g2();
   const PodDemand common = pod(1000, 8, 64000);
   FgdPlusPolicy largest_only(target, [] {
     auto options = HostFleet::options();
@@ -504,15 +514,7 @@ TEST(FgdPlusHosts, ASmallerMultiGpuPodPaysTheLargestLossAloneOnEitherHost) {
   // As above, with a 4-GPU pod of 48 cores: it breaks a 64-core 8-GPU slot on g3 and on g2
   // alike, and the 120-core set on g3 too, but only pods of the largest priced GPU count pay
   // the host sets: g3 stays open to it as a CPU-rich host (two such pods fill g3, not g2).
-  const double eight_gpu = 1 / std::sqrt(8.0);
-  const TargetWorkload target{{shape(1000, 1, 1000), 0.5},
-                              {HostFleet::eight(120000), 0.05 * eight_gpu},
-                              {HostFleet::eight(64000), 0.45 * eight_gpu}};
-  std::vector<NodeState> nodes{node("g3", std::vector<Units>(8, 0), 128000, 0, 786432, "G3")};
-  for (int i = 0; i < 3; ++i) {
-    nodes.push_back(
-        node("g2-" + std::to_string(i), std::vector<Units>(8, 0), 96000, 0, 393216, "G2"));
-  }
+  const auto [target, nodes] = one_g3_three_g2();
   FgdPlusPolicy::Options options = HostFleet::options();
   options.exclusive_weight = 3;
   FgdPlusPolicy plus(target, options);
