@@ -451,9 +451,17 @@ bool NodeFragmentation::prepare(const CompiledWorkload& workload, const NodeStat
     fill_state(big_enough_, too_small_, total_, before_state_);
   }
 
-  mark_exclusions<true>(node);
   const bool sharing =
       pod.wants_gpu() && !pod.needs_whole_gpus() && node.total_free() >= pod.per_gpu;
+  // With F(node) known, the shapes excluded before placement serve only before_and_after's
+  // shortcut for pods whose GPUs stay as they are: a sharing pod's are not marked (the shortcut
+  // is then off, which gives the same bits).
+  const bool marked_before = !(known && sharing);
+  if (marked_before) {
+    mark_exclusions<true>(node);
+  } else {
+    mark_exclusions<false>(node);
+  }
   const bool keep = reading != nullptr && !known && narrow;
   std::uint32_t first_of_free = known ? reading->first_of_free : 0;
   if (!known && (sharing || keep)) {
@@ -461,7 +469,7 @@ bool NodeFragmentation::prepare(const CompiledWorkload& workload, const NodeStat
   }
   candidate_count_ = 0;
   if (sharing) pick_candidates(pod.per_gpu, first_of_free);
-  choose_indexes(known);
+  choose_indexes(known, marked_before);
   if (keep) keep_reading(*reading, first_of_free);
   reading_ =
       (known || keep) && workload.words_ <= NodeReading::Minimum::kMaxWords ? reading : nullptr;
@@ -513,7 +521,7 @@ void NodeFragmentation::pick_candidates(Units p, std::uint32_t first_of_free) {
 }
 
 // Each shape's index into a state's values: its group, or the all-idle slot if excluded.
-void NodeFragmentation::choose_indexes(bool known) {
+void NodeFragmentation::choose_indexes(bool known, bool marked_before) {
   const CompiledWorkload& workload = *workload_;
   const std::size_t words = workload.words_;
   const auto plain = [&](const std::array<std::uint64_t, kMaxWords>& excluded) {
@@ -523,8 +531,8 @@ void NodeFragmentation::choose_indexes(bool known) {
     return true;
   };
   plain_after_ = plain(excluded_after_);
-  same_exclusions_ = true;
-  for (std::size_t w = 0; w < words; ++w)
+  same_exclusions_ = marked_before;
+  for (std::size_t w = 0; w < words && marked_before; ++w)
     same_exclusions_ &= excluded_before_[w] == excluded_after_[w];
   index_before_ = workload.plain_index_.data();
   index_after_ = workload.plain_index_.data();

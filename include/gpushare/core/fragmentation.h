@@ -237,7 +237,8 @@ class NodeFragmentation {
   template <bool Before>
   void mark_exclusions(const NodeState& node);
   void pick_candidates(Units per_gpu, std::uint32_t first_of_free);
-  void choose_indexes(bool known);
+  // (`marked_before`: excluded_before_ is marked; else only a known reading's F(node) is read.)
+  void choose_indexes(bool known, bool marked_before);
   void keep_reading(NodeReading& reading, std::uint32_t first_of_free);
   // Out of line: prepare() in full what prepare_to_score() deferred, then before_and_minimum.
   [[gnu::noinline]] int prepare_and_minimum(double margin, double& before, std::span<double> after);
@@ -300,7 +301,7 @@ class NodeFragmentation {
   bool before_known_ = false;
   double before_value_ = 0;
   // Whether the node after placement excludes only the shapes that want no GPU, and whether it
-  // excludes the same shapes as before.
+  // excludes the same shapes as before (false where those before are not marked).
   bool plain_after_ = false;
   bool same_exclusions_ = false;
   // Per shape, the index into a state's values (CompiledWorkload::plain_index_ when the node
