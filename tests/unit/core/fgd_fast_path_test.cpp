@@ -331,6 +331,14 @@ TEST(FgdFastPath, ScoresFromAKeptMinimumAsWithoutTheReading) {
         pod.gpu_count = 1;
         pod.per_gpu = first.per_gpu;
         pod.allowed_models = first.allowed_models;
+        // CPU and memory up to what the node has free, so that the shapes excluded after
+        // placement vary from pod to pod.
+        if (node.spec().cpu_milli > 0) {
+          pod.cpu_milli = r.between(0, std::max<std::int64_t>(0, node.cpu_free()));
+        }
+        if (node.spec().memory > 0) {
+          pod.memory = r.between(0, std::max<std::int64_t>(0, node.memory_free()));
+        }
         kept_for_the_pod +=
             reading.minimum.window > 0 && reading.minimum.per_gpu == pod.per_gpu ? 1 : 0;
         const FgdPolicy* other = p == 7 ? &fgd : nullptr;
