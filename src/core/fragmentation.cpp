@@ -376,11 +376,11 @@ bool NodeFragmentation::prepare_kept(const CompiledWorkload& workload, const Nod
   for (std::size_t w = 0; w < workload.words_; ++w)
     same &= reading.minimum.excluded[w] == excluded_after_[w];
   // The candidates, as pick_candidates counts them (the kept minimum had some).
-  std::uint32_t fits = 0;
+  int count = 0;
   for (int i = 0; i < gpu_count_; ++i) {
-    fits |= static_cast<std::uint32_t>(free_[static_cast<std::size_t>(i)] >= pod.per_gpu) << i;
+    count += static_cast<int>(((reading.first_of_free >> i) & 1U) &
+                              (free_[static_cast<std::size_t>(i)] >= pod.per_gpu));
   }
-  const int count = std::popcount(fits & reading.first_of_free);
   if (!same || count == 0) return false;
   pod_wants_gpu_ = true;
   per_gpu_ = pod.per_gpu;
