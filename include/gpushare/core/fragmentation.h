@@ -143,7 +143,8 @@ struct NodeReading {
   // pod's GPU memory, the shapes the node excludes after placement (by the pod's CPU, memory and
   // the node's model) and the margin. A later pod that asks the same of the GPUs, with CPU or
   // memory that exclude the same shapes (a demand never seen before that differs in those), is
-  // answered from it: the same bits. Kept only for targets of at most kMaxWords x 64 shapes and
+  // answered from it: the same bits (NodeFragmentation::prepare_to_score then prepares nothing
+  // else of the node). Kept only for targets of at most kMaxWords x 64 shapes and
   // windows of at most kMaxWindow; window 0: none kept. Dropped with the reading.
   struct Minimum {
     static constexpr std::size_t kMaxWords = 2;
@@ -227,13 +228,13 @@ class NodeFragmentation {
                   const std::array<Units, kMaxNeeds>& too_small, Units total, State& state) const;
   void candidate_state(int k, State& state) const;
   bool same_state(const State& a, const State& b) const;
-  // prepare()'s steps: the shapes the node cannot host after placement (CPU, memory, model),
-  // and with Before before it; the sharing pod's candidate GPUs; each state's shape index; the
-  // reading to keep.
   // prepare_to_score() where `reading` keeps a minimum for this pod's GPU memory: true when it
   // answers (deferred_), false when the node must be prepared in full.
   bool prepare_kept(const CompiledWorkload& workload, const NodeState& node, const PodDemand& pod,
                     NodeReading& reading);
+  // prepare()'s steps: the shapes the node cannot host after placement (CPU, memory, model),
+  // and with Before before it; the sharing pod's candidate GPUs; each state's shape index; the
+  // reading to keep.
   template <bool Before>
   void mark_exclusions(const NodeState& node);
   void pick_candidates(Units per_gpu, std::uint32_t first_of_free);
