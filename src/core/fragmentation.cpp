@@ -354,9 +354,51 @@ std::optional<double> CompiledWorkload::sharing_after_lower_bound(const NodeRead
   return bound - bound * slack;
 }
 
+bool NodeFragmentation::prepare_kept(const CompiledWorkload& workload, const NodeState& node,
+                                     const PodDemand& pod, NodeReading& reading) {
+  // As prepare() decides that the reading is used and keeps its minimum, for a sharing pod the
+  // node can hold (a node whose amounts reach 2^30 has no filled reading).
+  if (!reading.filled || reading.needs != workload.needs_.size() ||
+      workload.words_ > NodeReading::Minimum::kMaxWords || !workload.fits_fast_path_ ||
+      node.gpu_count() > kMaxGpus || !pod.wants_gpu() || pod.needs_whole_gpus() ||
+      node.total_free() < pod.per_gpu) {
+    return false;
+  }
+  workload_ = &workload;
+  gpu_count_ = node.gpu_count();
+  total_ = read_free(node, free_);
+  cpu_before_ = node.cpu_free();
+  memory_before_ = node.memory_free();
+  cpu_after_ = cpu_before_ == kNotTracked ? cpu_before_ : cpu_before_ - pod.cpu_milli;
+  memory_after_ = memory_before_ == kNotTracked ? memory_before_ : memory_before_ - pod.memory;
+  mark_exclusions<false>(node);
+  bool same = true;
+  for (std::size_t w = 0; w < workload.words_; ++w)
+    same &= reading.minimum.excluded[w] == excluded_after_[w];
+  // The candidates, as pick_candidates counts them (the kept minimum had some).
+  int count = 0;
+  for (int i = 0; i < gpu_count_; ++i) {
+    count += static_cast<int>(((reading.first_of_free >> i) & 1U) &
+                              (free_[static_cast<std::size_t>(i)] >= pod.per_gpu));
+  }
+  if (!same || count == 0) return false;
+  pod_wants_gpu_ = true;
+  per_gpu_ = pod.per_gpu;
+  narrow_ = true;  // the reading is filled
+  before_known_ = true;
+  before_value_ = reading.before;
+  candidate_count_ = count;
+  reading_ = &reading;
+  deferred_ = true;
+  node_ = &node;
+  pod_ = &pod;
+  return true;
+}
+
 bool NodeFragmentation::prepare(const CompiledWorkload& workload, const NodeState& node,
                                 const PodDemand& pod, NodeReading* reading) {
   if (!workload.fits_fast_path_ || node.gpu_count() > kMaxGpus) return false;
+  deferred_ = false;
   workload_ = &workload;
   gpu_count_ = node.gpu_count();
   total_ = read_free(node, free_);
@@ -409,9 +451,17 @@ bool NodeFragmentation::prepare(const CompiledWorkload& workload, const NodeStat
     fill_state(big_enough_, too_small_, total_, before_state_);
   }
 
-  mark_exclusions(node);
   const bool sharing =
       pod.wants_gpu() && !pod.needs_whole_gpus() && node.total_free() >= pod.per_gpu;
+  // With F(node) known, the shapes excluded before placement serve only before_and_after's
+  // shortcut for pods whose GPUs stay as they are: a sharing pod's are not marked (the shortcut
+  // is then off, which gives the same bits).
+  const bool marked_before = !(known && sharing);
+  if (marked_before) {
+    mark_exclusions<true>(node);
+  } else {
+    mark_exclusions<false>(node);
+  }
   const bool keep = reading != nullptr && !known && narrow;
   std::uint32_t first_of_free = known ? reading->first_of_free : 0;
   if (!known && (sharing || keep)) {
@@ -419,23 +469,31 @@ bool NodeFragmentation::prepare(const CompiledWorkload& workload, const NodeStat
   }
   candidate_count_ = 0;
   if (sharing) pick_candidates(pod.per_gpu, first_of_free);
-  choose_indexes(known);
+  choose_indexes(known, marked_before);
   if (keep) keep_reading(*reading, first_of_free);
   reading_ =
       (known || keep) && workload.words_ <= NodeReading::Minimum::kMaxWords ? reading : nullptr;
   return true;
 }
 
-// Which shapes the node (before and after placement) cannot host for CPU, memory or model.
+// Which shapes the node (after placement, and with Before before it too) cannot host for CPU,
+// memory or model.
+template <bool Before>
 void NodeFragmentation::mark_exclusions(const NodeState& node) {
   const CompiledWorkload& workload = *workload_;
   const std::size_t words = workload.words_;
-  const std::uint64_t* cpu_before = workload.cpu_.excluded(cpu_before_, words);
-  const std::uint64_t* memory_before = workload.memory_.excluded(memory_before_, words);
+  const std::uint64_t* cpu_before = nullptr;
+  const std::uint64_t* memory_before = nullptr;
+  if constexpr (Before) {
+    cpu_before = workload.cpu_.excluded(cpu_before_, words);
+    memory_before = workload.memory_.excluded(memory_before_, words);
+  }
   const std::uint64_t* cpu_after = workload.cpu_.excluded(cpu_after_, words);
   const std::uint64_t* memory_after = workload.memory_.excluded(memory_after_, words);
   for (std::size_t w = 0; w < words; ++w) {
-    excluded_before_[w] = workload.no_gpu_[w] | cpu_before[w] | memory_before[w];
+    if constexpr (Before) {
+      excluded_before_[w] = workload.no_gpu_[w] | cpu_before[w] | memory_before[w];
+    }
     excluded_after_[w] = workload.no_gpu_[w] | cpu_after[w] | memory_after[w];
   }
   for (const auto& set : workload.model_sets_) {
@@ -444,7 +502,7 @@ void NodeFragmentation::mark_exclusions(const NodeState& node) {
       continue;
     }
     for (std::size_t w = 0; w < words; ++w) {
-      excluded_before_[w] |= set.mask[w];
+      if constexpr (Before) excluded_before_[w] |= set.mask[w];
       excluded_after_[w] |= set.mask[w];
     }
   }
@@ -463,7 +521,7 @@ void NodeFragmentation::pick_candidates(Units p, std::uint32_t first_of_free) {
 }
 
 // Each shape's index into a state's values: its group, or the all-idle slot if excluded.
-void NodeFragmentation::choose_indexes(bool known) {
+void NodeFragmentation::choose_indexes(bool known, bool marked_before) {
   const CompiledWorkload& workload = *workload_;
   const std::size_t words = workload.words_;
   const auto plain = [&](const std::array<std::uint64_t, kMaxWords>& excluded) {
@@ -473,8 +531,8 @@ void NodeFragmentation::choose_indexes(bool known) {
     return true;
   };
   plain_after_ = plain(excluded_after_);
-  same_exclusions_ = true;
-  for (std::size_t w = 0; w < words; ++w)
+  same_exclusions_ = marked_before;
+  for (std::size_t w = 0; w < words && marked_before; ++w)
     same_exclusions_ &= excluded_before_[w] == excluded_after_[w];
   index_before_ = workload.plain_index_.data();
   index_after_ = workload.plain_index_.data();
@@ -767,8 +825,7 @@ bool NodeFragmentation::answers(const NodeReading::Minimum& kept, double margin)
   return same;
 }
 
-int NodeFragmentation::before_and_minimum(double margin, double& before,
-                                          std::span<double> after) const {
+int NodeFragmentation::before_and_minimum(double margin, double& before, std::span<double> after) {
   if (reading_ == nullptr || candidate_count_ == 0) return compute_minimum(margin, before, after);
   NodeReading::Minimum& kept = reading_->minimum;
   if (answers(kept, margin)) {
@@ -777,6 +834,7 @@ int NodeFragmentation::before_and_minimum(double margin, double& before,
       after[static_cast<std::size_t>(k)] = kept.after[static_cast<std::size_t>(k)];
     return kept.window;
   }
+  if (deferred_) return prepare_and_minimum(margin, before, after);  // kept for another margin
   const int window = compute_minimum(margin, before, after);
   if (window > 0 && window <= NodeReading::Minimum::kMaxWindow) {
     kept.window = static_cast<std::uint8_t>(window);
@@ -787,6 +845,12 @@ int NodeFragmentation::before_and_minimum(double margin, double& before,
       kept.after[static_cast<std::size_t>(k)] = after[static_cast<std::size_t>(k)];
   }
   return window;
+}
+
+int NodeFragmentation::prepare_and_minimum(double margin, double& before, std::span<double> after) {
+  deferred_ = false;
+  prepare(*workload_, *node_, *pod_, reading_);
+  return before_and_minimum(margin, before, after);
 }
 
 int NodeFragmentation::compute_minimum(double margin, double& before,

@@ -143,7 +143,8 @@ struct NodeReading {
   // pod's GPU memory, the shapes the node excludes after placement (by the pod's CPU, memory and
   // the node's model) and the margin. A later pod that asks the same of the GPUs, with CPU or
   // memory that exclude the same shapes (a demand never seen before that differs in those), is
-  // answered from it: the same bits. Kept only for targets of at most kMaxWords x 64 shapes and
+  // answered from it: the same bits (NodeFragmentation::prepare_to_score then prepares nothing
+  // else of the node). Kept only for targets of at most kMaxWords x 64 shapes and
   // windows of at most kMaxWindow; window 0: none kept. Dropped with the reading.
   struct Minimum {
     static constexpr std::size_t kMaxWords = 2;
@@ -171,6 +172,20 @@ class NodeFragmentation {
   // this workload); an empty one is filled. The results are the same bits either way.
   bool prepare(const CompiledWorkload& workload, const NodeState& node, const PodDemand& pod,
                NodeReading* reading = nullptr);
+  // prepare() for a caller that then reads only before(), total_before(), the CPU and memory
+  // accessors, candidates(), fragmentation_bound() and before_and_minimum() (the policies'
+  // score()): where a filled `reading` keeps the minimum for this sharing pod's GPU memory and
+  // the shapes the node excludes after placement, the rest is read only if before_and_minimum()
+  // finds it kept for another margin. The same results, bit for bit. The node and the pod must
+  // outlive the last call.
+  bool prepare_to_score(const CompiledWorkload& workload, const NodeState& node,
+                        const PodDemand& pod, NodeReading* reading) {
+    if (reading != nullptr && reading->minimum.window != 0 &&
+        reading->minimum.per_gpu == pod.per_gpu && prepare_kept(workload, node, pod, *reading)) {
+      return true;
+    }
+    return prepare(workload, node, pod, reading);
+  }
 
   // F(node), as fragmentation(FreeResources::of(node), target).
   double before() const;
@@ -197,7 +212,7 @@ class NodeFragmentation {
   // smallest (each distinct value once; usually one). Every other candidate's exact F(after)
   // is above the smallest by more than `margin` (in F units). With a reading (prepare), read
   // from and kept in its NodeReading::Minimum.
-  int before_and_minimum(double margin, double& before, std::span<double> after) const;
+  int before_and_minimum(double margin, double& before, std::span<double> after);
   // An upper bound of F(node) and of F(after): the idle memory times the sum of the weights.
   double fragmentation_bound() const {
     return static_cast<double>(total_) * workload_->weight_sum_;
@@ -213,12 +228,21 @@ class NodeFragmentation {
                   const std::array<Units, kMaxNeeds>& too_small, Units total, State& state) const;
   void candidate_state(int k, State& state) const;
   bool same_state(const State& a, const State& b) const;
-  // prepare()'s steps: the shapes the node cannot host before and after placement (CPU, memory,
-  // model); the sharing pod's candidate GPUs; each state's shape index; the reading to keep.
+  // prepare_to_score() where `reading` keeps a minimum for this pod's GPU memory: true when it
+  // answers (deferred_), false when the node must be prepared in full.
+  bool prepare_kept(const CompiledWorkload& workload, const NodeState& node, const PodDemand& pod,
+                    NodeReading& reading);
+  // prepare()'s steps: the shapes the node cannot host after placement (CPU, memory, model),
+  // and with Before before it; the sharing pod's candidate GPUs; each state's shape index; the
+  // reading to keep.
+  template <bool Before>
   void mark_exclusions(const NodeState& node);
   void pick_candidates(Units per_gpu, std::uint32_t first_of_free);
-  void choose_indexes(bool known);
+  // (`marked_before`: excluded_before_ is marked; else only a known reading's F(node) is read.)
+  void choose_indexes(bool known, bool marked_before);
   void keep_reading(NodeReading& reading, std::uint32_t first_of_free);
+  // Out of line: prepare() in full what prepare_to_score() deferred, then before_and_minimum.
+  [[gnu::noinline]] int prepare_and_minimum(double margin, double& before, std::span<double> after);
   // before_and_minimum without the reading's Minimum.
   int compute_minimum(double margin, double& before, std::span<double> after) const;
   // Whether `kept` holds this pod's before_and_minimum with `margin`.
@@ -252,6 +276,12 @@ class NodeFragmentation {
   // The reading of this node's state (filled, or filled by prepare), where its Minimum can be
   // kept (narrow_, at most Minimum::kMaxWords words of shapes); else null.
   NodeReading* reading_ = nullptr;
+  // prepare_to_score() read only the free amounts, CPU and memory, excluded_after_, F(node) and
+  // the candidates' count: before_and_minimum() prepares the node and pod below in full if the
+  // kept minimum does not answer it.
+  bool deferred_ = false;
+  const NodeState* node_ = nullptr;
+  const PodDemand* pod_ = nullptr;
   int gpu_count_ = 0;
   std::array<Units, kMaxGpus> free_;
   Units total_ = 0;
@@ -272,7 +302,7 @@ class NodeFragmentation {
   bool before_known_ = false;
   double before_value_ = 0;
   // Whether the node after placement excludes only the shapes that want no GPU, and whether it
-  // excludes the same shapes as before.
+  // excludes the same shapes as before (false where those before are not marked).
   bool plain_after_ = false;
   bool same_exclusions_ = false;
   // Per shape, the index into a state's values (CompiledWorkload::plain_index_ when the node

@@ -78,7 +78,7 @@ std::optional<double> FgdPolicy::score_with_reading(const NodeState& node, const
                                                     NodeReading* reading) const {
   if (!check_fit(node, pod).fits()) return std::nullopt;
   NodeFragmentation fragmentation;
-  if (!fragmentation.prepare(compiled_, node, pod, reading)) {
+  if (!fragmentation.prepare_to_score(compiled_, node, pod, reading)) {
     return reference_score(*this, node, pod);
   }
   const Units capacity = node.spec().memory_per_gpu;

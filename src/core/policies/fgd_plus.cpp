@@ -381,7 +381,7 @@ std::optional<double> FgdPlusPolicy::score_with_reading(const NodeState& node, c
                                                         NodeReading* reading) const {
   if (!check_fit(node, pod).fits()) return std::nullopt;
   NodeFragmentation fragmentation;
-  if (!fragmentation.prepare(compiled_, node, pod, reading)) {
+  if (!fragmentation.prepare_to_score(compiled_, node, pod, reading)) {
     return reference_score(*this, node, pod);
   }
   double best = 0;
@@ -429,7 +429,7 @@ std::optional<std::optional<double>> FgdPlusPolicy::score_bound(const NodeState&
 }
 
 // The score of the best candidate; into *score_only (without choosing the GPU) when given.
-Placement FgdPlusPolicy::place_with(const NodeFragmentation& fragmentation, const NodeState& node,
+Placement FgdPlusPolicy::place_with(NodeFragmentation& fragmentation, const NodeState& node,
                                     const PodDemand& pod, double* score_only) const {
   const Units idle = fragmentation.total_before();
   const double capacity = static_cast<double>(std::max<Units>(1, node.spec().memory_per_gpu));

@@ -308,6 +308,56 @@ TEST(FgdFastPath, NodesBeyondItsCapacityUseTheReference) {
   EXPECT_EQ(bits(*plus.score(node, pod)), bits(reference->score));
 }
 
+// score() with a reading (NodeFragmentation::prepare_to_score): a pod of the GPU memory the
+// reading's kept minimum is for, with other CPU and memory (which exclude the same shapes after
+// placement, or not), scores as without the reading, bit for bit; so does fgd on a reading whose
+// minimum fgd-plus kept (another margin: prepared in full after all).
+TEST(FgdFastPath, ScoresFromAKeptMinimumAsWithoutTheReading) {
+  Random r(20261129);
+  int kept_for_the_pod = 0;
+  for (int t = 0; t < 200; ++t) {
+    const TargetWorkload target = random_target(r);
+    const FgdPlusPolicy plus(target, random_plus_options(r));
+    const FgdPolicy fgd(target);
+    for (int n = 0; n < 20; ++n) {
+      const NodeState node = random_node(r);
+      NodeReading reading;
+      PodDemand first = random_pod(r, node.spec().memory_per_gpu);
+      first.gpu_count = 1;
+      first.per_gpu = std::max<Units>(1, first.per_gpu);
+      plus.score_with_reading(node, first, &reading);
+      for (int p = 0; p < 8; ++p) {
+        PodDemand pod = random_pod(r, node.spec().memory_per_gpu);
+        pod.gpu_count = 1;
+        pod.per_gpu = first.per_gpu;
+        pod.allowed_models = first.allowed_models;
+        // CPU and memory up to what the node has free, so that the shapes excluded after
+        // placement vary from pod to pod.
+        if (node.spec().cpu_milli > 0) {
+          pod.cpu_milli = r.between(0, std::max<std::int64_t>(0, node.cpu_free()));
+        }
+        if (node.spec().memory > 0) {
+          pod.memory = r.between(0, std::max<std::int64_t>(0, node.memory_free()));
+        }
+        kept_for_the_pod +=
+            reading.minimum.window > 0 && reading.minimum.per_gpu == pod.per_gpu ? 1 : 0;
+        const FgdPolicy* other = p == 7 ? &fgd : nullptr;
+        const std::optional<double> read = other != nullptr
+                                               ? other->score_with_reading(node, pod, &reading)
+                                               : plus.score_with_reading(node, pod, &reading);
+        const std::optional<double> alone =
+            other != nullptr ? other->score(node, pod) : plus.score(node, pod);
+        ASSERT_EQ(read.has_value(), alone.has_value()) << "target " << t << " node " << n;
+        if (read) {
+          ASSERT_EQ(bits(*read), bits(*alone)) << "target " << t << " node " << n;
+        }
+      }
+    }
+  }
+  RecordProperty("kept_for_the_pod", kept_for_the_pod);
+  EXPECT_GT(kept_for_the_pod, 5000);  // not vacuous
+}
+
 // fgd-plus's score bound (Scorer::score_top reads it to skip nodes that cannot reach the top
 // levels): for every node and pod it gives one for, at least the score, as doubles, and exactly
 // nullopt where the node cannot hold the pod; the F(after) bound below every candidate's F.

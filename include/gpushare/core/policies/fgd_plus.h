@@ -158,7 +158,7 @@ class FgdPlusPolicy final : public PlacementPolicy {
 
  private:
   // place() on a prepared node (the pod fits); with `score_only`, only the score, into it.
-  Placement place_with(const NodeFragmentation& fragmentation, const NodeState& node,
+  Placement place_with(NodeFragmentation& fragmentation, const NodeState& node,
                        const PodDemand& pod, double* score_only) const;
   void update_ratios();
   // S(n) of a node with `idle` GPU memory, `cpu_free` and `memory_free` left.
