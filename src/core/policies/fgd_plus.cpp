@@ -189,6 +189,27 @@ std::vector<ModelPrice> FgdPlusPolicy::model_prices(std::span<const NodeState> n
   return prices;
 }
 
+bool HostClass::holds(const NodeState& node) const {
+  const NodeSpec& spec = node.spec();
+  return node.gpu_count() == gpu_count && spec.cpu_milli == cpu_milli && spec.memory == memory &&
+         spec.gpu_model == gpu_model;
+}
+
+std::vector<HostClass> FgdPlusPolicy::host_classes(std::span<const NodeState> nodes) {
+  std::vector<HostClass> classes;
+  for (const NodeState& node : nodes) {
+    if (classes.size() == kMaxHostClasses) break;
+    if (node.gpu_count() < 2) continue;
+    if (std::any_of(classes.begin(), classes.end(),
+                    [&](const HostClass& c) { return c.holds(node); })) {
+      continue;
+    }
+    const NodeSpec& spec = node.spec();
+    classes.push_back({node.gpu_count(), spec.cpu_milli, spec.memory, spec.gpu_model});
+  }
+  return classes;
+}
+
 std::vector<HostPrice> FgdPlusPolicy::host_prices(std::span<const NodeState> nodes) const {
   std::vector<HostPrice> prices;
   if (options_.host_weight == 0) return prices;
@@ -221,17 +242,40 @@ std::vector<HostPrice> FgdPlusPolicy::host_prices(std::span<const NodeState> nod
     }
   }
   const double idle_gpus = cluster.idle / static_cast<double>(cluster.mean_per_gpu());
+  // Which multi-GPU shapes each host class can host when empty.
+  const std::vector<HostClass> classes = host_classes(nodes);
+  std::vector<std::vector<bool>> hostable(classes.size(), std::vector<bool>(multi.size()));
+  for (std::size_t c = 0; c < classes.size(); ++c) {
+    const HostClass& host_class = classes[c];
+    const std::int64_t cpu = host_class.cpu_milli > 0 ? host_class.cpu_milli : kUntracked;
+    const std::int64_t memory = host_class.memory > 0 ? host_class.memory : kUntracked;
+    for (std::size_t j = 0; j < multi.size(); ++j) {
+      const WorkloadShape& shape = demand_mix()[multi[j]].shape;
+      hostable[c][j] = shape.allows_model(host_class.gpu_model) &&
+                       hosts(shape, host_class.gpu_count, cpu, memory) > 0;
+    }
+  }
   for (std::size_t k = 0; k < multi.size(); ++k) {
     const WorkloadShape& shape = demand_mix()[multi[k]].shape;
     if (supply[k] == 0) continue;  // no host left to protect
-    double demand = 0;             // GPUs still to come that need a host of `shape`
-    for (std::size_t i : multi) {
-      if (needs_at_least(demand_mix()[i].shape, shape)) demand += shares[i] * idle_gpus;
+    const double slots = supply[k] * shape.gpu_count;
+    double demand = 0;  // GPUs still to come that need a host of `shape`
+    std::vector<double> class_demand(classes.size(), 0.0);  // of them, those each class hosts
+    for (std::size_t j = 0; j < multi.size(); ++j) {
+      if (!needs_at_least(demand_mix()[multi[j]].shape, shape)) continue;
+      const double gpus = shares[multi[j]] * idle_gpus;
+      demand += gpus;
+      for (std::size_t c = 0; c < classes.size(); ++c) class_demand[c] += hostable[c][j] ? gpus : 0;
     }
-    const double ratio = std::min(1.0, demand / (supply[k] * shape.gpu_count));
+    const double ratio = std::min(1.0, demand / slots);
     const double price = ramp(ratio, options_.host_threshold);
     if (price > 0 || (options_.exclusive_weight != 0 && ratio > 0)) {
-      prices.push_back({shape, price, host_set[k], ratio});
+      std::vector<double> class_prices;
+      class_prices.reserve(classes.size());
+      for (double d : class_demand) {
+        class_prices.push_back(ramp(std::min(1.0, d / slots), options_.host_threshold));
+      }
+      prices.push_back({shape, price, host_set[k], ratio, std::move(class_prices)});
     }
   }
   return prices;
@@ -253,6 +297,12 @@ double FgdPlusPolicy::host_cost(const NodeState& node, const PodDemand& pod) con
                 ? 0
                 : 1;
   }
+  // The node's host class, if the prices saw it.
+  const auto known =
+      std::find_if(host_classes_.begin(), host_classes_.end(),
+                   [&](const HostClass& host_class) { return host_class.holds(node); });
+  const std::size_t host_class = static_cast<std::size_t>(known - host_classes_.begin());
+  const bool classed = known != host_classes_.end();
   const std::int64_t cpu = node.cpu_free();
   const std::int64_t memory = node.memory_free();
   const std::int64_t cpu_after = cpu == kUntracked ? cpu : cpu - pod.cpu_milli;
@@ -272,7 +322,8 @@ double FgdPlusPolicy::host_cost(const NodeState& node, const PodDemand& pod) con
     const std::int64_t before = hosts(host.shape, whole, cpu, memory);
     if (before == 0) continue;
     const std::int64_t lost = before - hosts(host.shape, whole - taken, cpu_after, memory_after);
-    const double loss = host.price * static_cast<double>(lost * host.shape.gpu_count);
+    const double price = classed ? host.class_prices[host_class] : host.price;
+    const double loss = price * static_cast<double>(lost * host.shape.gpu_count);
     cost = std::max(cost, loss);
     if (!exclusive || lost == 0 || host.shape.gpu_count < pod.gpu_count ||
         !needs_at_least(host.shape, own)) {
@@ -322,9 +373,11 @@ void FgdPlusPolicy::observe_cluster(std::span<const NodeState> nodes) {
   prices_stale_ = false;
   std::vector<ModelPrice> prices = model_prices(nodes);
   std::vector<HostPrice> host = host_prices(nodes);
-  if (prices == prices_ && host == host_prices_) return;
+  std::vector<HostClass> classes = host_classes(nodes);
+  if (prices == prices_ && host == host_prices_ && classes == host_classes_) return;
   prices_ = std::move(prices);
   host_prices_ = std::move(host);
+  host_classes_ = std::move(classes);
   largest_priced_gpus_ = 0;
   for (const HostPrice& price : host_prices_) {
     largest_priced_gpus_ = std::max(largest_priced_gpus_, price.shape.gpu_count);

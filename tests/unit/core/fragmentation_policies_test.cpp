@@ -395,12 +395,13 @@ TEST(FgdPlusHosts, APodPaysForTheHostsItBreaks) {
   const std::uint64_t before = plus.state_version();
   plus.observe_cluster(fleet.nodes);
   EXPECT_NE(plus.state_version(), before);  // cached scores must not survive new prices
-  // One GPU on g3 breaks a host of both shapes, on g2 only the mid one's: either way one slot
-  // of 8 GPUs, which would have held one pod, so the pod pays the dearest loss once,
-  // 2 x 0.375 x 8 GPUs, not one per shape.
+  // One GPU on g3 breaks a host of both shapes: one slot of 8 GPUs, which would have held one
+  // pod, so the pod pays the dearest loss once, 2 x 0.375 x 8 GPUs, not one per shape. On g2
+  // the slot is priced by the pods that can use it, the mid ones alone: 4 GPUs wanted against
+  // 16, (0.25 - 0.2) / 0.8, so 2 x 0.0625 x 8.
   const PodDemand single = pod(1000, 1, 4000);
   EXPECT_NEAR(plus.host_cost(g3, single), 6.0, 1e-12);
-  EXPECT_NEAR(plus.host_cost(g2, single), 6.0, 1e-12);
+  EXPECT_NEAR(plus.host_cost(g2, single), 1.0, 1e-12);
   // A CPU-only pod breaks g3 for the big pods once it leaves less than 120 cores there.
   EXPECT_EQ(plus.host_cost(g3, cpu_only(8000)), 0.0);
   EXPECT_NEAR(plus.host_cost(g3, cpu_only(9000)), 6.0, 1e-12);
@@ -474,8 +475,9 @@ std::pair<TargetWorkload, std::vector<NodeState>> one_g3_three_g2() {
 
 TEST(FgdPlusHosts, AMultiGpuPodPaysMoreOnANodeThatAlsoHostsRarerShapes) {
   // One g3 and three g2: the common 64-core shape is priced, the 120-core one (g3 only) is
-  // below the threshold. The largest loss is the common shape's on either node; the host sets
-  // make g3 dearer for a 64-core 8-GPU pod by what it holds for the 120-core pods.
+  // below the threshold. The largest loss is the common shape's on either node, dearer on g3
+  // by the 120-core demand its class counts; the host sets make g3 dearer still for a 64-core
+  // 8-GPU pod by what it holds for the 120-core pods.
   const auto [target, nodes] = one_g3_three_g2();
   const PodDemand common = pod(1000, 8, 64000);
   FgdPlusPolicy largest_only(target, [] {
@@ -485,8 +487,20 @@ TEST(FgdPlusHosts, AMultiGpuPodPaysMoreOnANodeThatAlsoHostsRarerShapes) {
   }());
   largest_only.observe_cluster(nodes);
   EXPECT_GT(largest_only.host_cost(nodes[1], common), 0.0);
-  EXPECT_NEAR(largest_only.host_cost(nodes[0], common), largest_only.host_cost(nodes[1], common),
+  const HostPrice* common_price = nullptr;
+  for (const HostPrice& host : largest_only.host_prices()) {
+    if (host.shape.cpu_milli == 64000) common_price = &host;
+  }
+  ASSERT_NE(common_price, nullptr);
+  ASSERT_EQ(common_price->class_prices.size(), 2U);  // g3's class, then g2's
+  EXPECT_EQ(common_price->class_prices[0], common_price->price);
+  EXPECT_LT(common_price->class_prices[1], common_price->price);
+  const double weight = HostFleet::options().host_weight;
+  EXPECT_NEAR(largest_only.host_cost(nodes[0], common), weight * common_price->price * 8, 1e-12);
+  EXPECT_NEAR(largest_only.host_cost(nodes[1], common), weight * common_price->class_prices[1] * 8,
               1e-12);
+  const double largest_difference =
+      largest_only.host_cost(nodes[0], common) - largest_only.host_cost(nodes[1], common);
 
   const FgdPlusPolicy::Options options = [] {
     auto options = HostFleet::options();
@@ -503,7 +517,7 @@ TEST(FgdPlusHosts, AMultiGpuPodPaysMoreOnANodeThatAlsoHostsRarerShapes) {
   }
   ASSERT_GT(rare_scarcity, 0.0);
   EXPECT_NEAR(plus.host_cost(nodes[0], common) - plus.host_cost(nodes[1], common),
-              options.exclusive_weight * rare_scarcity * 8, 1e-9);
+              largest_difference + options.exclusive_weight * rare_scarcity * 8, 1e-9);
   EXPECT_GT(plus.place(nodes[1], common)->score, plus.place(nodes[0], common)->score);
   // A single-GPU pod pays the largest loss alone, the same on both.
   EXPECT_NEAR(plus.host_cost(nodes[0], pod(1000, 1, 4000)),
@@ -511,9 +525,10 @@ TEST(FgdPlusHosts, AMultiGpuPodPaysMoreOnANodeThatAlsoHostsRarerShapes) {
 }
 
 TEST(FgdPlusHosts, ASmallerMultiGpuPodPaysTheLargestLossAloneOnEitherHost) {
-  // As above, with a 4-GPU pod of 48 cores: it breaks a 64-core 8-GPU slot on g3 and on g2
-  // alike, and the 120-core set on g3 too, but only pods of the largest priced GPU count pay
-  // the host sets: g3 stays open to it as a CPU-rich host (two such pods fill g3, not g2).
+  // As above, with a 4-GPU pod of 48 cores: it breaks a 64-core 8-GPU slot on g3 and on g2,
+  // and the 120-core set on g3 too, but only pods of the largest priced GPU count pay the host
+  // sets: the pod pays the largest loss alone on either node (on g3 the dearer by the 120-core
+  // demand g3's class counts), not the sets on top.
   const auto [target, nodes] = one_g3_three_g2();
   FgdPlusPolicy::Options options = HostFleet::options();
   options.exclusive_weight = 3;
@@ -524,11 +539,54 @@ TEST(FgdPlusHosts, ASmallerMultiGpuPodPaysTheLargestLossAloneOnEitherHost) {
   largest_only.observe_cluster(nodes);
   const PodDemand four = pod(1000, 4, 48000);
   EXPECT_GT(plus.host_cost(nodes[1], four), 0.0);
-  EXPECT_NEAR(plus.host_cost(nodes[0], four), plus.host_cost(nodes[1], four), 1e-12);
-  EXPECT_NEAR(plus.host_cost(nodes[0], four), largest_only.host_cost(nodes[0], four), 1e-12);
+  for (const NodeState& n : nodes) {
+    EXPECT_NEAR(plus.host_cost(n, four), largest_only.host_cost(n, four), 1e-12) << n.name();
+  }
   // The 8-GPU pod of the common shape still pays the 120-core set on g3.
   const PodDemand common = pod(1000, 8, 64000);
   EXPECT_GT(plus.host_cost(nodes[0], common), plus.host_cost(nodes[1], common));
+}
+
+TEST(FgdPlusHosts, ASlotIsPricedByThePodsItsNodeCanHost) {
+  // One 8-GPU node and two 2-GPU nodes of 104 cores; a target of single-GPU pods, 2-GPU pods
+  // of 12 cores and 8-GPU pods of 64 cores. The 8-GPU pods compete for the 8-GPU node's slots,
+  // which also host 2-GPU pods, so the 2-GPU shape's cluster-wide price counts them; a 2-GPU
+  // node can host no 8-GPU pod, and its slot is priced by the 2-GPU pods alone.
+  const double eight_gpu = 1 / std::sqrt(8.0);
+  const double two_gpu = 1 / std::sqrt(2.0);
+  const TargetWorkload target{{shape(1000, 1, 4000), 0.4},
+                              {shape(1000, 2, 12000), 0.1 * two_gpu},
+                              {shape(1000, 8, 64000), 0.5 * eight_gpu}};
+  const std::vector<NodeState> nodes{
+      node("g2", std::vector<Units>(8, 0), 96000, 0, 393216, "G2"),
+      node("t4-0", std::vector<Units>(2, 0), 104000, 0, 393216, "T4"),
+      node("t4-1", std::vector<Units>(2, 0), 104000, 0, 393216, "T4")};
+  FgdPlusPolicy plus(target, HostFleet::options());
+  plus.observe_cluster(nodes);
+  const HostPrice* pair = nullptr;
+  for (const HostPrice& host : plus.host_prices()) {
+    if (host.shape.gpu_count == 2) pair = &host;
+  }
+  ASSERT_NE(pair, nullptr);
+  ASSERT_EQ(pair->class_prices.size(), 2U);  // g2's class, then the T4 nodes'
+  EXPECT_GT(pair->price, 0.0);
+  EXPECT_EQ(pair->class_prices[0], pair->price);  // the 8-GPU node hosts every shape
+  EXPECT_LT(pair->class_prices[1], pair->price);
+  const double weight = HostFleet::options().host_weight;
+  const PodDemand single = pod(1000, 1, 8000);
+  EXPECT_NEAR(plus.host_cost(nodes[1], single), weight * pair->class_prices[1] * 2, 1e-12);
+  EXPECT_NEAR(plus.host_cost(nodes[2], single), plus.host_cost(nodes[1], single), 1e-12);
+  // A 2-GPU node of a class the prices have not seen pays the cluster-wide price.
+  const NodeState unseen = node("p100", std::vector<Units>(2, 0), 48000, 0, 393216, "P100");
+  EXPECT_NEAR(plus.host_cost(unseen, single), weight * pair->price * 2, 1e-12);
+  // score(), place() and the reference computation agree on every node, unseen included.
+  for (const NodeState* n : {&nodes[0], &nodes[1], &unseen}) {
+    const auto placed = plus.place(*n, single);
+    const auto reference = plus.reference_place(*n, single);
+    ASSERT_TRUE(placed && reference);
+    EXPECT_EQ(placed->score, *plus.score(*n, single));
+    EXPECT_NEAR(placed->score, reference->score, 1e-12);
+  }
 }
 
 TEST(FgdPlusHosts, ProtectsTheHostsOfARareShapeBelowTheTargetsCoverage) {

@@ -31,8 +31,18 @@
 // node able to host k fewer s pods loses price x k x g, in GPUs, and the pod pays host_weight
 // x the largest such loss over the priced shapes: the shapes overlap (a slot of 8 wholly free
 // GPUs hosts every shape of up to 8 GPUs and its CPU and memory, each variant a shape), so the
-// slot would have held one pod, the dearest, not one of every variant. Scoring reads only the
-// shapes with a price: O(GPUs + priced shapes) per node.
+// slot would have held one pod, the dearest, not one of every variant.
+//
+// A slot is priced by the pods that could use it: on a node, D_s counts only the shapes that
+// node can host when empty. Nodes are grouped into host classes (GPU count, CPU, memory and
+// model, as their specs give them); the 8-GPU pods that only a CPU-rich 8-GPU node hosts make
+// its slots dear, not those of a 2-GPU node or of an 8-GPU node without their CPU. Without
+// it, that demand priced every small node's slots near 1, and the differences between those
+// prices, up to host_weight x 2 GPUs, outweighed what a CPU-hungry small pod strands: it went
+// to the CPU-poor node whose slots served fewer shapes and stranded its remaining GPUs. A node
+// of a class not seen when the prices were computed pays the cluster-wide D_s. Scoring reads
+// the node's class (O(classes), at most kMaxHostClasses) and the priced shapes: O(GPUs + host
+// classes + priced shapes) per node.
 //
 // The largest loss does not tell a node that also hosts rarer shapes from one that does not: a
 // CPU-rich 8-GPU node hosts the common 8-GPU shapes as well, so it costs what a common node
@@ -49,6 +59,8 @@
 // (the service leaves those to kube-scheduler) simply drop those terms.
 
 #include <optional>
+#include <string>
+#include <vector>
 
 #include "gpushare/core/fragmentation.h"
 #include "gpushare/core/placement_policy.h"
@@ -90,7 +102,20 @@ struct HostPrice {
   double price = 0;         // 0..1, per GPU of the shape's placements a node loses
   std::uint64_t hosts = 0;  // identifies the set of nodes able to host the shape when empty
   double scarcity = 0;      // 0..1, D_s / (g x H_s) (see FgdPlusPolicy), without the threshold
+  // The price on the nodes of each host class (FgdPlusPolicy::host_classes, same order), D_s
+  // counting only the shapes that class hosts; never above `price`.
+  std::vector<double> class_prices;
   friend bool operator==(const HostPrice&, const HostPrice&) = default;
+};
+
+// Nodes alike in what they can host when empty (see FgdPlusPolicy).
+struct HostClass {
+  int gpu_count = 0;
+  std::int64_t cpu_milli = 0;  // the spec's; 0 = not tracked
+  std::int64_t memory = 0;     // the spec's; 0 = not tracked
+  std::string gpu_model;
+  bool holds(const NodeState& node) const;
+  friend bool operator==(const HostClass&, const HostClass&) = default;
 };
 
 class FgdPlusPolicy final : public PlacementPolicy {
@@ -139,6 +164,10 @@ class FgdPlusPolicy final : public PlacementPolicy {
   // above 0, or with a scarcity above 0 when exclusive_weight is not 0).
   std::vector<HostPrice> host_prices(std::span<const NodeState> nodes) const;
   const std::vector<HostPrice>& host_prices() const { return host_prices_; }
+  // The host classes of `nodes` of two GPUs or more, in order of first appearance, at most
+  // kMaxHostClasses (nodes of further classes pay the cluster-wide prices).
+  static std::vector<HostClass> host_classes(std::span<const NodeState> nodes);
+  static constexpr std::size_t kMaxHostClasses = 64;
   // What `pod` pays, in GPUs, for the hosts of priced multi-GPU shapes it takes on `node`: the
   // largest loss over the shapes, not their sum; a multi-GPU pod also the host sets it breaks.
   double host_cost(const NodeState& node, const PodDemand& pod) const;
@@ -189,10 +218,11 @@ class FgdPlusPolicy final : public PlacementPolicy {
   // The prices in force, from the last recomputation; host_prices_ as host_prices() returns.
   std::vector<ModelPrice> prices_;
   std::vector<HostPrice> host_prices_;
-  int largest_priced_gpus_ = 0;       // the largest GPU count among host_prices_' shapes
-  std::uint64_t prices_version_ = 0;  // recomputations that changed prices_
-  int since_prices_ = 0;              // observe_cluster calls since the last recomputation
-  bool prices_stale_ = true;          // the target changed since prices_ were computed
+  std::vector<HostClass> host_classes_;  // host_classes() of the cluster host_prices_ read
+  int largest_priced_gpus_ = 0;          // the largest GPU count among host_prices_' shapes
+  std::uint64_t prices_version_ = 0;     // recomputations that changed prices_
+  int since_prices_ = 0;                 // observe_cluster calls since the last recomputation
+  bool prices_stale_ = true;             // the target changed since prices_ were computed
 };
 
 }  // namespace gpushare::core
