@@ -354,6 +354,17 @@ std::optional<double> CompiledWorkload::sharing_after_lower_bound(const NodeRead
   return bound - bound * slack;
 }
 
+void NodeFragmentation::read_node(const CompiledWorkload& workload, const NodeState& node,
+                                  const PodDemand& pod) {
+  workload_ = &workload;
+  gpu_count_ = node.gpu_count();
+  total_ = read_free(node, free_);
+  cpu_before_ = node.cpu_free();
+  memory_before_ = node.memory_free();
+  cpu_after_ = cpu_before_ == kNotTracked ? cpu_before_ : cpu_before_ - pod.cpu_milli;
+  memory_after_ = memory_before_ == kNotTracked ? memory_before_ : memory_before_ - pod.memory;
+}
+
 bool NodeFragmentation::prepare_kept(const CompiledWorkload& workload, const NodeState& node,
                                      const PodDemand& pod, NodeReading& reading) {
   // As prepare() decides that the reading is used and keeps its minimum, for a sharing pod the
@@ -364,13 +375,7 @@ bool NodeFragmentation::prepare_kept(const CompiledWorkload& workload, const Nod
       node.total_free() < pod.per_gpu) {
     return false;
   }
-  workload_ = &workload;
-  gpu_count_ = node.gpu_count();
-  total_ = read_free(node, free_);
-  cpu_before_ = node.cpu_free();
-  memory_before_ = node.memory_free();
-  cpu_after_ = cpu_before_ == kNotTracked ? cpu_before_ : cpu_before_ - pod.cpu_milli;
-  memory_after_ = memory_before_ == kNotTracked ? memory_before_ : memory_before_ - pod.memory;
+  read_node(workload, node, pod);
   mark_exclusions<false>(node);
   bool same = true;
   for (std::size_t w = 0; w < workload.words_; ++w)
@@ -399,13 +404,7 @@ bool NodeFragmentation::prepare(const CompiledWorkload& workload, const NodeStat
                                 const PodDemand& pod, NodeReading* reading) {
   if (!workload.fits_fast_path_ || node.gpu_count() > kMaxGpus) return false;
   deferred_ = false;
-  workload_ = &workload;
-  gpu_count_ = node.gpu_count();
-  total_ = read_free(node, free_);
-  cpu_before_ = node.cpu_free();
-  memory_before_ = node.memory_free();
-  cpu_after_ = cpu_before_ == kNotTracked ? cpu_before_ : cpu_before_ - pod.cpu_milli;
-  memory_after_ = memory_before_ == kNotTracked ? memory_before_ : memory_before_ - pod.memory;
+  read_node(workload, node, pod);
   pod_wants_gpu_ = pod.wants_gpu();
   per_gpu_ = pod.per_gpu;
 

@@ -232,6 +232,9 @@ class NodeFragmentation {
   // answers (deferred_), false when the node must be prepared in full.
   bool prepare_kept(const CompiledWorkload& workload, const NodeState& node, const PodDemand& pod,
                     NodeReading& reading);
+  // What both preparations read first: the node's free amounts, and its CPU and memory before
+  // and after `pod`.
+  void read_node(const CompiledWorkload& workload, const NodeState& node, const PodDemand& pod);
   // prepare()'s steps: the shapes the node cannot host after placement (CPU, memory, model),
   // and with Before before it; the sharing pod's candidate GPUs; each state's shape index; the
   // reading to keep.
