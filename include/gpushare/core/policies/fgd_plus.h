@@ -36,11 +36,12 @@
 // A slot is priced by the pods that could use it: on a node, D_s counts only the shapes that
 // node can host when empty. Nodes are grouped into host classes (GPU count, CPU, memory and
 // model, as their specs give them); the 8-GPU pods that only a CPU-rich 8-GPU node hosts make
-// its slots dear, not those of a 2-GPU node or of an 8-GPU node without their CPU. Without
-// it, that demand priced every small node's slots near 1, and the differences between those
-// prices, up to host_weight x 2 GPUs, outweighed what a CPU-hungry small pod strands: it went
-// to the CPU-poor node whose slots served fewer shapes and stranded its remaining GPUs. A node
-// of a class not seen when the prices were computed pays the cluster-wide D_s. Scoring reads
+// its slots dear, not those of a 2-GPU node or of an 8-GPU node without their CPU. Counted
+// cluster-wide, that demand would price every small node's slots near 1, and the differences
+// between those prices (up to host_weight x 2 GPUs) would outweigh what a CPU-hungry small pod
+// strands: it would go to the CPU-poor node whose slots serve fewer shapes and strand the GPUs
+// left there. A node of a class not seen when the prices were computed pays the cluster-wide
+// D_s. Scoring reads
 // the node's class (O(classes), at most kMaxHostClasses) and the priced shapes: O(GPUs + host
 // classes + priced shapes) per node.
 //
