@@ -211,6 +211,11 @@ std::vector<HostClass> FgdPlusPolicy::host_classes(std::span<const NodeState> no
 }
 
 std::vector<HostPrice> FgdPlusPolicy::host_prices(std::span<const NodeState> nodes) const {
+  return host_prices(nodes, host_classes(nodes));
+}
+
+std::vector<HostPrice> FgdPlusPolicy::host_prices(std::span<const NodeState> nodes,
+                                                  const std::vector<HostClass>& classes) const {
   std::vector<HostPrice> prices;
   if (options_.host_weight == 0) return prices;
   const ClusterGpus cluster = cluster_gpus(nodes);
@@ -243,7 +248,6 @@ std::vector<HostPrice> FgdPlusPolicy::host_prices(std::span<const NodeState> nod
   }
   const double idle_gpus = cluster.idle / static_cast<double>(cluster.mean_per_gpu());
   // Which multi-GPU shapes each host class can host when empty.
-  const std::vector<HostClass> classes = host_classes(nodes);
   std::vector<std::vector<bool>> hostable(classes.size(), std::vector<bool>(multi.size()));
   for (std::size_t c = 0; c < classes.size(); ++c) {
     const HostClass& host_class = classes[c];
@@ -372,8 +376,8 @@ void FgdPlusPolicy::observe_cluster(std::span<const NodeState> nodes) {
   since_prices_ = 0;
   prices_stale_ = false;
   std::vector<ModelPrice> prices = model_prices(nodes);
-  std::vector<HostPrice> host = host_prices(nodes);
   std::vector<HostClass> classes = host_classes(nodes);
+  std::vector<HostPrice> host = host_prices(nodes, classes);
   if (prices == prices_ && host == host_prices_ && classes == host_classes_) return;
   prices_ = std::move(prices);
   host_prices_ = std::move(host);

@@ -191,6 +191,9 @@ class FgdPlusPolicy final : public PlacementPolicy {
   Placement place_with(NodeFragmentation& fragmentation, const NodeState& node,
                        const PodDemand& pod, double* score_only) const;
   void update_ratios();
+  // host_prices() with the host classes of `nodes` already found.
+  std::vector<HostPrice> host_prices(std::span<const NodeState> nodes,
+                                     const std::vector<HostClass>& classes) const;
   // S(n) of a node with `idle` GPU memory, `cpu_free` and `memory_free` left.
   double stranded_gpu(Units idle, std::int64_t cpu_free, std::int64_t memory_free) const;
   // A sharing pod's score before its prices: the growth of M(n) in GPUs, from M(n) before
