@@ -2,9 +2,11 @@
 // versions of the workload classes it must not trade against each other: multi-GPU-heavy,
 // sharing-heavy and lightly pinned. Each is a quarter of the openb fleet (every fourth node of
 // openb_node_list_all_node.csv) and the default trace reshaped the way
-// bench/sim/make_variants.py reshapes it, three seeds each, to 130 % arrival. The bar is the
+// bench/sim/make_variants.py reshapes it, ten seeds each, to 130 % arrival. The bar is the
 // one docs/placement.md holds the default to: at least FGD's allocation at 100 % arrival, and
-// never more than half a point below it at any arrival level (means over the seeds).
+// never more than half a point below it at any arrival level (means over the seeds). Ten seeds,
+// not three: on a quarter of the fleet the arrival order alone moves a few seeds' mean by more
+// than the half-point bar.
 #include <gtest/gtest.h>
 
 #include <algorithm>
@@ -125,7 +127,7 @@ Verdict default_against_fgd(std::vector<core::NodeSpec> nodes, std::vector<Trace
   const Simulator simulator(std::move(nodes), std::move(pods));
   std::vector<RunResult> runs;
   for (const char* policy : {"fgd", "fgd-plus-online"}) {
-    for (std::uint64_t seed = 42; seed < 45; ++seed) runs.push_back(simulator.run(policy, seed));
+    for (std::uint64_t seed = 42; seed < 52; ++seed) runs.push_back(simulator.run(policy, seed));
   }
   const std::vector<PolicySummary> summaries = summarize(runs);
   const PolicySummary& fgd = summaries.at(0);
@@ -150,10 +152,10 @@ void expect_holds_the_bar(const Verdict& verdict) {
   EXPECT_GE(verdict.worst_gap, -0.5) << "points below FGD at " << verdict.worst_at << " % arrival";
 }
 
-// The default does not yet hold the bar on the multi-GPU-heavy and lightly pinned classes
-// (docs/placement.md, "Multi-GPU share"): those two checks are disabled (run them with
-// --gtest_also_run_disabled_tests), and a looser guard keeps them from getting worse: never more
-// than one point below FGD, at 100 % arrival or at any level.
+// The default does not yet hold the bar on the multi-GPU-heavy class (docs/placement.md,
+// "Multi-GPU share"): that check is disabled (run it with --gtest_also_run_disabled_tests), and a
+// looser guard keeps it from getting worse: never more than one point below FGD, at 100 %
+// arrival or at any level.
 void expect_within_a_point(const Verdict& verdict) {
   ASSERT_FALSE(std::isnan(verdict.fgd_at_100) || std::isnan(verdict.default_at_100));
   EXPECT_GE(verdict.default_at_100, verdict.fgd_at_100 - 1.0) << "allocation % at 100 % arrival";
@@ -164,11 +166,6 @@ TEST(DefaultVsFgd, MultiGpuHeavyWithinAPoint) {
   expect_within_a_point(default_against_fgd(quarter_fleet(), multi_gpu_heavy(0.4, 7)));
 }
 
-TEST(DefaultVsFgd, LightlyPinnedWithinAPoint) {
-  const std::vector<core::NodeSpec> nodes = quarter_fleet();
-  expect_within_a_point(default_against_fgd(nodes, lightly_pinned(nodes, 0.05, 7)));
-}
-
 TEST(DefaultVsFgd, DISABLED_MultiGpuHeavy) {
   expect_holds_the_bar(default_against_fgd(quarter_fleet(), multi_gpu_heavy(0.4, 7)));
 }
@@ -177,7 +174,7 @@ TEST(DefaultVsFgd, SharingHeavy) {
   expect_holds_the_bar(default_against_fgd(quarter_fleet(), sharing_heavy(7)));
 }
 
-TEST(DefaultVsFgd, DISABLED_LightlyPinned) {
+TEST(DefaultVsFgd, LightlyPinned) {
   const std::vector<core::NodeSpec> nodes = quarter_fleet();
   expect_holds_the_bar(default_against_fgd(nodes, lightly_pinned(nodes, 0.05, 7)));
 }
