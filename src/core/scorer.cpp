@@ -40,9 +40,10 @@ PodDemand gpus_only(PodDemand demand) {
 [[gnu::always_inline]] inline std::optional<double> score_one(
     const PlacementPolicy& policy, const NodeState& node, const PodDemand& demand,
     const PodDemand& gpu_only, bool tracks_cpu_memory, NodeReading* reading,
-    AfterPlacementMemo* memo) {
-  std::optional<double> score = policy.score_with_memo(node, demand, reading, memo);
-  if (!score && tracks_cpu_memory) score = policy.score_with_memo(node, gpu_only, reading, memo);
+    SharedExclusions* shared) {
+  std::optional<double> score = policy.score_with_shared(node, demand, reading, shared);
+  if (!score && tracks_cpu_memory)
+    score = policy.score_with_shared(node, gpu_only, reading, shared);
   return score;
 }
 
@@ -80,7 +81,7 @@ void Scorer::score_exact(bool cached, const ClusterModel& model, const Placement
     part = &whole;
   }
   StateMemo* memo = part->memo_on ? &memo_ : nullptr;
-  AfterPlacementMemo* memo_after = readings != nullptr ? &readings->memo() : nullptr;
+  SharedExclusions* shared = readings != nullptr ? &readings->exclusions() : nullptr;
   if (!part->begun) {
     if (cached) cache_.begin(demand, policy.state_version(), model.node_count());
     // Sized by the nodes it can meet, not the names offered: the memo is kept between
@@ -118,14 +119,13 @@ void Scorer::score_exact(bool cached, const ClusterModel& model, const Placement
             raw[i] = *same;
             ++memo_hits;
           } else {
-            raw[i] = score_one(policy, *node, demand, gpu_only, tracks_cpu_memory, reading(),
-                               memo_after);
+            raw[i] =
+                score_one(policy, *node, demand, gpu_only, tracks_cpu_memory, reading(), shared);
             memo->remember(*node, hash, raw[i]);
           }
           if (++memo_lookups == kMemoTrial && memo_hits * kMemoHitsPer < kMemoTrial) memo = nullptr;
         } else {
-          raw[i] =
-              score_one(policy, *node, demand, gpu_only, tracks_cpu_memory, reading(), memo_after);
+          raw[i] = score_one(policy, *node, demand, gpu_only, tracks_cpu_memory, reading(), shared);
         }
         cache_.store(position, stamp, raw[i]);
       },
@@ -198,7 +198,7 @@ void Scorer::score_top(const ClusterModel& model, const PlacementPolicy& policy,
   const auto exact = [&](const NodeState& node, std::size_t position, std::uint64_t stamp) {
     const std::optional<double> score =
         score_one(policy, node, demand, gpu_only, tracks_cpu_memory, &readings_.at(position, stamp),
-                  &readings_.memo());
+                  &readings_.exclusions());
     cache_.store(position, stamp, score);
     admit(score);
     return score;
