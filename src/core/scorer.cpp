@@ -40,10 +40,9 @@ PodDemand gpus_only(PodDemand demand) {
 [[gnu::always_inline]] inline std::optional<double> score_one(
     const PlacementPolicy& policy, const NodeState& node, const PodDemand& demand,
     const PodDemand& gpu_only, bool tracks_cpu_memory, NodeReading* reading,
-    SharedExclusions* shared) {
-  std::optional<double> score = policy.score_with_shared(node, demand, reading, shared);
-  if (!score && tracks_cpu_memory)
-    score = policy.score_with_shared(node, gpu_only, reading, shared);
+    AfterPlacementMemo* memo) {
+  std::optional<double> score = policy.score_with_memo(node, demand, reading, memo);
+  if (!score && tracks_cpu_memory) score = policy.score_with_memo(node, gpu_only, reading, memo);
   return score;
 }
 
@@ -81,7 +80,7 @@ void Scorer::score_exact(bool cached, const ClusterModel& model, const Placement
     part = &whole;
   }
   StateMemo* memo = part->memo_on ? &memo_ : nullptr;
-  SharedExclusions* shared = readings != nullptr ? &readings->exclusions() : nullptr;
+  AfterPlacementMemo* memo_after = readings != nullptr ? &readings->memo() : nullptr;
   if (!part->begun) {
     if (cached) cache_.begin(demand, policy.state_version(), model.node_count());
     // Sized by the nodes it can meet, not the names offered: the memo is kept between
@@ -119,13 +118,14 @@ void Scorer::score_exact(bool cached, const ClusterModel& model, const Placement
             raw[i] = *same;
             ++memo_hits;
           } else {
-            raw[i] =
-                score_one(policy, *node, demand, gpu_only, tracks_cpu_memory, reading(), shared);
+            raw[i] = score_one(policy, *node, demand, gpu_only, tracks_cpu_memory, reading(),
+                               memo_after);
             memo->remember(*node, hash, raw[i]);
           }
           if (++memo_lookups == kMemoTrial && memo_hits * kMemoHitsPer < kMemoTrial) memo = nullptr;
         } else {
-          raw[i] = score_one(policy, *node, demand, gpu_only, tracks_cpu_memory, reading(), shared);
+          raw[i] =
+              score_one(policy, *node, demand, gpu_only, tracks_cpu_memory, reading(), memo_after);
         }
         cache_.store(position, stamp, raw[i]);
       },
@@ -198,7 +198,7 @@ void Scorer::score_top(const ClusterModel& model, const PlacementPolicy& policy,
   const auto exact = [&](const NodeState& node, std::size_t position, std::uint64_t stamp) {
     const std::optional<double> score =
         score_one(policy, node, demand, gpu_only, tracks_cpu_memory, &readings_.at(position, stamp),
-                  &readings_.exclusions());
+                  &readings_.memo());
     cache_.store(position, stamp, score);
     admit(score);
     return score;
