@@ -365,154 +365,8 @@ void NodeFragmentation::read_node(const CompiledWorkload& workload, const NodeSt
   memory_after_ = memory_before_ == kNotTracked ? memory_before_ : memory_before_ - pod.memory;
 }
 
-void AfterPlacementMemo::begin(std::size_t nodes) {
-  std::size_t slots = 64;
-  while (slots < 2 * nodes) slots *= 2;
-  if (slots != entries_.size()) {
-    entries_.assign(slots, Entry{});
-    request_ = 0;
-  }
-  if (++request_ == 0) {  // wrapped: forget every request's entries
-    entries_.assign(slots, Entry{});
-    request_ = 1;
-  }
-  stored_ = 0;
-  lookups_ = 0;
-  hits_ = 0;
-  on_ = true;
-  exclusion_count_ = 0;
-}
-
-AfterPlacementMemo::Exclusion* AfterPlacementMemo::exclusion(const std::uint64_t* excluded,
-                                                             std::size_t words, bool& found) {
-  found = false;
-  for (std::size_t e = 0; e < exclusion_count_; ++e) {
-    Exclusion& kept = exclusions_[e];
-    bool same = true;
-    for (std::size_t w = 0; w < words; ++w) same &= kept.excluded[w] == excluded[w];
-    if (same) {
-      found = true;
-      return &kept;
-    }
-  }
-  if (exclusion_count_ == kMaxExclusions) return nullptr;
-  Exclusion& added = exclusions_[exclusion_count_++];
-  for (std::size_t w = 0; w < words; ++w) added.excluded[w] = excluded[w];
-  added.weighed = false;
-  return &added;
-}
-
-bool AfterPlacementMemo::matches(const Entry& entry, const Key& key, std::size_t words) const {
-  bool same = entry.hash == key.hash && entry.gpus == key.gpus && entry.capacity == key.capacity &&
-              entry.per_gpu == key.per_gpu;
-  for (std::size_t w = 0; w < words; ++w) same &= entry.excluded[w] == key.excluded[w];
-  for (std::size_t i = 0; i < key.gpus && same; ++i) same &= entry.free[i] == key.free[i];
-  return same;
-}
-
-AfterPlacementMemo::Entry* AfterPlacementMemo::find(const Key& key, std::size_t words,
-                                                    bool& found) {
-  found = false;
-  if (!on_ || entries_.empty()) return nullptr;
-  const std::size_t mask = entries_.size() - 1;
-  for (std::size_t slot = key.hash & mask;; slot = (slot + 1) & mask) {
-    Entry& entry = entries_[slot];
-    if (entry.request != request_) {  // empty in this request: the key is not stored
-      count(false);
-      return stored_ < entries_.size() / 2 ? &entry : nullptr;
-    }
-    if (matches(entry, key, words)) {
-      found = true;
-      count(true);
-      return &entry;
-    }
-  }
-}
-
-void NodeFragmentation::make_memo_key(const NodeState& node) {
-  AfterPlacementMemo::Key& key = memo_key_;
-  key.gpus = static_cast<std::uint8_t>(gpu_count_);
-  key.capacity = node.spec().memory_per_gpu;
-  key.per_gpu = per_gpu_;
-  // The free amounts in ascending order: eight GPUs (the usual node) through a sorting network
-  // without branches, others by insertion.
-  if (gpu_count_ == 8) {
-    std::array<std::int32_t, 8> v;
-    for (std::size_t i = 0; i < 8; ++i) v[i] = static_cast<std::int32_t>(free_[i]);
-    const auto exchange = [&](std::size_t a, std::size_t b) {
-      const std::int32_t low = std::min(v[a], v[b]);
-      v[b] = std::max(v[a], v[b]);
-      v[a] = low;
-    };
-    // Batcher's odd-even merge sort of eight: 19 exchanges.
-    exchange(0, 1), exchange(2, 3), exchange(4, 5), exchange(6, 7);
-    exchange(0, 2), exchange(1, 3), exchange(4, 6), exchange(5, 7);
-    exchange(1, 2), exchange(5, 6);
-    exchange(0, 4), exchange(1, 5), exchange(2, 6), exchange(3, 7);
-    exchange(2, 4), exchange(3, 5);
-    exchange(1, 2), exchange(3, 4), exchange(5, 6);
-    for (std::size_t i = 0; i < 8; ++i) key.free[i] = v[i];
-  }
-  for (int i = 0; i < gpu_count_ && gpu_count_ != 8; ++i) {
-    const auto f = static_cast<std::int32_t>(free_[static_cast<std::size_t>(i)]);
-    int at = i;
-    while (at > 0 && key.free[static_cast<std::size_t>(at - 1)] > f) {
-      key.free[static_cast<std::size_t>(at)] = key.free[static_cast<std::size_t>(at - 1)];
-      --at;
-    }
-    key.free[static_cast<std::size_t>(at)] = f;
-  }
-  std::uint64_t hash = static_cast<std::uint64_t>(key.capacity) * 0x9e3779b97f4a7c15ULL ^
-                       static_cast<std::uint64_t>(key.per_gpu) ^
-                       static_cast<std::uint64_t>(key.gpus) << 56;
-  const auto mix = [&](std::uint64_t value) {
-    hash = (hash ^ value) * 0xff51afd7ed558ccdULL;
-    hash ^= hash >> 32;
-  };
-  for (std::size_t w = 0; w < workload_->words_; ++w) {
-    key.excluded[w] = excluded_after_[w];
-    mix(key.excluded[w]);
-  }
-  for (int i = 0; i + 1 < gpu_count_; i += 2) {
-    mix(static_cast<std::uint64_t>(
-            static_cast<std::uint32_t>(key.free[static_cast<std::size_t>(i)]))
-            << 32 |
-        static_cast<std::uint32_t>(key.free[static_cast<std::size_t>(i + 1)]));
-  }
-  if (gpu_count_ % 2 != 0) {
-    mix(static_cast<std::uint32_t>(key.free[static_cast<std::size_t>(gpu_count_ - 1)]));
-  }
-  key.hash = hash;
-}
-
-void NodeFragmentation::keep_in_memo(int window, double margin, std::span<const double> after) {
-  if (memo_entry_ == nullptr || memo_found_ || window <= 0 ||
-      window > NodeReading::Minimum::kMaxWindow) {
-    return;
-  }
-  AfterPlacementMemo::Entry& entry = *memo_entry_;
-  const AfterPlacementMemo::Key& key = memo_key_;
-  entry.request = memo_->request_;
-  entry.gpus = key.gpus;
-  entry.window = static_cast<std::uint8_t>(window);
-  entry.capacity = key.capacity;
-  entry.per_gpu = key.per_gpu;
-  entry.margin = margin;
-  entry.hash = key.hash;
-  entry.excluded = key.excluded;
-  entry.free = key.free;
-  for (int k = 0; k < window; ++k)
-    entry.after[static_cast<std::size_t>(k)] = after[static_cast<std::size_t>(k)];
-  ++memo_->stored_;
-  memo_entry_ = nullptr;
-}
-
 bool NodeFragmentation::prepare_kept(const CompiledWorkload& workload, const NodeState& node,
-                                     const PodDemand& pod, NodeReading& reading,
-                                     AfterPlacementMemo* memo) {
-  memo_ = nullptr;
-  memo_entry_ = nullptr;
-  memo_found_ = false;
+                                     const PodDemand& pod, NodeReading& reading) {
   // As prepare() decides that the reading is used and keeps its minimum, for a sharing pod the
   // node can hold (a node whose amounts reach 2^30 has no filled reading).
   if (!reading.filled || reading.needs != workload.needs_.size() ||
@@ -523,7 +377,6 @@ bool NodeFragmentation::prepare_kept(const CompiledWorkload& workload, const Nod
   }
   read_node(workload, node, pod);
   mark_exclusions<false>(node);
-  node_read_ = true;
   bool same = true;
   for (std::size_t w = 0; w < workload.words_; ++w)
     same &= reading.minimum.excluded[w] == excluded_after_[w];
@@ -533,22 +386,9 @@ bool NodeFragmentation::prepare_kept(const CompiledWorkload& workload, const Nod
     count += static_cast<int>(((reading.first_of_free >> i) & 1U) &
                               (free_[static_cast<std::size_t>(i)] >= pod.per_gpu));
   }
-  if (count == 0) {
-    node_read_ = false;
-    return false;
-  }
-  per_gpu_ = pod.per_gpu;
-  if (!same || reading.minimum.window == 0 || reading.minimum.per_gpu != pod.per_gpu) {
-    // The kept minimum cannot answer: the memo may.
-    if (memo == nullptr) return false;
-    make_memo_key(node);
-    memo_entry_ = memo->find(memo_key_, workload.words_, memo_found_);
-    if (memo_entry_ == nullptr) return false;
-    memo_ = memo;
-    // Not kept by another node: prepare() in full now, and before_and_minimum keeps it.
-    if (!memo_found_) return false;
-  }
+  if (!same || count == 0) return false;
   pod_wants_gpu_ = true;
+  per_gpu_ = pod.per_gpu;
   narrow_ = true;  // the reading is filled
   before_known_ = true;
   before_value_ = reading.before;
@@ -564,7 +404,7 @@ bool NodeFragmentation::prepare(const CompiledWorkload& workload, const NodeStat
                                 const PodDemand& pod, NodeReading* reading) {
   if (!workload.fits_fast_path_ || node.gpu_count() > kMaxGpus) return false;
   deferred_ = false;
-  if (!node_read_) read_node(workload, node, pod);
+  read_node(workload, node, pod);
   pod_wants_gpu_ = pod.wants_gpu();
   per_gpu_ = pod.per_gpu;
 
@@ -618,10 +458,9 @@ bool NodeFragmentation::prepare(const CompiledWorkload& workload, const NodeStat
   const bool marked_before = !(known && sharing);
   if (marked_before) {
     mark_exclusions<true>(node);
-  } else if (!node_read_) {
+  } else {
     mark_exclusions<false>(node);
   }
-  node_read_ = false;
   const bool keep = reading != nullptr && !known && narrow;
   std::uint32_t first_of_free = known ? reading->first_of_free : 0;
   if (!known && (sharing || keep)) {
@@ -700,38 +539,12 @@ void NodeFragmentation::choose_indexes(bool known, bool marked_before) {
     build_index(excluded_before_.data(), index_before_storage_.data());
     index_before_ = index_before_storage_.data();
   }
-  exclusion_ = nullptr;
   if (same_exclusions_ && !known) {
     index_after_ = index_before_;
   } else if (!plain_after_) {
-    index_after_ = index_after_for_excluded();
+    build_index(excluded_after_.data(), index_after_storage_.data());
+    index_after_ = index_after_storage_.data();
   }
-}
-
-const std::uint8_t* NodeFragmentation::index_after_for_excluded() {
-  const std::size_t words = workload_->words_;
-  if (shared_ != nullptr && words <= NodeReading::Minimum::kMaxWords) {
-    bool found = false;
-    exclusion_ = shared_->exclusion(excluded_after_.data(), words, found);
-    if (exclusion_ != nullptr) {
-      if (!found) build_index(excluded_after_.data(), exclusion_->index.data());
-      return exclusion_->index.data();
-    }
-  }
-  build_index(excluded_after_.data(), index_after_storage_.data());
-  return index_after_storage_.data();
-}
-
-const NodeFragmentation::Weights& NodeFragmentation::weights_for_excluded(Weights& storage) const {
-  if (exclusion_ == nullptr) {
-    approximation_weights(storage);
-    return storage;
-  }
-  if (!exclusion_->weighed) {
-    approximation_weights(exclusion_->weights);  // points into the kept storage, if at all
-    exclusion_->weighed = true;
-  }
-  return exclusion_->weights;
 }
 
 // F(node) now, on its own, so that later pods find it; the pod's own sums then add only
@@ -1020,23 +833,8 @@ int NodeFragmentation::before_and_minimum(double margin, double& before, std::sp
       after[static_cast<std::size_t>(k)] = kept.after[static_cast<std::size_t>(k)];
     return kept.window;
   }
-  if (memo_found_ && memo_entry_->margin == margin) {
-    // Left by another node of the request with the same key: the same values. Kept in the
-    // reading too, for the next pod of this GPU memory that excludes the same shapes.
-    const AfterPlacementMemo::Entry& entry = *memo_entry_;
-    kept.window = entry.window;
-    kept.per_gpu = per_gpu_;
-    kept.margin = margin;
-    for (std::size_t w = 0; w < workload_->words_; ++w) kept.excluded[w] = excluded_after_[w];
-    kept.after = entry.after;
-    before = before_value_;  // a reading is filled: F(node) is known
-    for (int k = 0; k < kept.window; ++k)
-      after[static_cast<std::size_t>(k)] = kept.after[static_cast<std::size_t>(k)];
-    return kept.window;
-  }
   if (deferred_) return prepare_and_minimum(margin, before, after);  // kept for another margin
   const int window = compute_minimum(margin, before, after);
-  keep_in_memo(window, margin, after);
   if (window > 0 && window <= NodeReading::Minimum::kMaxWindow) {
     kept.window = static_cast<std::uint8_t>(window);
     kept.per_gpu = per_gpu_;
@@ -1074,8 +872,8 @@ int NodeFragmentation::compute_minimum(double margin, double& before,
   }
   // Compare the candidates by an approximation of F(after), then sum exactly only those that
   // can be the smallest.
-  Weights storage;
-  const Weights& weights = weights_for_excluded(storage);
+  Weights weights;
+  approximation_weights(weights);
   Columns columns;
   alignas(16) std::array<double, kMaxGpus> approx;
   if (count > 8) {

@@ -39,10 +39,9 @@ PodDemand gpus_only(PodDemand demand) {
 // for every node scored.
 [[gnu::always_inline]] inline std::optional<double> score_one(
     const PlacementPolicy& policy, const NodeState& node, const PodDemand& demand,
-    const PodDemand& gpu_only, bool tracks_cpu_memory, NodeReading* reading,
-    AfterPlacementMemo* memo) {
-  std::optional<double> score = policy.score_with_memo(node, demand, reading, memo);
-  if (!score && tracks_cpu_memory) score = policy.score_with_memo(node, gpu_only, reading, memo);
+    const PodDemand& gpu_only, bool tracks_cpu_memory, NodeReading* reading) {
+  std::optional<double> score = policy.score_with_reading(node, demand, reading);
+  if (!score && tracks_cpu_memory) score = policy.score_with_reading(node, gpu_only, reading);
   return score;
 }
 
@@ -80,7 +79,6 @@ void Scorer::score_exact(bool cached, const ClusterModel& model, const Placement
     part = &whole;
   }
   StateMemo* memo = part->memo_on ? &memo_ : nullptr;
-  AfterPlacementMemo* memo_after = readings != nullptr ? &readings->memo() : nullptr;
   if (!part->begun) {
     if (cached) cache_.begin(demand, policy.state_version(), model.node_count());
     // Sized by the nodes it can meet, not the names offered: the memo is kept between
@@ -100,7 +98,7 @@ void Scorer::score_exact(bool cached, const ClusterModel& model, const Placement
           return;
         }
         if (!cached) {
-          raw[i] = score_one(policy, *node, demand, gpu_only, tracks_cpu_memory, nullptr, nullptr);
+          raw[i] = score_one(policy, *node, demand, gpu_only, tracks_cpu_memory, nullptr);
           return;
         }
         const std::size_t position = model.position_of(*node);
@@ -118,14 +116,12 @@ void Scorer::score_exact(bool cached, const ClusterModel& model, const Placement
             raw[i] = *same;
             ++memo_hits;
           } else {
-            raw[i] = score_one(policy, *node, demand, gpu_only, tracks_cpu_memory, reading(),
-                               memo_after);
+            raw[i] = score_one(policy, *node, demand, gpu_only, tracks_cpu_memory, reading());
             memo->remember(*node, hash, raw[i]);
           }
           if (++memo_lookups == kMemoTrial && memo_hits * kMemoHitsPer < kMemoTrial) memo = nullptr;
         } else {
-          raw[i] =
-              score_one(policy, *node, demand, gpu_only, tracks_cpu_memory, reading(), memo_after);
+          raw[i] = score_one(policy, *node, demand, gpu_only, tracks_cpu_memory, reading());
         }
         cache_.store(position, stamp, raw[i]);
       },
@@ -196,9 +192,8 @@ void Scorer::score_top(const ClusterModel& model, const PlacementPolicy& policy,
     start = kSample;
   }
   const auto exact = [&](const NodeState& node, std::size_t position, std::uint64_t stamp) {
-    const std::optional<double> score =
-        score_one(policy, node, demand, gpu_only, tracks_cpu_memory, &readings_.at(position, stamp),
-                  &readings_.memo());
+    const std::optional<double> score = score_one(policy, node, demand, gpu_only, tracks_cpu_memory,
+                                                  &readings_.at(position, stamp));
     cache_.store(position, stamp, score);
     admit(score);
     return score;

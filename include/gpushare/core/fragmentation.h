@@ -158,107 +158,12 @@ struct NodeReading {
   Minimum minimum;
 };
 
-// Weights for NodeFragmentation's approximation of F after a candidate: of the shapes the node
-// after placement excludes, and of the others per group. A pure function of those shapes.
-struct ApproximationWeights {
-  static constexpr std::size_t kMaxGroups = 64;
-  double excluded;
-  const double* group;  // per group (into storage, or the CompiledWorkload's)
-  std::array<double, kMaxGroups> storage;
-  std::array<bool, kMaxGroups> hosted;  // some shape of the group is not excluded
-};
-
-// F after placement of one sharing pod, shared by the nodes of one request (a per-request memo
-// over node states, where NodeReading::Minimum is per node): before_and_minimum's F(after) values
-// are a pure function of the multiset of the node's GPU free amounts (the candidates are its
-// distinct amounts, and F sums over shapes, whatever the GPUs' order), its per-GPU capacity
-// (relative needs), the shapes it excludes after placement, the pod's GPU memory and the margin,
-// given the workload. Nodes in distinct states (CPU and memory differ) that agree on those share
-// one computation. Keyed on exactly those values, so an entry read back gives the same bits.
-//
-// Begun per request (begin() drops every entry: the workload may have moved) for one
-// CompiledWorkload. Tried on the first kTrial lookups of each request: where fewer than one in
-// kHitsPer of them is answered, it is off for the rest of the request (hashing a node costs more
-// than it spares). Bounded: 2^k entries for the request's nodes (about 160 bytes each), stores
-// stop at half of them. Not thread-safe; the owner (FragmentationCache) serialises its use.
-class AfterPlacementMemo {
- public:
-  static constexpr std::size_t kTrial = 256;
-  static constexpr std::size_t kHitsPer = 16;
-  // Starts a request on a model of `nodes` nodes.
-  void begin(std::size_t nodes);
-  // Whether lookups are still made in this request.
-  bool on() const { return on_; }
-  // Entries stored and lookups answered in this request (for tests).
-  std::size_t size() const { return stored_; }
-  std::size_t hits() const { return hits_; }
-  // Sets of excluded shapes whose indexes are kept in this request (for tests).
-  std::size_t exclusions() const { return exclusion_count_; }
-
- private:
-  friend class NodeFragmentation;
-  static constexpr int kMaxGpus = 16;
-  struct Entry {
-    std::uint32_t request = 0;  // the request that stored it; 0: never
-    std::uint8_t gpus = 0;
-    std::uint8_t window = 0;
-    Units capacity = 0;
-    Units per_gpu = 0;
-    double margin = 0;
-    std::uint64_t hash = 0;
-    std::array<std::uint64_t, NodeReading::Minimum::kMaxWords> excluded;
-    std::array<std::int32_t, kMaxGpus> free;  // ascending; the first `gpus` in use
-    std::array<double, NodeReading::Minimum::kMaxWindow> after;
-  };
-  // The key of one node and pod, as NodeFragmentation reads them.
-  struct Key {
-    std::uint64_t hash = 0;
-    std::uint8_t gpus = 0;
-    Units capacity = 0;
-    Units per_gpu = 0;
-    std::array<std::uint64_t, NodeReading::Minimum::kMaxWords> excluded;
-    std::array<std::int32_t, kMaxGpus> free;
-  };
-  bool matches(const Entry& entry, const Key& key, std::size_t words) const;
-  // The entry holding `key` (stored in this request), or the empty slot where it goes (null
-  // when the table is full or the memo is off). `found` tells which.
-  Entry* find(const Key& key, std::size_t words, bool& found);
-  // After a lookup: counts it, and turns the memo off after the trial if it answered too few.
-  void count(bool hit) {
-    hits_ += hit ? 1 : 0;
-    if (++lookups_ == kTrial && hits_ * kHitsPer < kTrial) on_ = false;
-  }
-
-  // The shapes' indexes after placement and the approximation's weights for one set of shapes
-  // excluded after placement (few distinct sets per request: CPU and memory thresholds),
-  // used whether or not the memo is on. At most kMaxExclusions per request.
-  static constexpr std::size_t kMaxExclusions = 16;
-  struct Exclusion {
-    std::array<std::uint64_t, NodeReading::Minimum::kMaxWords> excluded;
-    bool weighed = false;  // weights filled
-    ApproximationWeights weights;
-    std::array<std::uint8_t, NodeReading::Minimum::kMaxWords * 64> index;
-  };
-  // The kept set for `excluded` (`words` words), or a new one to fill (`found` false), or null
-  // when kMaxExclusions are kept.
-  Exclusion* exclusion(const std::uint64_t* excluded, std::size_t words, bool& found);
-
-  std::vector<Entry> entries_;  // 2^k slots, open addressing
-  std::array<Exclusion, kMaxExclusions> exclusions_;
-  std::size_t exclusion_count_ = 0;
-  std::uint32_t request_ = 0;
-  std::size_t stored_ = 0;
-  std::size_t lookups_ = 0;
-  std::size_t hits_ = 0;
-  bool on_ = false;
-};
-
 // One node as one pod sees it, through a CompiledWorkload. A scratch value on the stack.
 class NodeFragmentation {
  public:
   static constexpr int kMaxGpus = 16;
   static constexpr std::size_t kMaxNeeds = NodeReading::kMaxNeeds;
-  static constexpr std::size_t kMaxGroups = ApproximationWeights::kMaxGroups;
+  static constexpr std::size_t kMaxGroups = 64;
   static constexpr std::size_t kMaxWords = 16;  // 1 024 shapes
 
   // Reads the node and the pod; false when the node or the target is beyond the fixed
@@ -273,17 +178,10 @@ class NodeFragmentation {
   // the shapes the node excludes after placement, the rest is read only if before_and_minimum()
   // finds it kept for another margin. The same results, bit for bit. The node and the pod must
   // outlive the last call.
-  // With `memo` (used with a filled reading), before_and_minimum() also reads F(after) from the
-  // memo where another node of the request left it, and leaves it there where it computes it.
   bool prepare_to_score(const CompiledWorkload& workload, const NodeState& node,
-                        const PodDemand& pod, NodeReading* reading,
-                        AfterPlacementMemo* memo = nullptr) {
-    shared_ = memo;
-    if (memo != nullptr && !memo->on()) memo = nullptr;
-    if (reading != nullptr &&
-        ((reading->minimum.window != 0 && reading->minimum.per_gpu == pod.per_gpu) ||
-         memo != nullptr) &&
-        prepare_kept(workload, node, pod, *reading, memo)) {
+                        const PodDemand& pod, NodeReading* reading) {
+    if (reading != nullptr && reading->minimum.window != 0 &&
+        reading->minimum.per_gpu == pod.per_gpu && prepare_kept(workload, node, pod, *reading)) {
       return true;
     }
     return prepare(workload, node, pod, reading);
@@ -330,15 +228,10 @@ class NodeFragmentation {
                   const std::array<Units, kMaxNeeds>& too_small, Units total, State& state) const;
   void candidate_state(int k, State& state) const;
   bool same_state(const State& a, const State& b) const;
-  // prepare_to_score() where `reading` keeps a minimum for this pod's GPU memory or `memo` is
-  // given: true when the kept minimum answers or the memo may (deferred_; the memo's key read),
-  // false when the node must be prepared in full.
+  // prepare_to_score() where `reading` keeps a minimum for this pod's GPU memory: true when it
+  // answers (deferred_), false when the node must be prepared in full.
   bool prepare_kept(const CompiledWorkload& workload, const NodeState& node, const PodDemand& pod,
-                    NodeReading& reading, AfterPlacementMemo* memo);
-  // memo_key_ of this node and pod (read_node and mark_exclusions done).
-  void make_memo_key(const NodeState& node);
-  // Keeps a computed minimum in the memo's slot found by prepare_kept, if any.
-  void keep_in_memo(int window, double margin, std::span<const double> after);
+                    NodeReading& reading);
   // What both preparations read first: the node's free amounts, and its CPU and memory before
   // and after `pod`.
   void read_node(const CompiledWorkload& workload, const NodeState& node, const PodDemand& pod);
@@ -364,13 +257,15 @@ class NodeFragmentation {
                const State& b, double& sum_a, double& sum_b) const;
   // F(node) and F of `state` after placement (only the latter summed when F(node) is known).
   void before_and(const State& state, double& before, double& after) const;
-  using Weights = ApproximationWeights;
+  // Weights for the approximation of F after a candidate: of the shapes the node after
+  // placement excludes, and of the others per group.
+  struct Weights {
+    double excluded;
+    const double* group;  // per group
+    std::array<double, kMaxGroups> storage;
+    std::array<bool, kMaxGroups> hosted;  // some shape of the group is not excluded
+  };
   void approximation_weights(Weights& weights) const;
-  // The shapes' indexes after placement and the approximation's weights for excluded_after_:
-  // from the request's memo where another node left them (or leaves them there), else built
-  // into this object's storage.
-  const std::uint8_t* index_after_for_excluded();
-  const Weights& weights_for_excluded(Weights& storage) const;
   // The candidates' group values: value[g][k] for candidate k (columns of States).
   using Lanes = std::int32_t __attribute__((vector_size(16)));  // four candidates
   struct Columns {
@@ -388,19 +283,6 @@ class NodeFragmentation {
   // the candidates' count: before_and_minimum() prepares the node and pod below in full if the
   // kept minimum does not answer it.
   bool deferred_ = false;
-  // prepare_kept() read the node and marked the shapes excluded after placement: prepare(), for
-  // the same node and pod next, does not again.
-  bool node_read_ = false;
-  // The memo, and its key for this node and pod, where prepare_kept looked it up: `memo_entry_`
-  // is the entry found (memo_found_) or the empty slot where the minimum goes (null: none).
-  AfterPlacementMemo* memo_ = nullptr;
-  // The memo whenever one is given (its kept exclusions are used even where it is off), and
-  // the kept exclusion for excluded_after_ (null: none).
-  AfterPlacementMemo* shared_ = nullptr;
-  AfterPlacementMemo::Exclusion* exclusion_ = nullptr;
-  AfterPlacementMemo::Entry* memo_entry_ = nullptr;
-  bool memo_found_ = false;
-  AfterPlacementMemo::Key memo_key_;
   const NodeState* node_ = nullptr;
   const PodDemand* pod_ = nullptr;
   int gpu_count_ = 0;

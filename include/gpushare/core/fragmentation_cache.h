@@ -42,9 +42,6 @@ class FragmentationCache {
   }
   // Readings the cache has room for now (for tests).
   std::size_t capacity() const { return entries_.size(); }
-  // The request's memo of F after placement over node states (fragmentation.h), begun by
-  // begin(): valid for one pod's scoring at a time, as the readings.
-  AfterPlacementMemo& memo() { return memo_; }
 
  private:
   struct Entry {
@@ -53,7 +50,6 @@ class FragmentationCache {
   };
   std::vector<Entry> entries_;
   std::uint64_t reading_version_ = 0;
-  AfterPlacementMemo memo_;
 };
 
 }  // namespace gpushare::core

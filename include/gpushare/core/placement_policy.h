@@ -27,8 +27,7 @@ struct GpuTake {
   friend bool operator==(const GpuTake&, const GpuTake&) = default;
 };
 
-struct NodeReading;        // fragmentation.h
-class AfterPlacementMemo;  // fragmentation.h
+struct NodeReading;  // fragmentation.h
 
 class PlacementPolicy {
  public:
@@ -54,14 +53,6 @@ class PlacementPolicy {
   virtual std::optional<double> score_with_reading(const NodeState& node, const PodDemand& pod,
                                                    NodeReading* /*reading*/) const {
     return score(node, pod);
-  }
-  // score_with_reading(node, pod, reading), also given `memo` (fragmentation.h), which the
-  // caller begins per request and policies that compute F after placement read and fill
-  // (with filled readings). Must return score()'s value.
-  virtual std::optional<double> score_with_memo(const NodeState& node, const PodDemand& pod,
-                                                NodeReading* reading,
-                                                AfterPlacementMemo* /*memo*/) const {
-    return score_with_reading(node, pod, reading);
   }
   // A cheap upper bound of score_with_reading(node, pod, reading), for callers that need the
   // exact score of the best nodes only (Scorer::score_top): nullopt where the policy gives none

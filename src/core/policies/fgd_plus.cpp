@@ -436,15 +436,9 @@ std::optional<double> FgdPlusPolicy::score(const NodeState& node, const PodDeman
 
 std::optional<double> FgdPlusPolicy::score_with_reading(const NodeState& node, const PodDemand& pod,
                                                         NodeReading* reading) const {
-  return score_with_memo(node, pod, reading, nullptr);
-}
-
-std::optional<double> FgdPlusPolicy::score_with_memo(const NodeState& node, const PodDemand& pod,
-                                                     NodeReading* reading,
-                                                     AfterPlacementMemo* memo) const {
   if (!check_fit(node, pod).fits()) return std::nullopt;
   NodeFragmentation fragmentation;
-  if (!fragmentation.prepare_to_score(compiled_, node, pod, reading, memo)) {
+  if (!fragmentation.prepare_to_score(compiled_, node, pod, reading)) {
     return reference_score(*this, node, pod);
   }
   double best = 0;
