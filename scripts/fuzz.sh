@@ -32,8 +32,11 @@ if [[ -z "$clang" ]]; then
   echo "fuzz.sh: clang++ not found (apt-get install clang libclang-rt-dev)" >&2
   exit 2
 fi
+# $GPUSHARE_DEBUG_INFO as in scripts/test.sh (lines in .ci/run: a finding's stack still has
+# file:line).
 CXX="$clang" cmake -S . -B "$build_dir" -DCMAKE_BUILD_TYPE=RelWithDebInfo -DGPUSHARE_FUZZ=ON \
-  -DGPUSHARE_WERROR=OFF -DGPUSHARE_BUILD_TESTS=OFF -DGPUSHARE_BUILD_BENCH=OFF >/dev/null
+  -DGPUSHARE_WERROR=OFF -DGPUSHARE_BUILD_TESTS=OFF -DGPUSHARE_BUILD_BENCH=OFF \
+  ${GPUSHARE_DEBUG_INFO:+"-DGPUSHARE_DEBUG_INFO=$GPUSHARE_DEBUG_INFO"} >/dev/null
 started=$SECONDS
 cmake --build "$build_dir" -j "$jobs" --target "${targets[@]}"
 echo "== fuzzers built in $((SECONDS - started)) s" >&2
