@@ -365,9 +365,14 @@ wire::HostPriorityList SchedulingService::prioritize(const wire::ExtenderArgs& a
     bytes += offered[i].size();
   }
   wire::HostPriorityList result;
-  result.reserve(listed, bytes);
-  for (std::size_t i = 0; i < offered.size(); ++i) {
-    if (unknown[i] != kLeftOut) result.push_back(offered[i], scores[i]);
+  if (args.node_names && listed == offered.size()) {  // every name offered, as offered
+    result = wire::HostPriorityList(*args.node_names,
+                                    std::vector<std::int64_t>(scores.begin(), scores.end()));
+  } else {
+    result.reserve(listed, bytes);
+    for (std::size_t i = 0; i < offered.size(); ++i) {
+      if (unknown[i] != kLeftOut) result.push_back(offered[i], scores[i]);
+    }
   }
   if (unknown_count > kMaxUnknownNodesListed) note_unlisted("prioritize", args.pod, unknown_count);
   return result;

@@ -11,6 +11,7 @@
 #include <optional>
 #include <string>
 #include <string_view>
+#include <utility>
 #include <vector>
 
 #include "gpushare/kube/json_access.h"
@@ -83,6 +84,9 @@ class HostPriorityList {
 
   HostPriorityList() = default;
   HostPriorityList(std::initializer_list<HostPriority> priorities);
+  // Host i is hosts[i], scored scores[i]; as many scores as hosts.
+  HostPriorityList(NameList hosts, std::vector<std::int64_t> scores)
+      : hosts_(std::move(hosts)), scores_(std::move(scores)) {}
 
   // Room for `hosts` hosts whose names take `bytes` bytes in all.
   void reserve(std::size_t hosts, std::size_t bytes) {
