@@ -96,8 +96,8 @@ inline wire::ExtenderArgs decode_request(std::string_view body, const kube::Reso
 
 [[gnu::noinline]] inline std::string handle_prioritize(service::SchedulingService& service,
                                                        std::string_view body) {
-  wire::ExtenderArgs args = decode_request(body, service.config().names);
-  return wire::encode_priorities(service.prioritize(std::move(args)));
+  const wire::ExtenderArgs args = decode_request(body, service.config().names);
+  return wire::encode_priorities(service.prioritize(args));
 }
 
 }  // namespace gpushare::bench

@@ -65,8 +65,8 @@ void BM_EncodeFilterResult(benchmark::State& state) {
 }
 
 void BM_EncodePriorities(benchmark::State& state) {
-  std::vector<gpushare::wire::HostPriority> priorities;
-  for (int i = 0; i < state.range(0); ++i) priorities.push_back({gb::node_name(i), i % 11});
+  gpushare::wire::HostPriorityList priorities;
+  for (int i = 0; i < state.range(0); ++i) priorities.push_back(gb::node_name(i), i % 11);
   std::size_t bytes = 0;
   for (auto _ : state) {
     std::string text = gpushare::wire::encode_priorities(priorities);

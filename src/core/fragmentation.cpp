@@ -354,6 +354,25 @@ std::optional<double> CompiledWorkload::sharing_after_lower_bound(const NodeRead
   return bound - bound * slack;
 }
 
+SharedExclusions::Set* SharedExclusions::find(const std::uint64_t* excluded, std::size_t words,
+                                              bool& found) {
+  found = false;
+  for (std::size_t k = 0; k < count_; ++k) {
+    Set& kept = sets_[k];
+    bool same = true;
+    for (std::size_t w = 0; w < words; ++w) same &= kept.excluded[w] == excluded[w];
+    if (same) {
+      found = true;
+      return &kept;
+    }
+  }
+  if (count_ == kMaxSets) return nullptr;
+  Set& added = sets_[count_++];
+  for (std::size_t w = 0; w < words; ++w) added.excluded[w] = excluded[w];
+  added.weighed = false;
+  return &added;
+}
+
 void NodeFragmentation::read_node(const CompiledWorkload& workload, const NodeState& node,
                                   const PodDemand& pod) {
   workload_ = &workload;
@@ -539,12 +558,38 @@ void NodeFragmentation::choose_indexes(bool known, bool marked_before) {
     build_index(excluded_before_.data(), index_before_storage_.data());
     index_before_ = index_before_storage_.data();
   }
+  exclusion_ = nullptr;
   if (same_exclusions_ && !known) {
     index_after_ = index_before_;
   } else if (!plain_after_) {
-    build_index(excluded_after_.data(), index_after_storage_.data());
-    index_after_ = index_after_storage_.data();
+    index_after_ = index_after_for_excluded();
   }
+}
+
+const std::uint8_t* NodeFragmentation::index_after_for_excluded() {
+  const std::size_t words = workload_->words_;
+  if (shared_ != nullptr && words <= SharedExclusions::kMaxWords) {
+    bool found = false;
+    exclusion_ = shared_->find(excluded_after_.data(), words, found);
+    if (exclusion_ != nullptr) {
+      if (!found) build_index(excluded_after_.data(), exclusion_->index.data());
+      return exclusion_->index.data();
+    }
+  }
+  build_index(excluded_after_.data(), index_after_storage_.data());
+  return index_after_storage_.data();
+}
+
+const NodeFragmentation::Weights& NodeFragmentation::weights_for_excluded(Weights& storage) const {
+  if (exclusion_ == nullptr) {
+    approximation_weights(storage);
+    return storage;
+  }
+  if (!exclusion_->weighed) {
+    approximation_weights(exclusion_->weights);  // its group weights point into the set's
+    exclusion_->weighed = true;
+  }
+  return exclusion_->weights;
 }
 
 // F(node) now, on its own, so that later pods find it; the pod's own sums then add only
@@ -872,8 +917,8 @@ int NodeFragmentation::compute_minimum(double margin, double& before,
   }
   // Compare the candidates by an approximation of F(after), then sum exactly only those that
   // can be the smallest.
-  Weights weights;
-  approximation_weights(weights);
+  Weights storage;
+  const Weights& weights = weights_for_excluded(storage);
   Columns columns;
   alignas(16) std::array<double, kMaxGpus> approx;
   if (count > 8) {

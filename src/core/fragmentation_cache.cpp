@@ -9,6 +9,7 @@ void FragmentationCache::begin(std::uint64_t reading_version, std::size_t positi
   }
   // Positions beyond the last request's are new; those that vanished are never looked up.
   entries_.resize(positions);
+  exclusions_.begin();
 }
 
 }  // namespace gpushare::core

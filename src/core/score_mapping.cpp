@@ -45,8 +45,14 @@ std::vector<int> rank_scores(std::span<const std::optional<double>> raw, int max
     if (best.size() > keep) best.pop_back();
   }
   std::vector<int> result(raw.size(), 0);
+  // Below every kept value: the level after the last kept one (most nodes, on a large offer).
+  const int below = std::max(1, max_score - static_cast<int>(best.size()));
   for (std::size_t i = 0; i < raw.size(); ++i) {
     if (!raw[i]) continue;
+    if (!best.empty() && *raw[i] < best.back()) {
+      result[i] = below;
+      continue;
+    }
     const auto position = std::lower_bound(best.begin(), best.end(), *raw[i], std::greater<>());
     const auto rank = static_cast<int>(position - best.begin());  // 0 = best
     result[i] = std::max(1, max_score - rank);

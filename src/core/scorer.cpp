@@ -39,9 +39,11 @@ PodDemand gpus_only(PodDemand demand) {
 // for every node scored.
 [[gnu::always_inline]] inline std::optional<double> score_one(
     const PlacementPolicy& policy, const NodeState& node, const PodDemand& demand,
-    const PodDemand& gpu_only, bool tracks_cpu_memory, NodeReading* reading) {
-  std::optional<double> score = policy.score_with_reading(node, demand, reading);
-  if (!score && tracks_cpu_memory) score = policy.score_with_reading(node, gpu_only, reading);
+    const PodDemand& gpu_only, bool tracks_cpu_memory, NodeReading* reading,
+    SharedExclusions* shared) {
+  std::optional<double> score = policy.score_with_shared(node, demand, reading, shared);
+  if (!score && tracks_cpu_memory)
+    score = policy.score_with_shared(node, gpu_only, reading, shared);
   return score;
 }
 
@@ -79,6 +81,7 @@ void Scorer::score_exact(bool cached, const ClusterModel& model, const Placement
     part = &whole;
   }
   StateMemo* memo = part->memo_on ? &memo_ : nullptr;
+  SharedExclusions* shared = readings != nullptr ? &readings->exclusions() : nullptr;
   if (!part->begun) {
     if (cached) cache_.begin(demand, policy.state_version(), model.node_count());
     // Sized by the nodes it can meet, not the names offered: the memo is kept between
@@ -98,7 +101,7 @@ void Scorer::score_exact(bool cached, const ClusterModel& model, const Placement
           return;
         }
         if (!cached) {
-          raw[i] = score_one(policy, *node, demand, gpu_only, tracks_cpu_memory, nullptr);
+          raw[i] = score_one(policy, *node, demand, gpu_only, tracks_cpu_memory, nullptr, nullptr);
           return;
         }
         const std::size_t position = model.position_of(*node);
@@ -116,12 +119,13 @@ void Scorer::score_exact(bool cached, const ClusterModel& model, const Placement
             raw[i] = *same;
             ++memo_hits;
           } else {
-            raw[i] = score_one(policy, *node, demand, gpu_only, tracks_cpu_memory, reading());
+            raw[i] =
+                score_one(policy, *node, demand, gpu_only, tracks_cpu_memory, reading(), shared);
             memo->remember(*node, hash, raw[i]);
           }
           if (++memo_lookups == kMemoTrial && memo_hits * kMemoHitsPer < kMemoTrial) memo = nullptr;
         } else {
-          raw[i] = score_one(policy, *node, demand, gpu_only, tracks_cpu_memory, reading());
+          raw[i] = score_one(policy, *node, demand, gpu_only, tracks_cpu_memory, reading(), shared);
         }
         cache_.store(position, stamp, raw[i]);
       },
@@ -192,8 +196,9 @@ void Scorer::score_top(const ClusterModel& model, const PlacementPolicy& policy,
     start = kSample;
   }
   const auto exact = [&](const NodeState& node, std::size_t position, std::uint64_t stamp) {
-    const std::optional<double> score = score_one(policy, node, demand, gpu_only, tracks_cpu_memory,
-                                                  &readings_.at(position, stamp));
+    const std::optional<double> score =
+        score_one(policy, node, demand, gpu_only, tracks_cpu_memory, &readings_.at(position, stamp),
+                  &readings_.exclusions());
     cache_.store(position, stamp, score);
     admit(score);
     return score;

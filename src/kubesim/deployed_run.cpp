@@ -596,7 +596,7 @@ std::optional<std::size_t> DeployedRun::select_host(const SchedulerInstance& sch
       wire::ExtenderArgs args;
       args.pod = info;
       args.node_names = offered_names();
-      const std::vector<wire::HostPriority> scores = service_.prioritize(std::move(args));
+      const wire::HostPriorityList scores = service_.prioritize(args);
       ++out_.stats.extender_prioritize_calls;
       for (std::size_t i = 0; i < scores.size() && i < feasible_.size(); ++i) {
         totals_[i] += scores[i].score * extender.weight * kExtenderScoreFactor;

@@ -193,14 +193,6 @@ wire::FilterResult SchedulingService::filter(wire::ExtenderArgs&& args) {
   return filter_impl(args, &args);
 }
 
-std::vector<wire::HostPriority> SchedulingService::prioritize(
-    const wire::ExtenderArgs& args) const {
-  return prioritize_impl(args, nullptr);
-}
-std::vector<wire::HostPriority> SchedulingService::prioritize(wire::ExtenderArgs&& args) const {
-  return prioritize_impl(args, &args);
-}
-
 wire::FilterResult SchedulingService::filter_impl(const wire::ExtenderArgs& args,
                                                   wire::ExtenderArgs* movable) {
   wire::FilterResult result;
@@ -320,12 +312,13 @@ wire::FilterResult SchedulingService::filter_impl(const wire::ExtenderArgs& args
   return result;
 }
 
-std::vector<wire::HostPriority> SchedulingService::prioritize_impl(
-    const wire::ExtenderArgs& args, wire::ExtenderArgs* movable) const {
+wire::HostPriorityList SchedulingService::prioritize(const wire::ExtenderArgs& args) const {
   core::PodDemand demand = args.pod.demand();
   const std::vector<std::string_view> offered = offered_views(args);
   std::vector<std::optional<double>> raw(offered.size());
-  std::vector<char> unknown(offered.size(), 0);  // not a node of the model
+  // 1: not a node of the model; kLeftOut: nor listed in the reply (past the budget).
+  constexpr char kLeftOut = 2;
+  std::vector<char> unknown(offered.size(), 0);
   std::string held_node;  // a consolidation hold's node for this pod's owner, where it fits
   // Every pod is scored, GPU or not: a second extender entry without managedResources sends
   // CPU-only pods here so that they can be steered off the CPU and memory GPU pods will need.
@@ -361,14 +354,25 @@ std::vector<wire::HostPriority> SchedulingService::prioritize_impl(
   // Unknown names past the budget are left out: kube-scheduler gives a host the extender does
   // not list no score from it, as it gives one it lists with 0.
   std::size_t unknown_count = 0;
-  for (const char u : unknown) unknown_count += u != 0 ? 1 : 0;
-  std::vector<wire::HostPriority> result;
-  result.reserve(offered.size() - unknown_count + std::min(unknown_count, kMaxUnknownNodesListed));
-  const NameTaker take{offered, movable};
-  std::size_t unknown_seen = 0;
+  std::size_t listed = 0;  // hosts in the reply
+  std::size_t bytes = 0;   // their names' bytes
   for (std::size_t i = 0; i < offered.size(); ++i) {
-    if (unknown[i] && unknown_seen++ >= kMaxUnknownNodesListed) continue;
-    result.push_back({take(i), scores[i]});
+    if (unknown[i] && unknown_count++ >= kMaxUnknownNodesListed) {
+      unknown[i] = kLeftOut;
+      continue;
+    }
+    ++listed;
+    bytes += offered[i].size();
+  }
+  wire::HostPriorityList result;
+  if (args.node_names && listed == offered.size()) {  // every name offered, as offered
+    result = wire::HostPriorityList(*args.node_names,
+                                    std::vector<std::int64_t>(scores.begin(), scores.end()));
+  } else {
+    result.reserve(listed, bytes);
+    for (std::size_t i = 0; i < offered.size(); ++i) {
+      if (unknown[i] != kLeftOut) result.push_back(offered[i], scores[i]);
+    }
   }
   if (unknown_count > kMaxUnknownNodesListed) note_unlisted("prioritize", args.pod, unknown_count);
   return result;

@@ -295,10 +295,15 @@ std::size_t FilterReply::owned_bytes() const {
          items_.capacity() * sizeof(std::string_view);
 }
 
-std::string encode_priorities(const std::vector<HostPriority>& priorities) {
-  std::size_t estimate = 2;
-  for (const auto& priority : priorities) estimate += priority.host.size() + 24;
-  Writer out(estimate);
+HostPriorityList::HostPriorityList(std::initializer_list<HostPriority> priorities) {
+  std::size_t bytes = 0;
+  for (const HostPriority& priority : priorities) bytes += priority.host.size();
+  reserve(priorities.size(), bytes);
+  for (const HostPriority& priority : priorities) push_back(priority.host, priority.score);
+}
+
+std::string encode_priorities(const HostPriorityList& priorities) {
+  Writer out(2 + priorities.name_bytes() + 24 * priorities.size());
   out.raw('[');
   for (std::size_t i = 0; i < priorities.size(); ++i) {
     out.raw(i > 0 ? std::string_view(",{\"Host\":") : std::string_view("{\"Host\":"));

@@ -31,7 +31,7 @@ struct Service : ServiceHarness {
     args.pod = pod;
     args.node_names = names;
     std::vector<int> scores;
-    for (const wire::HostPriority& priority : service->prioritize(args))
+    for (const wire::HostPriority priority : service->prioritize(args))
       scores.push_back(static_cast<int>(priority.score));
     return scores;
   }

@@ -85,10 +85,10 @@ TEST_F(UnknownNames, AFewUnknownNamesAreAllListed) {
 TEST_F(UnknownNames, PrioritizeScoresAtMostTheBudgetOfUnknownNames) {
   const std::string body = body_naming(150000);
   const std::size_t before = heap_in_use();
-  const std::vector<wire::HostPriority> scores = harness.service->prioritize(args(body));
+  const wire::HostPriorityList scores = harness.service->prioritize(args(body));
   EXPECT_LT(heap_in_use() - std::min(before, heap_in_use()), body.size());
   EXPECT_EQ(scores.size(), 1 + SchedulingService::kMaxUnknownNodesListed);
-  EXPECT_EQ(scores.front().host, "n1");
+  EXPECT_EQ(scores[0].host, "n1");
   EXPECT_LT(wire::encode_priorities(scores).size(), body.size());
 }
 

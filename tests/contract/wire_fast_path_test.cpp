@@ -413,7 +413,7 @@ std::string dom_filter_result(const wire::FilterResult& result) {
   return body.dump(-1, ' ', false, Json::error_handler_t::replace);
 }
 
-std::string dom_priorities(const std::vector<wire::HostPriority>& priorities) {
+std::string dom_priorities(const wire::HostPriorityList& priorities) {
   Json body = Json::array();
   for (const auto& priority : priorities)
     body.push_back({{"Host", priority.host}, {"Score", priority.score}});
@@ -432,7 +432,7 @@ TEST(WireFastPath, EncodesByteForByteLikeTheDom) {
                                             std::string("nul\0byte", 8)};
   wire::FilterResult result;
   EXPECT_EQ(wire::encode_filter_result(result), dom_filter_result(result));
-  std::vector<wire::HostPriority> priorities;
+  wire::HostPriorityList priorities;
   EXPECT_EQ(wire::encode_priorities(priorities), dom_priorities(priorities));
   std::int64_t score = -3;
   for (const auto& text : awkward) {
@@ -440,11 +440,11 @@ TEST(WireFastPath, EncodesByteForByteLikeTheDom) {
     result.failed[text + "f"] = text;
     result.failed_unresolvable[text + "u"] = "reason " + text;
     result.error = text;
-    priorities.push_back({text, score});
+    priorities.push_back(text, score);
     score = score * 7 + 1;
   }
-  priorities.push_back({"max", INT64_MAX});
-  priorities.push_back({"min", INT64_MIN});
+  priorities.push_back("max", INT64_MAX);
+  priorities.push_back("min", INT64_MIN);
   EXPECT_EQ(wire::encode_filter_result(result), dom_filter_result(result));
   EXPECT_EQ(wire::encode_priorities(priorities), dom_priorities(priorities));
   result.nodes = std::vector<Json>{small_node("a"), small_node("b\xC3")};

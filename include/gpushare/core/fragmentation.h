@@ -158,12 +158,55 @@ struct NodeReading {
   Minimum minimum;
 };
 
+// Weights for NodeFragmentation's approximation of F after a candidate: of the shapes the node
+// after placement excludes, and of the others per group. A pure function of those shapes.
+struct ApproximationWeights {
+  static constexpr std::size_t kMaxGroups = 64;
+  double excluded;
+  const double* group;  // per group (into storage, or the CompiledWorkload's)
+  std::array<double, kMaxGroups> storage;
+  std::array<bool, kMaxGroups> hosted;  // some shape of the group is not excluded
+};
+
+// What NodeFragmentation derives from the set of shapes a node excludes after placement (by the
+// pod's CPU and memory and the node's model), shared by the nodes of one request: the shapes'
+// indexes into a state's values and the approximation's weights. A request meets few such sets
+// (the nodes' CPU and memory fall between the same few thresholds of the target's shapes), so
+// each is built once, not once per node. Keyed on the set itself: the same values, bit for bit.
+//
+// Begun per request for one CompiledWorkload (begin() drops every set: the workload may have
+// moved); at most kMaxSets sets, the others built per node as without it. Targets of at most
+// kMaxWords x 64 shapes. Not thread-safe; the owner (FragmentationCache) serialises its use.
+class SharedExclusions {
+ public:
+  static constexpr std::size_t kMaxSets = 16;
+  static constexpr std::size_t kMaxWords = 2;
+  void begin() { count_ = 0; }
+  // Sets kept in this request (for tests).
+  std::size_t size() const { return count_; }
+
+ private:
+  friend class NodeFragmentation;
+  struct Set {
+    std::array<std::uint64_t, kMaxWords> excluded;
+    bool weighed = false;  // weights filled
+    ApproximationWeights weights;
+    std::array<std::uint8_t, kMaxWords * 64> index;
+  };
+  // The kept set for `excluded` (`words` words, at most kMaxWords), with `found`; else a new one
+  // to fill (`found` false); null when kMaxSets are kept.
+  Set* find(const std::uint64_t* excluded, std::size_t words, bool& found);
+
+  std::array<Set, kMaxSets> sets_;
+  std::size_t count_ = 0;
+};
+
 // One node as one pod sees it, through a CompiledWorkload. A scratch value on the stack.
 class NodeFragmentation {
  public:
   static constexpr int kMaxGpus = 16;
   static constexpr std::size_t kMaxNeeds = NodeReading::kMaxNeeds;
-  static constexpr std::size_t kMaxGroups = 64;
+  static constexpr std::size_t kMaxGroups = ApproximationWeights::kMaxGroups;
   static constexpr std::size_t kMaxWords = 16;  // 1 024 shapes
 
   // Reads the node and the pod; false when the node or the target is beyond the fixed
@@ -178,8 +221,12 @@ class NodeFragmentation {
   // the shapes the node excludes after placement, the rest is read only if before_and_minimum()
   // finds it kept for another margin. The same results, bit for bit. The node and the pod must
   // outlive the last call.
+  // With `shared` (begun for this request), the shapes' indexes and weights after placement
+  // are read from it where another node left them, and left there.
   bool prepare_to_score(const CompiledWorkload& workload, const NodeState& node,
-                        const PodDemand& pod, NodeReading* reading) {
+                        const PodDemand& pod, NodeReading* reading,
+                        SharedExclusions* shared = nullptr) {
+    shared_ = shared;
     if (reading != nullptr && reading->minimum.window != 0 &&
         reading->minimum.per_gpu == pod.per_gpu && prepare_kept(workload, node, pod, *reading)) {
       return true;
@@ -257,15 +304,12 @@ class NodeFragmentation {
                const State& b, double& sum_a, double& sum_b) const;
   // F(node) and F of `state` after placement (only the latter summed when F(node) is known).
   void before_and(const State& state, double& before, double& after) const;
-  // Weights for the approximation of F after a candidate: of the shapes the node after
-  // placement excludes, and of the others per group.
-  struct Weights {
-    double excluded;
-    const double* group;  // per group
-    std::array<double, kMaxGroups> storage;
-    std::array<bool, kMaxGroups> hosted;  // some shape of the group is not excluded
-  };
+  using Weights = ApproximationWeights;
   void approximation_weights(Weights& weights) const;
+  // The shapes' indexes after placement and the approximation's weights for excluded_after_:
+  // from shared_ where another node left them (else left there), or built in this object.
+  const std::uint8_t* index_after_for_excluded();
+  const Weights& weights_for_excluded(Weights& storage) const;
   // The candidates' group values: value[g][k] for candidate k (columns of States).
   using Lanes = std::int32_t __attribute__((vector_size(16)));  // four candidates
   struct Columns {
@@ -276,6 +320,10 @@ class NodeFragmentation {
                               std::array<double, kMaxGpus>& approx) const;
 
   const CompiledWorkload* workload_ = nullptr;
+  // The request's shared exclusions (prepare_to_score), and the set kept there for
+  // excluded_after_ (choose_indexes; null: built in this object).
+  SharedExclusions* shared_ = nullptr;
+  SharedExclusions::Set* exclusion_ = nullptr;
   // The reading of this node's state (filled, or filled by prepare), where its Minimum can be
   // kept (narrow_, at most Minimum::kMaxWords words of shapes); else null.
   NodeReading* reading_ = nullptr;

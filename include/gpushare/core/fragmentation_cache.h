@@ -42,6 +42,9 @@ class FragmentationCache {
   }
   // Readings the cache has room for now (for tests).
   std::size_t capacity() const { return entries_.size(); }
+  // What the request's nodes share of the shapes they exclude after placement
+  // (fragmentation.h), begun by begin().
+  SharedExclusions& exclusions() { return exclusions_; }
 
  private:
   struct Entry {
@@ -50,6 +53,7 @@ class FragmentationCache {
   };
   std::vector<Entry> entries_;
   std::uint64_t reading_version_ = 0;
+  SharedExclusions exclusions_;
 };
 
 }  // namespace gpushare::core

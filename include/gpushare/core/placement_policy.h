@@ -27,7 +27,8 @@ struct GpuTake {
   friend bool operator==(const GpuTake&, const GpuTake&) = default;
 };
 
-struct NodeReading;  // fragmentation.h
+struct NodeReading;      // fragmentation.h
+class SharedExclusions;  // fragmentation.h
 
 class PlacementPolicy {
  public:
@@ -53,6 +54,14 @@ class PlacementPolicy {
   virtual std::optional<double> score_with_reading(const NodeState& node, const PodDemand& pod,
                                                    NodeReading* /*reading*/) const {
     return score(node, pod);
+  }
+  // score_with_reading(node, pod, reading), also given `shared` (fragmentation.h), which the
+  // caller begins per request and policies that compute F after placement read and fill.
+  // Must return score()'s value.
+  virtual std::optional<double> score_with_shared(const NodeState& node, const PodDemand& pod,
+                                                  NodeReading* reading,
+                                                  SharedExclusions* /*shared*/) const {
+    return score_with_reading(node, pod, reading);
   }
   // A cheap upper bound of score_with_reading(node, pod, reading), for callers that need the
   // exact score of the best nodes only (Scorer::score_top): nullopt where the policy gives none

@@ -48,11 +48,11 @@ class SchedulingService {
                     RejectionLog& rejections, ServiceConfig config);
 
   wire::FilterResult filter(const wire::ExtenderArgs& args);
-  std::vector<wire::HostPriority> prioritize(const wire::ExtenderArgs& args) const;
   // The same, moving the offered node names into the result rather than copying them (the
   // HTTP path, where the decoded arguments are not needed afterwards).
   wire::FilterResult filter(wire::ExtenderArgs&& args);
-  std::vector<wire::HostPriority> prioritize(wire::ExtenderArgs&& args) const;
+  // Every offered node scored 0..10 (core/score_mapping.h), in offered order.
+  wire::HostPriorityList prioritize(const wire::ExtenderArgs& args) const;
   // Offered names that are no node of the model cost a reply entry each (with the reason, in
   // both of filter's maps), and a body of 1 MB holds 150 000 of them: a reply lists at most
   // this many (filter as FailedAndUnresolvableNodes and FailedNodes, prioritize with score 0),
@@ -69,8 +69,6 @@ class SchedulingService {
  private:
   // `movable` is &args when the caller gave the arguments up (its names may then be moved).
   wire::FilterResult filter_impl(const wire::ExtenderArgs& args, wire::ExtenderArgs* movable);
-  std::vector<wire::HostPriority> prioritize_impl(const wire::ExtenderArgs& args,
-                                                  wire::ExtenderArgs* movable) const;
 
   // bind's steps, in order. A refusal is answered by fail_bind (logged, throttled, counted).
   struct BindRefusal {

@@ -71,6 +71,8 @@ class NameList {
   void clear();
 
   std::size_t size() const { return ends_.size(); }
+  // The names' bytes in all.
+  std::size_t text_size() const { return text_.size(); }
   bool empty() const { return ends_.empty(); }
   std::string_view operator[](std::size_t i) const {
     const std::size_t begin = i == 0 ? 0 : ends_[i - 1];

@@ -11,7 +11,7 @@
 namespace gpushare::wire {
 
 std::string encode_filter_result(const FilterResult& result);
-std::string encode_priorities(const std::vector<HostPriority>& priorities);
+std::string encode_priorities(const HostPriorityList& priorities);
 std::string encode_binding_result(std::string_view error);
 std::string encode_preemption_result(const std::map<std::string, MetaVictims>& victims);
 // {"Error": message}: the body of any failed call.

@@ -76,9 +76,15 @@ std::optional<double> FgdPolicy::score(const NodeState& node, const PodDemand& p
 
 std::optional<double> FgdPolicy::score_with_reading(const NodeState& node, const PodDemand& pod,
                                                     NodeReading* reading) const {
+  return score_with_shared(node, pod, reading, nullptr);
+}
+
+std::optional<double> FgdPolicy::score_with_shared(const NodeState& node, const PodDemand& pod,
+                                                   NodeReading* reading,
+                                                   SharedExclusions* shared) const {
   if (!check_fit(node, pod).fits()) return std::nullopt;
   NodeFragmentation fragmentation;
-  if (!fragmentation.prepare_to_score(compiled_, node, pod, reading)) {
+  if (!fragmentation.prepare_to_score(compiled_, node, pod, reading, shared)) {
     return reference_score(*this, node, pod);
   }
   const Units capacity = node.spec().memory_per_gpu;

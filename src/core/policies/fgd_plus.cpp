@@ -436,9 +436,15 @@ std::optional<double> FgdPlusPolicy::score(const NodeState& node, const PodDeman
 
 std::optional<double> FgdPlusPolicy::score_with_reading(const NodeState& node, const PodDemand& pod,
                                                         NodeReading* reading) const {
+  return score_with_shared(node, pod, reading, nullptr);
+}
+
+std::optional<double> FgdPlusPolicy::score_with_shared(const NodeState& node, const PodDemand& pod,
+                                                       NodeReading* reading,
+                                                       SharedExclusions* shared) const {
   if (!check_fit(node, pod).fits()) return std::nullopt;
   NodeFragmentation fragmentation;
-  if (!fragmentation.prepare_to_score(compiled_, node, pod, reading)) {
+  if (!fragmentation.prepare_to_score(compiled_, node, pod, reading, shared)) {
     return reference_score(*this, node, pod);
   }
   double best = 0;

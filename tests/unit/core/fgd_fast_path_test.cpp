@@ -358,6 +358,72 @@ TEST(FgdFastPath, ScoresFromAKeptMinimumAsWithoutTheReading) {
   EXPECT_GT(kept_for_the_pod, 5000);  // not vacuous
 }
 
+// score_with_shared (SharedExclusions, shared by the nodes of one request): nodes of one target
+// whose CPU, memory and models exclude the same shapes after placement, or not, each with its own
+// filled reading (kept for another GPU memory, so that F after placement is summed), score as
+// score() does, bit for bit, for fgd-plus and fgd, whether they build a set's indexes and
+// weights or read those another node built; and some read them.
+TEST(FgdFastPath, ScoresWithTheRequestsSharedExclusionsAsWithoutThem) {
+  Random r(20261130);
+  std::size_t shared_sets = 0;
+  std::size_t scored = 0;
+  for (int t = 0; t < 150; ++t) {
+    const TargetWorkload target = random_target(r);
+    const FgdPlusPolicy plus(target, random_plus_options(r));
+    const FgdPolicy fgd(target);
+    // Nodes of a few specs, their CPU and memory held now alike (half the node's), now not.
+    std::vector<NodeState> nodes;
+    const NodeState base = random_node(r);
+    for (int n = 0; n < 40; ++n) {
+      const NodeState other = random_node(r);
+      NodeSpec spec = r.chance(0.5) ? base.spec() : other.spec();
+      if (r.chance(0.1)) spec.gpu_model = r.pick(kModels);
+      NodeState node(spec);
+      for (int i = 0; i < node.gpu_count(); ++i) {
+        if (r.chance(0.5)) node.add_usage(i, r.between(0, std::max<Units>(0, spec.memory_per_gpu)));
+      }
+      if (spec.cpu_milli > 0 || spec.memory > 0) {
+        const bool half = r.chance(0.5);
+        node.add_cpu_mem(
+            half ? spec.cpu_milli / 2 : r.between(0, spec.cpu_milli),
+            half ? spec.memory / 2 : r.between(0, std::max<std::int64_t>(spec.memory, 0)));
+      }
+      nodes.push_back(std::move(node));
+    }
+    PodDemand pod = random_pod(r, base.spec().memory_per_gpu);
+    if (r.chance(0.8)) {  // mostly sharing pods: F after placement per candidate
+      pod.gpu_count = 1;
+      pod.per_gpu = std::max<Units>(1, pod.per_gpu);
+    }
+    for (int which = 0; which < 2; ++which) {
+      const PlacementPolicy& policy = which == 0 ? static_cast<const PlacementPolicy&>(plus)
+                                                 : static_cast<const PlacementPolicy&>(fgd);
+      SharedExclusions shared;
+      shared.begin();
+      for (const NodeState& node : nodes) {
+        NodeReading reading;
+        if (r.chance(0.7)) {
+          PodDemand other = pod;
+          other.per_gpu = pod.per_gpu + 1;
+          policy.score_with_reading(node, other, &reading);  // fills it, keeps another minimum
+        }
+        const std::optional<double> read = policy.score_with_shared(node, pod, &reading, &shared);
+        const std::optional<double> alone = policy.score(node, pod);
+        ASSERT_EQ(read.has_value(), alone.has_value()) << "target " << t;
+        if (read) {
+          ASSERT_EQ(bits(*read), bits(*alone)) << "target " << t;
+          ++scored;
+        }
+      }
+      shared_sets += shared.size();
+    }
+  }
+  RecordProperty("shared_sets", static_cast<int>(shared_sets));
+  RecordProperty("scored", static_cast<int>(scored));
+  EXPECT_GT(shared_sets, 100u);  // not vacuous
+  EXPECT_GT(scored, 2000u);
+}
+
 // fgd-plus's score bound (Scorer::score_top reads it to skip nodes that cannot reach the top
 // levels): for every node and pod it gives one for, at least the score, as doubles, and exactly
 // nullopt where the node cannot hold the pod; the F(after) bound below every candidate's F.

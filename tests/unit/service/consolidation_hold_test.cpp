@@ -115,7 +115,8 @@ class ServiceHolds : public ::testing::Test {
   }
   std::map<std::string, int> scores(const kube::PodInfo& info) {
     std::map<std::string, int> result;
-    for (const wire::HostPriority& p : service->prioritize(args(info))) result[p.host] = p.score;
+    for (const wire::HostPriority p : service->prioritize(args(info)))
+      result[std::string(p.host)] = static_cast<int>(p.score);
     return result;
   }
   service::BindReply bind(const kube::PodInfo& info, const std::string& node) {

@@ -141,6 +141,9 @@ class FgdPlusPolicy final : public PlacementPolicy {
   std::optional<double> score(const NodeState& node, const PodDemand& pod) const override;
   std::optional<double> score_with_reading(const NodeState& node, const PodDemand& pod,
                                            NodeReading* reading) const override;
+  std::optional<double> score_with_shared(const NodeState& node, const PodDemand& pod,
+                                          NodeReading* reading,
+                                          SharedExclusions* shared) const override;
   // Sharing pods (one GPU), on nodes with a filled reading: the score with F after placement
   // replaced by CompiledWorkload::sharing_after_lower_bound, everything else as score() computes
   // it (the score falls as F(after) grows, each step a monotonic floating-point operation).
