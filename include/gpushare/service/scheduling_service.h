@@ -51,7 +51,8 @@ class SchedulingService {
   // The same, moving the offered node names into the result rather than copying them (the
   // HTTP path, where the decoded arguments are not needed afterwards).
   wire::FilterResult filter(wire::ExtenderArgs&& args);
-  // Every offered node scored 0..10 (core/score_mapping.h), in offered order.
+  // The offered nodes scored 0..10 (core/score_mapping.h), in offered order; unknown names
+  // past the budget below are left out.
   wire::HostPriorityList prioritize(const wire::ExtenderArgs& args) const;
   // Offered names that are no node of the model cost a reply entry each (with the reason, in
   // both of filter's maps), and a body of 1 MB holds 150 000 of them: a reply lists at most
