@@ -355,20 +355,21 @@ wire::HostPriorityList SchedulingService::prioritize(const wire::ExtenderArgs& a
   // not list no score from it, as it gives one it lists with 0.
   std::size_t unknown_count = 0;
   std::size_t listed = 0;  // hosts in the reply
-  std::size_t bytes = 0;   // their names' bytes
   for (std::size_t i = 0; i < offered.size(); ++i) {
     if (unknown[i] && unknown_count++ >= kMaxUnknownNodesListed) {
       unknown[i] = kLeftOut;
-      continue;
+    } else {
+      ++listed;
     }
-    ++listed;
-    bytes += offered[i].size();
   }
   wire::HostPriorityList result;
   if (args.node_names && listed == offered.size()) {  // every name offered, as offered
     result = wire::HostPriorityList(*args.node_names,
                                     std::vector<std::int64_t>(scores.begin(), scores.end()));
   } else {
+    std::size_t bytes = 0;  // the listed names' bytes
+    for (std::size_t i = 0; i < offered.size(); ++i)
+      bytes += unknown[i] != kLeftOut ? offered[i].size() : 0;
     result.reserve(listed, bytes);
     for (std::size_t i = 0; i < offered.size(); ++i) {
       if (unknown[i] != kLeftOut) result.push_back(offered[i], scores[i]);
