@@ -58,11 +58,11 @@ extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size
       (!reply["Nodes"].is_object() || reply["Nodes"]["items"] != kube::Json(*dom.nodes))) {
     fuzz::finding("encode_filter_result", "echoed node objects differ from the DOM decoder's");
   }
-  std::vector<wire::HostPriority> priorities;
+  wire::HostPriorityList priorities;
   kube::Json expected = kube::Json::array();
   std::int64_t score = 0;
   for (const std::string_view name : passed.node_names) {
-    priorities.push_back({std::string(name), score});
+    priorities.push_back(name, score);
     expected.push_back({{"Host", name}, {"Score", score}});
     score = score * 7 - 3;
   }
