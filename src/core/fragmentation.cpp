@@ -423,6 +423,7 @@ bool NodeFragmentation::prepare(const CompiledWorkload& workload, const NodeStat
                                 const PodDemand& pod, NodeReading* reading) {
   if (!workload.fits_fast_path_ || node.gpu_count() > kMaxGpus) return false;
   deferred_ = false;
+  approximated_ = false;
   read_node(workload, node, pod);
   pod_wants_gpu_ = pod.wants_gpu();
   per_gpu_ = pod.per_gpu;
@@ -860,7 +861,7 @@ void NodeFragmentation::approximate_candidates(const Weights& weights, Columns& 
   std::memcpy(approx.data(), sum.data(), sizeof sum);
 }
 
-bool NodeFragmentation::answers(const NodeReading::Minimum& kept, double margin) const {
+bool NodeFragmentation::kept_for(const NodeReading::Minimum& kept, double margin) const {
   // The candidates' states follow from the reading and the pod's GPU memory; which shapes they
   // are summed over, and the approximation's weights, from the shapes excluded after placement.
   bool same = kept.window > 0 && kept.per_gpu == per_gpu_ && kept.margin == margin;
@@ -872,7 +873,7 @@ bool NodeFragmentation::answers(const NodeReading::Minimum& kept, double margin)
 int NodeFragmentation::before_and_minimum(double margin, double& before, std::span<double> after) {
   if (reading_ == nullptr || candidate_count_ == 0) return compute_minimum(margin, before, after);
   NodeReading::Minimum& kept = reading_->minimum;
-  if (answers(kept, margin)) {
+  if (!kept.lower_bound_only && kept_for(kept, margin)) {
     before = before_value_;  // a reading is filled: F(node) is known
     for (int k = 0; k < kept.window; ++k)
       after[static_cast<std::size_t>(k)] = kept.after[static_cast<std::size_t>(k)];
@@ -882,6 +883,7 @@ int NodeFragmentation::before_and_minimum(double margin, double& before, std::sp
   const int window = compute_minimum(margin, before, after);
   if (window > 0 && window <= NodeReading::Minimum::kMaxWindow) {
     kept.window = static_cast<std::uint8_t>(window);
+    kept.lower_bound_only = false;
     kept.per_gpu = per_gpu_;
     kept.margin = margin;
     for (std::size_t w = 0; w < workload_->words_; ++w) kept.excluded[w] = excluded_after_[w];
@@ -897,8 +899,67 @@ int NodeFragmentation::prepare_and_minimum(double margin, double& before, std::s
   return before_and_minimum(margin, before, after);
 }
 
-int NodeFragmentation::compute_minimum(double margin, double& before,
-                                       std::span<double> after) const {
+std::optional<double> NodeFragmentation::minimum_lower_bound(double margin) {
+  if (candidate_count_ < 2) return std::nullopt;
+  if (reading_ != nullptr && kept_for(reading_->minimum, margin)) {
+    // Kept for this pod: the bound, or the values themselves (then no bound is needed).
+    if (reading_->minimum.lower_bound_only) return reading_->minimum.after[0];
+    return std::nullopt;
+  }
+  if (deferred_) {  // the kept minimum is for another pod: prepare the node in full
+    deferred_ = false;
+    prepare(*workload_, *node_, *pod_, reading_);
+    if (candidate_count_ < 2) return std::nullopt;
+  }
+  // (The allowance below holds for weights of one sign, as compute_minimum's.)
+  if (!narrow_ || !before_known_ || !workload_->nonnegative_) return std::nullopt;
+  if (!approximated_) approximate();
+  // Every exact F(after) is within relative_ x (approximation + lowest) + cancellation_ of its
+  // approximation, which is at least lowest_ (compute_minimum): twice the allowance at lowest_
+  // covers the rounding of this subtraction too.
+  const double bound = lowest_ - (2 * relative_ * lowest_ + cancellation_);
+  if (reading_ != nullptr) {  // kept until before_and_minimum keeps the values instead
+    NodeReading::Minimum& kept = reading_->minimum;
+    kept.window = 1;
+    kept.lower_bound_only = true;
+    kept.per_gpu = per_gpu_;
+    kept.margin = margin;
+    for (std::size_t w = 0; w < workload_->words_; ++w) kept.excluded[w] = excluded_after_[w];
+    kept.after[0] = bound;
+  }
+  return bound;
+}
+
+void NodeFragmentation::approximate() {
+  approximation_weights_ = &weights_for_excluded(approximation_storage_);
+  const int count = candidate_count_;
+  if (count > 8) {
+    approximate_candidates<4>(*approximation_weights_, columns_, approximation_);
+  } else if (count > 4) {
+    approximate_candidates<2>(*approximation_weights_, columns_, approximation_);
+  } else {
+    approximate_candidates<1>(*approximation_weights_, columns_, approximation_);
+  }
+  const double idle = static_cast<double>(total_ - per_gpu_);
+  lowest_ = std::numeric_limits<double>::infinity();
+  for (int k = 0; k < count; ++k) {
+    lowest_ = std::min(lowest_, approximation_[static_cast<std::size_t>(k)]);
+  }
+  // Both the exact sum (n products and n additions in target order) and the approximation
+  // (the same terms regrouped: weights summed per group, then multiplied) are within
+  // (2n + groups + 4) u of the exact value of the terms, all of which are non-negative
+  // (u = 2^-53, groups <= 64). 2^-47 (n + 16) = 64 u (n + 16) covers both, with room to spare
+  // for the rounding of the comparison itself. (With nothing idle after placement, every
+  // candidate's F is exactly 0, and so is every approximation.)
+  // The group weights with excluded shapes taken off are within 2 gamma_(n+1) of the sum of
+  // all their shapes' weights (cancellation): at most that times the idle memory after
+  // placement times the total weight, covered by the last term (2^-47 (n + 16) > 4 gamma).
+  relative_ = 0x1p-47 * (static_cast<double>(workload_->size()) + 16.0);
+  cancellation_ = plain_after_ ? 0.0 : relative_ * idle * workload_->weight_sum_;
+  approximated_ = true;
+}
+
+int NodeFragmentation::compute_minimum(double margin, double& before, std::span<double> after) {
   const int count = candidate_count_;
   if (count == 0) {
     before = this->before();
@@ -917,37 +978,16 @@ int NodeFragmentation::compute_minimum(double margin, double& before,
   }
   // Compare the candidates by an approximation of F(after), then sum exactly only those that
   // can be the smallest.
-  Weights storage;
-  const Weights& weights = weights_for_excluded(storage);
-  Columns columns;
-  alignas(16) std::array<double, kMaxGpus> approx;
-  if (count > 8) {
-    approximate_candidates<4>(weights, columns, approx);
-  } else if (count > 4) {
-    approximate_candidates<2>(weights, columns, approx);
-  } else {
-    approximate_candidates<1>(weights, columns, approx);
-  }
+  if (!approximated_) approximate();
+  const Weights& weights = *approximation_weights_;
+  const Columns& columns = columns_;
   const std::size_t groups = workload_->groups_.size();
-  const double idle = static_cast<double>(total_ - per_gpu_);
-  double lowest = std::numeric_limits<double>::infinity();
-  for (int k = 0; k < count; ++k) lowest = std::min(lowest, approx[static_cast<std::size_t>(k)]);
-  // Both the exact sum (n products and n additions in target order) and the approximation
-  // (the same terms regrouped: weights summed per group, then multiplied) are within
-  // (2n + groups + 4) u of the exact value of the terms, all of which are non-negative
-  // (u = 2^-53, groups <= 64). 2^-47 (n + 16) = 64 u (n + 16) covers both, with room to spare
-  // for the rounding of the comparison itself. (With nothing idle after placement, every
-  // candidate's F is exactly 0, and so is every approximation.)
-  // The group weights with excluded shapes taken off are within 2 gamma_(n+1) of the sum of
-  // all their shapes' weights (cancellation): at most that times the idle memory after
-  // placement times the total weight, covered by the last term (2^-47 (n + 16) > 4 gamma).
-  const double relative = 0x1p-47 * (static_cast<double>(workload_->size()) + 16.0);
-  const double cancellation = plain_after_ ? 0.0 : relative * idle * workload_->weight_sum_;
   std::uint32_t may_win = 0;
   for (int k = 0; k < count; ++k) {
     const auto i = static_cast<std::size_t>(k);
-    const double tolerance = relative * (approx[i] + lowest) + cancellation + margin;
-    may_win |= static_cast<std::uint32_t>(approx[i] - lowest <= tolerance) << k;
+    const double approx = approximation_[i];
+    const double tolerance = relative_ * (approx + lowest_) + cancellation_ + margin;
+    may_win |= static_cast<std::uint32_t>(approx - lowest_ <= tolerance) << k;
   }
   // The first (at least one candidate is at `lowest`) is summed along with F(node); others
   // only if no candidate summed before left the same values in every group the node hosts

@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <functional>
+#include <limits>
 
 #include "gpushare/core/node_state_key.h"
 
@@ -27,6 +28,8 @@ constexpr std::size_t kSample = 256;
 constexpr std::size_t kTiedPer = 8;
 constexpr std::size_t kMinBoundedOffer = 2 * kSample;
 
+constexpr double kNoFloor = -std::numeric_limits<double>::infinity();
+
 PodDemand gpus_only(PodDemand demand) {
   demand.cpu_milli = 0;
   demand.memory = 0;
@@ -39,11 +42,9 @@ PodDemand gpus_only(PodDemand demand) {
 // for every node scored.
 [[gnu::always_inline]] inline std::optional<double> score_one(
     const PlacementPolicy& policy, const NodeState& node, const PodDemand& demand,
-    const PodDemand& gpu_only, bool tracks_cpu_memory, NodeReading* reading,
-    SharedExclusions* shared) {
-  std::optional<double> score = policy.score_with_shared(node, demand, reading, shared);
-  if (!score && tracks_cpu_memory)
-    score = policy.score_with_shared(node, gpu_only, reading, shared);
+    const PodDemand& gpu_only, bool tracks_cpu_memory, ScoreContext& context) {
+  std::optional<double> score = policy.score_in(node, demand, context);
+  if (!score && tracks_cpu_memory) score = policy.score_in(node, gpu_only, context);
   return score;
 }
 
@@ -101,13 +102,15 @@ void Scorer::score_exact(bool cached, const ClusterModel& model, const Placement
           return;
         }
         if (!cached) {
-          raw[i] = score_one(policy, *node, demand, gpu_only, tracks_cpu_memory, nullptr, nullptr);
+          ScoreContext context;
+          raw[i] = score_one(policy, *node, demand, gpu_only, tracks_cpu_memory, context);
           return;
         }
         const std::size_t position = model.position_of(*node);
         const std::uint64_t stamp = model.stamp(position);
-        const auto reading = [&]() -> NodeReading* {  // only when scored
-          return readings != nullptr ? &readings->at(position, stamp) : nullptr;
+        const auto context = [&]() {  // only when scored
+          return ScoreContext{readings != nullptr ? &readings->at(position, stamp) : nullptr,
+                              shared};
         };
         if (const auto known = cache_.find(position, stamp)) {
           raw[i] = *known;
@@ -119,13 +122,14 @@ void Scorer::score_exact(bool cached, const ClusterModel& model, const Placement
             raw[i] = *same;
             ++memo_hits;
           } else {
-            raw[i] =
-                score_one(policy, *node, demand, gpu_only, tracks_cpu_memory, reading(), shared);
+            ScoreContext scoring = context();
+            raw[i] = score_one(policy, *node, demand, gpu_only, tracks_cpu_memory, scoring);
             memo->remember(*node, hash, raw[i]);
           }
           if (++memo_lookups == kMemoTrial && memo_hits * kMemoHitsPer < kMemoTrial) memo = nullptr;
         } else {
-          raw[i] = score_one(policy, *node, demand, gpu_only, tracks_cpu_memory, reading(), shared);
+          ScoreContext scoring = context();
+          raw[i] = score_one(policy, *node, demand, gpu_only, tracks_cpu_memory, scoring);
         }
         cache_.store(position, stamp, raw[i]);
       },
@@ -167,6 +171,45 @@ void Scorer::score_top(const ClusterModel& model, const PlacementPolicy& policy,
     best_.insert(at, *score);
     if (best_.size() > top) best_.pop_back();
   };
+  // The node's exact score, or where the policy's computation shows it below the `top` best
+  // distinct exact scores found so far, a bound of it below them (ScoreContext::floor); kept in
+  // the score cache as what it is.
+  const auto score_or_bound = [&](const NodeState& node, std::size_t position,
+                                  std::uint64_t stamp) {
+    ScoreContext context{&readings_.at(position, stamp), &readings_.exclusions(),
+                         best_.size() == top ? best_.back() : kNoFloor};
+    const std::optional<double> score =
+        score_one(policy, node, demand, gpu_only, tracks_cpu_memory, context);
+    if (context.bounded) {
+      cache_.store_bound(position, stamp, *score);
+    } else {
+      cache_.store(position, stamp, score);
+      admit(score);
+    }
+    return score;
+  };
+  // Visits the offered names from `from` on: marks those of no node, reads back the kept
+  // scores (admitted), and hands every other node to fn(i, node, position, stamp).
+  const auto visit_rest = [&](std::size_t from, auto&& fn) {
+    model.visit_nodes(
+        offered.subspan(from),
+        [&](std::size_t k, const NodeState* node) {
+          const std::size_t i = from + k;
+          if (node == nullptr) {
+            unknown[i] = 1;
+            return;
+          }
+          const std::size_t position = model.position_of(*node);
+          const std::uint64_t stamp = model.stamp(position);
+          if (const auto known = cache_.find(position, stamp)) {  // kept, or offered twice
+            raw[i] = *known;
+            admit(raw[i]);
+            return;
+          }
+          fn(i, *node, position, stamp);
+        },
+        /*with_gpus=*/demand.wants_gpu());
+  };
   std::size_t start = 0;  // the first name the bounded passes below visit
   if (!kept) {
     // A demand new to the cache: the first kSample names scored as score() scores them (its
@@ -188,65 +231,58 @@ void Scorer::score_top(const ClusterModel& model, const PlacementPolicy& policy,
           [&](const std::optional<double>& score) { return score && !(*score < best_.back()); }));
     }
     // Else the rest as score() scores it, the memo's trial carried on.
-    if (tied * kTiedPer > feasible || part.memo_on) {
+    if (part.memo_on) {
       score_exact(true, model, policy, demand, offered.subspan(kSample), raw.subspan(kSample),
                   unknown.subspan(kSample), &part);
       return;
     }
     start = kSample;
+    // Many ties at the top: every tied node needs its exact score, so bounds computed apart
+    // would be paid on top of it. Each node is scored once, and the policy answers with a bound
+    // only where its own computation shows the node below the top scores found so far.
+    if (tied * kTiedPer > feasible) {
+      visit_rest(start,
+                 [&](std::size_t i, const NodeState& node, std::size_t position,
+                     std::uint64_t stamp) { raw[i] = score_or_bound(node, position, stamp); });
+      return;
+    }
   }
-  const auto exact = [&](const NodeState& node, std::size_t position, std::uint64_t stamp) {
-    const std::optional<double> score =
-        score_one(policy, node, demand, gpu_only, tracks_cpu_memory, &readings_.at(position, stamp),
-                  &readings_.exclusions());
-    cache_.store(position, stamp, score);
-    admit(score);
-    return score;
-  };
   // First pass over the rest: the exact score where it is kept or cheap to know (infeasible, no
   // bound), else an upper bound, kept for the second pass.
-  model.visit_nodes(
-      offered.subspan(start),
-      [&](std::size_t k, const NodeState* node) {
-        const std::size_t i = start + k;
-        if (node == nullptr) {
-          unknown[i] = 1;
-          return;
-        }
-        const std::size_t position = model.position_of(*node);
-        const std::uint64_t stamp = model.stamp(position);
-        if (const auto known = cache_.find(position, stamp)) {
-          raw[i] = *known;
-          admit(raw[i]);
-          return;
-        }
-        std::optional<std::optional<double>> bound;
-        if (const auto kept = cache_.find_bound(position, stamp)) {
-          bound = std::optional<double>(*kept);
-        } else {
-          bound = bound_one(policy, *node, demand, gpu_only, tracks_cpu_memory,
-                            &readings_.at(position, stamp));
-          if (bound && *bound) cache_.store_bound(position, stamp, **bound);
-        }
-        if (bound && *bound) {
-          raw[i] = **bound;
-          pending_.push_back({**bound, i, node});
-        } else if (bound) {  // infeasible: exact
-          raw[i] = std::nullopt;
-          cache_.store(position, stamp, std::nullopt);
-        } else {
-          raw[i] = exact(*node, position, stamp);
-        }
-      },
-      /*with_gpus=*/demand.wants_gpu());
+  visit_rest(start,
+             [&](std::size_t i, const NodeState& node, std::size_t position, std::uint64_t stamp) {
+               std::optional<std::optional<double>> bound;
+               if (const auto kept = cache_.find_bound(position, stamp)) {
+                 bound = std::optional<double>(*kept);
+               } else {
+                 bound = bound_one(policy, node, demand, gpu_only, tracks_cpu_memory,
+                                   &readings_.at(position, stamp));
+                 if (bound && *bound) cache_.store_bound(position, stamp, **bound);
+               }
+               if (bound && *bound) {
+                 raw[i] = **bound;
+                 // (Below the threshold now, it stays below: the threshold only rises.)
+                 if (best_.size() < top || !(**bound < best_.back()))
+                   pending_.push_back({**bound, i, &node});
+               } else if (bound) {  // infeasible: exact
+                 raw[i] = std::nullopt;
+                 cache_.store(position, stamp, std::nullopt);
+               } else {
+                 raw[i] = score_or_bound(node, position, stamp);
+               }
+             });
   // Second pass: the exact score of every node whose bound is not below the top-th best
   // distinct exact score found so far (the threshold only rises). The highest bounds are taken
   // first, so that the threshold rises early.
-  const auto higher = [](const Pending& a, const Pending& b) { return a.bound > b.bound; };
-  const std::size_t first = std::min(pending_.size(), kFirstExact * top);
-  std::nth_element(pending_.begin(), pending_.begin() + static_cast<std::ptrdiff_t>(first),
-                   pending_.end(), higher);
-  std::sort(pending_.begin(), pending_.begin() + static_cast<std::ptrdiff_t>(first), higher);
+  // (For a demand whose table was kept, the first pass read most nodes' exact scores back: the
+  // threshold is close to where it ends, and the order matters little.)
+  if (!kept || best_.size() < top) {
+    const auto higher = [](const Pending& a, const Pending& b) { return a.bound > b.bound; };
+    const std::size_t first = std::min(pending_.size(), kFirstExact * top);
+    std::nth_element(pending_.begin(), pending_.begin() + static_cast<std::ptrdiff_t>(first),
+                     pending_.end(), higher);
+    std::sort(pending_.begin(), pending_.begin() + static_cast<std::ptrdiff_t>(first), higher);
+  }
   for (const Pending& node : pending_) {
     if (best_.size() == top && node.bound < best_.back()) continue;  // stays the bound
     const std::size_t position = model.position_of(*node.node);
@@ -255,7 +291,7 @@ void Scorer::score_top(const ClusterModel& model, const PlacementPolicy& policy,
       raw[node.index] = *known;
       continue;
     }
-    raw[node.index] = exact(*node.node, position, stamp);
+    raw[node.index] = score_or_bound(*node.node, position, stamp);
   }
 }
 

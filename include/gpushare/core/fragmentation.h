@@ -145,11 +145,14 @@ struct NodeReading {
   // memory that exclude the same shapes (a demand never seen before that differs in those), is
   // answered from it: the same bits (NodeFragmentation::prepare_to_score then prepares nothing
   // else of the node). Kept only for targets of at most kMaxWords x 64 shapes and
-  // windows of at most kMaxWindow; window 0: none kept. Dropped with the reading.
+  // windows of at most kMaxWindow; window 0: none kept. Dropped with the reading. With
+  // `lower_bound_only`, after[0] is instead a lower bound of those values
+  // (NodeFragmentation::minimum_lower_bound's), and window is 1.
   struct Minimum {
     static constexpr std::size_t kMaxWords = 2;
     static constexpr int kMaxWindow = 4;
     std::uint8_t window = 0;
+    bool lower_bound_only = false;
     Units per_gpu = 0;
     double margin = 0;
     std::array<std::uint64_t, kMaxWords> excluded;
@@ -260,6 +263,13 @@ class NodeFragmentation {
   // is above the smallest by more than `margin` (in F units). With a reading (prepare), read
   // from and kept in its NodeReading::Minimum.
   int before_and_minimum(double margin, double& before, std::span<double> after);
+  // For a caller that needs before_and_minimum(margin, ...) only where its F(after) values can
+  // be small: a lower bound of every F(after) value it would give, from the approximation it
+  // computes first (kept for it, so that it is not computed twice). nullopt where
+  // before_and_minimum needs no approximation (the reading keeps the answer, fewer than two
+  // candidates, amounts of 2^30 or more) or F(node) is not known without summing it (no filled
+  // reading); then before() may cost a sum.
+  std::optional<double> minimum_lower_bound(double margin);
   // An upper bound of F(node) and of F(after): the idle memory times the sum of the weights.
   double fragmentation_bound() const {
     return static_cast<double>(total_) * workload_->weight_sum_;
@@ -294,9 +304,13 @@ class NodeFragmentation {
   // Out of line: prepare() in full what prepare_to_score() deferred, then before_and_minimum.
   [[gnu::noinline]] int prepare_and_minimum(double margin, double& before, std::span<double> after);
   // before_and_minimum without the reading's Minimum.
-  int compute_minimum(double margin, double& before, std::span<double> after) const;
-  // Whether `kept` holds this pod's before_and_minimum with `margin`.
-  bool answers(const NodeReading::Minimum& kept, double margin) const;
+  int compute_minimum(double margin, double& before, std::span<double> after);
+  // compute_minimum's approximation of each candidate's F(after) (two or more candidates, all
+  // amounts below 2^30), into the members below.
+  void approximate();
+  // Whether `kept` is for this pod (GPU memory, shapes excluded after placement) and `margin`:
+  // its before_and_minimum, or (lower_bound_only) its minimum_lower_bound.
+  bool kept_for(const NodeReading::Minimum& kept, double margin) const;
   void build_index(const std::uint64_t* excluded, std::uint8_t* out) const;
   // F of a state: weight x value[index[j]] over the shapes j, added in the target's order.
   double sum(const std::uint8_t* index, const State& state) const;
@@ -366,6 +380,15 @@ class NodeFragmentation {
   int candidate_count_ = 0;
   std::array<int, kMaxGpus> candidate_gpu_;
   std::array<Units, kMaxGpus> candidate_free_;
+  // approximate()'s results, for the candidates of this preparation (reset by each prepare).
+  bool approximated_ = false;
+  const Weights* approximation_weights_ = nullptr;  // approximation_storage_ or a shared set's
+  Weights approximation_storage_;
+  Columns columns_;
+  alignas(16) std::array<double, kMaxGpus> approximation_;
+  double lowest_ = 0;        // the smallest approximation
+  double relative_ = 0;      // the error allowance relative to the values compared
+  double cancellation_ = 0;  // and the absolute one (weights with excluded shapes taken off)
 };
 
 }  // namespace gpushare::core

@@ -3,6 +3,7 @@
 // so the node that scored best is filled exactly the way its score assumed.
 
 #include <cstdint>
+#include <limits>
 #include <memory>
 #include <optional>
 #include <span>
@@ -30,6 +31,21 @@ struct GpuTake {
 struct NodeReading;      // fragmentation.h
 class SharedExclusions;  // fragmentation.h
 
+// What the caller of PlacementPolicy::score_in keeps for one node and one request
+// (core/scorer.h), and whether it takes a bound instead of the score.
+struct ScoreContext {
+  // Kept by the caller for this node's state and the policy's reading_version(): empty on first
+  // use, filled by the policy (core/fragmentation_cache.h). Null: none kept.
+  NodeReading* reading = nullptr;
+  // Begun by the caller per request; policies that compute F after placement read and fill it.
+  SharedExclusions* shared = nullptr;
+  // The caller tells apart only scores at or above `floor`: where the score is below it, the
+  // policy may return an upper bound of the score that is itself below `floor` instead, and
+  // then sets `bounded`. -infinity: the score itself, always.
+  double floor = -std::numeric_limits<double>::infinity();
+  bool bounded = false;
+};
+
 class PlacementPolicy {
  public:
   virtual ~PlacementPolicy() = default;
@@ -48,27 +64,24 @@ class PlacementPolicy {
     return placement ? std::optional<double>(placement->score) : std::nullopt;
   }
 
-  // score(node, pod), given what the policy read of the node alone for an earlier pod:
-  // `reading` is kept by the caller for this node's state and this state_version(), empty on
-  // first use and filled here (core/fragmentation_cache.h). Must return score()'s value.
-  virtual std::optional<double> score_with_reading(const NodeState& node, const PodDemand& pod,
-                                                   NodeReading* /*reading*/) const {
+  // score(node, pod), given what the caller keeps for the node and the request (ScoreContext).
+  // Must return score()'s value, except where it sets context.bounded (ScoreContext::floor).
+  virtual std::optional<double> score_in(const NodeState& node, const PodDemand& pod,
+                                         ScoreContext& /*context*/) const {
     return score(node, pod);
   }
-  // score_with_reading(node, pod, reading), also given `shared` (fragmentation.h), which the
-  // caller begins per request and policies that compute F after placement read and fill.
-  // Must return score()'s value.
-  virtual std::optional<double> score_with_shared(const NodeState& node, const PodDemand& pod,
-                                                  NodeReading* reading,
-                                                  SharedExclusions* /*shared*/) const {
-    return score_with_reading(node, pod, reading);
+  // score_in with a kept reading (and the request's shared exclusions) and no floor.
+  std::optional<double> score_with(const NodeState& node, const PodDemand& pod,
+                                   NodeReading* reading, SharedExclusions* shared = nullptr) const {
+    ScoreContext context{reading, shared};
+    return score_in(node, pod, context);
   }
-  // A cheap upper bound of score_with_reading(node, pod, reading), for callers that need the
+  // A cheap upper bound of score_in(node, pod, {reading}), for callers that need the
   // exact score of the best nodes only (Scorer::score_top): nullopt where the policy gives none
   // for this node and pod (the caller computes the score); an inner nullopt where the node
-  // cannot hold the pod (exact: score_with_reading gives nullopt too); else a value at least
-  // score_with_reading's, as doubles. Must be a pure function of what score_with_reading's
-  // value is (node, pod, policy state); `reading` as there, only read, used if filled.
+  // cannot hold the pod (exact: score_in gives nullopt too); else a value at least score_in's,
+  // as doubles. Must be a pure function of what score_in's value is (node, pod, policy state);
+  // `reading` as there, only read, used if filled.
   virtual std::optional<std::optional<double>> score_bound(const NodeState& /*node*/,
                                                            const PodDemand& /*pod*/,
                                                            const NodeReading* /*reading*/) const {
@@ -78,7 +91,7 @@ class PlacementPolicy {
   virtual bool bounds_scores(const PodDemand& /*pod*/) const { return false; }
 
   // The version of what a reading depends on besides the node (the target workload), where
-  // score_with_reading reads or fills readings; nullopt where it ignores them (the caller then
+  // score_in reads or fills readings; nullopt where it ignores them (the caller then
   // keeps none). Moves at least when a kept reading may have changed, so not more often than
   // state_version().
   virtual std::optional<std::uint64_t> reading_version() const { return std::nullopt; }

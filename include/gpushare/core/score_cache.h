@@ -49,7 +49,8 @@ class ScoreCache {
   void store(std::size_t position, std::uint64_t stamp, std::optional<double> score) {
     (*active_)[position] = {stamp << 2 | (score ? kFeasible : 0U), score.value_or(0.0)};
   }
-  // An upper bound of the node's score (PlacementPolicy::score_bound), kept apart from scores:
+  // An upper bound of the node's score (PlacementPolicy::score_bound, or score_in's bound below
+  // its floor), kept apart from scores:
   // the bound remembered for the node at `position` with `stamp`, if that is what the entry
   // holds. A pure function of the same key as a score, so as reusable.
   std::optional<double> find_bound(std::size_t position, std::uint64_t stamp) const {

@@ -57,16 +57,20 @@ class Scorer {
   // mapping: rank_scores(raw, top + 1) gives every other feasible node the same level): raw[i]
   // is the exact score of every node whose score is among the `top` best distinct scores, and
   // of some others; every other feasible node gets an upper bound of its score
-  // (PlacementPolicy::score_bound) below all of those, never mistaken for its score (the score
-  // cache keeps bounds apart). So rank_scores(raw, top + 1) equals rank_scores of the exact
-  // scores, and the argmax is the exact one; nothing else about raw is promised. Nullopt and
+  // (PlacementPolicy::score_bound, or the policy's below its ScoreContext::floor) below all of
+  // those, never mistaken for its score (the score cache keeps bounds apart). So
+  // rank_scores(raw, top + 1) equals rank_scores of the exact scores, and the argmax is the
+  // exact one; nothing else about raw is promised. Nullopt and
   // `unknown` exactly as score(). It is score() where the policy gives no bounds, the caches are
   // taken or fewer than 512 names are offered, and for a demand whose table in the score cache
   // holds scores alone; one whose table holds bounds is bounded again (those bounds read back).
+  // Past the first 256 names, a node it scores may still come out bounded: the policy is given
+  // the lowest of the `top` best distinct exact scores found so far as ScoreContext::floor.
   // For a demand new to the cache it scores the first 256 names as score() does and goes on as
-  // score() where bounds would spare little: more than an eighth of the sample's feasible nodes
-  // tie at its `top` best distinct scores (each tied node needs its exact score), or its states
-  // repeat often enough for the state memo to be kept.
+  // score() where its states repeat often enough for the state memo to be kept. Where more than
+  // an eighth of the sample's feasible nodes tie at its `top` best distinct scores (each tied
+  // node needs its exact score, so bounds computed apart would be paid on top of it), it scores
+  // each further node once, with that floor.
   void score_top(const ClusterModel& model, const PlacementPolicy& policy, const PodDemand& demand,
                  std::span<const std::string_view> offered, std::span<std::optional<double>> raw,
                  std::span<char> unknown, std::size_t top);

@@ -71,20 +71,15 @@ Placement FgdPolicy::place_with(const NodeFragmentation& fragmentation, const No
 }
 
 std::optional<double> FgdPolicy::score(const NodeState& node, const PodDemand& pod) const {
-  return score_with_reading(node, pod, nullptr);
+  ScoreContext context;
+  return score_in(node, pod, context);
 }
 
-std::optional<double> FgdPolicy::score_with_reading(const NodeState& node, const PodDemand& pod,
-                                                    NodeReading* reading) const {
-  return score_with_shared(node, pod, reading, nullptr);
-}
-
-std::optional<double> FgdPolicy::score_with_shared(const NodeState& node, const PodDemand& pod,
-                                                   NodeReading* reading,
-                                                   SharedExclusions* shared) const {
+std::optional<double> FgdPolicy::score_in(const NodeState& node, const PodDemand& pod,
+                                          ScoreContext& context) const {
   if (!check_fit(node, pod).fits()) return std::nullopt;
   NodeFragmentation fragmentation;
-  if (!fragmentation.prepare_to_score(compiled_, node, pod, reading, shared)) {
+  if (!fragmentation.prepare_to_score(compiled_, node, pod, context.reading, context.shared)) {
     return reference_score(*this, node, pod);
   }
   const Units capacity = node.spec().memory_per_gpu;

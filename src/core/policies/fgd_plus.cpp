@@ -431,24 +431,19 @@ std::optional<Placement> FgdPlusPolicy::place(const NodeState& node, const PodDe
 }
 
 std::optional<double> FgdPlusPolicy::score(const NodeState& node, const PodDemand& pod) const {
-  return score_with_reading(node, pod, nullptr);
+  ScoreContext context;
+  return score_in(node, pod, context);
 }
 
-std::optional<double> FgdPlusPolicy::score_with_reading(const NodeState& node, const PodDemand& pod,
-                                                        NodeReading* reading) const {
-  return score_with_shared(node, pod, reading, nullptr);
-}
-
-std::optional<double> FgdPlusPolicy::score_with_shared(const NodeState& node, const PodDemand& pod,
-                                                       NodeReading* reading,
-                                                       SharedExclusions* shared) const {
+std::optional<double> FgdPlusPolicy::score_in(const NodeState& node, const PodDemand& pod,
+                                              ScoreContext& context) const {
   if (!check_fit(node, pod).fits()) return std::nullopt;
   NodeFragmentation fragmentation;
-  if (!fragmentation.prepare_to_score(compiled_, node, pod, reading, shared)) {
+  if (!fragmentation.prepare_to_score(compiled_, node, pod, context.reading, context.shared)) {
     return reference_score(*this, node, pod);
   }
   double best = 0;
-  place_with(fragmentation, node, pod, &best);
+  place_with(fragmentation, node, pod, &best, &context);
   return best;
 }
 
@@ -493,7 +488,8 @@ std::optional<std::optional<double>> FgdPlusPolicy::score_bound(const NodeState&
 
 // The score of the best candidate; into *score_only (without choosing the GPU) when given.
 Placement FgdPlusPolicy::place_with(NodeFragmentation& fragmentation, const NodeState& node,
-                                    const PodDemand& pod, double* score_only) const {
+                                    const PodDemand& pod, double* score_only,
+                                    ScoreContext* context) const {
   const Units idle = fragmentation.total_before();
   const double capacity = static_cast<double>(std::max<Units>(1, node.spec().memory_per_gpu));
   double measure_before = 0;
@@ -505,6 +501,16 @@ Placement FgdPlusPolicy::place_with(NodeFragmentation& fragmentation, const Node
   const auto set_before = [&](double fragmentation_before) {
     measure_before = measure(fragmentation_before, idle, fragmentation.cpu_before(),
                              fragmentation.memory_before());
+  };
+  // The prices, taken off every path's score in this order.
+  const double scarcity = pod.wants_gpu()
+                              ? scarcity_cost(node.spec().gpu_model, node.spec().memory_per_gpu,
+                                              pod, pod.per_gpu * pod.gpu_count)
+                              : 0.0;
+  const double host = host_cost(node, pod);
+  const auto priced = [&](double value) {
+    if (pod.wants_gpu()) value -= scarcity;
+    return value - host;
   };
   Placement placement;
   const int count = fragmentation.candidates();
@@ -522,7 +528,19 @@ Placement FgdPlusPolicy::place_with(NodeFragmentation& fragmentation, const Node
   } else if (score_only != nullptr) {
     // Every candidate leaves the same idle memory, CPU and memory, so the score falls as
     // F(after) grows (each step is a monotonic floating-point operation): the best score is
-    // among the candidates with the smallest F(after), which before_and_minimum sums exactly.
+    // among the candidates with the smallest F(after), which before_and_minimum sums exactly,
+    // and the score at a lower bound of that smallest F(after) bounds it from above.
+    if (context != nullptr && context->floor > -std::numeric_limits<double>::infinity()) {
+      if (const std::optional<double> lowest = fragmentation.minimum_lower_bound(0.0)) {
+        set_before(fragmentation.before());
+        const double bound = priced(score(*lowest, idle - pod.per_gpu));
+        if (bound < context->floor) {
+          context->bounded = true;
+          *score_only = bound;
+          return placement;
+        }
+      }
+    }
     std::array<double, NodeFragmentation::kMaxGpus> after;
     double before = 0;
     const int window = fragmentation.before_and_minimum(0.0, before, after);
@@ -546,11 +564,7 @@ Placement FgdPlusPolicy::place_with(NodeFragmentation& fragmentation, const Node
     }
     placement.gpus = {best_gpu};
   }
-  if (pod.wants_gpu()) {
-    placement.score -= scarcity_cost(node.spec().gpu_model, node.spec().memory_per_gpu, pod,
-                                     pod.per_gpu * pod.gpu_count);
-  }
-  placement.score -= host_cost(node, pod);
+  placement.score = priced(placement.score);
   if (score_only != nullptr) *score_only = placement.score;
   return placement;
 }

@@ -325,7 +325,7 @@ TEST(FgdFastPath, ScoresFromAKeptMinimumAsWithoutTheReading) {
       PodDemand first = random_pod(r, node.spec().memory_per_gpu);
       first.gpu_count = 1;
       first.per_gpu = std::max<Units>(1, first.per_gpu);
-      plus.score_with_reading(node, first, &reading);
+      plus.score_with(node, first, &reading);
       for (int p = 0; p < 8; ++p) {
         PodDemand pod = random_pod(r, node.spec().memory_per_gpu);
         pod.gpu_count = 1;
@@ -342,9 +342,8 @@ TEST(FgdFastPath, ScoresFromAKeptMinimumAsWithoutTheReading) {
         kept_for_the_pod +=
             reading.minimum.window > 0 && reading.minimum.per_gpu == pod.per_gpu ? 1 : 0;
         const FgdPolicy* other = p == 7 ? &fgd : nullptr;
-        const std::optional<double> read = other != nullptr
-                                               ? other->score_with_reading(node, pod, &reading)
-                                               : plus.score_with_reading(node, pod, &reading);
+        const std::optional<double> read = other != nullptr ? other->score_with(node, pod, &reading)
+                                                            : plus.score_with(node, pod, &reading);
         const std::optional<double> alone =
             other != nullptr ? other->score(node, pod) : plus.score(node, pod);
         ASSERT_EQ(read.has_value(), alone.has_value()) << "target " << t << " node " << n;
@@ -358,7 +357,7 @@ TEST(FgdFastPath, ScoresFromAKeptMinimumAsWithoutTheReading) {
   EXPECT_GT(kept_for_the_pod, 5000);  // not vacuous
 }
 
-// score_with_shared (SharedExclusions, shared by the nodes of one request): nodes of one target
+// score_in with SharedExclusions (, shared by the nodes of one request): nodes of one target
 // whose CPU, memory and models exclude the same shapes after placement, or not, each with its own
 // filled reading (kept for another GPU memory, so that F after placement is summed), score as
 // score() does, bit for bit, for fgd-plus and fgd, whether they build a set's indexes and
@@ -405,9 +404,9 @@ TEST(FgdFastPath, ScoresWithTheRequestsSharedExclusionsAsWithoutThem) {
         if (r.chance(0.7)) {
           PodDemand other = pod;
           other.per_gpu = pod.per_gpu + 1;
-          policy.score_with_reading(node, other, &reading);  // fills it, keeps another minimum
+          policy.score_with(node, other, &reading);  // fills it, keeps another minimum
         }
-        const std::optional<double> read = policy.score_with_shared(node, pod, &reading, &shared);
+        const std::optional<double> read = policy.score_with(node, pod, &reading, &shared);
         const std::optional<double> alone = policy.score(node, pod);
         ASSERT_EQ(read.has_value(), alone.has_value()) << "target " << t;
         if (read) {
@@ -440,7 +439,7 @@ TEST(FgdFastPath, ScoreBoundIsNeverBelowTheScore) {
       const NodeState node = random_node(r);
       NodeReading reading;
       EXPECT_FALSE(plus.score_bound(node, random_pod(r, node.spec().memory_per_gpu), &reading));
-      plus.score_with_reading(node, random_pod(r, node.spec().memory_per_gpu), &reading);
+      plus.score_with(node, random_pod(r, node.spec().memory_per_gpu), &reading);
       for (int p = 0; p < 6; ++p) {
         const PodDemand pod = random_pod(r, node.spec().memory_per_gpu);
         const auto bound = plus.score_bound(node, pod, &reading);
@@ -463,6 +462,57 @@ TEST(FgdFastPath, ScoreBoundIsNeverBelowTheScore) {
   RecordProperty("bounded", bounded);
   EXPECT_GT(bounded, 5000);        // not vacuous
   EXPECT_GT(tight, bounded / 20);  // and often close to the score
+}
+
+// score_in with a floor (ScoreContext::floor): where it answers with a bound, the bound is at
+// least the score and below the floor; everywhere else it is the score, bit for bit, and the
+// reading it leaves still gives the score to a pod scored after it. Floors just above and just
+// below the score, and far from it.
+TEST(FgdFastPath, ScoreBelowTheFloorIsTheScoreOrABoundBelowTheFloor) {
+  Random r(20261201);
+  int bounded = 0;
+  int exact = 0;
+  for (int t = 0; t < 300; ++t) {
+    const TargetWorkload target = random_target(r);
+    const FgdPlusPolicy plus(target, random_plus_options(r));
+    for (int n = 0; n < 30; ++n) {
+      const NodeState node = random_node(r);
+      NodeReading reading;
+      plus.score_with(node, random_pod(r, node.spec().memory_per_gpu), &reading);
+      for (int p = 0; p < 6; ++p) {
+        PodDemand pod = random_pod(r, node.spec().memory_per_gpu);
+        if (r.chance(0.8)) {  // mostly sharing pods, which are the ones bounded
+          pod.gpu_count = 1;
+          pod.per_gpu = std::max<Units>(1, pod.per_gpu);
+        }
+        const std::optional<double> score = plus.score(node, pod);
+        const double step = score ? std::max(1e-6, std::abs(*score) * 1e-3) : 1.0;
+        const double floor = !score          ? 0.0
+                             : r.chance(0.5) ? *score + step * static_cast<double>(r.between(1, 3))
+                             : r.chance(0.5) ? std::nextafter(*score, 1e300)
+                                             : *score - step;
+        ScoreContext context{&reading, nullptr, floor};
+        const std::optional<double> got = plus.score_in(node, pod, context);
+        ASSERT_EQ(got.has_value(), score.has_value()) << "target " << t << " node " << n;
+        if (!score) {
+          ASSERT_FALSE(context.bounded);
+          continue;
+        }
+        if (context.bounded) {
+          ++bounded;
+          ASSERT_LT(*got, floor) << "target " << t << " node " << n << " pod " << p;
+          ASSERT_GE(*got, *score) << "target " << t << " node " << n << " pod " << p;
+        } else {
+          ++exact;
+          ASSERT_EQ(bits(*got), bits(*score)) << "target " << t << " node " << n << " pod " << p;
+        }
+        ASSERT_EQ(bits(*plus.score_with(node, pod, &reading)), bits(*score));
+      }
+    }
+  }
+  RecordProperty("bounded", bounded);
+  EXPECT_GT(bounded, 1000);  // not vacuous
+  EXPECT_GT(exact, 1000);
 }
 
 }  // namespace

@@ -139,7 +139,7 @@ void expect_same_scores(const Policy& policy, Cases& cases, Pods pods, int& hits
                             ? reading.filled
                             : reading.minimum.window > 0 && reading.minimum.per_gpu == pod.per_gpu;
       const std::optional<double> plain = policy.score(node, pod);
-      const std::optional<double> cached = policy.score_with_reading(node, pod, &reading);
+      const std::optional<double> cached = policy.score_with(node, pod, &reading);
       ASSERT_EQ(plain.has_value(), cached.has_value());
       if (!plain) continue;
       ASSERT_EQ(bits(*plain), bits(*cached)) << *plain << " vs " << *cached;
@@ -188,14 +188,14 @@ TEST(FragmentationCache, AKeptReadingIsUsedInsteadOfTheNode) {
   NodeState node = cases.node();
   while (!policy.score(node, pod)) node = cases.node();
   NodeReading reading;
-  const std::optional<double> first = policy.score_with_reading(node, pod, &reading);
+  const std::optional<double> first = policy.score_with(node, pod, &reading);
   ASSERT_TRUE(first && reading.filled);
   reading.before += 1000;  // F(node) 1 000 units higher: the pod reduces it by that much more
-  const std::optional<double> second = policy.score_with_reading(node, pod, &reading);
+  const std::optional<double> second = policy.score_with(node, pod, &reading);
   ASSERT_TRUE(second);
   EXPECT_GT(*second, *first);
   reading.filled = false;  // dropped: read from the node again
-  EXPECT_EQ(bits(*policy.score_with_reading(node, pod, &reading)), bits(*first));
+  EXPECT_EQ(bits(*policy.score_with(node, pod, &reading)), bits(*first));
 }
 
 // Readings hold F of the policy's target: they follow the learned target's version.
@@ -229,15 +229,15 @@ TEST(FragmentationCache, AKeptMinimumIsUsedOnlyForTheSameGpuAsk) {
   NodeState node = cases.node();
   while (!policy.score(node, pod) || node.cpu_free() < 32000) node = cases.node();
   NodeReading reading;
-  const std::optional<double> first = policy.score_with_reading(node, pod, &reading);
+  const std::optional<double> first = policy.score_with(node, pod, &reading);
   ASSERT_TRUE(first && reading.minimum.window > 0);
   EXPECT_EQ(reading.minimum.per_gpu, 4);
   reading.minimum.after[0] += 1000;  // F(after) 1 000 units higher: the score drops
-  const std::optional<double> second = policy.score_with_reading(node, new_cpu, &reading);
+  const std::optional<double> second = policy.score_with(node, new_cpu, &reading);
   ASSERT_TRUE(second);
   EXPECT_LT(*second, *first);
   pod.per_gpu = 3;  // another GPU size: computed from the node, and kept instead
-  EXPECT_EQ(bits(*policy.score_with_reading(node, pod, &reading)), bits(*policy.score(node, pod)));
+  EXPECT_EQ(bits(*policy.score_with(node, pod, &reading)), bits(*policy.score(node, pod)));
   EXPECT_EQ(reading.minimum.per_gpu, 3);
 }
 

@@ -8,6 +8,7 @@
 #include <fmt/format.h>
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <atomic>
 #include <bit>
 #include <random>
@@ -15,6 +16,7 @@
 #include <string>
 #include <string_view>
 #include <thread>
+#include <utility>
 #include <vector>
 
 #include "gpushare/core/policy_registry.h"
@@ -32,6 +34,18 @@ std::vector<std::optional<std::uint64_t>> bits_of(const std::vector<std::optiona
   return out;
 }
 
+// Node n: 8 GPUs of 32 units of `gpu_model`, 64 cores and 256 Gi of memory.
+NodeSpec node_spec(int n, std::string gpu_model) {
+  NodeSpec spec;
+  spec.name = fmt::format("node-{}", n);
+  spec.gpu_count = 8;
+  spec.memory_per_gpu = 32;
+  spec.cpu_milli = 64000;
+  spec.memory = 256 * 1024;
+  spec.gpu_model = std::move(gpu_model);
+  return spec;
+}
+
 // A cluster of `count` nodes of 8 GPUs of 32 units, CPU and memory tracked, in a few states
 // shared by many nodes (as a cluster's pools are) and some of their own; with more binds per
 // node (`max_binds`), most nodes in states of their own.
@@ -39,13 +53,7 @@ class Cluster {
  public:
   explicit Cluster(std::uint64_t seed, int count, int max_binds = 5) : rng_(seed) {
     for (int n = 0; n < count; ++n) {
-      NodeSpec spec;
-      spec.name = fmt::format("node-{}", n);
-      spec.gpu_count = 8;
-      spec.memory_per_gpu = 32;
-      spec.cpu_milli = 64000;
-      spec.memory = 256 * 1024;
-      spec.gpu_model = n % 3 == 0 ? "T4" : "A100";
+      const NodeSpec spec = node_spec(n, n % 3 == 0 ? "T4" : "A100");
       model.upsert_node(spec);
       names.push_back(spec.name);
       for (auto p = between(0, max_binds); p > 0; --p) bind(n);
@@ -256,6 +264,78 @@ TEST(Scorer, TopScoresRankAsTheExactScoresDoOnRandomClusters) {
   // Both paths were taken.
   EXPECT_GT(bounded_requests, 10) << exact_requests << " requests scored exactly";
   EXPECT_GT(exact_requests, 10) << bounded_requests << " requests bounded";
+}
+
+// score_top where many nodes tie at the top and no two share a state (so the state memo is
+// dropped): nodes in 40 configurations of free GPU memory, each configuration on 30 nodes with its
+// GPUs in shuffled order (the same score, distinct states). The nodes below the top levels are
+// bounded by the policy as it scores them (ScoreContext::floor); the levels are the exact ones,
+// each bound is above its score and at level 1, and no bound is read back as a score.
+TEST(Scorer, TopScoresWithManyTiesAtTheTopBoundTheNodesBelowOnTheWay) {
+  std::mt19937_64 rng(20261129);
+  const auto between = [&](std::int64_t lo, std::int64_t hi) {
+    return std::uniform_int_distribution<std::int64_t>(lo, hi)(rng);
+  };
+  constexpr int kConfigurations = 40;
+  std::vector<std::vector<Units>> configurations(kConfigurations);
+  for (auto& free : configurations) {
+    for (int g = 0; g < 8; ++g) free.push_back(between(0, 32));
+  }
+  ClusterModel model;
+  std::vector<std::string> offered;
+  for (int n = 0; n < kConfigurations * 30; ++n) {
+    const NodeSpec spec = node_spec(n, "A100");
+    model.upsert_node(spec);
+    offered.push_back(spec.name);
+    std::vector<Units> free = configurations[static_cast<std::size_t>(n % kConfigurations)];
+    std::shuffle(free.begin(), free.end(), rng);
+    for (int g = 0; g < 8; ++g) {
+      if (free[static_cast<std::size_t>(g)] == 32) continue;
+      PodAllocation pod;
+      pod.uid = fmt::format("pod-{}-{}", n, g);
+      pod.namespace_name = "default";
+      pod.name = pod.uid;
+      pod.node = spec.name;
+      pod.gpus = {g};
+      pod.per_gpu = 32 - free[static_cast<std::size_t>(g)];
+      model.add_pod(std::move(pod));
+    }
+  }
+  const auto policy = make_policy("fgd-plus");
+  policy->observe_cluster(model.nodes());
+  Scorer scorer;
+  const std::vector<std::string_view> views(offered.begin(), offered.end());
+  const std::size_t top = rank_levels_apart();
+  const int levels = static_cast<int>(top) + 1;
+  for (const Units per_gpu : {1, 2, 3}) {
+    SCOPED_TRACE(per_gpu);
+    PodDemand demand;
+    demand.per_gpu = per_gpu;
+    demand.cpu_milli = 1000;
+    const auto exact = expected_scores(model, *policy, demand, offered);
+    const std::vector<int> expected_levels = rank_scores(exact, levels);
+    for (int request = 0; request < 2; ++request) {  // the second reads the kept bounds back
+      Scored scored{std::vector<std::optional<double>>(offered.size()),
+                    std::vector<char>(offered.size(), 0)};
+      scorer.score_top(model, *policy, demand, views, scored.raw, scored.unknown, top);
+      ASSERT_EQ(rank_scores(scored.raw, levels), expected_levels) << "request " << request;
+      int bounded = 0;
+      for (std::size_t i = 0; i < offered.size(); ++i) {
+        ASSERT_EQ(scored.raw[i].has_value(), exact[i].has_value()) << offered[i];
+        if (!exact[i] || bits_of({scored.raw[i]}) == bits_of({exact[i]})) continue;
+        ++bounded;
+        ASSERT_EQ(expected_levels[i], 1) << offered[i];
+        ASSERT_GT(*scored.raw[i], *exact[i]) << offered[i];
+      }
+      // Not vacuous: the top levels hold many nodes, and most of the others were bounded.
+      const auto at_top = std::count_if(expected_levels.begin(), expected_levels.end(),
+                                        [](int level) { return level > 1; });
+      EXPECT_GT(at_top * 8, static_cast<std::ptrdiff_t>(offered.size()));
+      EXPECT_GT(bounded, static_cast<int>(offered.size()) / 3) << "request " << request;
+    }
+    const Scored again = score_with(scorer, model, *policy, demand, offered);
+    ASSERT_EQ(bits_of(again.raw), bits_of(exact));
+  }
 }
 
 // Threads score at once under the model's shared lock while a writer binds under its exclusive

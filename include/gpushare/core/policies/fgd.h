@@ -27,11 +27,9 @@ class FgdPolicy final : public PlacementPolicy {
   // place()->score without choosing the GPU: only the candidates that can score best are
   // evaluated exactly (see NodeFragmentation::minimum_candidates).
   std::optional<double> score(const NodeState& node, const PodDemand& pod) const override;
-  std::optional<double> score_with_reading(const NodeState& node, const PodDemand& pod,
-                                           NodeReading* reading) const override;
-  std::optional<double> score_with_shared(const NodeState& node, const PodDemand& pod,
-                                          NodeReading* reading,
-                                          SharedExclusions* shared) const override;
+  // The score itself, always (never bounded).
+  std::optional<double> score_in(const NodeState& node, const PodDemand& pod,
+                                 ScoreContext& context) const override;
   std::optional<std::uint64_t> reading_version() const override { return state_version(); }
   void observe(const PodDemand& pod) override;
   std::uint64_t state_version() const override;

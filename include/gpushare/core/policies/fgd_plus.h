@@ -139,11 +139,11 @@ class FgdPlusPolicy final : public PlacementPolicy {
   // place()->score without choosing the GPU: only the candidates that can score best are
   // evaluated exactly (see NodeFragmentation::minimum_candidates).
   std::optional<double> score(const NodeState& node, const PodDemand& pod) const override;
-  std::optional<double> score_with_reading(const NodeState& node, const PodDemand& pod,
-                                           NodeReading* reading) const override;
-  std::optional<double> score_with_shared(const NodeState& node, const PodDemand& pod,
-                                          NodeReading* reading,
-                                          SharedExclusions* shared) const override;
+  // A sharing pod whose score is below context.floor may get the bound of its score from the
+  // approximation NodeFragmentation computes first (minimum_lower_bound) instead, where that is
+  // below the floor too.
+  std::optional<double> score_in(const NodeState& node, const PodDemand& pod,
+                                 ScoreContext& context) const override;
   // Sharing pods (one GPU), on nodes with a filled reading: the score with F after placement
   // replaced by CompiledWorkload::sharing_after_lower_bound, everything else as score() computes
   // it (the score falls as F(after) grows, each step a monotonic floating-point operation).
@@ -190,9 +190,11 @@ class FgdPlusPolicy final : public PlacementPolicy {
   std::optional<Placement> reference_place(const NodeState& node, const PodDemand& pod) const;
 
  private:
-  // place() on a prepared node (the pod fits); with `score_only`, only the score, into it.
+  // place() on a prepared node (the pod fits); with `score_only`, only the score, into it, or
+  // with `context` (score_in's), maybe a bound below its floor (context->bounded).
   Placement place_with(NodeFragmentation& fragmentation, const NodeState& node,
-                       const PodDemand& pod, double* score_only) const;
+                       const PodDemand& pod, double* score_only,
+                       ScoreContext* context = nullptr) const;
   void update_ratios();
   // host_prices() with the host classes of `nodes` already found.
   std::vector<HostPrice> host_prices(std::span<const NodeState> nodes,
