@@ -268,7 +268,7 @@ class NodeFragmentation {
   // computes first (kept for it, so that it is not computed twice). nullopt where
   // before_and_minimum needs no approximation (the reading keeps the answer, fewer than two
   // candidates, amounts of 2^30 or more) or F(node) is not known without summing it (no filled
-  // reading); then before() may cost a sum.
+  // reading). Where it gives a bound, before() reads F(node) without summing.
   std::optional<double> minimum_lower_bound(double margin);
   // An upper bound of F(node) and of F(after): the idle memory times the sum of the weights.
   double fragmentation_bound() const {

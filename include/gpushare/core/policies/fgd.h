@@ -25,7 +25,7 @@ class FgdPolicy final : public PlacementPolicy {
   // with the best score (lowest index on a tie); others take the lowest-index free GPUs.
   std::optional<Placement> place(const NodeState& node, const PodDemand& pod) const override;
   // place()->score without choosing the GPU: only the candidates that can score best are
-  // evaluated exactly (see NodeFragmentation::minimum_candidates).
+  // evaluated exactly (see NodeFragmentation::before_and_minimum).
   std::optional<double> score(const NodeState& node, const PodDemand& pod) const override;
   // The score itself, always (never bounded).
   std::optional<double> score_in(const NodeState& node, const PodDemand& pod,

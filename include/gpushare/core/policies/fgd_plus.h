@@ -137,7 +137,7 @@ class FgdPlusPolicy final : public PlacementPolicy {
   std::string_view name() const override { return kName; }
   std::optional<Placement> place(const NodeState& node, const PodDemand& pod) const override;
   // place()->score without choosing the GPU: only the candidates that can score best are
-  // evaluated exactly (see NodeFragmentation::minimum_candidates).
+  // evaluated exactly (see NodeFragmentation::before_and_minimum).
   std::optional<double> score(const NodeState& node, const PodDemand& pod) const override;
   // A sharing pod whose score is below context.floor may get the bound of its score from the
   // approximation NodeFragmentation computes first (minimum_lower_bound) instead, where that is
