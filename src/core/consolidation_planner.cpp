@@ -100,7 +100,7 @@ class Workspace {
       const GpuRef to = it->second;
       if (to == from || excluded.contains(to)) continue;
       const NodeState& node = nodes_[to.node];
-      if (!check_fit(node, demand).fits()) continue;
+      if (!fits(node, demand)) continue;
       if (state(to).free() < pod.per_gpu) continue;
       apply(pod, from, to);
       if (!m->disruption_budget.empty()) ++budget_used_[m->disruption_budget];
@@ -186,7 +186,7 @@ std::vector<const PodAllocation*> largest_first(std::vector<const PodAllocation*
 
 bool fits_anywhere(const ClusterModel& model, const PodDemand& pod) {
   return std::any_of(model.nodes().begin(), model.nodes().end(),
-                     [&](const NodeState& node) { return check_fit(node, pod).fits(); });
+                     [&](const NodeState& node) { return fits(node, pod); });
 }
 
 // Could the node hold the pod with every GPU empty (GPU model, size, count, CPU, memory)?
@@ -197,7 +197,7 @@ bool could_ever_fit(const NodeState& node, const PodDemand& pod) {
     if (!node.gpus()[static_cast<std::size_t>(g)].healthy) unhealthy.push_back(g);
   }
   if (!unhealthy.empty()) empty.set_unhealthy(unhealthy);
-  return check_fit(empty, pod).fits();
+  return fits(empty, pod);
 }
 
 }  // namespace
@@ -367,7 +367,7 @@ std::optional<ConsolidationPlan> plan_for_pending(const ClusterModel& model,
                        plan.moves);
     }
     const NodeState& node = space.nodes()[candidate.node];
-    if (all && check_fit(node, pending).fits()) {
+    if (all && fits(node, pending)) {
       bool room = true;
       for (int g : candidate.gpus) {
         const GpuState& s = node.gpus()[static_cast<std::size_t>(g)];

@@ -47,50 +47,46 @@ std::string FitResult::reason(std::string_view resource) const {
   return "unknown";
 }
 
+FitStatus fit_status(const NodeState& node, const PodDemand& pod) {
+  if (pod.wants_gpu()) {
+    if (!node.spec().misconfiguration.empty()) return FitStatus::kMisconfigured;
+    if (node.gpu_count() == 0 || node.spec().memory_per_gpu <= 0) return FitStatus::kNoGpus;
+    if (node.healthy_gpu_count() == 0) return FitStatus::kAllGpusUnhealthy;
+    if (!pod.allowed_models.empty() &&
+        std::find(pod.allowed_models.begin(), pod.allowed_models.end(), node.spec().gpu_model) ==
+            pod.allowed_models.end()) {
+      return FitStatus::kModelNotAllowed;
+    }
+    if (pod.per_gpu > node.spec().memory_per_gpu || pod.gpu_count > node.healthy_gpu_count()) {
+      return FitStatus::kExceedsGpuCapacity;
+    }
+  }
+  // CPU-only pods: only CPU and memory matter (when tracked).
+  if (pod.cpu_milli > node.cpu_free()) return FitStatus::kInsufficientCpu;
+  if (pod.memory > node.memory_free()) return FitStatus::kInsufficientMemory;
+  if (!pod.wants_gpu()) return FitStatus::kFits;
+  if (pod.needs_whole_gpus()) {
+    if (node.wholly_free_gpu_count() < pod.gpu_count || node.total_free() < pod.total_gpu()) {
+      return FitStatus::kNotEnoughWholeGpus;
+    }
+  } else if (node.largest_free() < pod.per_gpu) {
+    return FitStatus::kInsufficientGpuMemory;
+  }
+  return FitStatus::kFits;
+}
+
 FitResult check_fit(const NodeState& node, const PodDemand& pod) {
   FitResult result;
+  result.status = fit_status(node, pod);
   result.requested = pod.per_gpu;
   result.largest_free = node.largest_free();
   result.whole_gpus_free = node.wholly_free_gpu_count();
   result.gpu_capacity = node.spec().memory_per_gpu;
-  if (!pod.wants_gpu()) {
-    // CPU-only pods: only CPU and memory matter (when tracked).
-  } else if (!node.spec().misconfiguration.empty()) {
-    result.status = FitStatus::kMisconfigured;
-    result.detail = node.spec().misconfiguration;
-    return result;
-  } else if (node.gpu_count() == 0 || node.spec().memory_per_gpu <= 0) {
-    result.status = FitStatus::kNoGpus;
-    return result;
-  } else if (node.healthy_gpu_count() == 0) {
-    result.status = FitStatus::kAllGpusUnhealthy;
-    return result;
-  } else if (!pod.allowed_models.empty() &&
-             std::find(pod.allowed_models.begin(), pod.allowed_models.end(),
-                       node.spec().gpu_model) == pod.allowed_models.end()) {
-    result.status = FitStatus::kModelNotAllowed;
-    return result;
-  } else if (pod.per_gpu > node.spec().memory_per_gpu || pod.gpu_count > node.healthy_gpu_count()) {
-    result.status = FitStatus::kExceedsGpuCapacity;
-    if (pod.needs_whole_gpus()) result.requested = pod.gpu_count;
-    return result;
-  }
-  if (pod.cpu_milli > node.cpu_free()) {
-    result.status = FitStatus::kInsufficientCpu;
-    return result;
-  }
-  if (pod.memory > node.memory_free()) {
-    result.status = FitStatus::kInsufficientMemory;
-    return result;
-  }
-  if (!pod.wants_gpu()) return result;
-  if (pod.needs_whole_gpus()) {
-    if (node.wholly_free_gpu_count() < pod.gpu_count || node.total_free() < pod.total_gpu()) {
-      result.status = FitStatus::kNotEnoughWholeGpus;
-      result.requested = pod.gpu_count;
-    }
-  } else if (node.largest_free() < pod.per_gpu) {
-    result.status = FitStatus::kInsufficientGpuMemory;
+  if (result.status == FitStatus::kMisconfigured) result.detail = node.spec().misconfiguration;
+  if ((result.status == FitStatus::kExceedsGpuCapacity ||
+       result.status == FitStatus::kNotEnoughWholeGpus) &&
+      pod.needs_whole_gpus()) {
+    result.requested = pod.gpu_count;
   }
   return result;
 }

@@ -89,16 +89,6 @@ void NodeState::remove_cpu_mem(std::int64_t cpu_milli, std::int64_t memory) {
   ++generation_;
 }
 
-std::int64_t NodeState::cpu_free() const {
-  if (spec_.cpu_milli <= 0) return std::numeric_limits<std::int64_t>::max();
-  return std::max<std::int64_t>(0, spec_.cpu_milli - cpu_used_);
-}
-
-std::int64_t NodeState::memory_free() const {
-  if (spec_.memory <= 0) return std::numeric_limits<std::int64_t>::max();
-  return std::max<std::int64_t>(0, spec_.memory - memory_used_);
-}
-
 void NodeState::recompute() {
   total_capacity_ = 0;
   total_used_ = unindexed_used_;

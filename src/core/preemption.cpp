@@ -57,7 +57,7 @@ std::optional<std::vector<std::string>> choose_victims(
     std::sort(on_gpu.begin(), on_gpu.end(), by_amount);
     std::sort(unindexed.begin(), unindexed.end(), by_amount);
     auto fits = [&] {
-      if (gpu < 0) return check_fit(trial, demand).fits();
+      if (gpu < 0) return core::fits(trial, demand);
       const auto& state = trial.gpus()[static_cast<std::size_t>(gpu)];
       return state.healthy && state.free() >= demand.per_gpu &&
              trial.total_free() >= demand.per_gpu;

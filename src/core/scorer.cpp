@@ -4,6 +4,7 @@
 #include <functional>
 #include <limits>
 
+#include "gpushare/core/fit.h"
 #include "gpushare/core/node_state_key.h"
 
 namespace gpushare::core {
@@ -36,20 +37,34 @@ PodDemand gpus_only(PodDemand demand) {
   return demand;
 }
 
-// The policy's score of `demand` on `node`; where the node's CPU or memory excludes the pod
-// (`tracks_cpu_memory`: the pod asks for some), its score on GPUs alone (`gpu_only`):
-// kube-scheduler, the authority on CPU and memory, found the node feasible. Inlined: it runs
-// for every node scored.
-[[gnu::always_inline]] inline std::optional<double> score_one(
-    const PlacementPolicy& policy, const NodeState& node, const PodDemand& demand,
-    const PodDemand& gpu_only, bool tracks_cpu_memory, ScoreContext& context) {
-  std::optional<double> score = policy.score_in(node, demand, context);
-  if (!score && tracks_cpu_memory) score = policy.score_in(node, gpu_only, context);
-  return score;
+// The demand `node` is scored on: `demand` where the node can hold it; where only the node's
+// CPU or memory excludes it, its GPUs alone (`gpu_only`): kube-scheduler, the authority on CPU
+// and memory, found the node feasible; null where the node cannot hold the pod even so (a
+// policy scores exactly where check_fit passes: PlacementPolicy::place). The pod fits where its
+// GPUs alone fit and the node's CPU and memory hold it. Inlined: it runs for every node scored.
+[[gnu::always_inline]] inline const PodDemand* scored_demand(const NodeState& node,
+                                                             const PodDemand& demand,
+                                                             const PodDemand& gpu_only) {
+  if (!fits(node, gpu_only)) return nullptr;
+  return demand.cpu_milli <= node.cpu_free() && demand.memory <= node.memory_free() ? &demand
+                                                                                    : &gpu_only;
+}
+
+// The policy's score of the pod on `node` (scored_demand), nullopt where the node cannot hold it.
+[[gnu::always_inline]] inline std::optional<double> score_one(const PlacementPolicy& policy,
+                                                              const NodeState& node,
+                                                              const PodDemand& demand,
+                                                              const PodDemand& gpu_only,
+                                                              ScoreContext& context) {
+  const PodDemand* scored = scored_demand(node, demand, gpu_only);
+  if (scored == nullptr) return std::nullopt;
+  context.fit_checked = true;
+  return policy.score_in(node, *scored, context);
 }
 
 // The same for PlacementPolicy::score_bound: nullopt where the policy gives no bound, an inner
-// nullopt where the node cannot hold the pod even on GPUs alone.
+// nullopt where the node cannot hold the pod even on GPUs alone. (The policy checks the fit
+// itself, and most nodes it bounds fit: checking it here first would check it twice.)
 std::optional<std::optional<double>> bound_one(const PlacementPolicy& policy, const NodeState& node,
                                                const PodDemand& demand, const PodDemand& gpu_only,
                                                bool tracks_cpu_memory, const NodeReading* reading) {
@@ -72,7 +87,6 @@ void Scorer::score_exact(bool cached, const ClusterModel& model, const Placement
                          std::span<std::optional<double>> raw, std::span<char> unknown,
                          ExactPart* part) {
   const PodDemand gpu_only = gpus_only(demand);
-  const bool tracks_cpu_memory = demand.cpu_milli > 0 || demand.memory > 0;
   const std::optional<std::uint64_t> reading_version = policy.reading_version();
   FragmentationCache* readings = cached && reading_version ? &readings_ : nullptr;
   ExactPart whole;
@@ -103,7 +117,7 @@ void Scorer::score_exact(bool cached, const ClusterModel& model, const Placement
         }
         if (!cached) {
           ScoreContext context;
-          raw[i] = score_one(policy, *node, demand, gpu_only, tracks_cpu_memory, context);
+          raw[i] = score_one(policy, *node, demand, gpu_only, context);
           return;
         }
         const std::size_t position = model.position_of(*node);
@@ -123,13 +137,13 @@ void Scorer::score_exact(bool cached, const ClusterModel& model, const Placement
             ++memo_hits;
           } else {
             ScoreContext scoring = context();
-            raw[i] = score_one(policy, *node, demand, gpu_only, tracks_cpu_memory, scoring);
+            raw[i] = score_one(policy, *node, demand, gpu_only, scoring);
             memo->remember(*node, hash, raw[i]);
           }
           if (++memo_lookups == kMemoTrial && memo_hits * kMemoHitsPer < kMemoTrial) memo = nullptr;
         } else {
           ScoreContext scoring = context();
-          raw[i] = score_one(policy, *node, demand, gpu_only, tracks_cpu_memory, scoring);
+          raw[i] = score_one(policy, *node, demand, gpu_only, scoring);
         }
         cache_.store(position, stamp, raw[i]);
       },
@@ -179,7 +193,7 @@ void Scorer::score_top(const ClusterModel& model, const PlacementPolicy& policy,
     ScoreContext context{&readings_.at(position, stamp), &readings_.exclusions(),
                          best_.size() == top ? best_.back() : kNoFloor};
     const std::optional<double> score =
-        score_one(policy, node, demand, gpu_only, tracks_cpu_memory, context);
+        score_one(policy, node, demand, gpu_only, context);
     if (context.bounded) {
       cache_.store_bound(position, stamp, *score);
     } else {

@@ -335,7 +335,7 @@ class ChurnRun {
     if (!choice) return false;
     const auto& nodes = model_.nodes();
     const std::size_t best = choice->node;
-    if (best >= nodes.size() || !check_fit(nodes[best], demand).fits() ||
+    if (best >= nodes.size() || !fits(nodes[best], demand) ||
         !gpus_fit(nodes[best], demand, choice->gpus)) {
       throw std::logic_error(fmt::format("{} placed pod {} on node {} where it does not fit",
                                          result_.policy, simulator_.pods()[pod].name,
@@ -399,7 +399,7 @@ class ChurnRun {
   void retry_after_departure(std::size_t node) {
     for (auto it = queue_.begin(); it != queue_.end();) {
       const std::size_t instance = *it++;  // try_place may erase it
-      if (check_fit(model_.nodes()[node], demand_of(instance)).fits()) try_place(instance);
+      if (fits(model_.nodes()[node], demand_of(instance))) try_place(instance);
     }
   }
 

@@ -32,7 +32,7 @@ std::int64_t least_allocated(std::int64_t requested, std::int64_t capacity) {
 
 std::optional<core::Placement> GpuClusteringPolicy::place(const core::NodeState& node,
                                                           const core::PodDemand& pod) const {
-  if (!check_fit(node, pod).fits()) return std::nullopt;
+  if (!fits(node, pod)) return std::nullopt;
   core::Placement placement;
   placement.gpus = core::best_fit_gpus(node, pod);
   if (!pod.wants_gpu()) return placement;  // score 0
@@ -61,7 +61,7 @@ void GpuClusteringPolicy::placed(const core::NodeState& node, const core::PodDem
 
 std::optional<core::Placement> KubeDefaultPolicy::place(const core::NodeState& node,
                                                         const core::PodDemand& pod) const {
-  if (!check_fit(node, pod).fits()) return std::nullopt;
+  if (!fits(node, pod)) return std::nullopt;
   const std::int64_t cpu_capacity = node.spec().cpu_milli;
   const std::int64_t memory_capacity = node.spec().memory;
   const std::int64_t cpu_requested =
@@ -92,7 +92,7 @@ GpuOnlyView::GpuOnlyView(std::unique_ptr<core::PlacementPolicy> inner) : inner_(
 
 std::optional<core::Placement> GpuOnlyView::place(const core::NodeState& node,
                                                   const core::PodDemand& pod) const {
-  if (!check_fit(node, pod).fits()) return std::nullopt;  // kube-scheduler's filters
+  if (!fits(node, pod)) return std::nullopt;  // kube-scheduler's filters
   core::NodeSpec spec = node.spec();
   spec.cpu_milli = 0;
   spec.memory = 0;

@@ -40,6 +40,12 @@ struct FitResult {
 };
 
 FitResult check_fit(const NodeState& node, const PodDemand& pod);
+// check_fit(node, pod).status alone, without the details: for the hot paths (every policy's
+// score and place), which ask only whether the pod fits.
+FitStatus fit_status(const NodeState& node, const PodDemand& pod);
+inline bool fits(const NodeState& node, const PodDemand& pod) {
+  return fit_status(node, pod) == FitStatus::kFits;
+}
 
 // GPU indices where a single-GPU pod fits (healthy, enough free), ascending.
 std::vector<int> gpus_that_fit(const NodeState& node, const PodDemand& pod);

@@ -2,7 +2,9 @@
 // One node's GPUs and what is allocated on them. A value type: copying it yields a
 // hypothetical node for what-if questions (preemption, fragmentation look-ahead).
 
+#include <algorithm>
 #include <cstdint>
+#include <limits>
 #include <optional>
 #include <string>
 #include <vector>
@@ -68,8 +70,16 @@ class NodeState {
   Units unindexed_used() const { return unindexed_used_; }
   std::int64_t cpu_used() const { return cpu_used_; }
   std::int64_t memory_used() const { return memory_used_; }
-  std::int64_t cpu_free() const;     // INT64_MAX when not tracked
-  std::int64_t memory_free() const;  // INT64_MAX when not tracked
+  // Free CPU (milli-cores) and memory; INT64_MAX when not tracked. Inline: every fit check reads
+  // them.
+  std::int64_t cpu_free() const {
+    if (spec_.cpu_milli <= 0) return std::numeric_limits<std::int64_t>::max();
+    return std::max<std::int64_t>(0, spec_.cpu_milli - cpu_used_);
+  }
+  std::int64_t memory_free() const {
+    if (spec_.memory <= 0) return std::numeric_limits<std::int64_t>::max();
+    return std::max<std::int64_t>(0, spec_.memory - memory_used_);
+  }
 
   Units total_capacity() const { return total_capacity_; }
   Units total_used() const { return total_used_; }

@@ -19,7 +19,7 @@ std::vector<int> best_fit_gpus(const NodeState& node, const PodDemand& pod) {
 }
 
 std::optional<Placement> BestFitPolicy::place(const NodeState& node, const PodDemand& pod) const {
-  if (!check_fit(node, pod).fits()) return std::nullopt;
+  if (!fits(node, pod)) return std::nullopt;
   // Same order of floating-point operations as the paper's simulator, so ties match.
   double raw = 0;
   raw += cpu_left_after(node, pod) / kMaxSpecCpuMilli * 0.5;

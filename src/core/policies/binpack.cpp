@@ -10,7 +10,7 @@ namespace {
 // place()'s decision without building a Placement: the score, and for a sharing pod the GPU it
 // takes (through `gpu`). score() and place() both use it, so their scores are the same bits.
 std::optional<double> binpack(const NodeState& node, const PodDemand& pod, int* gpu) {
-  if (!check_fit(node, pod).fits()) return std::nullopt;
+  if (!fits(node, pod)) return std::nullopt;
   const double node_capacity = static_cast<double>(std::max<Units>(1, node.total_capacity()));
   const double node_free_after = static_cast<double>(node.total_free() - pod.total_gpu());
   // Secondary key in [0, 1): fuller nodes first.

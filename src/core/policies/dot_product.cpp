@@ -11,7 +11,7 @@ using namespace paper_scales;
 
 std::optional<Placement> DotProductPolicy::place(const NodeState& node,
                                                  const PodDemand& pod) const {
-  if (!check_fit(node, pod).fits()) return std::nullopt;
+  if (!fits(node, pod)) return std::nullopt;
   const double cpu_free = node.spec().cpu_milli > 0 ? static_cast<double>(node.cpu_free()) : 0.0;
   const double gpu_free = static_cast<double>(FreeResources::of(node).total_gpu_free());
   double product = 0;

@@ -35,7 +35,7 @@ const TargetWorkload& FgdPolicy::target() const {
 }
 
 std::optional<Placement> FgdPolicy::place(const NodeState& node, const PodDemand& pod) const {
-  if (!check_fit(node, pod).fits()) return std::nullopt;
+  if (!fits(node, pod)) return std::nullopt;
   NodeFragmentation fragmentation;
   if (!fragmentation.prepare(compiled_, node, pod)) return reference_place(node, pod);
   return place_with(fragmentation, node, pod);
@@ -77,7 +77,7 @@ std::optional<double> FgdPolicy::score(const NodeState& node, const PodDemand& p
 
 std::optional<double> FgdPolicy::score_in(const NodeState& node, const PodDemand& pod,
                                           ScoreContext& context) const {
-  if (!check_fit(node, pod).fits()) return std::nullopt;
+  if (!context.fit_checked && !fits(node, pod)) return std::nullopt;
   NodeFragmentation fragmentation;
   if (!fragmentation.prepare_to_score(compiled_, node, pod, context.reading, context.shared)) {
     return reference_score(*this, node, pod);
@@ -107,7 +107,7 @@ std::optional<double> FgdPolicy::score_in(const NodeState& node, const PodDemand
 
 std::optional<Placement> FgdPolicy::reference_place(const NodeState& node,
                                                     const PodDemand& pod) const {
-  if (!check_fit(node, pod).fits()) return std::nullopt;
+  if (!fits(node, pod)) return std::nullopt;
   const TargetWorkload& workload = target();
   const FreeResources before = FreeResources::of(node);
   const double fragmentation_before = fragmentation(before, workload);

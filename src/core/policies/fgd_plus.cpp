@@ -424,7 +424,7 @@ double FgdPlusPolicy::measure(const FreeResources& node) const {
 }
 
 std::optional<Placement> FgdPlusPolicy::place(const NodeState& node, const PodDemand& pod) const {
-  if (!check_fit(node, pod).fits()) return std::nullopt;
+  if (!fits(node, pod)) return std::nullopt;
   NodeFragmentation fragmentation;
   if (!fragmentation.prepare(compiled_, node, pod)) return reference_place(node, pod);
   return place_with(fragmentation, node, pod, nullptr);
@@ -437,7 +437,7 @@ std::optional<double> FgdPlusPolicy::score(const NodeState& node, const PodDeman
 
 std::optional<double> FgdPlusPolicy::score_in(const NodeState& node, const PodDemand& pod,
                                               ScoreContext& context) const {
-  if (!check_fit(node, pod).fits()) return std::nullopt;
+  if (!context.fit_checked && !fits(node, pod)) return std::nullopt;
   NodeFragmentation fragmentation;
   if (!fragmentation.prepare_to_score(compiled_, node, pod, context.reading, context.shared)) {
     return reference_score(*this, node, pod);
@@ -463,7 +463,7 @@ std::optional<std::optional<double>> FgdPlusPolicy::score_bound(const NodeState&
                                                                 const PodDemand& pod,
                                                                 const NodeReading* reading) const {
   if (!bounds_scores(pod) || reading == nullptr || !reading->filled) return std::nullopt;
-  if (!check_fit(node, pod).fits()) return std::optional<double>();  // exact: infeasible
+  if (!fits(node, pod)) return std::optional<double>();  // exact: infeasible
   const std::optional<double> after =
       compiled_.sharing_after_lower_bound(*reading, node, pod.per_gpu);
   if (!after) return std::nullopt;
@@ -571,7 +571,7 @@ Placement FgdPlusPolicy::place_with(NodeFragmentation& fragmentation, const Node
 
 std::optional<Placement> FgdPlusPolicy::reference_place(const NodeState& node,
                                                         const PodDemand& pod) const {
-  if (!check_fit(node, pod).fits()) return std::nullopt;
+  if (!fits(node, pod)) return std::nullopt;
   const FreeResources before = FreeResources::of(node);
   const double measure_before = measure(before);
   const double capacity = static_cast<double>(std::max<Units>(1, node.spec().memory_per_gpu));

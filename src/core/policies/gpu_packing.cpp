@@ -10,7 +10,7 @@ namespace gpushare::core {
 
 std::optional<Placement> GpuPackingPolicy::place(const NodeState& node,
                                                  const PodDemand& pod) const {
-  if (!check_fit(node, pod).fits()) return std::nullopt;
+  if (!fits(node, pod)) return std::nullopt;
   Placement placement;
   placement.gpus = best_fit_gpus(node, pod);
   if (!pod.wants_gpu()) return placement;  // score 0

@@ -24,7 +24,7 @@ std::uint64_t hash_text(std::string_view text) {  // FNV-1a
 }  // namespace
 
 std::optional<Placement> RandomPolicy::place(const NodeState& node, const PodDemand& pod) const {
-  if (!check_fit(node, pod).fits()) return std::nullopt;
+  if (!fits(node, pod)) return std::nullopt;
   std::uint64_t h = mix(seed_ ^ mix(draws_));
   h = mix(h ^ hash_text(node.name()));
   h = mix(h ^ static_cast<std::uint64_t>(pod.per_gpu) ^

@@ -8,14 +8,14 @@
 namespace gpushare::core {
 
 std::optional<double> SpreadPolicy::score(const NodeState& node, const PodDemand& pod) const {
-  if (!check_fit(node, pod).fits()) return std::nullopt;
+  if (!fits(node, pod)) return std::nullopt;
   // As place() computes it: the score does not depend on the GPU chosen.
   const double node_capacity = static_cast<double>(std::max<Units>(1, node.total_capacity()));
   return static_cast<double>(node.total_free() - pod.total_gpu()) / node_capacity;
 }
 
 std::optional<Placement> SpreadPolicy::place(const NodeState& node, const PodDemand& pod) const {
-  if (!check_fit(node, pod).fits()) return std::nullopt;
+  if (!fits(node, pod)) return std::nullopt;
   Placement placement;
   const double node_capacity = static_cast<double>(std::max<Units>(1, node.total_capacity()));
   // Emptiest node first: the share of the node still free after placement.

@@ -1,5 +1,7 @@
 #include <gtest/gtest.h>
 
+#include <random>
+
 #include "gpushare/core/fit.h"
 #include "gpushare/core/placement_policy.h"
 #include "gpushare/core/policies/binpack.h"
@@ -103,6 +105,50 @@ TEST(Fit, MultiGpuPodsNeedWhollyFreeGpus) {
   EXPECT_EQ(check_fit(node_with({0, 1, 0}), pod).status, FitStatus::kFits);
   EXPECT_EQ(check_fit(node_with({0, 1, 1}), pod).status, FitStatus::kNotEnoughWholeGpus);
   EXPECT_EQ(lowest_whole_gpus(node_with({1, 0, 0, 0}), 2), (std::vector<int>{1, 2}));
+}
+
+// Scorer relies on it (scored_demand): a pod fits exactly where its GPUs alone fit and the
+// node's CPU and memory hold it, and check_fit's status is fit_status's.
+TEST(Fit, APodFitsWhereItsGpusAloneFitAndCpuAndMemoryHoldIt) {
+  std::mt19937 rng(7);
+  const auto between = [&](int low, int high) {
+    return std::uniform_int_distribution<int>(low, high)(rng);
+  };
+  int fitted = 0;
+  int cpu_or_memory_short = 0;
+  for (int round = 0; round < 4000; ++round) {
+    NodeSpec spec;
+    spec.name = "n";
+    spec.gpu_count = between(0, 4);
+    spec.memory_per_gpu = between(0, 3) == 0 ? 0 : 16;
+    spec.cpu_milli = between(0, 2) * 4000;  // 0: not tracked
+    spec.memory = between(0, 2) * 1024;
+    spec.gpu_model = between(0, 1) == 0 ? "T4" : "V100";
+    if (between(0, 30) == 0) spec.misconfiguration = "broken";
+    NodeState node(spec);
+    for (int gpu = 0; gpu < spec.gpu_count; ++gpu) {
+      if (const Units used = between(0, 16); used > 0) node.add_usage(gpu, used);
+    }
+    if (spec.gpu_count > 0 && between(0, 8) == 0) node.set_unhealthy({between(0, spec.gpu_count - 1)});
+    node.add_cpu_mem(between(0, 4) * 1000, between(0, 4) * 256);
+    PodDemand pod;
+    pod.per_gpu = between(0, 3) == 0 ? 16 : between(0, 17);
+    pod.gpu_count = pod.per_gpu == 16 ? between(1, 3) : between(0, 1);
+    pod.cpu_milli = between(0, 6) * 1000;
+    pod.memory = between(0, 6) * 256;
+    if (between(0, 5) == 0) pod.allowed_models = {"V100"};
+    PodDemand gpu_only = pod;
+    gpu_only.cpu_milli = 0;
+    gpu_only.memory = 0;
+    const bool holds = pod.cpu_milli <= node.cpu_free() && pod.memory <= node.memory_free();
+    ASSERT_EQ(fits(node, pod), fits(node, gpu_only) && holds) << round;
+    ASSERT_EQ(check_fit(node, pod).status, fit_status(node, pod)) << round;
+    fitted += fits(node, pod) ? 1 : 0;
+    cpu_or_memory_short += fits(node, gpu_only) && !holds ? 1 : 0;
+  }
+  // Both sides of the equivalence were met often.
+  EXPECT_GT(fitted, 400);
+  EXPECT_GT(cpu_or_memory_short, 400);
 }
 
 TEST(Binpack, ChoosesTightestGpuLowestIndexOnTies) {
