@@ -192,8 +192,7 @@ void Scorer::score_top(const ClusterModel& model, const PlacementPolicy& policy,
                                   std::uint64_t stamp) {
     ScoreContext context{&readings_.at(position, stamp), &readings_.exclusions(),
                          best_.size() == top ? best_.back() : kNoFloor};
-    const std::optional<double> score =
-        score_one(policy, node, demand, gpu_only, context);
+    const std::optional<double> score = score_one(policy, node, demand, gpu_only, context);
     if (context.bounded) {
       cache_.store_bound(position, stamp, *score);
     } else {

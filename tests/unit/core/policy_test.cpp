@@ -129,7 +129,8 @@ TEST(Fit, APodFitsWhereItsGpusAloneFitAndCpuAndMemoryHoldIt) {
     for (int gpu = 0; gpu < spec.gpu_count; ++gpu) {
       if (const Units used = between(0, 16); used > 0) node.add_usage(gpu, used);
     }
-    if (spec.gpu_count > 0 && between(0, 8) == 0) node.set_unhealthy({between(0, spec.gpu_count - 1)});
+    if (spec.gpu_count > 0 && between(0, 8) == 0)
+      node.set_unhealthy({between(0, spec.gpu_count - 1)});
     node.add_cpu_mem(between(0, 4) * 1000, between(0, 4) * 256);
     PodDemand pod;
     pod.per_gpu = between(0, 3) == 0 ? 16 : between(0, 17);
