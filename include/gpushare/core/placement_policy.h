@@ -44,8 +44,8 @@ struct ScoreContext {
   // then sets `bounded`. -infinity: the score itself, always.
   double floor = -std::numeric_limits<double>::infinity();
   bool bounded = false;
-  // The caller has checked that the node can hold the pod (fits()): a policy may skip its own
-  // check. Set it nowhere else; with it false, the policy checks.
+  // Set only by a caller that has checked that the node can hold the pod (fits()): a policy may
+  // then skip its own check. False: the policy checks.
   bool fit_checked = false;
 };
 
