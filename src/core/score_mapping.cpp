@@ -2,7 +2,7 @@
 
 #include <algorithm>
 #include <cmath>
-#include <functional>
+#include <limits>
 
 namespace gpushare::core {
 
@@ -30,32 +30,87 @@ std::vector<int> min_max_scores(std::span<const std::optional<double>> raw, int 
   return result;
 }
 
+namespace {
+
+// How many of `best` (distinct, best first) are above `score`: its position among them. A
+// binary search by selects, not branches: where many nodes tie at several top levels, which
+// way each step goes is as unpredictable as the scores.
+[[gnu::always_inline]] inline std::size_t count_above(const std::vector<double>& best,
+                                                      double score) {
+  if (best.empty()) return 0;
+  const double* const first = best.data();
+  const double* base = first;  // the answer is in [base - first, base - first + n]
+  std::size_t n = best.size();
+  while (n > 1) {
+    const std::size_t half = n / 2;
+    base = base[half] > score ? base + half : base;
+    n -= half;
+  }
+  return static_cast<std::size_t>(base - first) + static_cast<std::size_t>(*base > score);
+}
+
+}  // namespace
+
 std::vector<int> rank_scores(std::span<const std::optional<double>> raw, int max_score) {
   // Only the best max_score distinct values get levels of their own (the rest share 1), so only
   // they are kept, best first: one pass over the scores, each compared with the worst kept.
+  // Which nodes are feasible follows no pattern a branch predictor can learn, so feasibility is
+  // branched on once per node, where the first loop reads the score into a dense copy (an
+  // infeasible node as -infinity, below every kept value); the second decides on the copy
+  // without that branch (level 0 by multiplication). Ties, NaN and infinite scores fare as the
+  // definition says: a NaN or -infinity is never above the worst kept value, and a NaN is never
+  // below it.
+  constexpr double kInfeasible = -std::numeric_limits<double>::infinity();
   const std::size_t keep = max_score > 0 ? static_cast<std::size_t>(max_score) : 0;
   std::vector<double> best;
   best.reserve(keep + 1);
-  for (const auto& score : raw) {
-    if (!score || keep == 0) continue;
-    if (best.size() == keep && !(*score > best.back())) continue;
-    const auto position = std::lower_bound(best.begin(), best.end(), *score, std::greater<>());
-    if (position != best.end() && *position == *score) continue;
-    best.insert(position, *score);
+  // The last score looked up and its position: where most nodes tie at one level, the one
+  // branch that tells a repeat is predictable and spares the search. It stays right when
+  // `best` changes: admit inserts only the score it just looked up, at the position found, and
+  // only a value below it can be dropped. (NaN, the start, equals nothing.)
+  double last_score = std::numeric_limits<double>::quiet_NaN();
+  std::size_t last_position = 0;
+  const auto position_of = [&](double score) {
+    if (score == last_score) return last_position;
+    last_score = score;
+    last_position = count_above(best, score);
+    return last_position;
+  };
+  const auto admit = [&](double score) {
+    const std::size_t position = position_of(score);
+    if (position < best.size() && best[position] == score) return;
+    best.insert(best.begin() + static_cast<std::ptrdiff_t>(position), score);
     if (best.size() > keep) best.pop_back();
+  };
+  std::vector<double> values(raw.size());
+  std::size_t i = 0;
+  if (keep > 0) {
+    for (; i < raw.size() && best.size() < keep; ++i) {
+      values[i] = raw[i].value_or(kInfeasible);
+      if (raw[i]) admit(*raw[i]);
+    }
+    for (; i < raw.size(); ++i) {
+      const double score = raw[i].value_or(kInfeasible);
+      values[i] = score;
+      if (score > best.back()) admit(score);
+    }
+  } else {
+    for (; i < raw.size(); ++i) values[i] = raw[i].value_or(kInfeasible);
   }
   std::vector<int> result(raw.size(), 0);
   // Below every kept value: the level after the last kept one (most nodes, on a large offer).
   const int below = std::max(1, max_score - static_cast<int>(best.size()));
-  for (std::size_t i = 0; i < raw.size(); ++i) {
-    if (!raw[i]) continue;
-    if (!best.empty() && *raw[i] < best.back()) {
-      result[i] = below;
-      continue;
+  const double worst_kept = best.empty() ? kInfeasible : best.back();
+  for (i = 0; i < raw.size(); ++i) {
+    const double score = values[i];
+    const bool feasible = raw[i].has_value();
+    // Feasible and not below the worst kept value (NaN included); `&`, not `&&`: one branch.
+    if (feasible & !(score < worst_kept)) {
+      const auto rank = static_cast<int>(position_of(score));  // 0 = best
+      result[i] = std::max(1, max_score - rank);
+    } else {
+      result[i] = below * static_cast<int>(feasible);
     }
-    const auto position = std::lower_bound(best.begin(), best.end(), *raw[i], std::greater<>());
-    const auto rank = static_cast<int>(position - best.begin());  // 0 = best
-    result[i] = std::max(1, max_score - rank);
   }
   return result;
 }

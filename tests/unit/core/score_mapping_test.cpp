@@ -6,6 +6,7 @@
 
 #include <algorithm>
 #include <functional>
+#include <limits>
 #include <random>
 
 #include "gpushare/core/placement_policy.h"
@@ -71,6 +72,37 @@ TEST(RankScores, EqualsTheFullSortOnRandomScoresWithTiesAndGaps) {
       }
     }
     for (const int max_score : {0, 1, 10, 100}) {
+      ASSERT_EQ(rank_scores(raw, max_score), ranks_by_full_sort(raw, max_score))
+          << "round " << round << ", max_score " << max_score;
+    }
+  }
+}
+
+// rank_scores reads an infeasible node as -infinity internally: a feasible node scored
+// -infinity (or +infinity) must still get its level, never 0.
+TEST(RankScores, InfiniteScoresAreScoresAndInfeasibleNodesStayZero) {
+  constexpr double kInf = std::numeric_limits<double>::infinity();
+  const std::vector<std::optional<double>> few{-kInf, std::nullopt, 1.0, kInf, -kInf};
+  EXPECT_EQ(rank_scores(few), (std::vector<int>{8, 0, 9, 10, 8}));
+  std::mt19937 random(11);
+  for (int round = 0; round < 200; ++round) {
+    const int size = std::uniform_int_distribution<int>(0, 300)(random);
+    std::vector<std::optional<double>> raw;
+    for (int i = 0; i < size; ++i) {
+      switch (std::uniform_int_distribution<int>(0, 5)(random)) {
+        case 0:
+        case 1:
+        case 2:
+          raw.emplace_back(std::nullopt);  // half the nodes infeasible, in no order
+          break;
+        case 3:
+          raw.emplace_back(std::uniform_int_distribution<int>(0, 1)(random) == 0 ? -kInf : kInf);
+          break;
+        default:
+          raw.emplace_back(std::uniform_int_distribution<int>(0, round % 30)(random) * 0.5);
+      }
+    }
+    for (const int max_score : {1, 10}) {
       ASSERT_EQ(rank_scores(raw, max_score), ranks_by_full_sort(raw, max_score))
           << "round " << round << ", max_score " << max_score;
     }
