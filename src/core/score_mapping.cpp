@@ -57,9 +57,9 @@ std::vector<int> rank_scores(std::span<const std::optional<double>> raw, int max
   // Which nodes are feasible follows no pattern a branch predictor can learn, so feasibility is
   // branched on once per node, where the first loop reads the score into a dense copy (an
   // infeasible node as -infinity, below every kept value); the second decides on the copy
-  // without that branch (level 0 by multiplication). Ties, NaN and infinite scores fare as the
-  // definition says: a NaN or -infinity is never above the worst kept value, and a NaN is never
-  // below it.
+  // without that branch (level 0 by multiplication). Ties and infinite scores get the levels of
+  // the definition: a feasible node scored -infinity is told from an infeasible one by its
+  // optional, never by its value.
   constexpr double kInfeasible = -std::numeric_limits<double>::infinity();
   const std::size_t keep = max_score > 0 ? static_cast<std::size_t>(max_score) : 0;
   std::vector<double> best;
@@ -67,7 +67,7 @@ std::vector<int> rank_scores(std::span<const std::optional<double>> raw, int max
   // The last score looked up and its position: where most nodes tie at one level, the one
   // branch that tells a repeat is predictable and spares the search. It stays right when
   // `best` changes: admit inserts only the score it just looked up, at the position found, and
-  // only a value below it can be dropped. (NaN, the start, equals nothing.)
+  // only a value below it can be dropped. (The start, NaN, equals no score.)
   double last_score = std::numeric_limits<double>::quiet_NaN();
   std::size_t last_position = 0;
   const auto position_of = [&](double score) {
@@ -104,7 +104,7 @@ std::vector<int> rank_scores(std::span<const std::optional<double>> raw, int max
   for (i = 0; i < raw.size(); ++i) {
     const double score = values[i];
     const bool feasible = raw[i].has_value();
-    // Feasible and not below the worst kept value (NaN included); `&`, not `&&`: one branch.
+    // Feasible and not below the worst kept value; `&`, not `&&`: one branch.
     if (feasible & !(score < worst_kept)) {
       const auto rank = static_cast<int>(position_of(score));  // 0 = best
       result[i] = std::max(1, max_score - rank);
