@@ -202,8 +202,10 @@ void Scorer::score_top(const ClusterModel& model, const PlacementPolicy& policy,
     return score;
   };
   // Visits the offered names from `from` on: marks those of no node, reads back the kept
-  // scores (admitted), and hands every other node to fn(i, node, position, stamp).
-  const auto visit_rest = [&](std::size_t from, auto&& fn) {
+  // scores (admitted), and hands every other node to fn(i, node, position, stamp). With
+  // `kept_bounds` (the bounded first pass), a kept bound is read back too: it goes to pending_
+  // where it is not below the threshold; without, its node goes to fn.
+  const auto visit_rest = [&](std::size_t from, bool kept_bounds, auto&& fn) {
     model.visit_nodes(
         offered.subspan(from),
         [&](std::size_t k, const NodeState* node) {
@@ -214,12 +216,25 @@ void Scorer::score_top(const ClusterModel& model, const PlacementPolicy& policy,
           }
           const std::size_t position = model.position_of(*node);
           const std::uint64_t stamp = model.stamp(position);
-          if (const auto known = cache_.find(position, stamp)) {  // kept, or offered twice
-            raw[i] = *known;
-            admit(raw[i]);
+          // Kept, or offered twice. A score or a bound, in no order: read once, and branched on
+          // only for the few that can reach the top (most are below the threshold).
+          const ScoreCache::Kept kept = cache_.read(position, stamp);
+          using Held = ScoreCache::Held;
+          if (kept.held == Held::kNothing || (!kept_bounds && kept.held == Held::kBound)) {
+            fn(i, *node, position, stamp);
             return;
           }
-          fn(i, *node, position, stamp);
+          if (kept.held == Held::kInfeasible) {
+            raw[i] = std::nullopt;
+            return;
+          }
+          raw[i] = kept.value;
+          if (best_.size() == top && kept.value < best_.back()) return;
+          if (kept.held == Held::kScore) {
+            admit(raw[i]);
+          } else {
+            pending_.push_back({kept.value, i, node});
+          }
         },
         /*with_gpus=*/demand.wants_gpu());
   };
@@ -254,25 +269,21 @@ void Scorer::score_top(const ClusterModel& model, const PlacementPolicy& policy,
     // would be paid on top of it. Each node is scored once, and the policy answers with a bound
     // only where its own computation shows the node below the top scores found so far.
     if (tied * kTiedPer > feasible) {
-      visit_rest(start,
+      visit_rest(start, /*kept_bounds=*/false,
                  [&](std::size_t i, const NodeState& node, std::size_t position,
                      std::uint64_t stamp) { raw[i] = score_or_bound(node, position, stamp); });
       return;
     }
   }
   // First pass over the rest: the exact score where it is kept or cheap to know (infeasible, no
-  // bound), else an upper bound, kept for the second pass.
-  visit_rest(start,
+  // bound), else an upper bound (kept ones read back by visit_rest), kept for the second pass.
+  visit_rest(start, /*kept_bounds=*/true,
              [&](std::size_t i, const NodeState& node, std::size_t position, std::uint64_t stamp) {
-               std::optional<std::optional<double>> bound;
-               if (const auto kept = cache_.find_bound(position, stamp)) {
-                 bound = std::optional<double>(*kept);
-               } else {
-                 bound = bound_one(policy, node, demand, gpu_only, tracks_cpu_memory,
-                                   &readings_.at(position, stamp));
-                 if (bound && *bound) cache_.store_bound(position, stamp, **bound);
-               }
+               const std::optional<std::optional<double>> bound =
+                   bound_one(policy, node, demand, gpu_only, tracks_cpu_memory,
+                             &readings_.at(position, stamp));
                if (bound && *bound) {
+                 cache_.store_bound(position, stamp, **bound);
                  raw[i] = **bound;
                  // (Below the threshold now, it stays below: the threshold only rises.)
                  if (best_.size() < top || !(**bound < best_.back()))

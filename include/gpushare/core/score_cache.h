@@ -50,17 +50,26 @@ class ScoreCache {
     (*active_)[position] = {stamp << 2 | (score ? kFeasible : 0U), score.value_or(0.0)};
   }
   // An upper bound of the node's score (PlacementPolicy::score_bound, or score_in's bound below
-  // its floor), kept apart from scores:
-  // the bound remembered for the node at `position` with `stamp`, if that is what the entry
-  // holds. A pure function of the same key as a score, so as reusable.
-  std::optional<double> find_bound(std::size_t position, std::uint64_t stamp) const {
-    const Entry& entry = (*active_)[position];
-    if ((entry.key >> 2) != stamp || (entry.key & kBound) == 0) return std::nullopt;
-    return entry.score;
-  }
+  // its floor), kept apart from scores (read() tells them apart). A pure function of the same
+  // key as a score, so as reusable.
   void store_bound(std::size_t position, std::uint64_t stamp, double bound) {
     (*active_)[position] = {stamp << 2 | kBound, bound};
     *active_holds_bounds_ = true;
+  }
+  // What the selected table holds for the node at `position` with `stamp`, read once: a score
+  // (the node cannot hold the pod, or its score), a bound, or nothing. Which of them an entry
+  // holds follows no pattern, so a caller that reads bounds back handles each kind itself after
+  // one read.
+  enum class Held : std::uint8_t { kNothing, kInfeasible, kScore, kBound };
+  struct Kept {
+    Held held = Held::kNothing;
+    double value = 0;  // the score or the bound
+  };
+  Kept read(std::size_t position, std::uint64_t stamp) const {
+    const Entry& entry = (*active_)[position];
+    if ((entry.key >> 2) != stamp || entry.key == kEmpty) return {};
+    // key & 3: 0 a score where the node cannot hold the pod, 1 a score, 2 a bound.
+    return {static_cast<Held>((entry.key & 3) + 1), entry.score};
   }
   // Whether store_bound was called on the selected table since it was made.
   bool holds_bounds() const { return *active_holds_bounds_; }
@@ -74,6 +83,7 @@ class ScoreCache {
   static constexpr std::uint64_t kEmpty = 0;
   static constexpr std::uint64_t kFeasible = 1;
   static constexpr std::uint64_t kBound = 2;
+  static_assert(kFeasible == 1 && kBound == 2, "read() names what an entry holds by key & 3");
   struct Entry {
     std::uint64_t key = kEmpty;
     double score = 0;

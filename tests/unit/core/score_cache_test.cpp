@@ -56,32 +56,39 @@ TEST(ScoreCache, KeepsATablePerDemandAndForgetsTheLeastRecentlyUsed) {
   EXPECT_FALSE(cache.find(4, 1));
 }
 
-// A bound is kept apart from a score: find() never returns it, find_bound() only it, and a
-// score stored over it (or a bound over a score) replaces it.
+// A bound is kept apart from a score: find() never returns it, read() names it, and a score
+// stored over it (or a bound over a score) replaces it.
 TEST(ScoreCache, KeepsBoundsApartFromScores) {
+  using Held = ScoreCache::Held;
+  const auto held = [](const ScoreCache& cache, std::size_t position, std::uint64_t stamp) {
+    return cache.read(position, stamp).held;
+  };
   ScoreCache cache;
   cache.begin(demand_of(4), 1, 2);
+  EXPECT_EQ(held(cache, 0, 5), Held::kNothing);
   cache.store_bound(0, 5, 2.5);
   EXPECT_FALSE(cache.find(0, 5));
-  ASSERT_TRUE(cache.find_bound(0, 5));
-  EXPECT_EQ(*cache.find_bound(0, 5), 2.5);
-  EXPECT_FALSE(cache.find_bound(0, 6));  // the node's stamp moved
+  ASSERT_EQ(held(cache, 0, 5), Held::kBound);
+  EXPECT_EQ(cache.read(0, 5).value, 2.5);
+  EXPECT_EQ(held(cache, 0, 6), Held::kNothing);  // the node's stamp moved
   cache.store(0, 5, 1.5);
-  EXPECT_FALSE(cache.find_bound(0, 5));
+  ASSERT_EQ(held(cache, 0, 5), Held::kScore);
+  EXPECT_EQ(cache.read(0, 5).value, 1.5);
   ASSERT_TRUE(cache.find(0, 5));
   EXPECT_EQ(*cache.find(0, 5), std::optional<double>(1.5));
   cache.store(1, 5, std::nullopt);
-  EXPECT_FALSE(cache.find_bound(1, 5));
+  EXPECT_EQ(held(cache, 1, 5), Held::kInfeasible);
   cache.store_bound(1, 5, -3.0);
   EXPECT_FALSE(cache.find(1, 5));
-  EXPECT_EQ(cache.find_bound(1, 5), std::optional<double>(-3.0));
+  EXPECT_EQ(held(cache, 1, 5), Held::kBound);
+  EXPECT_EQ(cache.read(1, 5).value, -3.0);
   // Kept per demand and dropped with the policy's version, as scores are.
   cache.begin(demand_of(8), 1, 2);
-  EXPECT_FALSE(cache.find_bound(1, 5));
+  EXPECT_EQ(held(cache, 1, 5), Held::kNothing);
   cache.begin(demand_of(4), 1, 2);
-  EXPECT_TRUE(cache.find_bound(1, 5));
+  EXPECT_EQ(held(cache, 1, 5), Held::kBound);
   cache.begin(demand_of(4), 2, 2);
-  EXPECT_FALSE(cache.find_bound(1, 5));
+  EXPECT_EQ(held(cache, 1, 5), Held::kNothing);
 }
 
 NodeState node(const std::string& name, const std::string& model = "A100") {

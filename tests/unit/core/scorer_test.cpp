@@ -338,6 +338,51 @@ TEST(Scorer, TopScoresWithManyTiesAtTheTopBoundTheNodesBelowOnTheWay) {
   }
 }
 
+// A demand whose table holds bounds, offered again with only the nodes it bounded: the
+// threshold of the second request is lower than the one those bounds were computed against, so
+// some of them now reach the top levels and must be scored again, not read back as bounds.
+// The levels are the exact ones.
+TEST(Scorer, KeptBoundsThatReachALowerThresholdAreScoredAgain) {
+  Cluster cluster(41, 2000, 14);
+  const auto policy = make_policy("fgd-plus");
+  policy->observe_cluster(cluster.model.nodes());
+  Scorer scorer;
+  const std::size_t top = rank_levels_apart();
+  const int levels = static_cast<int>(top) + 1;
+  PodDemand demand;
+  demand.per_gpu = 4;
+  demand.cpu_milli = 1000;
+  const auto request = [&](const std::vector<std::string>& offered) {
+    const std::vector<std::string_view> views(offered.begin(), offered.end());
+    Scored scored{std::vector<std::optional<double>>(offered.size()),
+                  std::vector<char>(offered.size(), 0)};
+    scorer.score_top(cluster.model, *policy, demand, views, scored.raw, scored.unknown, top);
+    return scored.raw;
+  };
+  const std::vector<std::string>& all = cluster.names;
+  const std::vector<std::optional<double>> first = request(all);
+  const auto exact_all = expected_scores(cluster.model, *policy, demand, all);
+  ASSERT_EQ(rank_scores(first, levels), rank_scores(exact_all, levels));
+  std::vector<std::string> bounded;  // the nodes the first request bounded
+  for (std::size_t i = 0; i < all.size(); ++i) {
+    if (exact_all[i] && bits_of({first[i]}) != bits_of({exact_all[i]})) bounded.push_back(all[i]);
+  }
+  ASSERT_GE(bounded.size(), 600U);  // enough for the bounded path again
+  const std::vector<std::optional<double>> second = request(bounded);
+  const auto exact = expected_scores(cluster.model, *policy, demand, bounded);
+  const std::vector<int> second_levels = rank_scores(exact, levels);
+  ASSERT_EQ(rank_scores(second, levels), second_levels);
+  // Not vacuous: nodes whose kept bound was all the first request knew are at the top now, with
+  // their exact scores.
+  int at_top = 0;
+  for (std::size_t i = 0; i < bounded.size(); ++i) {
+    if (second_levels[i] <= 1) continue;
+    ++at_top;
+    EXPECT_EQ(bits_of({second[i]}), bits_of({exact[i]})) << bounded[i];
+  }
+  EXPECT_GE(at_top, static_cast<int>(top));
+}
+
 // Threads score at once under the model's shared lock while a writer binds under its exclusive
 // lock: one of them holds the caches, the others score without them, and every answer is the
 // policy's for the model as that reader saw it (score_top's: its levels under rank mapping).
