@@ -83,25 +83,16 @@ std::vector<int> rank_scores(std::span<const std::optional<double>> raw, int max
     if (best.size() > keep) best.pop_back();
   };
   std::vector<double> values(raw.size());
-  std::size_t i = 0;
-  if (keep > 0) {
-    for (; i < raw.size() && best.size() < keep; ++i) {
-      values[i] = raw[i].value_or(kInfeasible);
-      if (raw[i]) admit(*raw[i]);
-    }
-    for (; i < raw.size(); ++i) {
-      const double score = raw[i].value_or(kInfeasible);
-      values[i] = score;
-      if (score > best.back()) admit(score);
-    }
-  } else {
-    for (; i < raw.size(); ++i) values[i] = raw[i].value_or(kInfeasible);
+  for (std::size_t i = 0; i < raw.size(); ++i) {
+    const double score = raw[i].value_or(kInfeasible);
+    values[i] = score;
+    if (keep > 0 && (best.size() < keep ? raw[i].has_value() : score > best.back())) admit(score);
   }
   std::vector<int> result(raw.size(), 0);
   // Below every kept value: the level after the last kept one (most nodes, on a large offer).
   const int below = std::max(1, max_score - static_cast<int>(best.size()));
   const double worst_kept = best.empty() ? kInfeasible : best.back();
-  for (i = 0; i < raw.size(); ++i) {
+  for (std::size_t i = 0; i < raw.size(); ++i) {
     const double score = values[i];
     const bool feasible = raw[i].has_value();
     // Feasible and not below the worst kept value; `&`, not `&&`: one branch.
