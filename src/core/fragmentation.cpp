@@ -356,17 +356,22 @@ std::optional<double> CompiledWorkload::sharing_after_lower_bound(const NodeRead
 
 SharedExclusions::Set* SharedExclusions::find(const std::uint64_t* excluded, std::size_t words,
                                               bool& found) {
-  found = false;
+  const auto same = [&](const Set& kept) {
+    bool equal = true;
+    for (std::size_t w = 0; w < words; ++w) equal &= kept.excluded[w] == excluded[w];
+    return equal;
+  };
+  found = true;
+  if (last_ < count_ && same(sets_[last_])) return &sets_[last_];
   for (std::size_t k = 0; k < count_; ++k) {
-    Set& kept = sets_[k];
-    bool same = true;
-    for (std::size_t w = 0; w < words; ++w) same &= kept.excluded[w] == excluded[w];
-    if (same) {
-      found = true;
-      return &kept;
+    if (same(sets_[k])) {
+      last_ = k;
+      return &sets_[k];
     }
   }
+  found = false;
   if (count_ == kMaxSets) return nullptr;
+  last_ = count_;
   Set& added = sets_[count_++];
   for (std::size_t w = 0; w < words; ++w) added.excluded[w] = excluded[w];
   added.weighed = false;
@@ -375,17 +380,23 @@ SharedExclusions::Set* SharedExclusions::find(const std::uint64_t* excluded, std
 
 void NodeFragmentation::read_node(const CompiledWorkload& workload, const NodeState& node,
                                   const PodDemand& pod) {
+  total_ = read_free(node, free_);
+  read_cpu_memory(workload, node, pod);
+}
+
+void NodeFragmentation::read_cpu_memory(const CompiledWorkload& workload, const NodeState& node,
+                                        const PodDemand& pod) {
   workload_ = &workload;
   gpu_count_ = node.gpu_count();
-  total_ = read_free(node, free_);
   cpu_before_ = node.cpu_free();
   memory_before_ = node.memory_free();
   cpu_after_ = cpu_before_ == kNotTracked ? cpu_before_ : cpu_before_ - pod.cpu_milli;
   memory_after_ = memory_before_ == kNotTracked ? memory_before_ : memory_before_ - pod.memory;
 }
 
-bool NodeFragmentation::prepare_kept(const CompiledWorkload& workload, const NodeState& node,
-                                     const PodDemand& pod, NodeReading& reading) {
+bool NodeFragmentation::prepare_deferred(const CompiledWorkload& workload, const NodeState& node,
+                                         const PodDemand& pod, NodeReading& reading,
+                                         bool bound_first) {
   // As prepare() decides that the reading is used and keeps its minimum, for a sharing pod the
   // node can hold (a node whose amounts reach 2^30 has no filled reading).
   if (!reading.filled || reading.needs != workload.needs_.size() ||
@@ -394,18 +405,23 @@ bool NodeFragmentation::prepare_kept(const CompiledWorkload& workload, const Nod
       node.total_free() < pod.per_gpu) {
     return false;
   }
-  read_node(workload, node, pod);
+  read_cpu_memory(workload, node, pod);
+  total_ = reading.idle;  // free_ is read only if the node is prepared in full
   mark_exclusions<false>(node);
   bool same = true;
   for (std::size_t w = 0; w < workload.words_; ++w)
     same &= reading.minimum.excluded[w] == excluded_after_[w];
-  // The candidates, as pick_candidates counts them (the kept minimum had some).
-  int count = 0;
-  for (int i = 0; i < gpu_count_; ++i) {
-    count += static_cast<int>(((reading.first_of_free >> i) & 1U) &
-                              (free_[static_cast<std::size_t>(i)] >= pod.per_gpu));
+  // The candidates, as pick_candidates counts them (one per distinct free amount that fits),
+  // and the least free among them.
+  int below = 0;
+  for (std::size_t k = 0; k < reading.distinct; ++k) {
+    below += static_cast<int>(reading.free_amounts[k] < pod.per_gpu);
   }
-  if (!same || count == 0) return false;
+  const int count = reading.distinct - below;
+  least_fit_ = count > 0 ? reading.free_amounts[static_cast<std::size_t>(below)]
+                         : std::numeric_limits<Units>::max();
+  same &= reading.minimum.window != 0 && reading.minimum.per_gpu == pod.per_gpu;
+  if (!(same || bound_first) || count == 0) return false;
   pod_wants_gpu_ = true;
   per_gpu_ = pod.per_gpu;
   narrow_ = true;  // the reading is filled
@@ -422,9 +438,16 @@ bool NodeFragmentation::prepare_kept(const CompiledWorkload& workload, const Nod
 bool NodeFragmentation::prepare(const CompiledWorkload& workload, const NodeState& node,
                                 const PodDemand& pod, NodeReading* reading) {
   if (!workload.fits_fast_path_ || node.gpu_count() > kMaxGpus) return false;
+  read_node(workload, node, pod);
+  prepare_read(node, pod, reading, /*after_marked=*/false);
+  return true;
+}
+
+void NodeFragmentation::prepare_read(const NodeState& node, const PodDemand& pod,
+                                     NodeReading* reading, bool after_marked) {
+  const CompiledWorkload& workload = *workload_;
   deferred_ = false;
   approximated_ = false;
-  read_node(workload, node, pod);
   pod_wants_gpu_ = pod.wants_gpu();
   per_gpu_ = pod.per_gpu;
 
@@ -478,7 +501,7 @@ bool NodeFragmentation::prepare(const CompiledWorkload& workload, const NodeStat
   const bool marked_before = !(known && sharing);
   if (marked_before) {
     mark_exclusions<true>(node);
-  } else {
+  } else if (!after_marked) {
     mark_exclusions<false>(node);
   }
   const bool keep = reading != nullptr && !known && narrow;
@@ -492,7 +515,6 @@ bool NodeFragmentation::prepare(const CompiledWorkload& workload, const NodeStat
   if (keep) keep_reading(*reading, first_of_free);
   reading_ =
       (known || keep) && workload.words_ <= NodeReading::Minimum::kMaxWords ? reading : nullptr;
-  return true;
 }
 
 // Which shapes the node (after placement, and with Before before it too) cannot host for CPU,
@@ -595,6 +617,9 @@ const NodeFragmentation::Weights& NodeFragmentation::weights_for_excluded(Weight
 
 // F(node) now, on its own, so that later pods find it; the pod's own sums then add only
 // F(after) (the same additions in the same order as sum_two: the same bits).
+static_assert(std::tuple_size_v<decltype(NodeReading::free_amounts)> >=
+              static_cast<std::size_t>(NodeFragmentation::kMaxGpus));
+
 void NodeFragmentation::keep_reading(NodeReading& reading, std::uint32_t first_of_free) {
   const std::size_t needs = workload_->needs_.size();
   before_value_ = sum(index_before_, before_state_);
@@ -608,6 +633,19 @@ void NodeFragmentation::keep_reading(NodeReading& reading, std::uint32_t first_o
     reading.big_enough[d] = static_cast<std::uint8_t>(big_enough_[d]);
     reading.too_small[d] = static_cast<std::int32_t>(too_small_[d]);
   }
+  reading.idle = static_cast<std::int32_t>(total_);
+  // The distinct amounts (one GPU each in first_of_free), sorted by insertion: at most 16.
+  std::size_t distinct = 0;
+  for (int i = 0; i < gpu_count_; ++i) {
+    if (((first_of_free >> i) & 1U) == 0) continue;
+    const auto amount = static_cast<std::int32_t>(free_[static_cast<std::size_t>(i)]);
+    std::size_t at = distinct++;
+    for (; at > 0 && reading.free_amounts[at - 1] > amount; --at) {
+      reading.free_amounts[at] = reading.free_amounts[at - 1];
+    }
+    reading.free_amounts[at] = amount;
+  }
+  reading.distinct = static_cast<std::uint8_t>(distinct);
 }
 
 void NodeFragmentation::build_index(const std::uint64_t* excluded, std::uint8_t* out) const {
@@ -893,31 +931,41 @@ int NodeFragmentation::before_and_minimum(double margin, double& before, std::sp
   return window;
 }
 
+void NodeFragmentation::prepare_rest() {
+  total_ = read_free(*node_, free_);
+  prepare_read(*node_, *pod_, reading_, /*after_marked=*/true);
+}
+
 int NodeFragmentation::prepare_and_minimum(double margin, double& before, std::span<double> after) {
-  deferred_ = false;
-  prepare(*workload_, *node_, *pod_, reading_);
+  prepare_rest();
   return before_and_minimum(margin, before, after);
 }
 
 std::optional<double> NodeFragmentation::minimum_lower_bound(double margin) {
-  if (candidate_count_ < 2) return std::nullopt;
+  // (A deferred preparation is worth bounding even for one candidate: the bound spares it.)
+  if (candidate_count_ < 2 && !deferred_) return std::nullopt;
   if (reading_ != nullptr && kept_for(reading_->minimum, margin)) {
     // Kept for this pod: the bound, or the values themselves (then no bound is needed).
     if (reading_->minimum.lower_bound_only) return reading_->minimum.after[0];
     return std::nullopt;
   }
-  if (deferred_) {  // the kept minimum is for another pod: prepare the node in full
-    deferred_ = false;
-    prepare(*workload_, *node_, *pod_, reading_);
-    if (candidate_count_ < 2) return std::nullopt;
+  // (The allowances below hold for weights of one sign, as compute_minimum's.)
+  double bound = 0;
+  if (deferred_ && workload_->nonnegative_) {
+    // The kept minimum is for another pod: bound from the reading, the node not yet prepared.
+    bound = reading_lower_bound();
+  } else {
+    if (deferred_) {  // prepare the node in full
+      prepare_rest();
+      if (candidate_count_ < 2) return std::nullopt;
+    }
+    if (!narrow_ || !before_known_ || !workload_->nonnegative_) return std::nullopt;
+    if (!approximated_) approximate();
+    // Every exact F(after) is within relative_ x (approximation + lowest) + cancellation_ of
+    // its approximation, which is at least lowest_ (compute_minimum): twice the allowance at
+    // lowest_ covers the rounding of this subtraction too.
+    bound = lowest_ - (2 * relative_ * lowest_ + cancellation_);
   }
-  // (The allowance below holds for weights of one sign, as compute_minimum's.)
-  if (!narrow_ || !before_known_ || !workload_->nonnegative_) return std::nullopt;
-  if (!approximated_) approximate();
-  // Every exact F(after) is within relative_ x (approximation + lowest) + cancellation_ of its
-  // approximation, which is at least lowest_ (compute_minimum): twice the allowance at lowest_
-  // covers the rounding of this subtraction too.
-  const double bound = lowest_ - (2 * relative_ * lowest_ + cancellation_);
   if (reading_ != nullptr) {  // kept until before_and_minimum keeps the values instead
     NodeReading::Minimum& kept = reading_->minimum;
     kept.window = 1;
@@ -928,6 +976,48 @@ std::optional<double> NodeFragmentation::minimum_lower_bound(double margin) {
     kept.after[0] = bound;
   }
   return bound;
+}
+
+double NodeFragmentation::reading_lower_bound() {
+  const Units idle = total_ - per_gpu_;  // after placement, whichever candidate
+  if (idle <= 0) return 0.0;             // nothing idle: every F(after) is exactly 0
+  // The weights of the shapes the node hosts after placement, per group, and of the others.
+  const CompiledWorkload& workload = *workload_;
+  const std::size_t words = workload.words_;
+  plain_after_ = true;
+  for (std::size_t w = 0; w < words; ++w) plain_after_ &= excluded_after_[w] == workload.no_gpu_[w];
+  exclusion_ = nullptr;
+  if (!plain_after_) index_after_ = index_after_for_excluded();
+  const Weights& weights = weights_for_excluded(approximation_storage_);
+  // Per group, the least value a candidate leaves (candidate_state): a group short of
+  // big-enough GPUs stays short (idle); otherwise a candidate smaller than the need takes
+  // per_gpu off the too-small memory, and one at least as large leaves it, adds to it, or
+  // leaves the group short (idle, which holds the too-small memory and that GPU). least_fit_
+  // is the candidate with the least free.
+  const Units capacity = node_->spec().memory_per_gpu;
+  const std::size_t needs = workload.needs_.size();
+  std::array<Units, kMaxNeeds> hosted;  // per need, where enough GPUs are big
+  for (std::size_t d = 0; d < needs; ++d) {
+    const auto& need = workload.needs_[d];
+    // WorkloadShape::per_gpu_on
+    const Units n = need.relative ? (need.per_gpu * capacity + 999) / 1000 : need.per_gpu;
+    const Units small = reading_->too_small[d];
+    hosted[d] = least_fit_ < n ? small - per_gpu_ : small;
+  }
+  const auto& groups = workload.groups_;
+  double bound = weights.excluded * static_cast<double>(idle);
+  for (std::size_t g = 0; g < groups.size(); ++g) {
+    const std::size_t d = groups[g].need;
+    const Units value = reading_->big_enough[d] >= groups[g].count ? hosted[d] : idle;
+    bound += weights.group[g] * static_cast<double>(value);
+  }
+  // Each group's least value is at most every candidate's, so the bound is at most each
+  // candidate's approximation (the same weights), and the allowances of approximate() hold for
+  // it as they do for the smallest approximation (minimum_lower_bound).
+  const double relative = 0x1p-47 * (static_cast<double>(workload.size()) + 16.0);
+  const double cancellation =
+      plain_after_ ? 0.0 : relative * static_cast<double>(idle) * workload.weight_sum_;
+  return bound - (2 * relative * bound + cancellation);
 }
 
 void NodeFragmentation::approximate() {

@@ -137,6 +137,11 @@ struct NodeReading {
   double before = 0;                               // F(node)
   std::array<std::uint8_t, kMaxNeeds> big_enough;  // GPUs with at least the need free
   std::array<std::int32_t, kMaxNeeds> too_small;   // free memory of the others
+  // The free memory of the healthy GPUs, and their distinct free amounts, ascending (the first
+  // `distinct` entries): a sharing pod's candidates without reading the GPUs again.
+  std::int32_t idle = 0;
+  std::uint8_t distinct = 0;
+  std::array<std::int32_t, 16> free_amounts;
 
   // NodeFragmentation::before_and_minimum's F(after) values for the last sharing pod scored
   // with this reading, with all they depend on besides the node's state and the workload: the
@@ -184,7 +189,10 @@ class SharedExclusions {
  public:
   static constexpr std::size_t kMaxSets = 16;
   static constexpr std::size_t kMaxWords = 2;
-  void begin() { count_ = 0; }
+  void begin() {
+    count_ = 0;
+    last_ = 0;
+  }
   // Sets kept in this request (for tests).
   std::size_t size() const { return count_; }
 
@@ -202,6 +210,7 @@ class SharedExclusions {
 
   std::array<Set, kMaxSets> sets_;
   std::size_t count_ = 0;
+  std::size_t last_ = 0;  // the set find() returned last (looked at first: nodes come in runs)
 };
 
 // One node as one pod sees it, through a CompiledWorkload. A scratch value on the stack.
@@ -226,12 +235,18 @@ class NodeFragmentation {
   // outlive the last call.
   // With `shared` (begun for this request), the shapes' indexes and weights after placement
   // are read from it where another node left them, and left there.
+  // With `bound_first` (a caller that asks minimum_lower_bound() first and needs the rest only
+  // where the bound is not low enough), a filled reading defers the rest for a sharing pod
+  // even where it keeps no minimum for it: minimum_lower_bound() then bounds F(after) from the
+  // reading alone (no candidate's approximation), and before_and_minimum() prepares in full.
   bool prepare_to_score(const CompiledWorkload& workload, const NodeState& node,
                         const PodDemand& pod, NodeReading* reading,
-                        SharedExclusions* shared = nullptr) {
+                        SharedExclusions* shared = nullptr, bool bound_first = false) {
     shared_ = shared;
-    if (reading != nullptr && reading->minimum.window != 0 &&
-        reading->minimum.per_gpu == pod.per_gpu && prepare_kept(workload, node, pod, *reading)) {
+    if (reading != nullptr &&
+        (bound_first ||
+         (reading->minimum.window != 0 && reading->minimum.per_gpu == pod.per_gpu)) &&
+        prepare_deferred(workload, node, pod, *reading, bound_first)) {
       return true;
     }
     return prepare(workload, node, pod, reading);
@@ -265,10 +280,12 @@ class NodeFragmentation {
   int before_and_minimum(double margin, double& before, std::span<double> after);
   // For a caller that needs before_and_minimum(margin, ...) only where its F(after) values can
   // be small: a lower bound of every F(after) value it would give, from the approximation it
-  // computes first (kept for it, so that it is not computed twice). nullopt where
+  // computes first (kept for it, so that it is not computed twice), or after a deferred
+  // preparation (prepare_to_score's bound_first) from the reading alone. nullopt where
   // before_and_minimum needs no approximation (the reading keeps the answer, fewer than two
-  // candidates, amounts of 2^30 or more) or F(node) is not known without summing it (no filled
-  // reading). Where it gives a bound, before() reads F(node) without summing.
+  // candidates of a node prepared in full, amounts of 2^30 or more) or F(node) is not known
+  // without summing it (no filled reading). Where it gives a bound, before() reads F(node)
+  // without summing. The bound is kept in the reading for this pod.
   std::optional<double> minimum_lower_bound(double margin);
   // An upper bound of F(node) and of F(after): the idle memory times the sum of the weights.
   double fragmentation_bound() const {
@@ -285,13 +302,28 @@ class NodeFragmentation {
                   const std::array<Units, kMaxNeeds>& too_small, Units total, State& state) const;
   void candidate_state(int k, State& state) const;
   bool same_state(const State& a, const State& b) const;
-  // prepare_to_score() where `reading` keeps a minimum for this pod's GPU memory: true when it
-  // answers (deferred_), false when the node must be prepared in full.
-  bool prepare_kept(const CompiledWorkload& workload, const NodeState& node, const PodDemand& pod,
-                    NodeReading& reading);
-  // What both preparations read first: the node's free amounts, and its CPU and memory before
-  // and after `pod`.
+  // prepare_to_score()'s deferral: true (deferred_) where `reading` keeps a minimum for this
+  // pod's GPU memory and the shapes excluded after placement, or (`bound_first`) where it is
+  // filled; false when the node must be prepared in full.
+  bool prepare_deferred(const CompiledWorkload& workload, const NodeState& node,
+                        const PodDemand& pod, NodeReading& reading, bool bound_first);
+  // minimum_lower_bound() of a deferred preparation, from the reading's per-need counts: per
+  // group, the least value any candidate can leave, weighted by the shapes not excluded after
+  // placement.
+  double reading_lower_bound();
+  // prepare() after read_node(): the rest of the node and pod. `after_marked`: the shapes
+  // excluded after placement are marked already (a deferred preparation of this node and pod,
+  // whose reading is filled: the shapes before placement are not needed).
+  void prepare_read(const NodeState& node, const PodDemand& pod, NodeReading* reading,
+                    bool after_marked);
+  // What both preparations read first: the node's free amounts (read_node only), and its CPU
+  // and memory before and after `pod`.
   void read_node(const CompiledWorkload& workload, const NodeState& node, const PodDemand& pod);
+  void read_cpu_memory(const CompiledWorkload& workload, const NodeState& node,
+                       const PodDemand& pod);
+  // A deferred preparation in full: the free amounts (not read where the reading answered for
+  // them), then prepare_read().
+  void prepare_rest();
   // prepare()'s steps: the shapes the node cannot host after placement (CPU, memory, model),
   // and with Before before it; the sharing pod's candidate GPUs; each state's shape index; the
   // reading to keep.
@@ -341,12 +373,14 @@ class NodeFragmentation {
   // The reading of this node's state (filled, or filled by prepare), where its Minimum can be
   // kept (narrow_, at most Minimum::kMaxWords words of shapes); else null.
   NodeReading* reading_ = nullptr;
-  // prepare_to_score() read only the free amounts, CPU and memory, excluded_after_, F(node) and
-  // the candidates' count: before_and_minimum() prepares the node and pod below in full if the
-  // kept minimum does not answer it.
+  // prepare_to_score() read only the CPU and memory, excluded_after_, and from the reading F(node),
+  // the idle memory and the candidates' count (free_ is not read): before_and_minimum()
+  // prepares the node and pod below in full if the kept minimum does not answer it,
+  // minimum_lower_bound() if it does not keep one and cannot bound from the reading.
   bool deferred_ = false;
   const NodeState* node_ = nullptr;
   const PodDemand* pod_ = nullptr;
+  Units least_fit_ = 0;  // a deferred preparation's least free amount among its candidates
   int gpu_count_ = 0;
   std::array<Units, kMaxGpus> free_;
   Units total_ = 0;

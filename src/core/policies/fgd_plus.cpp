@@ -439,7 +439,9 @@ std::optional<double> FgdPlusPolicy::score_in(const NodeState& node, const PodDe
                                               ScoreContext& context) const {
   if (!context.fit_checked && !fits(node, pod)) return std::nullopt;
   NodeFragmentation fragmentation;
-  if (!fragmentation.prepare_to_score(compiled_, node, pod, context.reading, context.shared)) {
+  if (!fragmentation.prepare_to_score(
+          compiled_, node, pod, context.reading, context.shared,
+          /*bound_first=*/context.floor > -std::numeric_limits<double>::infinity())) {
     return reference_score(*this, node, pod);
   }
   double best = 0;

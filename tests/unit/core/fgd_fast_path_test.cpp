@@ -5,6 +5,7 @@
 #include <gtest/gtest.h>
 
 #include <algorithm>
+#include <array>
 #include <bit>
 #include <cmath>
 #include <cstdint>
@@ -464,6 +465,68 @@ TEST(FgdFastPath, ScoreBoundIsNeverBelowTheScore) {
   EXPECT_GT(tight, bounded / 20);  // and often close to the score
 }
 
+// A preparation deferred for a bound (prepare_to_score's bound_first), on a reading filled by
+// another pod: minimum_lower_bound() is at most every candidate's exact F(after), the
+// candidates are those of a full preparation, and before_and_minimum() then gives what a full
+// preparation without the reading gives, bit for bit; with and without the request's shared
+// exclusions, the reading's kept minimum carried from pod to pod.
+TEST(FgdFastPath, ABoundFirstPreparationBoundsEveryCandidateFromTheReadingAlone) {
+  Random r(20261129);
+  int bounded = 0;
+  for (int t = 0; t < 300; ++t) {
+    const TargetWorkload target = random_target(r);
+    const CompiledWorkload compiled(target);
+    SharedExclusions shared;
+    shared.begin();
+    for (int n = 0; n < 20; ++n) {
+      const NodeState node = random_node(r);
+      NodeReading reading;
+      NodeFragmentation filling;
+      if (!filling.prepare(compiled, node, random_pod(r, node.spec().memory_per_gpu), &reading)) {
+        continue;  // beyond the fast path's capacities
+      }
+      for (int p = 0; p < 6; ++p) {
+        PodDemand pod = random_pod(r, node.spec().memory_per_gpu);
+        pod.gpu_count = 1;
+        pod.per_gpu = std::max<Units>(1, pod.per_gpu);
+        if (node.spec().cpu_milli > 0) {  // CPU that excludes some shapes after placement
+          pod.cpu_milli = r.between(0, std::max<std::int64_t>(0, node.cpu_free()));
+        }
+        if (!fits(node, pod)) continue;
+        NodeFragmentation deferred;
+        ASSERT_TRUE(deferred.prepare_to_score(compiled, node, pod, &reading,
+                                              r.chance(0.5) ? &shared : nullptr,
+                                              /*bound_first=*/true));
+        NodeFragmentation full;
+        ASSERT_TRUE(full.prepare(compiled, node, pod));
+        ASSERT_EQ(deferred.candidates(), full.candidates()) << "target " << t << " node " << n;
+        ASSERT_EQ(deferred.total_before(), full.total_before());
+        if (const std::optional<double> lowest = deferred.minimum_lower_bound(0.0)) {
+          ++bounded;
+          for (int k = 0; k < full.candidates(); ++k) {
+            ASSERT_LE(*lowest, full.candidate_after(k))
+                << "target " << t << " node " << n << " pod " << p << " candidate " << k;
+          }
+          ASSERT_EQ(bits(deferred.before()), bits(full.before()));
+        }
+        std::array<double, NodeFragmentation::kMaxGpus> after_deferred;
+        std::array<double, NodeFragmentation::kMaxGpus> after_full;
+        double before_deferred = 0;
+        double before_full = 0;
+        const int window = deferred.before_and_minimum(0.0, before_deferred, after_deferred);
+        ASSERT_EQ(window, full.before_and_minimum(0.0, before_full, after_full));
+        ASSERT_EQ(bits(before_deferred), bits(before_full));
+        for (int k = 0; k < window; ++k) {
+          const auto i = static_cast<std::size_t>(k);
+          ASSERT_EQ(bits(after_deferred[i]), bits(after_full[i])) << "target " << t;
+        }
+      }
+    }
+  }
+  RecordProperty("bounded", bounded);
+  EXPECT_GT(bounded, 3000);  // not vacuous
+}
+
 // score_in with a floor (ScoreContext::floor): where it answers with a bound, the bound is at
 // least the score and below the floor; everywhere else it is the score, bit for bit, and the
 // reading it leaves still gives the score to a pod scored after it. Floors just above and just
@@ -491,7 +554,9 @@ TEST(FgdFastPath, ScoreBelowTheFloorIsTheScoreOrABoundBelowTheFloor) {
                              : r.chance(0.5) ? *score + step * static_cast<double>(r.between(1, 3))
                              : r.chance(0.5) ? std::nextafter(*score, 1e300)
                                              : *score - step;
-        ScoreContext context{&reading, nullptr, floor};
+        SharedExclusions shared;
+        shared.begin();
+        ScoreContext context{&reading, r.chance(0.5) ? &shared : nullptr, floor};
         const std::optional<double> got = plus.score_in(node, pod, context);
         ASSERT_EQ(got.has_value(), score.has_value()) << "target " << t << " node " << n;
         if (!score) {
