@@ -378,6 +378,68 @@ SharedExclusions::Set* SharedExclusions::find(const std::uint64_t* excluded, std
   return &added;
 }
 
+namespace {
+
+constexpr std::size_t kAfterProbes = 8;
+
+// Spreads the bits of `x` over the word (a multiply and xor-shift; for hash tables, not for
+// anything adversarial: the keys are compared in full).
+std::uint64_t mix(std::uint64_t x) {
+  x *= 0xff51afd7ed558ccdULL;
+  return x ^ (x >> 32);
+}
+
+}  // namespace
+
+std::uint64_t SharedExclusions::after_hash(const AfterKey& key) const {
+  std::uint64_t hash = key.reading->free_hash ^ (static_cast<std::uint64_t>(key.set) << 56);
+  hash = mix(hash ^ static_cast<std::uint64_t>(key.per_gpu));
+  return mix(hash ^ std::bit_cast<std::uint64_t>(key.margin));
+}
+
+const SharedExclusions::After* SharedExclusions::find_after(const AfterKey& key) const {
+  if (after_.empty()) return nullptr;
+  const std::uint64_t hash = after_hash(key);
+  const NodeReading& reading = *key.reading;
+  for (std::size_t probe = 0; probe < kAfterProbes; ++probe) {
+    const After& entry = after_[(hash + probe) & (kAfterSlots - 1)];
+    if (entry.generation != generation_) return nullptr;  // an empty slot ends the run
+    if (entry.hash == hash && entry.set == key.set && entry.capacity == key.capacity &&
+        entry.per_gpu == key.per_gpu && entry.margin == key.margin && entry.gpus == reading.gpus &&
+        std::equal(reading.sorted_free.begin(), reading.sorted_free.begin() + reading.gpus,
+                   entry.sorted_free.begin())) {
+      return &entry;
+    }
+  }
+  return nullptr;
+}
+
+void SharedExclusions::keep_after(const AfterKey& key, int window, std::span<const double> after) {
+  if (window <= 0 || window > NodeReading::Minimum::kMaxWindow || after_count_ >= kAfterSlots / 2)
+    return;
+  if (after_.empty()) after_.resize(kAfterSlots);
+  const std::uint64_t hash = after_hash(key);
+  for (std::size_t probe = 0; probe < kAfterProbes; ++probe) {
+    After& entry = after_[(hash + probe) & (kAfterSlots - 1)];
+    if (entry.generation == generation_) continue;
+    const NodeReading& reading = *key.reading;
+    entry.generation = generation_;
+    entry.hash = hash;
+    entry.set = key.set;
+    entry.capacity = key.capacity;
+    entry.per_gpu = key.per_gpu;
+    entry.margin = key.margin;
+    entry.gpus = reading.gpus;
+    std::copy(reading.sorted_free.begin(), reading.sorted_free.begin() + reading.gpus,
+              entry.sorted_free.begin());
+    entry.window = window;
+    for (int k = 0; k < window; ++k)
+      entry.after[static_cast<std::size_t>(k)] = after[static_cast<std::size_t>(k)];
+    ++after_count_;
+    return;
+  }
+}
+
 void NodeFragmentation::read_node(const CompiledWorkload& workload, const NodeState& node,
                                   const PodDemand& pod) {
   total_ = read_free(node, free_);
@@ -413,12 +475,13 @@ bool NodeFragmentation::prepare_deferred(const CompiledWorkload& workload, const
     same &= reading.minimum.excluded[w] == excluded_after_[w];
   // The candidates, as pick_candidates counts them (one per distinct free amount that fits),
   // and the least free among them.
+  // (Over all 16 entries, a fixed count that vectorises: the padding is never below.)
+  const auto per_gpu = static_cast<std::int32_t>(
+      std::min<Units>(pod.per_gpu, std::numeric_limits<std::int32_t>::max()));
   int below = 0;
-  for (std::size_t k = 0; k < reading.distinct; ++k) {
-    below += static_cast<int>(reading.free_amounts[k] < pod.per_gpu);
-  }
-  const int count = reading.distinct - below;
-  least_fit_ = count > 0 ? reading.free_amounts[static_cast<std::size_t>(below)]
+  for (const std::int32_t amount : reading.sorted_free) below += static_cast<int>(amount < per_gpu);
+  const int count = reading.distinct_from[static_cast<std::size_t>(below)];
+  least_fit_ = count > 0 ? reading.sorted_free[static_cast<std::size_t>(below)]
                          : std::numeric_limits<Units>::max();
   same &= reading.minimum.window != 0 && reading.minimum.per_gpu == pod.per_gpu;
   if (!(same || bound_first) || count == 0) return false;
@@ -446,6 +509,7 @@ bool NodeFragmentation::prepare(const CompiledWorkload& workload, const NodeStat
 void NodeFragmentation::prepare_read(const NodeState& node, const PodDemand& pod,
                                      NodeReading* reading, bool after_marked) {
   const CompiledWorkload& workload = *workload_;
+  node_ = &node;
   deferred_ = false;
   approximated_ = false;
   pod_wants_gpu_ = pod.wants_gpu();
@@ -617,7 +681,7 @@ const NodeFragmentation::Weights& NodeFragmentation::weights_for_excluded(Weight
 
 // F(node) now, on its own, so that later pods find it; the pod's own sums then add only
 // F(after) (the same additions in the same order as sum_two: the same bits).
-static_assert(std::tuple_size_v<decltype(NodeReading::free_amounts)> >=
+static_assert(std::tuple_size_v<decltype(NodeReading::sorted_free)> >=
               static_cast<std::size_t>(NodeFragmentation::kMaxGpus));
 
 void NodeFragmentation::keep_reading(NodeReading& reading, std::uint32_t first_of_free) {
@@ -634,18 +698,31 @@ void NodeFragmentation::keep_reading(NodeReading& reading, std::uint32_t first_o
     reading.too_small[d] = static_cast<std::int32_t>(too_small_[d]);
   }
   reading.idle = static_cast<std::int32_t>(total_);
-  // The distinct amounts (one GPU each in first_of_free), sorted by insertion: at most 16.
-  std::size_t distinct = 0;
+  // Every GPU's free amount, sorted by insertion (at most 16), and their hash with the GPU size.
   for (int i = 0; i < gpu_count_; ++i) {
-    if (((first_of_free >> i) & 1U) == 0) continue;
     const auto amount = static_cast<std::int32_t>(free_[static_cast<std::size_t>(i)]);
-    std::size_t at = distinct++;
-    for (; at > 0 && reading.free_amounts[at - 1] > amount; --at) {
-      reading.free_amounts[at] = reading.free_amounts[at - 1];
+    auto at = static_cast<std::size_t>(i);
+    for (; at > 0 && reading.sorted_free[at - 1] > amount; --at) {
+      reading.sorted_free[at] = reading.sorted_free[at - 1];
     }
-    reading.free_amounts[at] = amount;
+    reading.sorted_free[at] = amount;
   }
-  reading.distinct = static_cast<std::uint8_t>(distinct);
+  reading.gpus = static_cast<std::uint8_t>(gpu_count_);
+  const auto gpus = static_cast<std::size_t>(gpu_count_);
+  std::fill(reading.sorted_free.begin() + gpu_count_, reading.sorted_free.end(),
+            std::numeric_limits<std::int32_t>::max());
+  std::fill(reading.distinct_from.begin() + gpu_count_, reading.distinct_from.end(), 0);
+  for (std::size_t k = gpus; k-- > 0;) {
+    const bool last_of_value =
+        k + 1 == gpus || reading.sorted_free[k] != reading.sorted_free[k + 1];
+    reading.distinct_from[k] =
+        static_cast<std::uint8_t>(reading.distinct_from[k + 1] + (last_of_value ? 1 : 0));
+  }
+  std::uint64_t hash = mix(static_cast<std::uint64_t>(node_->spec().memory_per_gpu));
+  for (int i = 0; i < gpu_count_; ++i) {
+    hash = mix(hash ^ static_cast<std::uint32_t>(reading.sorted_free[static_cast<std::size_t>(i)]));
+  }
+  reading.free_hash = hash;
 }
 
 void NodeFragmentation::build_index(const std::uint64_t* excluded, std::uint8_t* out) const {
@@ -919,16 +996,20 @@ int NodeFragmentation::before_and_minimum(double margin, double& before, std::sp
   }
   if (deferred_) return prepare_and_minimum(margin, before, after);  // kept for another margin
   const int window = compute_minimum(margin, before, after);
-  if (window > 0 && window <= NodeReading::Minimum::kMaxWindow) {
-    kept.window = static_cast<std::uint8_t>(window);
-    kept.lower_bound_only = false;
-    kept.per_gpu = per_gpu_;
-    kept.margin = margin;
-    for (std::size_t w = 0; w < workload_->words_; ++w) kept.excluded[w] = excluded_after_[w];
-    for (int k = 0; k < window; ++k)
-      kept.after[static_cast<std::size_t>(k)] = after[static_cast<std::size_t>(k)];
-  }
+  keep_minimum(margin, window, after);
   return window;
+}
+
+void NodeFragmentation::keep_minimum(double margin, int window, std::span<const double> after) {
+  if (window <= 0 || window > NodeReading::Minimum::kMaxWindow) return;
+  NodeReading::Minimum& kept = reading_->minimum;
+  kept.window = static_cast<std::uint8_t>(window);
+  kept.lower_bound_only = false;
+  kept.per_gpu = per_gpu_;
+  kept.margin = margin;
+  for (std::size_t w = 0; w < workload_->words_; ++w) kept.excluded[w] = excluded_after_[w];
+  for (int k = 0; k < window; ++k)
+    kept.after[static_cast<std::size_t>(k)] = after[static_cast<std::size_t>(k)];
 }
 
 void NodeFragmentation::prepare_rest() {
@@ -937,8 +1018,26 @@ void NodeFragmentation::prepare_rest() {
 }
 
 int NodeFragmentation::prepare_and_minimum(double margin, double& before, std::span<double> after) {
+  // The values another node of this request with the same key left (the set of values; their
+  // order follows the GPUs' and does not matter to the callers, who take the best), else
+  // computed and left for the next.
+  std::optional<SharedExclusions::AfterKey> key;
+  if (after_set_ >= 0 && shared_ != nullptr) {
+    key = SharedExclusions::AfterKey{static_cast<std::size_t>(after_set_),
+                                     node_->spec().memory_per_gpu, per_gpu_, margin, reading_};
+    if (const SharedExclusions::After* kept = shared_->find_after(*key)) {
+      before = before_value_;  // the reading's
+      for (int k = 0; k < kept->window; ++k) {
+        after[static_cast<std::size_t>(k)] = kept->after[static_cast<std::size_t>(k)];
+      }
+      keep_minimum(margin, kept->window, after);
+      return kept->window;
+    }
+  }
   prepare_rest();
-  return before_and_minimum(margin, before, after);
+  const int window = before_and_minimum(margin, before, after);
+  if (key) shared_->keep_after(*key, window, after);
+  return window;
 }
 
 std::optional<double> NodeFragmentation::minimum_lower_bound(double margin) {
@@ -988,6 +1087,9 @@ double NodeFragmentation::reading_lower_bound() {
   for (std::size_t w = 0; w < words; ++w) plain_after_ &= excluded_after_[w] == workload.no_gpu_[w];
   exclusion_ = nullptr;
   if (!plain_after_) index_after_ = index_after_for_excluded();
+  after_set_ = plain_after_            ? static_cast<int>(SharedExclusions::kMaxSets)
+               : exclusion_ != nullptr ? static_cast<int>(exclusion_ - shared_->sets_.data())
+                                       : -1;
   const Weights& weights = weights_for_excluded(approximation_storage_);
   // Per group, the least value a candidate leaves (candidate_state): a group short of
   // big-enough GPUs stays short (idle); otherwise a candidate smaller than the need takes

@@ -188,10 +188,12 @@ void Scorer::score_top(const ClusterModel& model, const PlacementPolicy& policy,
   // The node's exact score, or where the policy's computation shows it below the `top` best
   // distinct exact scores found so far, a bound of it below them (ScoreContext::floor); kept in
   // the score cache as what it is.
-  const auto score_or_bound = [&](const NodeState& node, std::size_t position,
-                                  std::uint64_t stamp) {
+  // (`bound_reaches_floor`: the node's score_bound is not below the floor.)
+  const auto score_or_bound = [&](const NodeState& node, std::size_t position, std::uint64_t stamp,
+                                  bool bound_reaches_floor) {
     ScoreContext context{&readings_.at(position, stamp), &readings_.exclusions(),
                          best_.size() == top ? best_.back() : kNoFloor};
+    context.bound_reaches_floor = bound_reaches_floor;
     const std::optional<double> score = score_one(policy, node, demand, gpu_only, context);
     if (context.bounded) {
       cache_.store_bound(position, stamp, *score);
@@ -269,9 +271,11 @@ void Scorer::score_top(const ClusterModel& model, const PlacementPolicy& policy,
     // would be paid on top of it. Each node is scored once, and the policy answers with a bound
     // only where its own computation shows the node below the top scores found so far.
     if (tied * kTiedPer > feasible) {
-      visit_rest(start, /*kept_bounds=*/false,
-                 [&](std::size_t i, const NodeState& node, std::size_t position,
-                     std::uint64_t stamp) { raw[i] = score_or_bound(node, position, stamp); });
+      visit_rest(
+          start, /*kept_bounds=*/false,
+          [&](std::size_t i, const NodeState& node, std::size_t position, std::uint64_t stamp) {
+            raw[i] = score_or_bound(node, position, stamp, /*bound_reaches_floor=*/false);
+          });
       return;
     }
   }
@@ -292,7 +296,7 @@ void Scorer::score_top(const ClusterModel& model, const PlacementPolicy& policy,
                  raw[i] = std::nullopt;
                  cache_.store(position, stamp, std::nullopt);
                } else {
-                 raw[i] = score_or_bound(node, position, stamp);
+                 raw[i] = score_or_bound(node, position, stamp, /*bound_reaches_floor=*/false);
                }
              });
   // Second pass: the exact score of every node whose bound is not below the top-th best
@@ -315,7 +319,7 @@ void Scorer::score_top(const ClusterModel& model, const PlacementPolicy& policy,
       raw[node.index] = *known;
       continue;
     }
-    raw[node.index] = score_or_bound(*node.node, position, stamp);
+    raw[node.index] = score_or_bound(*node.node, position, stamp, /*bound_reaches_floor=*/true);
   }
 }
 

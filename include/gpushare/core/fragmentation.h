@@ -137,11 +137,16 @@ struct NodeReading {
   double before = 0;                               // F(node)
   std::array<std::uint8_t, kMaxNeeds> big_enough;  // GPUs with at least the need free
   std::array<std::int32_t, kMaxNeeds> too_small;   // free memory of the others
-  // The free memory of the healthy GPUs, and their distinct free amounts, ascending (the first
-  // `distinct` entries): a sharing pod's candidates without reading the GPUs again.
+  // The free memory of the healthy GPUs, and each GPU's free amount (0 when unhealthy),
+  // ascending (the first `gpus` entries; INT32_MAX after them), with a hash of those and the
+  // GPU size, and the distinct amounts from each entry on: a sharing pod's candidates without
+  // reading the GPUs again, and the key of the F(after) values that SharedExclusions keeps for
+  // the nodes of one request.
   std::int32_t idle = 0;
-  std::uint8_t distinct = 0;
-  std::array<std::int32_t, 16> free_amounts;
+  std::uint8_t gpus = 0;
+  std::uint64_t free_hash = 0;
+  std::array<std::int32_t, 16> sorted_free;
+  std::array<std::uint8_t, 17> distinct_from;  // distinct values in sorted_free[k, gpus)
 
   // NodeFragmentation::before_and_minimum's F(after) values for the last sharing pod scored
   // with this reading, with all they depend on besides the node's state and the workload: the
@@ -182,19 +187,32 @@ struct ApproximationWeights {
 // (the nodes' CPU and memory fall between the same few thresholds of the target's shapes), so
 // each is built once, not once per node. Keyed on the set itself: the same values, bit for bit.
 //
-// Begun per request for one CompiledWorkload (begin() drops every set: the workload may have
-// moved); at most kMaxSets sets, the others built per node as without it. Targets of at most
-// kMaxWords x 64 shapes. Not thread-safe; the owner (FragmentationCache) serialises its use.
+// Also the F(after) values of before_and_minimum for the nodes a request prepares in full after
+// a bound from their reading (prepare_to_score's bound_first): nodes of one GPU size whose GPUs
+// have the same free amounts and which exclude the same shapes after placement have the same
+// values, bit for bit, and nodes that tie at the top levels are mostly such. Keyed on all of
+// that (compared in full, not by hash), the pod's GPU memory and the margin; at most kAfterSlots
+// entries a request, the others computed as without it.
+//
+// Begun per request for one CompiledWorkload (begin() drops every set and value: the workload
+// may have moved); at most kMaxSets sets, the others built per node as without it. Targets of
+// at most kMaxWords x 64 shapes. Not thread-safe; the owner (FragmentationCache) serialises its
+// use.
 class SharedExclusions {
  public:
   static constexpr std::size_t kMaxSets = 16;
   static constexpr std::size_t kMaxWords = 2;
+  static constexpr std::size_t kAfterSlots = 1024;
   void begin() {
     count_ = 0;
     last_ = 0;
+    ++generation_;
+    after_count_ = 0;
   }
   // Sets kept in this request (for tests).
   std::size_t size() const { return count_; }
+  // F(after) values kept in this request (for tests).
+  std::size_t after_size() const { return after_count_; }
 
  private:
   friend class NodeFragmentation;
@@ -208,9 +226,40 @@ class SharedExclusions {
   // to fill (`found` false); null when kMaxSets are kept.
   Set* find(const std::uint64_t* excluded, std::size_t words, bool& found);
 
+  // What the F(after) values depend on besides the workload: the set of shapes excluded after
+  // placement (an index into sets_, or kMaxSets for none beyond those that want no GPU), the
+  // node's GPU size and free amounts (its reading's), the pod's GPU memory and the margin.
+  struct AfterKey {
+    std::size_t set;
+    Units capacity;
+    Units per_gpu;
+    double margin;
+    const NodeReading* reading;
+  };
+  struct After {
+    std::uint64_t generation = 0;  // begin()'s count when kept; 0: never
+    std::uint64_t hash;
+    std::size_t set;
+    Units capacity;
+    Units per_gpu;
+    double margin;
+    std::uint8_t gpus;
+    std::array<std::int32_t, 16> sorted_free;
+    int window;
+    std::array<double, NodeReading::Minimum::kMaxWindow> after;
+  };
+  // The values kept for `key`, else null.
+  const After* find_after(const AfterKey& key) const;
+  // Keeps `window` values (at most Minimum::kMaxWindow) for `key`, where there is room.
+  void keep_after(const AfterKey& key, int window, std::span<const double> after);
+  std::uint64_t after_hash(const AfterKey& key) const;
+
   std::array<Set, kMaxSets> sets_;
   std::size_t count_ = 0;
   std::size_t last_ = 0;  // the set find() returned last (looked at first: nodes come in runs)
+  std::uint64_t generation_ = 0;
+  std::size_t after_count_ = 0;
+  std::vector<After> after_;  // kAfterSlots, open addressing; allocated on first use
 };
 
 // One node as one pod sees it, through a CompiledWorkload. A scratch value on the stack.
@@ -333,7 +382,10 @@ class NodeFragmentation {
   // (`marked_before`: excluded_before_ is marked; else only a known reading's F(node) is read.)
   void choose_indexes(bool known, bool marked_before);
   void keep_reading(NodeReading& reading, std::uint32_t first_of_free);
-  // Out of line: prepare() in full what prepare_to_score() deferred, then before_and_minimum.
+  // Keeps before_and_minimum's values in the reading's Minimum (windows of at most kMaxWindow).
+  void keep_minimum(double margin, int window, std::span<const double> after);
+  // Out of line: prepare() in full what prepare_to_score() deferred, then before_and_minimum;
+  // after a bound from the reading, the values shared_ keeps for this key where it has them.
   [[gnu::noinline]] int prepare_and_minimum(double margin, double& before, std::span<double> after);
   // before_and_minimum without the reading's Minimum.
   int compute_minimum(double margin, double& before, std::span<double> after);
@@ -381,6 +433,9 @@ class NodeFragmentation {
   const NodeState* node_ = nullptr;
   const PodDemand* pod_ = nullptr;
   Units least_fit_ = 0;  // a deferred preparation's least free amount among its candidates
+  // The index of excluded_after_ in shared_ (SharedExclusions::AfterKey::set) where
+  // reading_lower_bound() found it, else -1: the key of the shared F(after) values.
+  int after_set_ = -1;
   int gpu_count_ = 0;
   std::array<Units, kMaxGpus> free_;
   Units total_ = 0;

@@ -44,6 +44,9 @@ struct ScoreContext {
   // then sets `bounded`. -infinity: the score itself, always.
   double floor = -std::numeric_limits<double>::infinity();
   bool bounded = false;
+  // Set by a caller whose score_bound() of this node is not below `floor`: a policy then skips
+  // bounds of the same kind (from the reading alone), which would not rule the node out either.
+  bool bound_reaches_floor = false;
   // Set only by a caller that has checked that the node can hold the pod (fits()): a policy may
   // then skip its own check. False: the policy checks.
   bool fit_checked = false;

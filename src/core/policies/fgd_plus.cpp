@@ -441,7 +441,8 @@ std::optional<double> FgdPlusPolicy::score_in(const NodeState& node, const PodDe
   NodeFragmentation fragmentation;
   if (!fragmentation.prepare_to_score(
           compiled_, node, pod, context.reading, context.shared,
-          /*bound_first=*/context.floor > -std::numeric_limits<double>::infinity())) {
+          /*bound_first=*/context.floor > -std::numeric_limits<double>::infinity() &&
+              !context.bound_reaches_floor)) {
     return reference_score(*this, node, pod);
   }
   double best = 0;

@@ -9,6 +9,7 @@
 #include <bit>
 #include <cmath>
 #include <cstdint>
+#include <limits>
 #include <random>
 #include <string>
 #include <vector>
@@ -516,6 +517,9 @@ TEST(FgdFastPath, ABoundFirstPreparationBoundsEveryCandidateFromTheReadingAlone)
         const int window = deferred.before_and_minimum(0.0, before_deferred, after_deferred);
         ASSERT_EQ(window, full.before_and_minimum(0.0, before_full, after_full));
         ASSERT_EQ(bits(before_deferred), bits(before_full));
+        // The same values; their order may follow another node's GPUs (shared F(after) values).
+        std::sort(after_deferred.begin(), after_deferred.begin() + window);
+        std::sort(after_full.begin(), after_full.begin() + window);
         for (int k = 0; k < window; ++k) {
           const auto i = static_cast<std::size_t>(k);
           ASSERT_EQ(bits(after_deferred[i]), bits(after_full[i])) << "target " << t;
@@ -525,6 +529,66 @@ TEST(FgdFastPath, ABoundFirstPreparationBoundsEveryCandidateFromTheReadingAlone)
   }
   RecordProperty("bounded", bounded);
   EXPECT_GT(bounded, 3000);  // not vacuous
+}
+
+// Nodes of one request alike in GPU size, free amounts (in any GPU order) and the shapes their
+// CPU and memory exclude after placement: fgd-plus under a floor scores each as score() does,
+// bit for bit, with the F(after) values that the request's SharedExclusions kept for the first
+// of them; and fewer values are kept than nodes prepared in full.
+TEST(FgdFastPath, NodesAlikeInARequestScoreWithTheFAfterTheFirstLeft) {
+  Random r(20261202);
+  std::size_t kept = 0;
+  std::size_t scored = 0;
+  for (int t = 0; t < 150; ++t) {
+    NodeSpec spec = random_node(r).spec();
+    spec.gpu_count = static_cast<int>(r.between(2, 8));
+    const TargetWorkload target = random_target(r);
+    const FgdPlusPolicy plus(target, random_plus_options(r));
+    // Two GPU patterns, each GPU's used memory one of three amounts, GPUs shuffled per node.
+    const Units capacity = spec.memory_per_gpu;
+    std::vector<std::vector<Units>> patterns(2);
+    for (auto& pattern : patterns) {
+      for (int i = 0; i < spec.gpu_count; ++i) {
+        pattern.push_back(r.pick(std::vector<Units>{0, capacity / 2, capacity / 4 * 3}));
+      }
+    }
+    PodDemand pod = random_pod(r, capacity);
+    pod.gpu_count = 1;
+    pod.per_gpu = std::max<Units>(1, std::min<Units>(pod.per_gpu, capacity / 4));
+    SharedExclusions shared;
+    shared.begin();
+    for (int n = 0; n < 30; ++n) {
+      NodeState node(spec);
+      std::vector<Units> used = patterns[static_cast<std::size_t>(r.between(0, 1))];
+      std::shuffle(used.begin(), used.end(), std::mt19937_64(static_cast<std::uint64_t>(n)));
+      for (int i = 0; i < spec.gpu_count; ++i) {
+        if (used[static_cast<std::size_t>(i)] > 0) {
+          node.add_usage(i, used[static_cast<std::size_t>(i)]);
+        }
+      }
+      if (spec.cpu_milli > 0 || spec.memory > 0) {
+        node.add_cpu_mem(spec.cpu_milli / static_cast<std::int64_t>(r.between(2, 3)),
+                         spec.memory / 2);
+      }
+      NodeReading reading;
+      PodDemand other = pod;
+      other.per_gpu = pod.per_gpu + 1;
+      plus.score_with(node, other, &reading);  // fills it, keeps another minimum
+      ScoreContext context{&reading, &shared, -std::numeric_limits<double>::max()};
+      const std::optional<double> got = plus.score_in(node, pod, context);
+      const std::optional<double> score = plus.score(node, pod);
+      ASSERT_EQ(got.has_value(), score.has_value()) << "target " << t << " node " << n;
+      ASSERT_FALSE(context.bounded);
+      if (!score) continue;
+      ASSERT_EQ(bits(*got), bits(*score)) << "target " << t << " node " << n;
+      ++scored;
+    }
+    kept += shared.after_size();
+  }
+  RecordProperty("kept", static_cast<int>(kept));
+  RecordProperty("scored", static_cast<int>(scored));
+  EXPECT_GT(kept, 50u);         // the values are kept
+  EXPECT_LT(kept * 3, scored);  // and read back for most nodes alike
 }
 
 // score_in with a floor (ScoreContext::floor): where it answers with a bound, the bound is at
