@@ -257,7 +257,7 @@ class SharedExclusions {
   std::array<Set, kMaxSets> sets_;
   std::size_t count_ = 0;
   std::size_t last_ = 0;  // the set find() returned last (looked at first: nodes come in runs)
-  std::uint64_t generation_ = 0;
+  std::uint64_t generation_ = 1;  // never 0: a slot of generation 0 is empty
   std::size_t after_count_ = 0;
   std::vector<After> after_;  // kAfterSlots, open addressing; allocated on first use
 };
