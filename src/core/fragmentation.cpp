@@ -307,29 +307,33 @@ CompiledWorkload::CompiledWorkload(const TargetWorkload& workload) {
                     words_ <= NodeFragmentation::kMaxWords;
 }
 
-std::optional<double> CompiledWorkload::sharing_after_lower_bound(const NodeReading& reading,
-                                                                  const NodeState& node,
-                                                                  Units per_gpu) const {
-  if (!nonnegative_ || !fits_fast_path_ || !reading.filled || reading.needs != needs_.size() ||
-      node.gpu_count() > NodeFragmentation::kMaxGpus || per_gpu <= 0) {
-    return std::nullopt;
-  }
-  // The idle memory as prepare() reads it, and the candidate with the least free (best fit).
-  std::array<Units, NodeFragmentation::kMaxGpus> free;
-  const Units total = read_free(node, free);
-  Units least = std::numeric_limits<Units>::max();
-  for (int i = 0; i < node.gpu_count(); ++i) {
-    const Units f = free[static_cast<std::size_t>(i)];
-    least = f >= per_gpu && f < least ? f : least;
-  }
-  if (least == std::numeric_limits<Units>::max()) return std::nullopt;
-  const Units idle = total - per_gpu;  // after placement, whichever candidate
-  if (idle <= 0) return 0.0;           // nothing idle: F(after) is exactly 0
+namespace {
+
+// A sharing pod's candidates on the node `reading` reads, as pick_candidates picks them (one per
+// distinct free amount of at least per_gpu), counted, and the least free among them into
+// `least` (max() where none).
+int reading_candidates(const NodeReading& reading, Units per_gpu, Units& least) {
+  // (Over all 16 entries, a fixed count that vectorises: the padding is never below.)
+  const auto need =
+      static_cast<std::int32_t>(std::min<Units>(per_gpu, std::numeric_limits<std::int32_t>::max()));
+  int below = 0;
+  for (const std::int32_t amount : reading.sorted_free) below += static_cast<int>(amount < need);
+  const int count = reading.distinct_from[static_cast<std::size_t>(below)];
+  least = count > 0 ? reading.sorted_free[static_cast<std::size_t>(below)]
+                    : std::numeric_limits<Units>::max();
+  return count;
+}
+
+}  // namespace
+
+// Inlined into both callers: the bound from a reading runs for most nodes a floor rules out.
+[[gnu::always_inline]] inline double CompiledWorkload::least_after(
+    const NodeReading& reading, Units capacity, Units least, Units per_gpu, Units idle,
+    double excluded_weight, const double* group_weight) const {
   // Per group, the least value any candidate leaves (NodeFragmentation::candidate_state): a
   // group short of big-enough GPUs stays short (idle); otherwise a candidate smaller than the
   // need takes per_gpu off the too-small memory, and one at least as large leaves it, or adds
   // to it, or leaves the group short (idle, which holds the too-small memory and that GPU).
-  const Units capacity = node.spec().memory_per_gpu;
   std::array<Units, NodeReading::kMaxNeeds> hosted;  // per need, where enough GPUs are big
   for (std::size_t d = 0; d < needs_.size(); ++d) {
     // WorkloadShape::per_gpu_on
@@ -338,13 +342,29 @@ std::optional<double> CompiledWorkload::sharing_after_lower_bound(const NodeRead
     const Units small = reading.too_small[d];
     hosted[d] = least < n ? small - per_gpu : small;
   }
-  const auto after = static_cast<double>(idle);
-  double bound = no_gpu_weight_ * after;
+  double bound = excluded_weight * static_cast<double>(idle);
   for (std::size_t g = 0; g < groups_.size(); ++g) {
     const std::size_t d = groups_[g].need;
     const Units value = reading.big_enough[d] >= groups_[g].count ? hosted[d] : idle;
-    bound += group_weight_[g] * static_cast<double>(value);
+    bound += group_weight[g] * static_cast<double>(value);
   }
+  return bound;
+}
+
+std::optional<double> CompiledWorkload::sharing_after_lower_bound(const NodeReading& reading,
+                                                                  const NodeState& node,
+                                                                  Units per_gpu) const {
+  if (!nonnegative_ || !fits_fast_path_ || !reading.filled || reading.needs != needs_.size() ||
+      node.gpu_count() > NodeFragmentation::kMaxGpus || per_gpu <= 0) {
+    return std::nullopt;
+  }
+  // The idle memory as prepare() reads it, and the candidate with the least free (best fit).
+  Units least = 0;
+  if (reading_candidates(reading, per_gpu, least) == 0) return std::nullopt;
+  const Units idle = reading.idle - per_gpu;  // after placement, whichever candidate
+  if (idle <= 0) return 0.0;                  // nothing idle: F(after) is exactly 0
+  const double bound = least_after(reading, node.spec().memory_per_gpu, least, per_gpu, idle,
+                                   no_gpu_weight_, group_weight_.data());
   // Every term of both sums is >= 0 (weights >= 0, values >= 0). The exact F(after) adds
   // size() products in target order (within (2 size() + 1) u of its terms' exact sum, u =
   // 2^-53), which is at least the bound's exact sum; the bound regroups those terms (each
@@ -475,14 +495,7 @@ bool NodeFragmentation::prepare_deferred(const CompiledWorkload& workload, const
     same &= reading.minimum.excluded[w] == excluded_after_[w];
   // The candidates, as pick_candidates counts them (one per distinct free amount that fits),
   // and the least free among them.
-  // (Over all 16 entries, a fixed count that vectorises: the padding is never below.)
-  const auto per_gpu = static_cast<std::int32_t>(
-      std::min<Units>(pod.per_gpu, std::numeric_limits<std::int32_t>::max()));
-  int below = 0;
-  for (const std::int32_t amount : reading.sorted_free) below += static_cast<int>(amount < per_gpu);
-  const int count = reading.distinct_from[static_cast<std::size_t>(below)];
-  least_fit_ = count > 0 ? reading.sorted_free[static_cast<std::size_t>(below)]
-                         : std::numeric_limits<Units>::max();
+  const int count = reading_candidates(reading, pod.per_gpu, least_fit_);
   same &= reading.minimum.window != 0 && reading.minimum.per_gpu == pod.per_gpu;
   if (!(same || bound_first) || count == 0) return false;
   pod_wants_gpu_ = true;
@@ -1091,28 +1104,8 @@ double NodeFragmentation::reading_lower_bound() {
                : exclusion_ != nullptr ? static_cast<int>(exclusion_ - shared_->sets_.data())
                                        : -1;
   const Weights& weights = weights_for_excluded(approximation_storage_);
-  // Per group, the least value a candidate leaves (candidate_state): a group short of
-  // big-enough GPUs stays short (idle); otherwise a candidate smaller than the need takes
-  // per_gpu off the too-small memory, and one at least as large leaves it, adds to it, or
-  // leaves the group short (idle, which holds the too-small memory and that GPU). least_fit_
-  // is the candidate with the least free.
-  const Units capacity = node_->spec().memory_per_gpu;
-  const std::size_t needs = workload.needs_.size();
-  std::array<Units, kMaxNeeds> hosted;  // per need, where enough GPUs are big
-  for (std::size_t d = 0; d < needs; ++d) {
-    const auto& need = workload.needs_[d];
-    // WorkloadShape::per_gpu_on
-    const Units n = need.relative ? (need.per_gpu * capacity + 999) / 1000 : need.per_gpu;
-    const Units small = reading_->too_small[d];
-    hosted[d] = least_fit_ < n ? small - per_gpu_ : small;
-  }
-  const auto& groups = workload.groups_;
-  double bound = weights.excluded * static_cast<double>(idle);
-  for (std::size_t g = 0; g < groups.size(); ++g) {
-    const std::size_t d = groups[g].need;
-    const Units value = reading_->big_enough[d] >= groups[g].count ? hosted[d] : idle;
-    bound += weights.group[g] * static_cast<double>(value);
-  }
+  const double bound = workload.least_after(*reading_, node_->spec().memory_per_gpu, least_fit_,
+                                            per_gpu_, idle, weights.excluded, weights.group);
   // Each group's least value is at most every candidate's, so the bound is at most each
   // candidate's approximation (the same weights), and the allowances of approximate() hold for
   // it as they do for the smallest approximation (minimum_lower_bound).

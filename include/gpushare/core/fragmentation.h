@@ -99,6 +99,13 @@ class CompiledWorkload {
     const std::uint64_t* excluded(std::int64_t free, std::size_t words) const;
   };
   static Thresholds make_thresholds(const std::vector<std::int64_t>& per_shape, std::size_t words);
+  // excluded_weight x idle plus, per group, group_weight[g] x the least value any candidate of
+  // a sharing pod of `per_gpu` leaves on the node `reading` reads (`least`: the least free
+  // amount among the candidates; `capacity`: the node's GPU size; `idle`: the idle memory after
+  // placement, above 0). At most each candidate's approximation with these weights; summed in
+  // group order.
+  double least_after(const NodeReading& reading, Units capacity, Units least, Units per_gpu,
+                     Units idle, double excluded_weight, const double* group_weight) const;
   struct ModelSet {
     std::vector<std::string> models;  // sorted
     std::vector<std::uint64_t> mask;  // shapes that name exactly these models
