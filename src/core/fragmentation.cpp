@@ -642,12 +642,6 @@ void NodeFragmentation::pick_candidates(Units p, std::uint32_t first_of_free) {
 void NodeFragmentation::choose_indexes(bool known, bool marked_before) {
   const CompiledWorkload& workload = *workload_;
   const std::size_t words = workload.words_;
-  const auto plain = [&](const std::array<std::uint64_t, kMaxWords>& excluded) {
-    for (std::size_t w = 0; w < words; ++w) {
-      if (excluded[w] != workload.no_gpu_[w]) return false;
-    }
-    return true;
-  };
   plain_after_ = plain(excluded_after_);
   same_exclusions_ = marked_before;
   for (std::size_t w = 0; w < words && marked_before; ++w)
@@ -736,6 +730,13 @@ void NodeFragmentation::keep_reading(NodeReading& reading, std::uint32_t first_o
     hash = mix(hash ^ static_cast<std::uint32_t>(reading.sorted_free[static_cast<std::size_t>(i)]));
   }
   reading.free_hash = hash;
+}
+
+bool NodeFragmentation::plain(const std::array<std::uint64_t, kMaxWords>& excluded) const {
+  for (std::size_t w = 0; w < workload_->words_; ++w) {
+    if (excluded[w] != workload_->no_gpu_[w]) return false;
+  }
+  return true;
 }
 
 void NodeFragmentation::build_index(const std::uint64_t* excluded, std::uint8_t* out) const {
@@ -1095,9 +1096,7 @@ double NodeFragmentation::reading_lower_bound() {
   if (idle <= 0) return 0.0;             // nothing idle: every F(after) is exactly 0
   // The weights of the shapes the node hosts after placement, per group, and of the others.
   const CompiledWorkload& workload = *workload_;
-  const std::size_t words = workload.words_;
-  plain_after_ = true;
-  for (std::size_t w = 0; w < words; ++w) plain_after_ &= excluded_after_[w] == workload.no_gpu_[w];
+  plain_after_ = plain(excluded_after_);
   exclusion_ = nullptr;
   if (!plain_after_) index_after_ = index_after_for_excluded();
   after_set_ = plain_after_            ? static_cast<int>(SharedExclusions::kMaxSets)

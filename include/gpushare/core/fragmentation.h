@@ -402,6 +402,8 @@ class NodeFragmentation {
   // Whether `kept` is for this pod (GPU memory, shapes excluded after placement) and `margin`:
   // its before_and_minimum, or (lower_bound_only) its minimum_lower_bound.
   bool kept_for(const NodeReading::Minimum& kept, double margin) const;
+  // Whether `excluded` holds only the shapes that want no GPU (the plain index applies).
+  bool plain(const std::array<std::uint64_t, kMaxWords>& excluded) const;
   void build_index(const std::uint64_t* excluded, std::uint8_t* out) const;
   // F of a state: weight x value[index[j]] over the shapes j, added in the target's order.
   double sum(const std::uint8_t* index, const State& state) const;
