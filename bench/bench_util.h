@@ -42,6 +42,7 @@ inline double percentile(const std::vector<double>& values, double p) {
 
 // Adds p50/p90/p99/max rows to a repeated single-iteration benchmark.
 // GPUSHARE_BENCH_REQUESTS caps the repetitions: a few requests are enough under callgrind.
+// GPUSHARE_BENCH_EACH_REQUEST reports every request too (bench/least_of_rounds.py reads them).
 inline benchmark::internal::Benchmark* as_distribution(benchmark::internal::Benchmark* b,
                                                        int requests) {
   if (const char* cap = std::getenv("GPUSHARE_BENCH_REQUESTS"); cap != nullptr) {
@@ -49,7 +50,7 @@ inline benchmark::internal::Benchmark* as_distribution(benchmark::internal::Benc
   }
   return b->Iterations(1)
       ->Repetitions(requests)
-      ->ReportAggregatesOnly(true)
+      ->ReportAggregatesOnly(std::getenv("GPUSHARE_BENCH_EACH_REQUEST") == nullptr)
       ->ComputeStatistics("p50", [](const std::vector<double>& v) { return percentile(v, 50); })
       ->ComputeStatistics("p90", [](const std::vector<double>& v) { return percentile(v, 90); })
       ->ComputeStatistics("p99", [](const std::vector<double>& v) { return percentile(v, 99); })

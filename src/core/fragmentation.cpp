@@ -330,22 +330,28 @@ int reading_candidates(const NodeReading& reading, Units per_gpu, Units& least) 
 [[gnu::always_inline]] inline double CompiledWorkload::least_after(
     const NodeReading& reading, Units capacity, Units least, Units per_gpu, Units idle,
     double excluded_weight, const double* group_weight) const {
-  // Per group, the least value any candidate leaves (NodeFragmentation::candidate_state): a
-  // group short of big-enough GPUs stays short (idle); otherwise a candidate smaller than the
-  // need takes per_gpu off the too-small memory, and one at least as large leaves it, or adds
-  // to it, or leaves the group short (idle, which holds the too-small memory and that GPU).
+  // Per group, the least value any candidate leaves (NodeFragmentation::candidate_state). A
+  // candidate f below the need n takes per_gpu off the too-small memory; one that stays at least
+  // n after placement leaves it; one that drops below n adds f - per_gpu to it and takes one
+  // big-enough GPU away. A group short of big-enough GPUs is idle, which is at least any of
+  // these. So: below n, the least candidate's value; else, where the largest candidate stays at
+  // least n, the too-small memory; else every candidate drops, and the least one adds least.
+  const Units largest = reading.sorted_free[static_cast<std::size_t>(reading.gpus) - 1];
   std::array<Units, NodeReading::kMaxNeeds> hosted;  // per need, where enough GPUs are big
+  std::array<int, NodeReading::kMaxNeeds> big;       // per need, big-enough GPUs after placement
   for (std::size_t d = 0; d < needs_.size(); ++d) {
     // WorkloadShape::per_gpu_on
     const Units n =
         needs_[d].relative ? (needs_[d].per_gpu * capacity + 999) / 1000 : needs_[d].per_gpu;
     const Units small = reading.too_small[d];
-    hosted[d] = least < n ? small - per_gpu : small;
+    const bool every_drops = least >= n && largest - per_gpu < n;
+    hosted[d] = least < n ? small - per_gpu : every_drops ? small + least - per_gpu : small;
+    big[d] = reading.big_enough[d] - (every_drops ? 1 : 0);
   }
   double bound = excluded_weight * static_cast<double>(idle);
   for (std::size_t g = 0; g < groups_.size(); ++g) {
     const std::size_t d = groups_[g].need;
-    const Units value = reading.big_enough[d] >= groups_[g].count ? hosted[d] : idle;
+    const Units value = big[d] >= groups_[g].count ? hosted[d] : idle;
     bound += group_weight[g] * static_cast<double>(value);
   }
   return bound;

@@ -467,13 +467,15 @@ TEST(FgdFastPath, ScoreBoundIsNeverBelowTheScore) {
 }
 
 // A preparation deferred for a bound (prepare_to_score's bound_first), on a reading filled by
-// another pod: minimum_lower_bound() is at most every candidate's exact F(after), the
+// another pod: minimum_lower_bound() is at most every candidate's exact F(after) (and, for a
+// node of one candidate, equal to it up to rounding), the
 // candidates are those of a full preparation, and before_and_minimum() then gives what a full
 // preparation without the reading gives, bit for bit; with and without the request's shared
 // exclusions, the reading's kept minimum carried from pod to pod.
 TEST(FgdFastPath, ABoundFirstPreparationBoundsEveryCandidateFromTheReadingAlone) {
   Random r(20261129);
   int bounded = 0;
+  int single = 0;
   for (int t = 0; t < 300; ++t) {
     const TargetWorkload target = random_target(r);
     const CompiledWorkload compiled(target);
@@ -508,6 +510,13 @@ TEST(FgdFastPath, ABoundFirstPreparationBoundsEveryCandidateFromTheReadingAlone)
             ASSERT_LE(*lowest, full.candidate_after(k))
                 << "target " << t << " node " << n << " pod " << p << " candidate " << k;
           }
+          // One candidate: the bound is its F(after), up to the rounding allowances.
+          if (full.candidates() == 1) {
+            ++single;
+            const double exact = full.candidate_after(0);
+            ASSERT_GE(*lowest, exact - 1e-9 * std::max(1.0, std::abs(exact)))
+                << "target " << t << " node " << n << " pod " << p;
+          }
           ASSERT_EQ(bits(deferred.before()), bits(full.before()));
         }
         std::array<double, NodeFragmentation::kMaxGpus> after_deferred;
@@ -528,7 +537,9 @@ TEST(FgdFastPath, ABoundFirstPreparationBoundsEveryCandidateFromTheReadingAlone)
     }
   }
   RecordProperty("bounded", bounded);
+  RecordProperty("single", single);
   EXPECT_GT(bounded, 3000);  // not vacuous
+  EXPECT_GT(single, 300);
 }
 
 // Nodes of one request alike in GPU size, free amounts (in any GPU order) and the shapes their
