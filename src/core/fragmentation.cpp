@@ -336,25 +336,40 @@ int reading_candidates(const NodeReading& reading, Units per_gpu, Units& least) 
   // big-enough GPU away. A group short of big-enough GPUs is idle, which is at least any of
   // these. So: below n, the least candidate's value; else, where the largest candidate stays at
   // least n, the too-small memory; else every candidate drops, and the least one adds least.
-  const Units largest = reading.sorted_free[static_cast<std::size_t>(reading.gpus) - 1];
+  // Needs above drop_from and at most least: every candidate drops below them (none where
+  // drop_from >= least, the usual case, which keeps to the shorter loop).
+  const Units drop_from = reading.sorted_free[static_cast<std::size_t>(reading.gpus) - 1] - per_gpu;
   std::array<Units, NodeReading::kMaxNeeds> hosted;  // per need, where enough GPUs are big
-  std::array<int, NodeReading::kMaxNeeds> big;       // per need, big-enough GPUs after placement
+  // WorkloadShape::per_gpu_on
+  const auto need = [&](std::size_t d) {
+    return needs_[d].relative ? (needs_[d].per_gpu * capacity + 999) / 1000 : needs_[d].per_gpu;
+  };
+  // big(d): the need's big-enough GPUs after placement.
+  const auto sum = [&](const auto& big) {
+    double bound = excluded_weight * static_cast<double>(idle);
+    for (std::size_t g = 0; g < groups_.size(); ++g) {
+      const std::size_t d = groups_[g].need;
+      const Units value = big(d) >= groups_[g].count ? hosted[d] : idle;
+      bound += group_weight[g] * static_cast<double>(value);
+    }
+    return bound;
+  };
+  if (drop_from >= least) {
+    for (std::size_t d = 0; d < needs_.size(); ++d) {
+      const Units small = reading.too_small[d];
+      hosted[d] = least < need(d) ? small - per_gpu : small;
+    }
+    return sum([&](std::size_t d) { return static_cast<int>(reading.big_enough[d]); });
+  }
+  std::array<int, NodeReading::kMaxNeeds> big;
   for (std::size_t d = 0; d < needs_.size(); ++d) {
-    // WorkloadShape::per_gpu_on
-    const Units n =
-        needs_[d].relative ? (needs_[d].per_gpu * capacity + 999) / 1000 : needs_[d].per_gpu;
+    const Units n = need(d);
     const Units small = reading.too_small[d];
-    const bool every_drops = least >= n && largest - per_gpu < n;
-    hosted[d] = least < n ? small - per_gpu : every_drops ? small + least - per_gpu : small;
-    big[d] = reading.big_enough[d] - (every_drops ? 1 : 0);
+    const bool drops = drop_from < n && n <= least;
+    hosted[d] = least < n ? small - per_gpu : drops ? small + least - per_gpu : small;
+    big[d] = reading.big_enough[d] - (drops ? 1 : 0);
   }
-  double bound = excluded_weight * static_cast<double>(idle);
-  for (std::size_t g = 0; g < groups_.size(); ++g) {
-    const std::size_t d = groups_[g].need;
-    const Units value = big[d] >= groups_[g].count ? hosted[d] : idle;
-    bound += group_weight[g] * static_cast<double>(value);
-  }
-  return bound;
+  return sum([&](std::size_t d) { return big[d]; });
 }
 
 std::optional<double> CompiledWorkload::sharing_after_lower_bound(const NodeReading& reading,
