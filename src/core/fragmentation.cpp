@@ -721,6 +721,7 @@ void NodeFragmentation::keep_reading(NodeReading& reading, std::uint32_t first_o
   reading.needs = static_cast<std::uint8_t>(needs);
   reading.first_of_free = static_cast<std::uint16_t>(first_of_free);
   reading.before = before_value_;
+  reading.measure_of = std::numeric_limits<double>::quiet_NaN();
   for (std::size_t d = 0; d < needs; ++d) {
     reading.big_enough[d] = static_cast<std::uint8_t>(big_enough_[d]);
     reading.too_small[d] = static_cast<std::int32_t>(too_small_[d]);

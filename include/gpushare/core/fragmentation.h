@@ -4,6 +4,7 @@
 
 #include <array>
 #include <cstdint>
+#include <limits>
 #include <optional>
 #include <span>
 #include <string_view>
@@ -154,6 +155,12 @@ struct NodeReading {
   std::uint64_t free_hash = 0;
   std::array<std::int32_t, 16> sorted_free;
   std::array<std::uint8_t, 17> distinct_from;  // distinct values in sorted_free[k, gpus)
+  // A policy's measure of the node before placement, computed from F(node) == `measure_of` and
+  // the node's state (as the reading is), kept by the policy for the pods after; a NaN
+  // `measure_of` (as keep_reading leaves it): none kept. Mutable: a cache that bounds computed
+  // from a const reading fill too, under the same lock as the reading.
+  mutable double measure_of = std::numeric_limits<double>::quiet_NaN();
+  mutable double measure = 0;
 
   // NodeFragmentation::before_and_minimum's F(after) values for the last sharing pod scored
   // with this reading, with all they depend on besides the node's state and the workload: the

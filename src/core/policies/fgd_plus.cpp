@@ -417,6 +417,18 @@ double FgdPlusPolicy::measure(double fragmentation, Units idle, std::int64_t cpu
   return value;
 }
 
+double FgdPlusPolicy::measure_before(const NodeReading* reading, double fragmentation, Units idle,
+                                     std::int64_t cpu_free, std::int64_t memory_free) const {
+  if (reading == nullptr || !reading->filled) {
+    return measure(fragmentation, idle, cpu_free, memory_free);
+  }
+  if (reading->measure_of != fragmentation) {
+    reading->measure = measure(fragmentation, idle, cpu_free, memory_free);
+    reading->measure_of = fragmentation;
+  }
+  return reading->measure;
+}
+
 double FgdPlusPolicy::measure(const FreeResources& node) const {
   double value = fragmentation(node, target());
   if (options_.balance_weight != 0) value += options_.balance_weight * stranded_gpu(node);
@@ -481,9 +493,8 @@ std::optional<std::optional<double>> FgdPlusPolicy::score_bound(const NodeState&
   const std::int64_t cpu_after = cpu == kUntracked ? cpu : cpu - pod.cpu_milli;
   const std::int64_t memory_after = memory == kUntracked ? memory : memory - pod.memory;
   const double capacity = static_cast<double>(std::max<Units>(1, node.spec().memory_per_gpu));
-  const double measure_before = measure(reading->before, idle, cpu, memory);
-  return sharing_score(measure_before, *after, idle - pod.per_gpu, cpu_after, memory_after,
-                       capacity) -
+  const double before = measure_before(reading, reading->before, idle, cpu, memory);
+  return sharing_score(before, *after, idle - pod.per_gpu, cpu_after, memory_after, capacity) -
          scarcity_cost(node.spec().gpu_model, node.spec().memory_per_gpu, pod,
                        pod.per_gpu * pod.gpu_count) -
          host_cost(node, pod);
@@ -495,15 +506,16 @@ Placement FgdPlusPolicy::place_with(NodeFragmentation& fragmentation, const Node
                                     ScoreContext* context) const {
   const Units idle = fragmentation.total_before();
   const double capacity = static_cast<double>(std::max<Units>(1, node.spec().memory_per_gpu));
-  double measure_before = 0;
+  double measured_before = 0;
   // As reference_place: higher is better, the growth of M in GPUs and a little packing.
   const auto score = [&](double fragmentation_after, Units idle_after) {
-    return sharing_score(measure_before, fragmentation_after, idle_after, fragmentation.cpu_after(),
-                         fragmentation.memory_after(), capacity);
+    return sharing_score(measured_before, fragmentation_after, idle_after,
+                         fragmentation.cpu_after(), fragmentation.memory_after(), capacity);
   };
+  const NodeReading* reading = context != nullptr ? context->reading : nullptr;
   const auto set_before = [&](double fragmentation_before) {
-    measure_before = measure(fragmentation_before, idle, fragmentation.cpu_before(),
-                             fragmentation.memory_before());
+    measured_before = measure_before(reading, fragmentation_before, idle,
+                                     fragmentation.cpu_before(), fragmentation.memory_before());
   };
   // The prices, taken off every path's score in this order.
   const double scarcity = pod.wants_gpu()

@@ -425,6 +425,51 @@ TEST(FgdFastPath, ScoresWithTheRequestsSharedExclusionsAsWithoutThem) {
   EXPECT_GT(scored, 2000u);
 }
 
+// A reading refilled for a new state of its node (the cache empties it on a new stamp) keeps
+// nothing of the old state: with the node's CPU and memory changed and its GPUs not (often the
+// same F(node), another balance term), fgd-plus scores as score() does, bit for bit, and so does
+// its score bound.
+TEST(FgdFastPath, AReadingRefilledForANewStateKeepsNothingOfTheOld) {
+  Random r(20261130);
+  int scored = 0;
+  int same_fragmentation = 0;
+  for (int t = 0; t < 200; ++t) {
+    const TargetWorkload target = random_target(r);
+    FgdPlusPolicy::Options options = random_plus_options(r);
+    options.balance_weight = std::max(options.balance_weight, 0.5);
+    const FgdPlusPolicy plus(target, options);
+    for (int n = 0; n < 20; ++n) {
+      const NodeState first = random_node(r);
+      if (first.spec().cpu_milli <= 0 || first.cpu_free() <= 0) continue;
+      NodeReading reading;
+      const PodDemand pod = random_pod(r, first.spec().memory_per_gpu);
+      plus.score_with(first, pod, &reading);
+      if (!reading.filled) continue;  // beyond the fast path
+      const double before = reading.before;
+      NodeState next = first;
+      next.add_cpu_mem(r.between(1, first.cpu_free()), 0);
+      reading.filled = false;  // as FragmentationCache::at for the new stamp
+      for (int p = 0; p < 3; ++p) {
+        const PodDemand other = p == 0 ? pod : random_pod(r, next.spec().memory_per_gpu);
+        const std::optional<double> read = plus.score_with(next, other, &reading);
+        const std::optional<double> alone = plus.score(next, other);
+        ASSERT_EQ(read.has_value(), alone.has_value()) << "target " << t << " node " << n;
+        if (!read) continue;
+        ASSERT_EQ(bits(*read), bits(*alone)) << "target " << t << " node " << n << " pod " << p;
+        ++scored;
+        same_fragmentation += reading.filled && reading.before == before ? 1 : 0;
+        if (const auto bound = plus.score_bound(next, other, &reading); bound && *bound) {
+          ASSERT_GE(**bound, *alone) << "target " << t << " node " << n << " pod " << p;
+        }
+      }
+    }
+  }
+  RecordProperty("scored", scored);
+  RecordProperty("same_fragmentation", same_fragmentation);
+  EXPECT_GT(scored, 1000);  // not vacuous
+  EXPECT_GT(same_fragmentation, 200);
+}
+
 // fgd-plus's score bound (Scorer::score_top reads it to skip nodes that cannot reach the top
 // levels): for every node and pod it gives one for, at least the score, as doubles, and exactly
 // nullopt where the node cannot hold the pod; the F(after) bound below every candidate's F.

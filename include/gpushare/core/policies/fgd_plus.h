@@ -209,6 +209,10 @@ class FgdPlusPolicy final : public PlacementPolicy {
   // M(n) from F(n) and what S(n) reads.
   double measure(double fragmentation, Units idle, std::int64_t cpu_free,
                  std::int64_t memory_free) const;
+  // The same for a node before placement, kept in its `reading` (where given and filled: the
+  // node's state is the reading's) and read back while F(n) is the one it was computed from.
+  double measure_before(const NodeReading* reading, double fragmentation, Units idle,
+                        std::int64_t cpu_free, std::int64_t memory_free) const;
 
   std::optional<WorkloadHistogram> learned_;
   TargetWorkload fixed_;
