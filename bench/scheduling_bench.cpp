@@ -43,10 +43,10 @@
 //  *Latency                                the two above as 1-request repetitions, with
 //                                          p50/p90/p99/max rows (the latency distribution)
 //
-// BM_FilterLatency hands the service a copy of the decoded arguments made outside the timed
-// region, as the HTTP path hands over what it decoded: the service moves the offered names into
-// its reply instead of copying 5 000 strings. BM_PrioritizeLatency decodes the arguments of every
-// GPU size it asks for before its first timed request, so that the decoded arguments kept
+// BM_FilterLatency and BM_PrioritizeLatency hand the service a copy of the decoded arguments made
+// outside the timed region, as the HTTP path hands over what it decoded: the service moves the
+// offered names into its reply instead of copying them. BM_PrioritizeLatency decodes the arguments
+// of every GPU size it asks for before its first timed request, so that the decoded arguments kept
 // between requests do not grow the heap between timed requests (each request's temporaries
 // would then land on pages no request touched before).
 //  BM_*RequestDefaultOfferLatency/<nodes>/<alloc%>  the same with as many nodes offered as
@@ -170,7 +170,7 @@ void BM_PrioritizeLatency(benchmark::State& state) {
                              : newpod == 3 ? ", a never-seen demand and GPU size each request"
                                            : ""));
   for (auto _ : state) {
-    auto result = harness.service->prioritize(args);
+    auto result = harness.service->prioritize(std::move(args));
     benchmark::DoNotOptimize(result);
   }
   std::size_t shapes = 0;

@@ -467,9 +467,9 @@ void HttpServer::route_filter(const httplib::Request&, std::string& body, httpli
 
 void HttpServer::route_prioritize(const httplib::Request&, std::string& body,
                                   httplib::Response& res) {
-  const wire::ExtenderArgs args =
+  wire::ExtenderArgs args =
       wire::decode_extender_args_body(std::move(body), service_.config().names);
-  set_json(res, wire::encode_priorities(service_.prioritize(args)));
+  set_json(res, wire::encode_priorities(service_.prioritize(std::move(args))));
 }
 
 void HttpServer::route_bind(const httplib::Request&, std::string& body, httplib::Response& res) {

@@ -313,6 +313,15 @@ wire::FilterResult SchedulingService::filter_impl(const wire::ExtenderArgs& args
 }
 
 wire::HostPriorityList SchedulingService::prioritize(const wire::ExtenderArgs& args) const {
+  return prioritize_offered(args, nullptr);
+}
+
+wire::HostPriorityList SchedulingService::prioritize(wire::ExtenderArgs&& args) const {
+  return prioritize_offered(args, args.node_names ? &*args.node_names : nullptr);
+}
+
+wire::HostPriorityList SchedulingService::prioritize_offered(const wire::ExtenderArgs& args,
+                                                             wire::NameList* names_to_take) const {
   core::PodDemand demand = args.pod.demand();
   const std::vector<std::string_view> offered = offered_views(args);
   std::vector<std::optional<double>> raw(offered.size());
@@ -364,8 +373,11 @@ wire::HostPriorityList SchedulingService::prioritize(const wire::ExtenderArgs& a
   }
   wire::HostPriorityList result;
   if (args.node_names && listed == offered.size()) {  // every name offered, as offered
-    result = wire::HostPriorityList(*args.node_names,
-                                    std::vector<std::int64_t>(scores.begin(), scores.end()));
+    // (`offered` views the names: not read after they are taken.)
+    std::vector<std::int64_t> listed_scores(scores.begin(), scores.end());
+    result = names_to_take != nullptr
+                 ? wire::HostPriorityList(std::move(*names_to_take), std::move(listed_scores))
+                 : wire::HostPriorityList(*args.node_names, std::move(listed_scores));
   } else {
     std::size_t bytes = 0;  // the listed names' bytes
     for (std::size_t i = 0; i < offered.size(); ++i)

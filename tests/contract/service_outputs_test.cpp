@@ -261,11 +261,14 @@ void check_policy(const Case& c, std::uint32_t seed, Digest& digest) {
           return placed;
         });
     const std::vector<int> expected_scores = core::map_scores(raw, c.mapping);
-    const wire::HostPriorityList got = service.prioritize(args);
-    ASSERT_EQ(got.size(), names.size()) << label;
-    for (std::size_t i = 0; i < names.size(); ++i) {
-      EXPECT_EQ(got[i].host, names[i]) << label;
-      EXPECT_EQ(got[i].score, expected_scores[i]) << label << " " << names[i];
+    wire::ExtenderArgs moved_again = args;
+    for (const wire::HostPriorityList& got :
+         {service.prioritize(args), service.prioritize(std::move(moved_again))}) {
+      ASSERT_EQ(got.size(), names.size()) << label;
+      for (std::size_t i = 0; i < names.size(); ++i) {
+        EXPECT_EQ(got[i].host, names[i]) << label;
+        EXPECT_EQ(got[i].score, expected_scores[i]) << label << " " << names[i];
+      }
     }
     for (std::size_t i = 0; i < names.size(); ++i) {
       digest.add_number(raw[i] ? std::bit_cast<std::uint64_t>(*raw[i]) : 0x7ff4000000000001ULL);

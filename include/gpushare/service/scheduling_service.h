@@ -54,6 +54,9 @@ class SchedulingService {
   // The offered nodes scored 0..10 (core/score_mapping.h), in offered order; unknown names
   // past the budget below are left out.
   wire::HostPriorityList prioritize(const wire::ExtenderArgs& args) const;
+  // The same, moving the offered node names into the reply rather than copying them (the HTTP
+  // path, where the decoded arguments are not needed afterwards).
+  wire::HostPriorityList prioritize(wire::ExtenderArgs&& args) const;
   // Offered names that are no node of the model cost a reply entry each (with the reason, in
   // both of filter's maps), and a body of 1 MB holds 150 000 of them: a reply lists at most
   // this many (filter as FailedAndUnresolvableNodes and FailedNodes, prioritize with score 0),
@@ -68,6 +71,9 @@ class SchedulingService {
   const ServiceConfig& config() const { return config_; }
 
  private:
+  // prioritize(); `names_to_take`: args.node_names where the caller gives them up, else null.
+  wire::HostPriorityList prioritize_offered(const wire::ExtenderArgs& args,
+                                            wire::NameList* names_to_take) const;
   // `movable` is &args when the caller gave the arguments up (its names may then be moved).
   wire::FilterResult filter_impl(const wire::ExtenderArgs& args, wire::ExtenderArgs* movable);
 
