@@ -313,15 +313,15 @@ wire::FilterResult SchedulingService::filter_impl(const wire::ExtenderArgs& args
 }
 
 wire::HostPriorityList SchedulingService::prioritize(const wire::ExtenderArgs& args) const {
-  return prioritize_offered(args, nullptr);
+  return prioritize_impl(args, nullptr);
 }
 
 wire::HostPriorityList SchedulingService::prioritize(wire::ExtenderArgs&& args) const {
-  return prioritize_offered(args, args.node_names ? &*args.node_names : nullptr);
+  return prioritize_impl(args, &args);
 }
 
-wire::HostPriorityList SchedulingService::prioritize_offered(const wire::ExtenderArgs& args,
-                                                             wire::NameList* names_to_take) const {
+wire::HostPriorityList SchedulingService::prioritize_impl(const wire::ExtenderArgs& args,
+                                                          wire::ExtenderArgs* movable) const {
   core::PodDemand demand = args.pod.demand();
   const std::vector<std::string_view> offered = offered_views(args);
   std::vector<std::optional<double>> raw(offered.size());
@@ -375,8 +375,8 @@ wire::HostPriorityList SchedulingService::prioritize_offered(const wire::Extende
   if (args.node_names && listed == offered.size()) {  // every name offered, as offered
     // (`offered` views the names: not read after they are taken.)
     std::vector<std::int64_t> listed_scores(scores.begin(), scores.end());
-    result = names_to_take != nullptr
-                 ? wire::HostPriorityList(std::move(*names_to_take), std::move(listed_scores))
+    result = movable != nullptr
+                 ? wire::HostPriorityList(std::move(*movable->node_names), std::move(listed_scores))
                  : wire::HostPriorityList(*args.node_names, std::move(listed_scores));
   } else {
     std::size_t bytes = 0;  // the listed names' bytes

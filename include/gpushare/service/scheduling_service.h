@@ -71,11 +71,10 @@ class SchedulingService {
   const ServiceConfig& config() const { return config_; }
 
  private:
-  // prioritize(); `names_to_take`: args.node_names where the caller gives them up, else null.
-  wire::HostPriorityList prioritize_offered(const wire::ExtenderArgs& args,
-                                            wire::NameList* names_to_take) const;
   // `movable` is &args when the caller gave the arguments up (its names may then be moved).
   wire::FilterResult filter_impl(const wire::ExtenderArgs& args, wire::ExtenderArgs* movable);
+  wire::HostPriorityList prioritize_impl(const wire::ExtenderArgs& args,
+                                         wire::ExtenderArgs* movable) const;
 
   // bind's steps, in order. A refusal is answered by fail_bind (logged, throttled, counted).
   struct BindRefusal {
