@@ -122,35 +122,62 @@ void Scorer::score_exact(bool cached, const ClusterModel& model, const Placement
         }
         const std::size_t position = model.position_of(*node);
         const std::uint64_t stamp = model.stamp(position);
-        const auto context = [&]() {  // only when scored
-          return ScoreContext{readings != nullptr ? &readings->at(position, stamp) : nullptr,
-                              shared};
-        };
         if (const auto known = cache_.find(position, stamp)) {
           raw[i] = *known;
           return;
         }
+        std::uint64_t hash = 0;
+        std::optional<StateMemo::Remembered> same;
         if (memo != nullptr) {
-          const std::uint64_t hash = state_hash(*node);
-          if (const auto same = memo->find(*node, hash)) {
-            raw[i] = *same;
-            ++memo_hits;
-          } else {
-            ScoreContext scoring = context();
-            raw[i] = score_one(policy, *node, demand, gpu_only, scoring);
-            memo->remember(*node, hash, raw[i]);
-          }
-          if (++memo_lookups == kMemoTrial && memo_hits * kMemoHitsPer < kMemoTrial) memo = nullptr;
-        } else {
-          ScoreContext scoring = context();
-          raw[i] = score_one(policy, *node, demand, gpu_only, scoring);
+          hash = state_hash(*node);
+          same = memo->find(*node, hash);
+          // Without a floor (the whole offer, or the rest after score_top's sample) every node
+          // gets its score: a state bounded earlier is scored now, and remembered as scored.
+          if (same && same->bounded && part->top == 0) same.reset();
         }
-        cache_.store(position, stamp, raw[i]);
+        if (same) {
+          // A score is already among the best where it belongs; a bound stays below every later
+          // floor, since the floor only rises.
+          raw[i] = same->score;
+          if (same->bounded) {
+            cache_.store_bound(position, stamp, *same->score);
+          } else {
+            cache_.store(position, stamp, same->score);
+          }
+          ++memo_hits;
+        } else {
+          // With part->top (score_top's sample), the policy is given the lowest of the `top`
+          // best distinct exact scores found so far as its floor, and may answer with a bound
+          // below it, which the score cache and the memo keep as a bound.
+          ScoreContext scoring{readings != nullptr ? &readings->at(position, stamp) : nullptr,
+                               shared};
+          if (part->top > 0 && best_.size() == part->top) scoring.floor = best_.back();
+          raw[i] = score_one(policy, *node, demand, gpu_only, scoring);
+          if (scoring.bounded) {
+            cache_.store_bound(position, stamp, *raw[i]);
+          } else {
+            cache_.store(position, stamp, raw[i]);
+            if (part->top > 0) admit_best(raw[i], part->top);
+          }
+          if (memo != nullptr) memo->remember(*node, hash, raw[i], scoring.bounded);
+        }
+        if (memo != nullptr && ++memo_lookups == kMemoTrial &&
+            memo_hits * kMemoHitsPer < kMemoTrial) {
+          memo = nullptr;
+        }
       },
       /*with_gpus=*/demand.wants_gpu());
   part->memo_lookups = memo_lookups;
   part->memo_hits = memo_hits;
   part->memo_on = memo != nullptr;
+}
+
+void Scorer::admit_best(const std::optional<double>& score, std::size_t top) {
+  if (!score || (best_.size() == top && !(*score > best_.back()))) return;
+  const auto at = std::lower_bound(best_.begin(), best_.end(), *score, std::greater<>());
+  if (at != best_.end() && *at == *score) return;
+  best_.insert(at, *score);
+  if (best_.size() > top) best_.pop_back();
 }
 
 void Scorer::score_top(const ClusterModel& model, const PlacementPolicy& policy,
@@ -177,14 +204,7 @@ void Scorer::score_top(const ClusterModel& model, const PlacementPolicy& policy,
   readings_.begin(*reading_version, model.node_count());
   pending_.clear();
   best_.clear();
-  // The best `top` distinct exact scores met so far, best first (as rank_scores keeps them).
-  const auto admit = [&](const std::optional<double>& score) {
-    if (!score || (best_.size() == top && !(*score > best_.back()))) return;
-    const auto at = std::lower_bound(best_.begin(), best_.end(), *score, std::greater<>());
-    if (at != best_.end() && *at == *score) return;
-    best_.insert(at, *score);
-    if (best_.size() > top) best_.pop_back();
-  };
+  const auto admit = [&](const std::optional<double>& score) { admit_best(score, top); };
   // The node's exact score, or where the policy's computation shows it below the `top` best
   // distinct exact scores found so far, a bound of it below them (ScoreContext::floor); kept in
   // the score cache as what it is.
@@ -247,13 +267,12 @@ void Scorer::score_top(const ClusterModel& model, const PlacementPolicy& policy,
     ExactPart part;
     part.memo_on = !policy.reads_node_identity();
     part.offer_size = offered.size();
+    part.top = top;
     score_exact(true, model, policy, demand, offered.first(kSample), raw.first(kSample),
                 unknown.first(kSample), &part);
+    // (A node the sample bounded is feasible, and below the top levels as its score is.)
     std::size_t feasible = 0;
-    for (std::size_t i = 0; i < kSample; ++i) {
-      feasible += raw[i] ? 1 : 0;
-      admit(raw[i]);
-    }
+    for (std::size_t i = 0; i < kSample; ++i) feasible += raw[i] ? 1 : 0;
     std::size_t tied = feasible;  // at the sample's top levels
     if (best_.size() == top) {
       tied = static_cast<std::size_t>(std::count_if(
@@ -262,6 +281,7 @@ void Scorer::score_top(const ClusterModel& model, const PlacementPolicy& policy,
     }
     // Else the rest as score() scores it, the memo's trial carried on.
     if (part.memo_on) {
+      part.top = 0;
       score_exact(true, model, policy, demand, offered.subspan(kSample), raw.subspan(kSample),
                   unknown.subspan(kSample), &part);
       return;

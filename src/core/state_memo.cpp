@@ -20,28 +20,38 @@ void StateMemo::begin(std::size_t nodes) {
   used_ = 0;
 }
 
-std::optional<std::optional<double>> StateMemo::find(const NodeState& node,
+std::optional<StateMemo::Remembered> StateMemo::find(const NodeState& node,
                                                      std::uint64_t hash) const {
   const std::size_t mask = slots_.size() - 1;
   for (std::size_t i = hash & mask;; i = (i + 1) & mask) {
     const Slot& slot = slots_[i];
     if (slot.epoch != epoch_) return std::nullopt;
     if (slot.hash == hash && same_state(*slot.node, node)) {
-      return slot.feasible ? std::optional<double>(slot.score) : std::nullopt;
+      return Remembered{slot.feasible ? std::optional<double>(slot.score) : std::nullopt,
+                        slot.bounded};
     }
   }
 }
 
-void StateMemo::remember(const NodeState& node, std::uint64_t hash, std::optional<double> score) {
+void StateMemo::remember(const NodeState& node, std::uint64_t hash, std::optional<double> score,
+                         bool bounded) {
   // At most half full, so probes stay short and always end at a free slot.
   if (2 * (used_ + 1) > slots_.size()) return;
   const std::size_t mask = slots_.size() - 1;
   std::size_t i = hash & mask;
   while (slots_[i].epoch == epoch_) {
-    if (slots_[i].hash == hash && same_state(*slots_[i].node, node)) return;
+    Slot& slot = slots_[i];
+    if (slot.hash == hash && same_state(*slot.node, node)) {
+      if (slot.bounded && !bounded) {
+        slot.score = score.value_or(0.0);
+        slot.feasible = score.has_value();
+        slot.bounded = false;
+      }
+      return;
+    }
     i = (i + 1) & mask;
   }
-  slots_[i] = {hash, &node, score.value_or(0.0), epoch_, score.has_value()};
+  slots_[i] = {hash, &node, score.value_or(0.0), epoch_, score.has_value(), bounded};
   ++used_;
 }
 

@@ -64,13 +64,13 @@ class Scorer {
   // `unknown` exactly as score(). It is score() where the policy gives no bounds, the caches are
   // taken or fewer than 512 names are offered, and for a demand whose table in the score cache
   // holds scores alone; one whose table holds bounds is bounded again (those bounds read back).
-  // Past the first 256 names, a node it scores may still come out bounded: the policy is given
-  // the lowest of the `top` best distinct exact scores found so far as ScoreContext::floor.
-  // For a demand new to the cache it scores the first 256 names as score() does and goes on as
-  // score() where its states repeat often enough for the state memo to be kept. Where more than
-  // an eighth of the sample's feasible nodes tie at its `top` best distinct scores (each tied
-  // node needs its exact score, so bounds computed apart would be paid on top of it), it scores
-  // each further node once, with that floor.
+  // A node it scores may still come out bounded: once `top` distinct exact scores are found,
+  // the policy is given the lowest of them as ScoreContext::floor.
+  // For a demand new to the cache it scores the first 256 names as score() does (with that
+  // floor) and goes on as score() where its states repeat often enough for the state memo to be
+  // kept. Where more than an eighth of the sample's feasible nodes tie at its `top` best
+  // distinct scores (each tied node needs its exact score, so bounds computed apart would be
+  // paid on top of it), it scores each further node once, with that floor.
   void score_top(const ClusterModel& model, const PlacementPolicy& policy, const PodDemand& demand,
                  std::span<const std::string_view> offered, std::span<std::optional<double>> raw,
                  std::span<char> unknown, std::size_t top);
@@ -92,6 +92,9 @@ class Scorer {
     std::size_t offer_size = 0;  // names offered in all parts (sizes the memo)
     std::size_t memo_lookups = 0;
     std::size_t memo_hits = 0;
+    // > 0: score_top's part, which keeps its `top` best distinct exact scores in best_ and
+    // gives the policy the lowest of them as its floor (a node may come out bounded).
+    std::size_t top = 0;
   };
   // score() with the caches (`cached`: mutex_ held) or without them; `part` null: the whole
   // offer at once.
@@ -113,7 +116,11 @@ class Scorer {
   FragmentationCache readings_;
   // score_top's scratch, kept between requests to spare the allocations.
   std::vector<Pending> pending_;
+  // The best `top` distinct exact scores met so far in score_top, best first (as rank_scores
+  // keeps them).
   std::vector<double> best_;
+  // Adds `score` to best_ where it is among the `top` best distinct ones.
+  void admit_best(const std::optional<double>& score, std::size_t top);
 };
 
 }  // namespace gpushare::core

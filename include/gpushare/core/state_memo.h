@@ -22,11 +22,19 @@ class StateMemo {
  public:
   // Starts a request that looks up at most `nodes` nodes; forgets the last request's states.
   void begin(std::size_t nodes);
-  // The score remembered for a node in the same state as `node` (whose state_hash is `hash`),
-  // or nullopt if none (the inner nullopt: that state cannot hold the pod).
-  std::optional<std::optional<double>> find(const NodeState& node, std::uint64_t hash) const;
-  // Remembers `score` for `node`'s state; a state is remembered once.
-  void remember(const NodeState& node, std::uint64_t hash, std::optional<double> score);
+  // What was remembered for a state: its score (nullopt: the state cannot hold the pod), or
+  // with `bounded`, an upper bound of it that the policy gave below a floor (ScoreContext).
+  struct Remembered {
+    std::optional<double> score;
+    bool bounded = false;
+  };
+  // What was remembered for a node in the same state as `node` (whose state_hash is `hash`), or
+  // nullopt if nothing.
+  std::optional<Remembered> find(const NodeState& node, std::uint64_t hash) const;
+  // Remembers `score` (a bound where `bounded`) for `node`'s state; a state is remembered once,
+  // except that a score replaces a bound.
+  void remember(const NodeState& node, std::uint64_t hash, std::optional<double> score,
+                bool bounded = false);
 
  private:
   struct Slot {
@@ -35,6 +43,7 @@ class StateMemo {
     double score = 0;
     std::uint32_t epoch = 0;  // the request it belongs to: older slots are free
     bool feasible = false;
+    bool bounded = false;
   };
   std::vector<Slot> slots_;  // open addressing, linear probing, power-of-two size
   std::uint32_t epoch_ = 0;

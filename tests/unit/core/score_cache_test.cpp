@@ -182,13 +182,34 @@ TEST(StateMemo, FindsOnlyTheStatesOfThisRequest) {
   memo.remember(a, state_hash(a), 2.5);
   memo.remember(c, state_hash(c), std::nullopt);
   ASSERT_TRUE(memo.find(b, state_hash(b)));
-  EXPECT_EQ(*memo.find(b, state_hash(b)), std::optional<double>(2.5));
+  EXPECT_EQ(memo.find(b, state_hash(b))->score, std::optional<double>(2.5));
+  EXPECT_FALSE(memo.find(b, state_hash(b))->bounded);
   ASSERT_TRUE(memo.find(c, state_hash(c)));
-  EXPECT_EQ(*memo.find(c, state_hash(c)), std::nullopt);
+  EXPECT_EQ(memo.find(c, state_hash(c))->score, std::nullopt);
   // A colliding hash is not enough: the states are compared.
   EXPECT_FALSE(memo.find(c, state_hash(a)));
   memo.begin(3);
   EXPECT_FALSE(memo.find(b, state_hash(b)));
+}
+
+TEST(StateMemo, ABoundIsRememberedAsABound) {
+  StateMemo memo;
+  NodeState a = node("a");
+  NodeState b = node("b");
+  memo.begin(2);
+  memo.remember(a, state_hash(a), -3.0, /*bounded=*/true);
+  memo.remember(a, state_hash(a), -3.5, /*bounded=*/true);  // a state is remembered once
+  auto found = memo.find(b, state_hash(b));
+  ASSERT_TRUE(found);
+  EXPECT_EQ(found->score, std::optional<double>(-3.0));
+  EXPECT_TRUE(found->bounded);
+  // A score replaces the bound, and stays.
+  memo.remember(b, state_hash(b), -4.0);
+  memo.remember(a, state_hash(a), -3.0, /*bounded=*/true);
+  found = memo.find(a, state_hash(a));
+  ASSERT_TRUE(found);
+  EXPECT_EQ(found->score, std::optional<double>(-4.0));
+  EXPECT_FALSE(found->bounded);
 }
 
 }  // namespace

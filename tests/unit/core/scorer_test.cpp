@@ -249,8 +249,11 @@ TEST(Scorer, TopScoresRankAsTheExactScoresDoOnRandomClusters) {
       }
       const bool all_exact = bits_of(scored.raw) == bits_of(exact);
       (all_exact ? exact_requests : bounded_requests) += 1;
-      if (max_binds == 1) {
-        EXPECT_TRUE(all_exact) << "request " << request;
+      if (max_binds == 1) {  // the states repeat: past the first 256 names, scored as score() does
+        const auto first = static_cast<std::ptrdiff_t>(std::min<std::size_t>(256, offered.size()));
+        EXPECT_EQ(bits_of({scored.raw.begin() + first, scored.raw.end()}),
+                  bits_of({exact.begin() + first, exact.end()}))
+            << "request " << request;
       }
       if (request % 3 == 2) {  // min-max mapping: score() after score_top, every score exact
         const Scored again = score_with(scorer, cluster.model, *policy, demand, offered);
@@ -271,36 +274,47 @@ TEST(Scorer, TopScoresRankAsTheExactScoresDoOnRandomClusters) {
 // GPUs in shuffled order (the same score, distinct states). The nodes below the top levels are
 // bounded by the policy as it scores them (ScoreContext::floor); the levels are the exact ones,
 // each bound is above its score and at level 1, and no bound is read back as a score.
-TEST(Scorer, TopScoresWithManyTiesAtTheTopBoundTheNodesBelowOnTheWay) {
-  std::mt19937_64 rng(20261129);
-  const auto between = [&](std::int64_t lo, std::int64_t hi) {
-    return std::uniform_int_distribution<std::int64_t>(lo, hi)(rng);
-  };
-  constexpr int kConfigurations = 40;
-  std::vector<std::vector<Units>> configurations(kConfigurations);
-  for (auto& free : configurations) {
-    for (int g = 0; g < 8; ++g) free.push_back(between(0, 32));
+// 1 200 nodes of 8 GPUs of 32 units in 40 configurations of free amounts: many nodes tie at
+// the top levels for a small sharing pod, in states of their own where each node's amounts are
+// shuffled over its GPUs (`shuffled`), else node n in the state of node n mod 40.
+struct TiedCluster {
+  explicit TiedCluster(std::uint64_t seed, bool shuffled = true) {
+    std::mt19937_64 rng(seed);
+    const auto between = [&](std::int64_t lo, std::int64_t hi) {
+      return std::uniform_int_distribution<std::int64_t>(lo, hi)(rng);
+    };
+    constexpr int kConfigurations = 40;
+    std::vector<std::vector<Units>> configurations(kConfigurations);
+    for (auto& free : configurations) {
+      for (int g = 0; g < 8; ++g) free.push_back(between(0, 32));
+    }
+    for (int n = 0; n < kConfigurations * 30; ++n) {
+      const NodeSpec spec = node_spec(n, "A100");
+      model.upsert_node(spec);
+      offered.push_back(spec.name);
+      std::vector<Units> free = configurations[static_cast<std::size_t>(n % kConfigurations)];
+      if (shuffled) std::shuffle(free.begin(), free.end(), rng);
+      for (int g = 0; g < 8; ++g) {
+        if (free[static_cast<std::size_t>(g)] == 32) continue;
+        PodAllocation pod;
+        pod.uid = fmt::format("pod-{}-{}", n, g);
+        pod.namespace_name = "default";
+        pod.name = pod.uid;
+        pod.node = spec.name;
+        pod.gpus = {g};
+        pod.per_gpu = 32 - free[static_cast<std::size_t>(g)];
+        model.add_pod(std::move(pod));
+      }
+    }
   }
   ClusterModel model;
   std::vector<std::string> offered;
-  for (int n = 0; n < kConfigurations * 30; ++n) {
-    const NodeSpec spec = node_spec(n, "A100");
-    model.upsert_node(spec);
-    offered.push_back(spec.name);
-    std::vector<Units> free = configurations[static_cast<std::size_t>(n % kConfigurations)];
-    std::shuffle(free.begin(), free.end(), rng);
-    for (int g = 0; g < 8; ++g) {
-      if (free[static_cast<std::size_t>(g)] == 32) continue;
-      PodAllocation pod;
-      pod.uid = fmt::format("pod-{}-{}", n, g);
-      pod.namespace_name = "default";
-      pod.name = pod.uid;
-      pod.node = spec.name;
-      pod.gpus = {g};
-      pod.per_gpu = 32 - free[static_cast<std::size_t>(g)];
-      model.add_pod(std::move(pod));
-    }
-  }
+};
+
+TEST(Scorer, TopScoresWithManyTiesAtTheTopBoundTheNodesBelowOnTheWay) {
+  TiedCluster cluster(20261129);
+  const ClusterModel& model = cluster.model;
+  const std::vector<std::string>& offered = cluster.offered;
   const auto policy = make_policy("fgd-plus");
   policy->observe_cluster(model.nodes());
   Scorer scorer;
@@ -335,6 +349,54 @@ TEST(Scorer, TopScoresWithManyTiesAtTheTopBoundTheNodesBelowOnTheWay) {
     }
     const Scored again = score_with(scorer, model, *policy, demand, offered);
     ASSERT_EQ(bits_of(again.raw), bits_of(exact));
+  }
+}
+
+// The first names offered (the sample score_top starts with) are scored with the floor too,
+// once the top levels are known: nodes among them below those levels come out bounded, and a
+// node among them in the state of a bounded one takes its bound. Where the states repeat (the
+// state memo is kept), the rest is scored as score() does: exactly. The levels are the exact
+// ones.
+TEST(Scorer, TheFirstNamesOfferedAreBoundedBelowTheTopLevelsToo) {
+  constexpr std::size_t kSampled = 256;
+  for (const bool shuffled : {true, false}) {
+    SCOPED_TRACE(shuffled);
+    TiedCluster cluster(7, shuffled);
+    const auto policy = make_policy("fgd-plus");
+    policy->observe_cluster(cluster.model.nodes());
+    Scorer scorer;
+    const std::vector<std::string_view> views(cluster.offered.begin(), cluster.offered.end());
+    const std::size_t top = rank_levels_apart();
+    const int levels = static_cast<int>(top) + 1;
+    PodDemand demand;
+    demand.per_gpu = 2;
+    demand.cpu_milli = 1000;
+    const auto exact = expected_scores(cluster.model, *policy, demand, cluster.offered);
+    const std::vector<int> expected_levels = rank_scores(exact, levels);
+    Scored scored{std::vector<std::optional<double>>(views.size()),
+                  std::vector<char>(views.size(), 0)};
+    scorer.score_top(cluster.model, *policy, demand, views, scored.raw, scored.unknown, top);
+    ASSERT_EQ(rank_scores(scored.raw, levels), expected_levels);
+    std::size_t bounded_first = 0;
+    std::size_t bounded_after = 0;
+    for (std::size_t i = 0; i < views.size(); ++i) {
+      ASSERT_EQ(scored.raw[i].has_value(), exact[i].has_value()) << views[i];
+      if (!exact[i] || bits_of({scored.raw[i]}) == bits_of({exact[i]})) continue;
+      ASSERT_EQ(expected_levels[i], 1) << views[i];
+      ASSERT_GT(*scored.raw[i], *exact[i]) << views[i];
+      ++(i < kSampled ? bounded_first : bounded_after);
+    }
+    EXPECT_GT(bounded_first, kSampled / 4);
+    if (shuffled) {
+      EXPECT_GT(bounded_after, views.size() / 4);
+    } else {
+      EXPECT_EQ(bounded_after, 0u);
+    }
+    // The bounds are kept as bounds: the same demand again gets the exact levels.
+    Scored again{std::vector<std::optional<double>>(views.size()),
+                 std::vector<char>(views.size(), 0)};
+    scorer.score_top(cluster.model, *policy, demand, views, again.raw, again.unknown, top);
+    EXPECT_EQ(rank_scores(again.raw, levels), expected_levels);
   }
 }
 
