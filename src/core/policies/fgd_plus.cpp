@@ -76,6 +76,43 @@ ClusterGpus cluster_gpus(std::span<const NodeState> nodes) {
   return cluster;
 }
 
+// One shape's demand routed to the classes that host it (see FgdPlusPolicy).
+struct RoutedDemand {
+  double gpus = 0;
+  std::vector<std::size_t> classes;  // indices into the slots
+};
+
+// Water-filling: each demand, those with the fewest classes first, raises the loads (routed
+// GPUs / slots) of its classes to one common level, the least-loaded first. Returns the routed
+// GPUs per class; `slots` are in GPUs, each above 0 for every class a demand names.
+std::vector<double> route_demand(std::vector<RoutedDemand> demands,
+                                 const std::vector<double>& slots) {
+  std::vector<double> routed(slots.size(), 0.0);
+  std::stable_sort(demands.begin(), demands.end(), [](const auto& a, const auto& b) {
+    return a.classes.size() < b.classes.size();
+  });
+  for (RoutedDemand& demand : demands) {
+    std::vector<std::size_t>& classes = demand.classes;
+    std::sort(classes.begin(), classes.end(), [&](std::size_t a, std::size_t b) {
+      return routed[a] / slots[a] < routed[b] / slots[b];
+    });
+    // Raise the first `raised` classes together: the level where they take the demand.
+    double routed_sum = 0;
+    double slot_sum = 0;
+    double level = 0;
+    for (std::size_t raised = 0; raised < classes.size(); ++raised) {
+      routed_sum += routed[classes[raised]];
+      slot_sum += slots[classes[raised]];
+      level = (demand.gpus + routed_sum) / slot_sum;
+      if (raised + 1 == classes.size()) break;
+      const std::size_t next = classes[raised + 1];
+      if (level <= routed[next] / slots[next]) break;
+    }
+    for (std::size_t c : classes) routed[c] = std::max(routed[c], level * slots[c]);
+  }
+  return routed;
+}
+
 }  // namespace
 
 WorkloadHistogram::Options FgdPlusPolicy::default_learning() {
@@ -227,6 +264,9 @@ std::vector<HostPrice> FgdPlusPolicy::host_prices(std::span<const NodeState> nod
   }
   if (multi.empty()) return prices;
   std::vector<double> supply(multi.size(), 0.0);  // pods each shape can still be hosted
+  // The same per host class (row per shape); a node of no class counts in `supply` alone.
+  std::vector<std::vector<double>> class_supply(multi.size(),
+                                                std::vector<double>(classes.size(), 0.0));
   // FNV-1a over the indices of the nodes that host each shape when empty.
   std::vector<std::uint64_t> host_set(multi.size(), 14695981039346656037ULL);
   for (std::size_t n = 0; n < nodes.size(); ++n) {
@@ -236,6 +276,9 @@ std::vector<HostPrice> FgdPlusPolicy::host_prices(std::span<const NodeState> nod
     const std::int64_t cpu = spec.cpu_milli > 0 ? spec.cpu_milli : kUntracked;
     const std::int64_t memory = spec.memory > 0 ? spec.memory : kUntracked;
     const int whole = whole_free_gpus(node);
+    const auto known = std::find_if(classes.begin(), classes.end(),
+                                    [&](const HostClass& c) { return c.holds(node); });
+    const auto host_class = static_cast<std::size_t>(known - classes.begin());
     for (std::size_t k = 0; k < multi.size(); ++k) {
       const WorkloadShape& shape = demand_mix()[multi[k]].shape;
       if (!shape.allows_model(spec.gpu_model)) continue;
@@ -243,7 +286,10 @@ std::vector<HostPrice> FgdPlusPolicy::host_prices(std::span<const NodeState> nod
         host_set[k] = (host_set[k] ^ static_cast<std::uint64_t>(n)) * 1099511628211ULL;
       }
       if (whole < 2) continue;
-      supply[k] += static_cast<double>(hosts(shape, whole, node.cpu_free(), node.memory_free()));
+      const auto hosted =
+          static_cast<double>(hosts(shape, whole, node.cpu_free(), node.memory_free()));
+      supply[k] += hosted;
+      if (known != classes.end()) class_supply[k][host_class] += hosted;
     }
   }
   const double idle_gpus = cluster.idle / static_cast<double>(cluster.mean_per_gpu());
@@ -265,11 +311,21 @@ std::vector<HostPrice> FgdPlusPolicy::host_prices(std::span<const NodeState> nod
     const double slots = supply[k] * shape.gpu_count;
     double demand = 0;  // GPUs still to come that need a host of `shape`
     std::vector<double> class_demand(classes.size(), 0.0);  // of them, those each class hosts
+    std::vector<double> class_slots(classes.size());
+    for (std::size_t c = 0; c < classes.size(); ++c) {
+      class_slots[c] = class_supply[k][c] * shape.gpu_count;
+    }
+    std::vector<RoutedDemand> routed;  // the same, by the classes with slots left that host it
     for (std::size_t j = 0; j < multi.size(); ++j) {
       if (!needs_at_least(demand_mix()[multi[j]].shape, shape)) continue;
       const double gpus = shares[multi[j]] * idle_gpus;
       demand += gpus;
-      for (std::size_t c = 0; c < classes.size(); ++c) class_demand[c] += hostable[c][j] ? gpus : 0;
+      RoutedDemand route{gpus, {}};
+      for (std::size_t c = 0; c < classes.size(); ++c) {
+        class_demand[c] += hostable[c][j] ? gpus : 0;
+        if (hostable[c][j] && class_slots[c] > 0) route.classes.push_back(c);
+      }
+      if (!route.classes.empty()) routed.push_back(std::move(route));
     }
     const double ratio = std::min(1.0, demand / slots);
     const double price = ramp(ratio, options_.host_threshold);
@@ -279,7 +335,17 @@ std::vector<HostPrice> FgdPlusPolicy::host_prices(std::span<const NodeState> nod
       for (double d : class_demand) {
         class_prices.push_back(ramp(std::min(1.0, d / slots), options_.host_threshold));
       }
-      prices.push_back({shape, price, host_set[k], ratio, std::move(class_prices)});
+      const std::vector<double> loads = route_demand(std::move(routed), class_slots);
+      // A class with no slot left now keeps its class price until the next recomputation.
+      std::vector<double> routed_prices = class_prices;
+      for (std::size_t c = 0; c < classes.size(); ++c) {
+        if (class_slots[c] > 0) {
+          routed_prices[c] =
+              ramp(std::min(1.0, loads[c] / class_slots[c]), options_.host_threshold);
+        }
+      }
+      prices.push_back(
+          {shape, price, host_set[k], ratio, std::move(class_prices), std::move(routed_prices)});
     }
   }
   return prices;
@@ -307,6 +373,7 @@ double FgdPlusPolicy::host_cost(const NodeState& node, const PodDemand& pod) con
                    [&](const HostClass& host_class) { return host_class.holds(node); });
   const std::size_t host_class = static_cast<std::size_t>(known - host_classes_.begin());
   const bool classed = known != host_classes_.end();
+  const bool middle = middle_pod(pod);
   const std::int64_t cpu = node.cpu_free();
   const std::int64_t memory = node.memory_free();
   const std::int64_t cpu_after = cpu == kUntracked ? cpu : cpu - pod.cpu_milli;
@@ -326,7 +393,9 @@ double FgdPlusPolicy::host_cost(const NodeState& node, const PodDemand& pod) con
     const std::int64_t before = hosts(host.shape, whole, cpu, memory);
     if (before == 0) continue;
     const std::int64_t lost = before - hosts(host.shape, whole - taken, cpu_after, memory_after);
-    const double price = classed ? host.class_prices[host_class] : host.price;
+    const double price = !classed ? host.price
+                         : middle ? host.routed_prices[host_class]
+                                  : host.class_prices[host_class];
     const double loss = price * static_cast<double>(lost * host.shape.gpu_count);
     cost = std::max(cost, loss);
     if (!exclusive || lost == 0 || host.shape.gpu_count < pod.gpu_count ||
@@ -347,6 +416,10 @@ double FgdPlusPolicy::host_cost(const NodeState& node, const PodDemand& pod) con
   double exclusive_cost = 0;
   for (std::size_t g = 0; g < group_count; ++g) exclusive_cost += groups[g].second;
   return options_.host_weight * cost + options_.exclusive_weight * exclusive_cost;
+}
+
+bool FgdPlusPolicy::middle_pod(const PodDemand& pod) const {
+  return pod.needs_whole_gpus() && pod.gpu_count > 1 && pod.gpu_count < largest_priced_gpus_;
 }
 
 double FgdPlusPolicy::scarcity_cost(std::string_view model, Units capacity, const PodDemand& pod,
@@ -402,6 +475,14 @@ double FgdPlusPolicy::stranded_gpu(Units idle_units, std::int64_t cpu_free,
         usable, static_cast<double>(std::max<std::int64_t>(0, memory_free)) / memory_per_gpu_unit_);
   }
   return idle - usable;
+}
+
+double FgdPlusPolicy::middle_stranding(Units idle_before, std::int64_t cpu_before,
+                                       std::int64_t memory_before, Units idle_after,
+                                       std::int64_t cpu_after, std::int64_t memory_after) const {
+  if (options_.middle_balance_weight == 0) return 0;
+  return options_.middle_balance_weight * (stranded_gpu(idle_after, cpu_after, memory_after) -
+                                           stranded_gpu(idle_before, cpu_before, memory_before));
 }
 
 double FgdPlusPolicy::stranded_gpu(const FreeResources& node) const {
@@ -538,6 +619,12 @@ Placement FgdPlusPolicy::place_with(NodeFragmentation& fragmentation, const Node
     fragmentation.before_and_after(placement.gpus, before, after);
     set_before(before);
     placement.score = score(after, idle - taken);
+    if (middle_pod(pod)) {
+      placement.score -=
+          middle_stranding(idle, fragmentation.cpu_before(), fragmentation.memory_before(),
+                           idle - taken, fragmentation.cpu_after(), fragmentation.memory_after()) /
+          capacity;
+    }
   } else if (count == 0) {
     placement.gpus = {-1};  // as reference_place, though check_fit leaves a GPU that fits
   } else if (score_only != nullptr) {
@@ -601,6 +688,12 @@ std::optional<Placement> FgdPlusPolicy::reference_place(const NodeState& node,
     FreeResources after = before;
     after.take(pod, placement.gpus);
     placement.score = score(after);
+    if (middle_pod(pod)) {
+      placement.score -=
+          middle_stranding(before.total_gpu_free(), before.cpu_free, before.memory_free,
+                           after.total_gpu_free(), after.cpu_free, after.memory_free) /
+          capacity;
+    }
     if (pod.wants_gpu()) {
       placement.score -= scarcity_cost(node.spec().gpu_model, node.spec().memory_per_gpu, pod,
                                        pod.per_gpu * pod.gpu_count);

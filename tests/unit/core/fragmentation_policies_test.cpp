@@ -3,6 +3,7 @@
 
 #include <cmath>
 #include <set>
+#include <stdexcept>
 #include <string>
 #include <utility>
 #include <vector>
@@ -527,8 +528,8 @@ TEST(FgdPlusHosts, AMultiGpuPodPaysMoreOnANodeThatAlsoHostsRarerShapes) {
 TEST(FgdPlusHosts, ASmallerMultiGpuPodPaysTheLargestLossAloneOnEitherHost) {
   // As above, with a 4-GPU pod of 48 cores: it breaks a 64-core 8-GPU slot on g3 and on g2,
   // and the 120-core set on g3 too, but only pods of the largest priced GPU count pay the host
-  // sets: the pod pays the largest loss alone on either node (on g3 the dearer by the 120-core
-  // demand g3's class counts), not the sets on top.
+  // sets: the pod pays the largest loss alone on either node (at the routed prices), not the
+  // sets on top.
   const auto [target, nodes] = one_g3_three_g2();
   FgdPlusPolicy::Options options = HostFleet::options();
   options.exclusive_weight = 3;
@@ -545,6 +546,108 @@ TEST(FgdPlusHosts, ASmallerMultiGpuPodPaysTheLargestLossAloneOnEitherHost) {
   // The 8-GPU pod of the common shape still pays the 120-core set on g3.
   const PodDemand common = pod(1000, 8, 64000);
   EXPECT_GT(plus.host_cost(nodes[0], common), plus.host_cost(nodes[1], common));
+}
+
+// One g3 and three g2 (as above), all free: 32 idle GPUs. A target by GPU demand of single-GPU
+// pods, 8-GPU pods of 120 cores (g3 only) and 8-GPU pods of 64 cores (every node).
+std::pair<TargetWorkload, std::vector<NodeState>> rare_and_common(double single, double rare,
+                                                                  double common) {
+  const double per_eight = 1 / std::sqrt(8.0);
+  auto [unused, nodes] = one_g3_three_g2();
+  return {{{shape(1000, 1, 1000), single},
+           {HostFleet::eight(120000), rare * per_eight},
+           {HostFleet::eight(64000), common * per_eight}},
+          std::move(nodes)};
+}
+
+const HostPrice& price_of(const FgdPlusPolicy& policy, std::int64_t cpu) {
+  for (const HostPrice& host : policy.host_prices()) {
+    if (host.shape.cpu_milli == cpu) return host;
+  }
+  throw std::logic_error("no such priced shape");
+}
+
+TEST(FgdPlusHosts, RoutedPricesFillTheClassOfTheRarerShapeWithItsOwnDemandFirst) {
+  // 9.6 GPUs of 120-core pods against g3's 8 slots: routed first, they fill g3 (load 1.2, price
+  // 1). The 19.2 GPUs of 64-core pods go to g2 then (19.2 / 24 = 0.8, price (0.8 - 0.2) / 0.8):
+  // g2 is not yet up to g3's load. Counted per class, as single-GPU and 8-GPU pods pay, the
+  // 64-core slot costs 28.8 / 32 on g3 and 19.2 / 32 on g2.
+  const auto [target, nodes] = rare_and_common(0.1, 0.3, 0.6);
+  FgdPlusPolicy plus(target, HostFleet::options());
+  plus.observe_cluster(nodes);
+  const HostPrice& common = price_of(plus, 64000);
+  ASSERT_EQ(common.routed_prices.size(), 2U);  // g3's class, then g2's
+  EXPECT_NEAR(common.routed_prices[0], 1.0, 1e-12);
+  EXPECT_NEAR(common.routed_prices[1], 0.75, 1e-12);
+  EXPECT_NEAR(common.class_prices[0], (0.9 - 0.2) / 0.8, 1e-12);
+  EXPECT_NEAR(common.class_prices[1], (0.6 - 0.2) / 0.8, 1e-12);
+  const HostPrice& rare = price_of(plus, 120000);
+  EXPECT_NEAR(rare.routed_prices[0], 1.0, 1e-12);
+  EXPECT_EQ(rare.routed_prices[1], 0.0);  // g2 hosts none
+
+  // A 4-GPU pod (a middle pod: the largest priced shapes have 8 GPUs) pays the routed prices,
+  // the dearest loss of its slot: 1 x 8 on g3, 0.75 x 8 on g2. A single-GPU pod pays the
+  // class prices.
+  const double weight = HostFleet::options().host_weight;
+  const PodDemand four = pod(1000, 4, 48000);
+  ASSERT_TRUE(plus.middle_pod(four));
+  EXPECT_NEAR(plus.host_cost(nodes[0], four), weight * 1.0 * 8, 1e-12);
+  EXPECT_NEAR(plus.host_cost(nodes[1], four), weight * 0.75 * 8, 1e-12);
+  const PodDemand single = pod(1000, 1, 4000);
+  EXPECT_FALSE(plus.middle_pod(single));
+  EXPECT_FALSE(plus.middle_pod(pod(1000, 8, 64000)));
+  EXPECT_NEAR(plus.host_cost(nodes[1], single), weight * common.class_prices[1] * 8, 1e-12);
+}
+
+TEST(FgdPlusHosts, RoutedPricesAreEvenWhereTheRarerShapeLeavesItsClassRoomForTheCommonOne) {
+  // 3.2 GPUs of 120-core pods take 0.4 of g3; the 12.8 GPUs of 64-core pods would load g2 to
+  // 0.53, above g3, so they are spread over both: (3.2 + 12.8) / 32 = 0.5 on each, price
+  // (0.5 - 0.2) / 0.8. Per class, g3 (16 / 32) would cost more than g2 (12.8 / 32).
+  const auto [target, nodes] = rare_and_common(0.5, 0.1, 0.4);
+  FgdPlusPolicy plus(target, HostFleet::options());
+  plus.observe_cluster(nodes);
+  const HostPrice& common = price_of(plus, 64000);
+  ASSERT_EQ(common.routed_prices.size(), 2U);
+  EXPECT_NEAR(common.routed_prices[0], 0.375, 1e-12);
+  EXPECT_NEAR(common.routed_prices[1], 0.375, 1e-12);
+  EXPECT_GT(common.class_prices[0], common.class_prices[1]);
+  const PodDemand four = pod(1000, 4, 48000);
+  EXPECT_NEAR(plus.host_cost(nodes[0], four), plus.host_cost(nodes[1], four), 1e-12);
+}
+
+TEST(FgdPlusHosts, AMiddlePodWeighsTheGpusItStrandsTwice) {
+  // About 10 cores per GPU arrive on average. A 4-GPU pod of 70 cores leaves 4 GPUs behind 26
+  // cores on g2 (S grows by about 1.4 GPUs) and behind 58 on g3 (S stays 0). With
+  // middle_balance_weight it pays that growth once more.
+  const auto [target, nodes] = rare_and_common(0.1, 0.3, 0.6);
+  FgdPlusPolicy::Options options = HostFleet::options();
+  FgdPlusPolicy plus(target, options);
+  options.middle_balance_weight = 0;
+  FgdPlusPolicy once(target, options);
+  plus.observe_cluster(nodes);
+  once.observe_cluster(nodes);
+  const PodDemand four = pod(1000, 4, 70000);
+  ASSERT_TRUE(plus.middle_pod(four));
+  for (const NodeState& n : {nodes[0], nodes[1]}) {
+    const auto placed = plus.place(n, four);
+    const auto reference = plus.reference_place(n, four);
+    ASSERT_TRUE(placed && reference);
+    EXPECT_EQ(placed->score, *plus.score(n, four));
+    EXPECT_NEAR(placed->score, reference->score, 1e-12);
+    FreeResources before = FreeResources::of(n);
+    FreeResources after = before;
+    after.take(four, placed->gpus);
+    const double growth = (plus.stranded_gpu(after) - plus.stranded_gpu(before)) / 1000;
+    EXPECT_NEAR(placed->score, once.place(n, four)->score - growth, 1e-12) << n.name();
+    if (n.name() == "g3") {
+      EXPECT_EQ(growth, 0.0);
+    } else {
+      EXPECT_GT(growth, 1.0);
+    }
+  }
+  // A single-GPU pod weighs S once.
+  const PodDemand single = pod(1000, 1, 30000);
+  EXPECT_EQ(plus.place(nodes[1], single)->score, once.place(nodes[1], single)->score);
 }
 
 TEST(FgdPlusHosts, ASlotIsPricedByThePodsItsNodeCanHost) {

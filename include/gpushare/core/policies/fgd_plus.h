@@ -56,6 +56,17 @@
 // alone: the sets would steer them off the CPU-rich nodes that host the rarer shapes, onto
 // nodes where their CPU strands the GPUs they leave (docs/placement.md, "Multi-GPU share").
 //
+// Middle pods (multi-GPU pods of fewer GPUs than the largest priced shape) choose which node's
+// slot to break, and a class's price above overstates the difference between two classes where
+// the demand only one class hosts will fill that class anyway. They pay routed prices instead:
+// the demand behind s (each shape that needs at least what s needs) is routed to the classes
+// that host it, the shapes hosted by the fewest classes first, each spread so that the loads
+// of its classes (GPUs routed / the class's s slots, in GPUs) rise evenly, and a class's price
+// ramps with its load as above. Where the rarer shapes alone fill their class, its slots and
+// those of the classes sharing the common shapes cost alike, and F and S decide. A middle pod
+// also weighs S by balance_weight + middle_balance_weight: it decides with how much CPU the
+// GPUs it leaves on the node stay.
+//
 // docs/placement.md compares it with FGD in the simulator. Nodes that do not track CPU or memory
 // (the service leaves those to kube-scheduler) simply drop those terms.
 
@@ -87,6 +98,9 @@ struct FgdPlusOptions {
   // Weight of the host sets a pod of the largest priced GPU count breaks (see FgdPlusPolicy);
   // 0 = off (chosen on the multi-GPU share sweep: docs/placement.md).
   double exclusive_weight = 3.0;
+  // Added to balance_weight for middle pods (see FgdPlusPolicy); chosen on the multi-GPU share
+  // sweep (docs/placement.md).
+  double middle_balance_weight = 1.0;
   int scarcity_refresh = 64;  // placements between recomputations of the prices
 };
 
@@ -106,6 +120,8 @@ struct HostPrice {
   // The price on the nodes of each host class (FgdPlusPolicy::host_classes, same order), D_s
   // counting only the shapes that class hosts; never above `price`.
   std::vector<double> class_prices;
+  // The routed price on the nodes of each host class (same order), what middle pods pay.
+  std::vector<double> routed_prices;
   friend bool operator==(const HostPrice&, const HostPrice&) = default;
 };
 
@@ -175,6 +191,8 @@ class FgdPlusPolicy final : public PlacementPolicy {
   // What `pod` pays, in GPUs, for the hosts of priced multi-GPU shapes it takes on `node`: the
   // largest loss over the shapes, not their sum; a multi-GPU pod also the host sets it breaks.
   double host_cost(const NodeState& node, const PodDemand& pod) const;
+  // A multi-GPU pod of fewer GPUs than the largest priced shape (routed prices, heavier S).
+  bool middle_pod(const PodDemand& pod) const;
   // What `pod` pays, in GPUs, for taking `taken` GPU memory on a node of `model` with GPUs of
   // `capacity`: scarcity_weight x the highest price of a set holding `model` that does not
   // cover the pod's own pin.
@@ -201,6 +219,11 @@ class FgdPlusPolicy final : public PlacementPolicy {
                                      const std::vector<HostClass>& classes) const;
   // S(n) of a node with `idle` GPU memory, `cpu_free` and `memory_free` left.
   double stranded_gpu(Units idle, std::int64_t cpu_free, std::int64_t memory_free) const;
+  // middle_balance_weight x the growth of S(n) from before to after a middle pod's placement,
+  // in units of GPU memory.
+  double middle_stranding(Units idle_before, std::int64_t cpu_before, std::int64_t memory_before,
+                          Units idle_after, std::int64_t cpu_after,
+                          std::int64_t memory_after) const;
   // A sharing pod's score before its prices: the growth of M(n) in GPUs, from M(n) before
   // (`measure_before`) and F after placement, and a little packing. Non-increasing in
   // `fragmentation_after`.
