@@ -57,15 +57,16 @@
 // nodes where their CPU strands the GPUs they leave (docs/placement.md, "Multi-GPU share").
 //
 // Middle pods (multi-GPU pods of fewer GPUs than the largest priced shape) choose which node's
-// slot to break, and a class's price above overstates the difference between two classes where
-// the demand only one class hosts will fill that class anyway. They pay routed prices instead:
-// the demand behind s (each shape that needs at least what s needs) is routed to the classes
-// that host it, the shapes hosted by the fewest classes first, each spread so that the loads
-// of its classes (GPUs routed / the class's s slots, in GPUs) rise evenly, and a class's price
-// ramps with its load as above. Where the rarer shapes alone fill their class, its slots and
-// those of the classes sharing the common shapes cost alike, and F and S decide. A middle pod
-// also weighs S by balance_weight + middle_balance_weight: it decides with how much CPU the
-// GPUs it leaves on the node stay.
+// slot to break. A class's price above counts its demand against the shape's slots in the whole
+// cluster, so a class that hosts only the smaller shapes prices its slots near 0, however few
+// hosts those shapes have elsewhere once the larger pods take theirs. Middle pods pay routed
+// prices instead: the demand behind s (each shape that needs at least what s needs) is routed
+// to the classes that host it, the shapes hosted by the fewest classes first, each spread so
+// that the loads of its classes (GPUs routed / the class's s slots, in GPUs) rise evenly, and a
+// class's price ramps with its load as above. Where the rarer shapes leave their class room,
+// its slots and those of the classes sharing the common shapes cost alike. A middle pod also
+// weighs S by balance_weight + middle_balance_weight: it decides with how much CPU the GPUs it
+// leaves on the node stay.
 //
 // docs/placement.md compares it with FGD in the simulator. Nodes that do not track CPU or memory
 // (the service leaves those to kube-scheduler) simply drop those terms.
