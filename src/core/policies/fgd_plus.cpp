@@ -481,8 +481,12 @@ double FgdPlusPolicy::middle_stranding(Units idle_before, std::int64_t cpu_befor
                                        std::int64_t memory_before, Units idle_after,
                                        std::int64_t cpu_after, std::int64_t memory_after) const {
   if (options_.middle_balance_weight == 0) return 0;
-  return options_.middle_balance_weight * (stranded_gpu(idle_after, cpu_after, memory_after) -
-                                           stranded_gpu(idle_before, cpu_before, memory_before));
+  double dearest = 0;
+  for (const HostPrice& host : host_prices_) dearest = std::max(dearest, host.price);
+  if (dearest == 0) return 0;
+  return dearest * options_.middle_balance_weight *
+         (stranded_gpu(idle_after, cpu_after, memory_after) -
+          stranded_gpu(idle_before, cpu_before, memory_before));
 }
 
 double FgdPlusPolicy::stranded_gpu(const FreeResources& node) const {

@@ -615,19 +615,30 @@ TEST(FgdPlusHosts, RoutedPricesAreEvenWhereTheRarerShapeLeavesItsClassRoomForThe
   EXPECT_NEAR(plus.host_cost(nodes[0], four), plus.host_cost(nodes[1], four), 1e-12);
 }
 
-TEST(FgdPlusHosts, AMiddlePodWeighsTheGpusItStrandsTwice) {
-  // About 10 cores per GPU arrive on average. A 4-GPU pod of 70 cores leaves 4 GPUs behind 26
-  // cores on g2 (S grows by about 1.4 GPUs) and behind 58 on g3 (S stays 0). With
-  // middle_balance_weight it pays that growth once more.
-  const auto [target, nodes] = rare_and_common(0.1, 0.3, 0.6);
+// FgdPlusPolicy with HostFleet::options(), and the same without middle_balance_weight, both
+// having seen `nodes`.
+std::pair<FgdPlusPolicy, FgdPlusPolicy> with_and_without_middle_weight(
+    const TargetWorkload& target, std::span<const NodeState> nodes) {
   FgdPlusPolicy::Options options = HostFleet::options();
   FgdPlusPolicy plus(target, options);
   options.middle_balance_weight = 0;
   FgdPlusPolicy once(target, options);
   plus.observe_cluster(nodes);
   once.observe_cluster(nodes);
+  return {std::move(plus), std::move(once)};
+}
+
+TEST(FgdPlusHosts, AMiddlePodWeighsTheGpusItStrandsTwice) {
+  // About 10 cores per GPU arrive on average. A 4-GPU pod of 70 cores leaves 4 GPUs behind 26
+  // cores on g2 (S grows by about 1.4 GPUs) and behind 58 on g3 (S stays 0). With
+  // middle_balance_weight it pays that growth once more, times the dearest host price.
+  const auto [target, nodes] = rare_and_common(0.1, 0.3, 0.6);
+  const auto [plus, once] = with_and_without_middle_weight(target, nodes);
   const PodDemand four = pod(1000, 4, 70000);
   ASSERT_TRUE(plus.middle_pod(four));
+  double dearest = 0;
+  for (const HostPrice& host : plus.host_prices()) dearest = std::max(dearest, host.price);
+  ASSERT_GT(dearest, 0.5);
   for (const NodeState& n : {nodes[0], nodes[1]}) {
     const auto placed = plus.place(n, four);
     const auto reference = plus.reference_place(n, four);
@@ -638,7 +649,7 @@ TEST(FgdPlusHosts, AMiddlePodWeighsTheGpusItStrandsTwice) {
     FreeResources after = before;
     after.take(four, placed->gpus);
     const double growth = (plus.stranded_gpu(after) - plus.stranded_gpu(before)) / 1000;
-    EXPECT_NEAR(placed->score, once.place(n, four)->score - growth, 1e-12) << n.name();
+    EXPECT_NEAR(placed->score, once.place(n, four)->score - dearest * growth, 1e-12) << n.name();
     if (n.name() == "g3") {
       EXPECT_EQ(growth, 0.0);
     } else {
@@ -648,6 +659,25 @@ TEST(FgdPlusHosts, AMiddlePodWeighsTheGpusItStrandsTwice) {
   // A single-GPU pod weighs S once.
   const PodDemand single = pod(1000, 1, 30000);
   EXPECT_EQ(plus.place(nodes[1], single)->score, once.place(nodes[1], single)->score);
+}
+
+TEST(FgdPlusHosts, AMiddlePodWeighsSOnceWhileNoHostIsDear) {
+  // The same fleet with a tenth of the GPU demand in 8-GPU pods: 3.2 GPUs against 32 slots, under
+  // host_threshold. The shapes stay priced for the host sets (scarcity above 0), but no host is
+  // dear, so the extra weight on S would only send a middle pod to wholly free nodes: it is 0.
+  const auto [target, nodes] = rare_and_common(0.9, 0.02, 0.08);
+  const auto [plus, once] = with_and_without_middle_weight(target, nodes);
+  ASSERT_FALSE(plus.host_prices().empty());
+  for (const HostPrice& host : plus.host_prices()) {
+    EXPECT_GT(host.scarcity, 0.0);
+    EXPECT_EQ(host.price, 0.0);
+  }
+  const PodDemand four = pod(1000, 4, 70000);
+  ASSERT_TRUE(plus.middle_pod(four));
+  for (const NodeState& n : {nodes[0], nodes[1]}) {
+    EXPECT_EQ(plus.place(n, four)->score, once.place(n, four)->score) << n.name();
+    EXPECT_EQ(plus.reference_place(n, four)->score, once.reference_place(n, four)->score);
+  }
 }
 
 TEST(FgdPlusHosts, ASlotIsPricedByThePodsItsNodeCanHost) {

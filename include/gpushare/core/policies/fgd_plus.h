@@ -65,8 +65,9 @@
 // that the loads of its classes (GPUs routed / the class's s slots, in GPUs) rise evenly, and a
 // class's price ramps with its load as above. Where the rarer shapes leave their class room,
 // its slots and those of the classes sharing the common shapes cost alike. A middle pod also
-// weighs S by balance_weight + middle_balance_weight: it decides with how much CPU the GPUs it
-// leaves on the node stay.
+// weighs S by balance_weight + middle_balance_weight x the largest host price in force: it
+// decides with how much CPU the GPUs it leaves on the node stay, which matters as far as hosts
+// are scarce; with no host dear, the extra weight would only send it to wholly free nodes.
 //
 // docs/placement.md compares it with FGD in the simulator. Nodes that do not track CPU or memory
 // (the service leaves those to kube-scheduler) simply drop those terms.
@@ -99,8 +100,8 @@ struct FgdPlusOptions {
   // Weight of the host sets a pod of the largest priced GPU count breaks (see FgdPlusPolicy);
   // 0 = off (chosen on the multi-GPU share sweep: docs/placement.md).
   double exclusive_weight = 3.0;
-  // Added to balance_weight for middle pods (see FgdPlusPolicy); chosen on the multi-GPU share
-  // sweep (docs/placement.md).
+  // Added to balance_weight for middle pods, times the largest host price in force (see
+  // FgdPlusPolicy); chosen on the multi-GPU share sweep (docs/placement.md).
   double middle_balance_weight = 1.0;
   int scarcity_refresh = 64;  // placements between recomputations of the prices
 };
@@ -220,8 +221,8 @@ class FgdPlusPolicy final : public PlacementPolicy {
                                      const std::vector<HostClass>& classes) const;
   // S(n) of a node with `idle` GPU memory, `cpu_free` and `memory_free` left.
   double stranded_gpu(Units idle, std::int64_t cpu_free, std::int64_t memory_free) const;
-  // middle_balance_weight x the growth of S(n) from before to after a middle pod's placement,
-  // in units of GPU memory.
+  // middle_balance_weight x the largest host price in force x the growth of S(n) from before
+  // to after a middle pod's placement, in units of GPU memory.
   double middle_stranding(Units idle_before, std::int64_t cpu_before, std::int64_t memory_before,
                           Units idle_after, std::int64_t cpu_after,
                           std::int64_t memory_after) const;
