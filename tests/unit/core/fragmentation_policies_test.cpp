@@ -665,6 +665,7 @@ TEST(FgdPlusHosts, AMiddlePodWeighsSOnceWhileNoHostIsDear) {
   // The same fleet with a tenth of the GPU demand in 8-GPU pods: 3.2 GPUs against 32 slots, under
   // host_threshold. The shapes stay priced for the host sets (scarcity above 0), but no host is
   // dear, so the extra weight on S would only send a middle pod to wholly free nodes: it is 0.
+  // About 3 cores per GPU arrive; a 4-GPU pod of 90 cores leaves 4 GPUs behind 6 cores on g2.
   const auto [target, nodes] = rare_and_common(0.9, 0.02, 0.08);
   const auto [plus, once] = with_and_without_middle_weight(target, nodes);
   ASSERT_FALSE(plus.host_prices().empty());
@@ -672,12 +673,17 @@ TEST(FgdPlusHosts, AMiddlePodWeighsSOnceWhileNoHostIsDear) {
     EXPECT_GT(host.scarcity, 0.0);
     EXPECT_EQ(host.price, 0.0);
   }
-  const PodDemand four = pod(1000, 4, 70000);
+  const PodDemand four = pod(1000, 4, 90000);
   ASSERT_TRUE(plus.middle_pod(four));
   for (const NodeState& n : {nodes[0], nodes[1]}) {
     EXPECT_EQ(plus.place(n, four)->score, once.place(n, four)->score) << n.name();
     EXPECT_EQ(plus.reference_place(n, four)->score, once.reference_place(n, four)->score);
   }
+  // S does grow on g2, so a weight on it would show.
+  FreeResources before = FreeResources::of(nodes[1]);
+  FreeResources after = before;
+  after.take(four, plus.place(nodes[1], four)->gpus);
+  EXPECT_GT(plus.stranded_gpu(after), plus.stranded_gpu(before));
 }
 
 TEST(FgdPlusHosts, ASlotIsPricedByThePodsItsNodeCanHost) {
