@@ -115,6 +115,9 @@ TEST_F(DraSync, DraGpusAndTheirClaimsAppearInInspect) {
   LiveExtender extender(fake, live_options([](LiveOptions& o) { o.dra = true; }));
   ASSERT_TRUE(extender.wait_for_sync());
   ASSERT_TRUE(extender.dra()->enabled());
+  // The DRA objects have reflectors of their own, which wait_for_sync does not wait for; the
+  // prioritize below needs the claim template listed.
+  ASSERT_TRUE(eventually([&] { return extender.dra()->synced(); }));
   EXPECT_TRUE(eventually([&] {
     const Json gpu = inspected_gpu(extender, "a", 0);
     return gpu.is_object() && gpu["usedGPU"] == 30 && gpu["totalGPU"] == 40 &&
