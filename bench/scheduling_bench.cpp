@@ -57,7 +57,9 @@
 //
 // The pod asks for 4 GiB on one GPU (4.05 cores, 32 GiB + 64 MiB of memory); GPUs hold 32 GiB.
 
+#include <array>
 #include <cmath>
+#include <map>
 #include <optional>
 #include <random>
 #include <vector>
@@ -144,25 +146,26 @@ void BM_PrioritizeLatency(benchmark::State& state) {
   shape.learned_workload = state.range(4) != 0;
   const bool cpu_only = state.range(3) != 0;
   auto& harness = gb::cached_harness(shape, policy);
-  // With newpod, the pod changes from one request (repetition) to the next.
-  static int requests = 0;
-  static std::int64_t unseen = 0;
+  // With newpod, the pod changes from one request (repetition) to the next. Each run counts its
+  // own requests, so that its pods are the same whichever runs the filter selected before it.
+  static std::map<std::array<std::int64_t, 6>, std::int64_t> requests_by_run;
+  const std::int64_t sent = ++requests_by_run[{state.range(0), state.range(1), state.range(2),
+                                               state.range(3), state.range(4), state.range(5)}];
   const std::int64_t newpod = state.range(5);
   for (const core::Units size : {0, 3, 4}) typed_args(nodes, size);
   if (newpod == 3) {
     for (core::Units size = 1; size <= 31; ++size) typed_args(nodes, size);
   }
-  if (newpod >= 2) ++unseen;
   core::Units request = 4;
   if (cpu_only) {
     request = 0;
   } else if (newpod == 1) {
-    request = ++requests % 2 == 0 ? 3 : 4;
+    request = sent % 2 == 0 ? 3 : 4;
   } else if (newpod == 3) {
-    request = 1 + unseen % 31;
+    request = 1 + sent % 31;
   }
   gpushare::wire::ExtenderArgs args = typed_args(nodes, request);
-  if (newpod >= 2) args.pod.cpu_milli += unseen;
+  if (newpod >= 2) args.pod.cpu_milli += sent;
   state.SetLabel(fmt::format("{} {} pod, {}{}", policy, cpu_only ? "CPU-only" : "GPU",
                              shape.learned_workload ? "learned workload" : "prior",
                              newpod == 1   ? ", a new pod of a known shape each request"
