@@ -32,6 +32,19 @@ std::vector<core::DraRequest> pending_dra_requests(const core::DraState& dra, co
   return dra_requests(dra, pod, /*pending_only=*/true);
 }
 
+std::optional<std::string> unresolved_dra_claim(const core::DraState& dra, const PodInfo& pod) {
+  for (const core::DraPodClaim& entry : pod.resource_claims) {
+    if (!entry.claim.empty() && dra.find_claim(pod.namespace_name, entry.claim) != nullptr)
+      continue;
+    if (!entry.template_name.empty()) {
+      if (dra.find_template(pod.namespace_name, entry.template_name) != nullptr) continue;
+      return "ResourceClaimTemplate " + pod.namespace_name + "/" + entry.template_name;
+    }
+    if (!entry.claim.empty()) return "ResourceClaim " + pod.namespace_name + "/" + entry.claim;
+  }
+  return std::nullopt;
+}
+
 core::PodDemand learned_demand(const core::ClusterModel& model, const PodInfo& pod) {
   core::PodDemand demand = pod.demand(model.gpu_models());
   if (demand.wants_gpu() || pod.resource_claims.empty()) return demand;

@@ -329,6 +329,7 @@ wire::HostPriorityList SchedulingService::prioritize_impl(const wire::ExtenderAr
   constexpr char kLeftOut = 2;
   std::vector<char> unknown(offered.size(), 0);
   std::string held_node;  // a consolidation hold's node for this pod's owner, where it fits
+  std::optional<std::string> unresolved_claim;  // a DRA claim of the pod the model lacks
   // Every pod is scored, GPU or not: a second extender entry without managedResources sends
   // CPU-only pods here so that they can be steered off the CPU and memory GPU pods will need.
   store_.read([&](const core::ClusterModel& model, const core::PlacementPolicy& policy,
@@ -349,6 +350,7 @@ wire::HostPriorityList SchedulingService::prioritize_impl(const wire::ExtenderAr
                                 offered, raw, unknown);
         return;
       }
+      unresolved_claim = kube::unresolved_dra_claim(model.dra(), args.pod);
     }
     resolve_pin(demand, args.pod, model);
     if (config_.score_mapping == core::ScoreMapping::kRank) {
@@ -388,7 +390,18 @@ wire::HostPriorityList SchedulingService::prioritize_impl(const wire::ExtenderAr
     }
   }
   if (unknown_count > kMaxUnknownNodesListed) note_unlisted("prioritize", args.pod, unknown_count);
+  if (unresolved_claim) note_unresolved_claim(args.pod, *unresolved_claim);
   return result;
+}
+
+void SchedulingService::note_unresolved_claim(const kube::PodInfo& pod,
+                                              std::string_view claim) const {
+  const logging::LogThrottle::Admission admitted = unresolved_claims_log_.admit();
+  if (!admitted.log) return;
+  spdlog::warn(
+      "prioritize {}: {} is not known to the extender (not listed yet, or --dra off); the pod is "
+      "scored as a pod without GPU memory{}",
+      pod.key(), claim, held_back_note(admitted));
 }
 
 void SchedulingService::note_unlisted(std::string_view verb, const kube::PodInfo& pod,

@@ -6,6 +6,7 @@
 
 #include "extender_fixture.h"
 #include "gpushare/kube/dra_objects.h"
+#include "support/log_capture.h"
 
 namespace gpushare::testing {
 namespace {
@@ -125,13 +126,49 @@ TEST_F(DraPrioritize, FilterNeverRefusesADraPod) {
 TEST_F(DraPrioritize, APodWithoutClaimsOfTheDriverIsScoredAsBefore) {
   dra([](core::DraState& state) {
     state.upsert_slice(kube::parse_resource_slice(slice("a", {"40Gi"})));
+    state.upsert_template(kube::parse_claim_template(
+        R"({"metadata":{"name":"fpga","namespace":"ml"},"spec":{"spec":{"devices":{"requests":[{"name":"fpga","exactly":{"deviceClassName":"fpga.example.com"}}]}}}})"));
   });
   // The same scores as the pod without its claims: a pod without GPU memory.
-  Json plain = dra_pod("no-such-template");
+  Json plain = dra_pod("fpga");
   plain["spec"].erase("resourceClaims");
-  const auto result = scores(dra_pod("no-such-template"));
+  LogCapture log;
+  const auto result = scores(dra_pod("fpga"));
   EXPECT_EQ(result.size(), 2u);
   EXPECT_EQ(result, scores(plain));
+  EXPECT_EQ(log.text().find("not known to the extender"), std::string::npos) << log.text();
+}
+
+TEST_F(DraPrioritize, AClaimTheModelLacksIsLoggedAndThePodScoredWithoutGpuMemory) {
+  dra([](core::DraState& state) {
+    state.upsert_slice(kube::parse_resource_slice(slice("a", {"40Gi"})));
+  });
+  Json plain = dra_pod("late-template");
+  plain["spec"].erase("resourceClaims");
+  const auto without_claims = scores(plain);
+  LogCapture log;
+  EXPECT_EQ(scores(dra_pod("late-template")), without_claims);
+  EXPECT_NE(log.text().find("prioritize ml/trainer: ResourceClaimTemplate ml/late-template is not "
+                            "known to the extender"),
+            std::string::npos)
+      << log.text();
+  // Anyone can send such pods: the lines are throttled.
+  for (int i = 0; i < 50; ++i) scores(dra_pod("late-template"));
+  std::size_t lines = 0;
+  for (std::size_t at = 0;
+       (at = log.text().find("is not known to the extender", at)) != std::string::npos; ++at)
+    ++lines;
+  EXPECT_LE(lines, 6u) << log.text();
+  // Once the template is listed, the pod is scored by its claim and nothing more is logged.
+  dra([](core::DraState& state) {
+    state.upsert_template(kube::parse_claim_template(
+        R"({"metadata":{"name":"late-template","namespace":"ml"},"spec":{"spec":{"devices":{"requests":[{"name":"gpu","exactly":{"deviceClassName":"gpu.nvidia.com","capacity":{"requests":{"memory":"20Gi"}}}}]}}}})"));
+  });
+  const std::string before = log.text();
+  const auto scored = scores(dra_pod("late-template"));
+  EXPECT_EQ(scored.at("b"), 0);  // b has no DRA GPU
+  EXPECT_GT(scored.at("a"), 0);
+  EXPECT_EQ(log.text(), before);
 }
 
 }  // namespace

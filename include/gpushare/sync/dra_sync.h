@@ -4,7 +4,7 @@
 // DraState (core/dra.h). Started only when the API server serves resource.k8s.io/v1: a 404 on
 // its discovery document turns DRA off with one log line. Not part of readiness: without DRA
 // objects the extender still serves every device-plugin pod, and DRA pods are scored as pods
-// without GPUs until the objects arrive.
+// without GPUs until the objects arrive (prioritize logs each such pod, throttled).
 
 #include <atomic>
 #include <functional>

@@ -6,6 +6,7 @@
 #include <gtest/gtest.h>
 
 #include <limits>
+#include <optional>
 #include <string>
 
 #include "gpushare/core/cluster_model.h"
@@ -213,6 +214,31 @@ TEST(DraLearnedDemand, AHugeCountIsBounded) {
   EXPECT_EQ(demand.per_gpu, 10);
   EXPECT_GT(demand.gpu_count, 0);
   EXPECT_LE(demand.gpu_count, 32);
+}
+
+// Each way a pod names a claim, resolved or not: a claim by name, a template whose generated
+// claim the pod's status does not name yet, and a generated claim the model has not seen (its
+// template stands in for it).
+TEST(DraUnresolvedClaim, NamesTheFirstClaimTheModelCannotResolve) {
+  core::DraState dra;
+  dra.upsert_claim(kube::parse_resource_claim(
+      R"({"metadata":{"name":"known","namespace":"ml"},"spec":{"devices":{"requests":[]}}})"));
+  dra.upsert_template(kube::parse_claim_template(
+      R"({"metadata":{"name":"t","namespace":"ml"},"spec":{"spec":{"devices":{"requests":[]}}}})"));
+  kube::PodInfo pod;
+  pod.namespace_name = "ml";
+  pod.name = "p";
+  EXPECT_EQ(kube::unresolved_dra_claim(dra, pod), std::nullopt);
+  pod.resource_claims = {{"a", "known", ""}, {"b", "", "t"}, {"c", "t-generated", "t"}};
+  EXPECT_EQ(kube::unresolved_dra_claim(dra, pod), std::nullopt);
+  pod.resource_claims.push_back({"d", "missing", ""});
+  EXPECT_EQ(kube::unresolved_dra_claim(dra, pod), "ResourceClaim ml/missing");
+  pod.resource_claims.insert(pod.resource_claims.begin(), {"e", "", "no-such-template"});
+  EXPECT_EQ(kube::unresolved_dra_claim(dra, pod), "ResourceClaimTemplate ml/no-such-template");
+  // The same names in another namespace are other objects.
+  pod.namespace_name = "other";
+  pod.resource_claims = {{"a", "known", ""}};
+  EXPECT_EQ(kube::unresolved_dra_claim(dra, pod), "ResourceClaim other/known");
 }
 
 }  // namespace
