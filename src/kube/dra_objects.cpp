@@ -4,6 +4,8 @@
 
 #include <algorithm>
 #include <cctype>
+#include <string_view>
+#include <unordered_map>
 
 #include "gpushare/kube/json_fields.h"
 #include "gpushare/kube/quantity_json.h"
@@ -446,12 +448,17 @@ std::vector<core::DraPodClaim> decode_pod_claims(const json::Value& value) {
       status ? array_field(*status, "resourceClaimStatuses", "resourceClaimStatuses")
              : std::nullopt;
   if (generated) {
+    // By name, so that a body of many entries costs linear time, not entries x statuses.
+    std::unordered_multimap<std::string_view, core::DraPodClaim*> by_name;
+    by_name.reserve(claims.size());
+    for (auto& claim : claims) by_name.emplace(claim.name, &claim);
     for (const json::Value item : *generated) {
       const json::Object entry = object_of(item, "resourceClaimStatuses entry");
       const std::string name = string_field(entry, "name", "resourceClaimStatuses name");
-      for (auto& claim : claims) {
-        if (claim.name == name && claim.claim.empty())
-          claim.claim = string_field(entry, "resourceClaimName", "resourceClaimName");
+      const auto [first, last] = by_name.equal_range(name);
+      for (auto it = first; it != last; ++it) {
+        if (it->second->claim.empty())
+          it->second->claim = string_field(entry, "resourceClaimName", "resourceClaimName");
       }
     }
   }

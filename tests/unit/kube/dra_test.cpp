@@ -152,6 +152,36 @@ TEST(DraDecode, ReadsV1beta1RequestsTemplatesClassesAndPodClaims) {
   EXPECT_EQ(pod.resource_claims[1].claim, "c");
 }
 
+// Each status names the claim generated for the entry of its name, whatever the order; a status
+// of no entry, or for an entry that names its claim, changes nothing. Many entries: the statuses
+// are matched by name, not each against every entry.
+TEST(DraDecode, GeneratedClaimsAreMatchedToTheirEntriesByName) {
+  constexpr int kEntries = 20000;
+  std::string claims;
+  std::string statuses = R"({"name":"nobody","resourceClaimName":"stray"},)"
+                         R"({"name":"fixed","resourceClaimName":"not-this"})";
+  for (int i = 0; i < kEntries; ++i) {
+    claims += fmt::format(R"({{"name":"e{}","resourceClaimTemplateName":"t"}},)", i);
+    statuses += fmt::format(R"(,{{"name":"e{}","resourceClaimName":"p-e{}-gen"}})",
+                            kEntries - 1 - i, kEntries - 1 - i);
+  }
+  claims +=
+      R"({"name":"fixed","resourceClaimName":"c"},{"name":"twice","resourceClaimTemplateName":"t"},{"name":"twice","resourceClaimTemplateName":"t"})";
+  statuses += R"(,{"name":"twice","resourceClaimName":"p-twice-gen"})";
+  const kube::PodInfo pod = kube::decode_pod_text(
+      fmt::format(
+          R"({{"metadata":{{"name":"p","namespace":"ns","uid":"u"}},"spec":{{"containers":[{{"name":"c"}}],"resourceClaims":[{}]}},"status":{{"resourceClaimStatuses":[{}]}}}})",
+          claims, statuses),
+      kube::ResourceNames{});
+  ASSERT_EQ(pod.resource_claims.size(), static_cast<std::size_t>(kEntries + 3));
+  for (int i = 0; i < kEntries; ++i) {
+    ASSERT_EQ(pod.resource_claims[static_cast<std::size_t>(i)].claim, fmt::format("p-e{}-gen", i));
+  }
+  EXPECT_EQ(pod.resource_claims[kEntries].claim, "c");
+  EXPECT_EQ(pod.resource_claims[kEntries + 1].claim, "p-twice-gen");
+  EXPECT_EQ(pod.resource_claims[kEntries + 2].claim, "p-twice-gen");
+}
+
 TEST(DraDecode, RefusesObjectsOfTheWrongShape) {
   EXPECT_THROW(kube::parse_resource_slice("[]"), kube::BadInput);
   EXPECT_THROW(kube::parse_resource_slice(R"({"metadata":{"name":"s"}})"), kube::BadInput);
