@@ -390,18 +390,15 @@ wire::HostPriorityList SchedulingService::prioritize_impl(const wire::ExtenderAr
     }
   }
   if (unknown_count > kMaxUnknownNodesListed) note_unlisted("prioritize", args.pod, unknown_count);
-  if (unresolved_claim) note_unresolved_claim(args.pod, *unresolved_claim);
+  if (unresolved_claim) {
+    if (const auto admitted = unresolved_claims_log_.admit(); admitted.log) {
+      spdlog::warn(
+          "prioritize {}: {} is not known to the extender (not listed yet, or --dra off); the pod "
+          "is scored as a pod without GPU memory{}",
+          args.pod.key(), *unresolved_claim, held_back_note(admitted));
+    }
+  }
   return result;
-}
-
-void SchedulingService::note_unresolved_claim(const kube::PodInfo& pod,
-                                              std::string_view claim) const {
-  const logging::LogThrottle::Admission admitted = unresolved_claims_log_.admit();
-  if (!admitted.log) return;
-  spdlog::warn(
-      "prioritize {}: {} is not known to the extender (not listed yet, or --dra off); the pod is "
-      "scored as a pod without GPU memory{}",
-      pod.key(), claim, held_back_note(admitted));
 }
 
 void SchedulingService::note_unlisted(std::string_view verb, const kube::PodInfo& pod,

@@ -123,9 +123,8 @@ class SchedulingService {
   // Anyone who can send filter or prioritize can name nodes that do not exist, as many as the
   // body holds.
   mutable logging::LogThrottle unknown_nodes_log_{5, std::chrono::seconds(10)};
-  // Logs, throttled, that a DRA claim of `pod` (or its template) is not in the model, so that
-  // prioritize scores the pod as one without GPU memory. The pod names it; any pod can.
-  void note_unresolved_claim(const kube::PodInfo& pod, std::string_view claim) const;
+  // Prioritize's lines for a DRA claim (or template) of the pod that is not in the model: any
+  // pod can name one.
   mutable logging::LogThrottle unresolved_claims_log_{5, std::chrono::seconds(10)};
   // Anyone who can reach /bind can make binds fail at will: their lines are throttled (every
   // failure is still counted in gpushare_binds_total).

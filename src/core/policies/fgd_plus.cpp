@@ -456,8 +456,10 @@ void FgdPlusPolicy::observe_cluster(std::span<const NodeState> nodes) {
   host_prices_ = std::move(host);
   host_classes_ = std::move(classes);
   largest_priced_gpus_ = 0;
+  dearest_host_price_ = 0;
   for (const HostPrice& price : host_prices_) {
     largest_priced_gpus_ = std::max(largest_priced_gpus_, price.shape.gpu_count);
+    dearest_host_price_ = std::max(dearest_host_price_, price.price);
   }
   ++prices_version_;
 }
@@ -481,10 +483,8 @@ double FgdPlusPolicy::middle_stranding(Units idle_before, std::int64_t cpu_befor
                                        std::int64_t memory_before, Units idle_after,
                                        std::int64_t cpu_after, std::int64_t memory_after) const {
   if (options_.middle_balance_weight == 0) return 0;
-  double dearest = 0;
-  for (const HostPrice& host : host_prices_) dearest = std::max(dearest, host.price);
-  if (dearest == 0) return 0;
-  return dearest * options_.middle_balance_weight *
+  if (dearest_host_price_ == 0) return 0;
+  return dearest_host_price_ * options_.middle_balance_weight *
          (stranded_gpu(idle_after, cpu_after, memory_after) -
           stranded_gpu(idle_before, cpu_before, memory_before));
 }

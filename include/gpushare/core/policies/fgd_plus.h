@@ -258,6 +258,7 @@ class FgdPlusPolicy final : public PlacementPolicy {
   std::vector<HostPrice> host_prices_;
   std::vector<HostClass> host_classes_;  // host_classes() of the cluster host_prices_ read
   int largest_priced_gpus_ = 0;          // the largest GPU count among host_prices_' shapes
+  double dearest_host_price_ = 0;        // the largest price among host_prices_
   std::uint64_t prices_version_ = 0;     // recomputations that changed prices_
   int since_prices_ = 0;                 // observe_cluster calls since the last recomputation
   bool prices_stale_ = true;             // the target changed since prices_ were computed
