@@ -418,6 +418,17 @@ double FgdPlusPolicy::host_cost(const NodeState& node, const PodDemand& pod) con
   return options_.host_weight * cost + options_.exclusive_weight * exclusive_cost;
 }
 
+double FgdPlusPolicy::spec_tie_break(const NodeState& node, const PodDemand& pod) const {
+  if (!pod.needs_whole_gpus() || pod.gpu_count < 2) return 0;
+  const NodeSpec& spec = node.spec();
+  double size = static_cast<double>(std::max<std::int64_t>(0, spec.cpu_milli));
+  if (cpu_per_gpu_unit_ > 0 && memory_per_gpu_unit_ > 0) {
+    size += static_cast<double>(std::max<std::int64_t>(0, spec.memory)) * cpu_per_gpu_unit_ /
+            memory_per_gpu_unit_;
+  }
+  return kSpecTieBreak * size / 1000;
+}
+
 bool FgdPlusPolicy::middle_pod(const PodDemand& pod) const {
   return pod.needs_whole_gpus() && pod.gpu_count > 1 && pod.gpu_count < largest_priced_gpus_;
 }
@@ -607,7 +618,7 @@ Placement FgdPlusPolicy::place_with(NodeFragmentation& fragmentation, const Node
                               ? scarcity_cost(node.spec().gpu_model, node.spec().memory_per_gpu,
                                               pod, pod.per_gpu * pod.gpu_count)
                               : 0.0;
-  const double host = host_cost(node, pod);
+  const double host = host_cost(node, pod) + spec_tie_break(node, pod);
   const auto priced = [&](double value) {
     if (pod.wants_gpu()) value -= scarcity;
     return value - host;
@@ -702,7 +713,7 @@ std::optional<Placement> FgdPlusPolicy::reference_place(const NodeState& node,
       placement.score -= scarcity_cost(node.spec().gpu_model, node.spec().memory_per_gpu, pod,
                                        pod.per_gpu * pod.gpu_count);
     }
-    placement.score -= host_cost(node, pod);
+    placement.score -= host_cost(node, pod) + spec_tie_break(node, pod);
     return placement;
   }
   const auto [best_gpu, best_score] = best_reference_gpu(node, pod, before, score);

@@ -433,6 +433,41 @@ TEST(FgdPlusHosts, APodPaysForTheHostsItBreaks) {
   EXPECT_GT(plus.place(g2, pod(1000, 8, 64000))->score, plus.place(g3, pod(1000, 8, 64000))->score);
 }
 
+// Before any multi-GPU shape is known there is no host price, and an 8-GPU pod that empties a
+// node scores the same on nodes of any spec: it goes to the one with less CPU and memory, and
+// the larger one stays for the shapes only it hosts.
+TEST(FgdPlusHosts, APodOfSeveralGpusThatScoresAlikeGoesToTheSmallerNode) {
+  WorkloadShape single = shape(1000, 1, 8000);
+  single.memory = 32768;
+  FgdPlusPolicy plus(only(single));
+  const std::vector<Units> empty(8, 0);
+  const std::vector<NodeState> nodes{node("g3", empty, 128000, 0, 786432, "G3"),
+                                     node("g2", empty, 96000, 0, 393216, "G2"),
+                                     node("g2-less-memory", empty, 96000, 0, 262144, "G2")};
+  plus.observe_cluster(nodes);
+  EXPECT_TRUE(plus.host_prices().empty());
+  const PodDemand eight = pod(1000, 8, 64000);
+  std::vector<double> scores;
+  for (const NodeState& n : nodes) {
+    scores.push_back(*plus.score(n, eight));
+    EXPECT_EQ(plus.place(n, eight)->score, scores.back());
+    EXPECT_NEAR(plus.reference_place(n, eight)->score, scores.back(), 1e-12);
+    // Without the term the nodes tie.
+    EXPECT_NEAR(scores.back() + plus.spec_tie_break(n, eight),
+                scores.front() + plus.spec_tie_break(nodes.front(), eight), 1e-12);
+  }
+  EXPECT_GT(scores[2], scores[1]);
+  EXPECT_GT(scores[1], scores[0]);
+  // Cores, plus the memory in the cores the workload asks with it (8 cores per 32768).
+  EXPECT_NEAR(plus.spec_tie_break(nodes[1], eight),
+              FgdPlusPolicy::kSpecTieBreak * (96 + 393216.0 / 32768 * 8), 1e-18);
+  EXPECT_LT(plus.spec_tie_break(nodes[0], eight), 1e-5);  // far below the measure's steps
+  // Single-GPU, sharing and CPU-only pods do not pay it.
+  EXPECT_EQ(plus.spec_tie_break(nodes[0], pod(1000, 1, 1000)), 0.0);
+  EXPECT_EQ(plus.spec_tie_break(nodes[0], pod(500)), 0.0);
+  EXPECT_EQ(plus.spec_tie_break(nodes[0], cpu_only(1000)), 0.0);
+}
+
 TEST(FgdPlusHosts, ABrokenSlotCostsItsDearestShapeNotEveryShapeItHosts) {
   // g2 half used (prices as above): the big shape's price is (0.375 - 0.2) / 0.8, the mid
   // one's (0.75 - 0.2) / 0.8. A GPU taken on g3 loses a slot of each; the pod pays for the mid
