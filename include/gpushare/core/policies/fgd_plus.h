@@ -69,12 +69,12 @@
 // decides with how much CPU the GPUs it leaves on the node stay, which matters as far as hosts
 // are scarce; with no host dear, the extra weight would only send it to wholly free nodes.
 //
-// Equal scores: a pod of several whole GPUs that empties a node's GPUs often scores exactly the
-// same on nodes of different specs, when no priced shape tells them apart (before the shapes
-// that only the larger nodes host have been seen, for one). It then goes to the node with less
-// CPU and memory: the larger one hosts every shape the smaller one does, and more. The pod pays
-// kSpecTieBreak x the node's spec size (spec_tie_break), far below what the measure and the
-// prices weigh.
+// Equal scores: a pod of several whole GPUs that empties a node's GPUs leaves nothing for F or S
+// to tell nodes of different specs apart, and scores exactly the same on them where no priced
+// shape does either (none is priced while the target has no multi-GPU shape, for one). It then
+// goes to the node with less CPU and memory: the larger one hosts every shape the smaller one
+// does, and more. The pod pays kSpecTieBreak x the node's spec size (spec_tie_break), far below
+// what the measure and the prices weigh.
 //
 // docs/placement.md compares it with FGD in the simulator. Nodes that do not track CPU or memory
 // (the service leaves those to kube-scheduler) simply drop those terms.
