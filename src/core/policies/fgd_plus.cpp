@@ -419,7 +419,9 @@ double FgdPlusPolicy::host_cost(const NodeState& node, const PodDemand& pod) con
 }
 
 double FgdPlusPolicy::spec_tie_break(const NodeState& node, const PodDemand& pod) const {
-  if (!pod.needs_whole_gpus() || pod.gpu_count < 2) return 0;
+  if (!pod.needs_whole_gpus() || pod.gpu_count < 2 || whole_free_gpus(node) > pod.gpu_count) {
+    return 0;
+  }
   const NodeSpec& spec = node.spec();
   double size = static_cast<double>(std::max<std::int64_t>(0, spec.cpu_milli));
   if (cpu_per_gpu_unit_ > 0 && memory_per_gpu_unit_ > 0) {

@@ -462,7 +462,10 @@ TEST(FgdPlusHosts, APodOfSeveralGpusThatScoresAlikeGoesToTheSmallerNode) {
   EXPECT_NEAR(plus.spec_tie_break(nodes[1], eight),
               FgdPlusPolicy::kSpecTieBreak * (96 + 393216.0 / 32768 * 8), 1e-18);
   EXPECT_LT(plus.spec_tie_break(nodes[0], eight), 1e-5);  // far below the measure's steps
-  // Single-GPU, sharing and CPU-only pods do not pay it.
+  // Nor does a pod that leaves wholly free GPUs on the node, or a pod of one GPU.
+  EXPECT_EQ(plus.spec_tie_break(nodes[0], pod(1000, 4, 32000)), 0.0);
+  const NodeState half = node("g2-half", {1000, 1000, 1000, 1000, 0, 0, 0, 0}, 96000, 0, 393216);
+  EXPECT_GT(plus.spec_tie_break(half, pod(1000, 4, 32000)), 0.0);
   EXPECT_EQ(plus.spec_tie_break(nodes[0], pod(1000, 1, 1000)), 0.0);
   EXPECT_EQ(plus.spec_tie_break(nodes[0], pod(500)), 0.0);
   EXPECT_EQ(plus.spec_tie_break(nodes[0], cpu_only(1000)), 0.0);

@@ -69,12 +69,14 @@
 // decides with how much CPU the GPUs it leaves on the node stay, which matters as far as hosts
 // are scarce; with no host dear, the extra weight would only send it to wholly free nodes.
 //
-// Equal scores: a pod of several whole GPUs that empties a node's GPUs leaves nothing for F or S
-// to tell nodes of different specs apart, and scores exactly the same on them where no priced
-// shape does either (none is priced while the target has no multi-GPU shape, for one). It then
-// goes to the node with less CPU and memory: the larger one hosts every shape the smaller one
-// does, and more. The pod pays kSpecTieBreak x the node's spec size (spec_tie_break), far below
-// what the measure and the prices weigh.
+// Equal scores: a pod of several whole GPUs that takes every wholly free GPU of a node (an
+// empty one, say) leaves nothing for F or S to tell nodes of different specs apart, and scores
+// exactly the same on them where no priced shape does either (none is priced while the target has
+// no multi-GPU shape, for one). It then goes to the node with less CPU and memory: the larger one
+// hosts every shape the smaller one does, and more. The pod pays kSpecTieBreak x the node's spec
+// size (spec_tie_break), far below what the measure and the prices weigh. Only there: paid by every
+// multi-GPU pod, it cost the default trace under churn (docs/placement.md, "Equal scores
+// between node specs").
 //
 // docs/placement.md compares it with FGD in the simulator. Nodes that do not track CPU or memory
 // (the service leaves those to kube-scheduler) simply drop those terms.
@@ -201,8 +203,9 @@ class FgdPlusPolicy final : public PlacementPolicy {
   // largest loss over the shapes, not their sum; a multi-GPU pod also the host sets it breaks.
   double host_cost(const NodeState& node, const PodDemand& pod) const;
   // What `pod` pays, in GPUs, to break ties between nodes of different specs (see FgdPlusPolicy):
-  // for a pod of several whole GPUs, kSpecTieBreak x the node's spec CPU in cores plus its spec
-  // memory in the cores the workload asks with that much memory; 0 for other pods.
+  // for a pod of several whole GPUs that takes every wholly free GPU of `node`, kSpecTieBreak x
+  // the node's spec CPU in cores plus its spec memory in the cores the workload asks with that
+  // much memory; 0 otherwise.
   double spec_tie_break(const NodeState& node, const PodDemand& pod) const;
   static constexpr double kSpecTieBreak = 1e-8;
   // A multi-GPU pod of fewer GPUs than the largest priced shape (routed prices, heavier S).
