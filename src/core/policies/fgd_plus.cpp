@@ -374,6 +374,10 @@ double FgdPlusPolicy::host_cost(const NodeState& node, const PodDemand& pod) con
   const std::size_t host_class = static_cast<std::size_t>(known - host_classes_.begin());
   const bool classed = known != host_classes_.end();
   const bool middle = middle_pod(pod);
+  // A pod of one GPU or less on a node whose class can use its GPUs: routed prices for the
+  // slots of the larger middle shapes.
+  const bool small_routed = classed && pod.wants_gpu() && pod.gpu_count == 1 &&
+                            usable_share(node) >= options_.small_routed_usable;
   const std::int64_t cpu = node.cpu_free();
   const std::int64_t memory = node.memory_free();
   const std::int64_t cpu_after = cpu == kUntracked ? cpu : cpu - pod.cpu_milli;
@@ -393,8 +397,11 @@ double FgdPlusPolicy::host_cost(const NodeState& node, const PodDemand& pod) con
     const std::int64_t before = hosts(host.shape, whole, cpu, memory);
     if (before == 0) continue;
     const std::int64_t lost = before - hosts(host.shape, whole - taken, cpu_after, memory_after);
+    const bool routed =
+        middle || (small_routed && 2 * host.shape.gpu_count >= largest_priced_gpus_ &&
+                   host.shape.gpu_count < largest_priced_gpus_);
     const double price = !classed ? host.price
-                         : middle ? host.routed_prices[host_class]
+                         : routed ? host.routed_prices[host_class]
                                   : host.class_prices[host_class];
     const double loss = price * static_cast<double>(lost * host.shape.gpu_count);
     cost = std::max(cost, loss);
@@ -429,6 +436,22 @@ double FgdPlusPolicy::spec_tie_break(const NodeState& node, const PodDemand& pod
             memory_per_gpu_unit_;
   }
   return kSpecTieBreak * size / 1000;
+}
+
+double FgdPlusPolicy::usable_share(const NodeState& node) const {
+  const NodeSpec& spec = node.spec();
+  const double gpu_memory = static_cast<double>(node.gpu_count()) *
+                            static_cast<double>(std::max<Units>(1, spec.memory_per_gpu));
+  double usable = 1;
+  if (cpu_per_gpu_unit_ > 0 && spec.cpu_milli > 0) {
+    usable =
+        std::min(usable, static_cast<double>(spec.cpu_milli) / (cpu_per_gpu_unit_ * gpu_memory));
+  }
+  if (memory_per_gpu_unit_ > 0 && spec.memory > 0) {
+    usable =
+        std::min(usable, static_cast<double>(spec.memory) / (memory_per_gpu_unit_ * gpu_memory));
+  }
+  return usable;
 }
 
 bool FgdPlusPolicy::middle_pod(const PodDemand& pod) const {

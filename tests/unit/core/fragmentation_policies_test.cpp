@@ -605,6 +605,14 @@ const HostPrice& price_of(const FgdPlusPolicy& policy, std::int64_t cpu) {
   throw std::logic_error("no such priced shape");
 }
 
+// The priced shape of `gpus` GPUs (the first), or null.
+const HostPrice* price_of_gpus(const FgdPlusPolicy& policy, int gpus) {
+  for (const HostPrice& host : policy.host_prices()) {
+    if (host.shape.gpu_count == gpus) return &host;
+  }
+  return nullptr;
+}
+
 TEST(FgdPlusHosts, RoutedPricesFillTheClassOfTheRarerShapeWithItsOwnDemandFirst) {
   // 9.6 GPUs of 120-core pods against g3's 8 slots: routed first, they fill g3 (load 1.2, price
   // 1). The 19.2 GPUs of 64-core pods go to g2 then (19.2 / 24 = 0.8, price (0.8 - 0.2) / 0.8):
@@ -651,6 +659,69 @@ TEST(FgdPlusHosts, RoutedPricesAreEvenWhereTheRarerShapeLeavesItsClassRoomForThe
   EXPECT_GT(common.class_prices[0], common.class_prices[1]);
   const PodDemand four = pod(1000, 4, 48000);
   EXPECT_NEAR(plus.host_cost(nodes[0], four), plus.host_cost(nodes[1], four), 1e-12);
+}
+
+// Single-GPU pods of `single_cpu`, 4-GPU pods of 32 cores and 8-GPU pods of 64 cores, each a
+// quarter or a half of the GPU demand (0.5 / 0.25 / 0.25); one 8-GPU node of 96 cores and two
+// 4-GPU nodes of 32 cores (8 per GPU).
+std::pair<TargetWorkload, std::vector<NodeState>> small_and_middle_nodes(std::int64_t single_cpu) {
+  const TargetWorkload target{{shape(1000, 1, single_cpu), 0.5},
+                              {shape(1000, 4, 32000), 0.25 / 4 * std::sqrt(4.0)},
+                              {shape(1000, 8, 64000), 0.25 / 8 * std::sqrt(8.0)}};
+  const std::vector<NodeState> nodes{
+      node("g2", std::vector<Units>(8, 0), 96000, 0, 393216, "G2"),
+      node("v16-0", std::vector<Units>(4, 0), 32000, 0, 131072, "V100M16"),
+      node("v16-1", std::vector<Units>(4, 0), 32000, 0, 131072, "V100M16")};
+  return {target, nodes};
+}
+
+TEST(FgdPlusHosts, APodOfOneGpuPaysRoutedPricesForTheMiddleSlotsOfANodeTheWorkloadCanUse) {
+  // 8 of the 16 idle GPUs are wanted by pods that need a 4-GPU host, against 16 slots: 0.5,
+  // price (0.5 - 0.2) / 0.8. Counted per class, the 4-GPU nodes' slot serves only the 4-GPU
+  // pods (4 / 16: 0.0625); routed, the 8-GPU pods fill the 8-GPU node to 0.5 and the 4-GPU
+  // pods the 4-GPU nodes to 0.5 too (0.375). Single-GPU pods of 10 cores: the workload asks
+  // 14.66 / 1.707 = 8.59 cores per GPU, so a 4-GPU node's GPUs are usable to 8 / 8.59 = 0.93.
+  const auto [target, nodes] = small_and_middle_nodes(10000);
+  FgdPlusPolicy plus(target, HostFleet::options());
+  plus.observe_cluster(nodes);
+  const HostPrice* four_slot = price_of_gpus(plus, 4);
+  ASSERT_NE(four_slot, nullptr);
+  ASSERT_EQ(four_slot->class_prices.size(), 2U);  // the 8-GPU node's class, then the 4-GPU's
+  EXPECT_NEAR(four_slot->class_prices[1], 0.0625, 1e-12);
+  EXPECT_NEAR(four_slot->routed_prices[1], 0.375, 1e-12);
+  EXPECT_NEAR(plus.usable_share(nodes[1]), 8 / (14.65685 / 1.70711), 1e-4);
+  EXPECT_DOUBLE_EQ(plus.usable_share(nodes[0]), 1.0);
+  // A whole single-GPU pod and a sharing pod break the 4-GPU node's one slot: routed price.
+  const double weight = HostFleet::options().host_weight;
+  for (const PodDemand& small : {pod(1000, 1, 10000), pod(500, 1, 5000)}) {
+    EXPECT_NEAR(plus.host_cost(nodes[1], small), weight * 0.375 * 4, 1e-12);
+    const auto placed = plus.place(nodes[1], small);
+    const auto reference = plus.reference_place(nodes[1], small);
+    ASSERT_TRUE(placed && reference);
+    EXPECT_EQ(placed->score, *plus.score(nodes[1], small));
+    EXPECT_NEAR(placed->score, reference->score, 1e-12);
+  }
+  // The 8-GPU shape's slot (the largest) is still priced per class for them.
+  const HostPrice* eight_slot = price_of_gpus(plus, 8);
+  ASSERT_NE(eight_slot, nullptr);
+  EXPECT_NEAR(plus.host_cost(nodes[0], pod(1000, 1, 10000)),
+              weight * std::max(eight_slot->class_prices[0] * 8, four_slot->class_prices[0] * 4),
+              1e-12);
+
+  // Single-GPU pods of 16 cores: 10.34 cores per GPU, usable to 0.77, under
+  // small_routed_usable: the 4-GPU node's GPUs would be stranded behind its CPU anyway, and
+  // its slot keeps the class price. The prices themselves are the same.
+  const auto [cpu_heavy, same_nodes] = small_and_middle_nodes(16000);
+  FgdPlusPolicy heavy(cpu_heavy, HostFleet::options());
+  heavy.observe_cluster(same_nodes);
+  EXPECT_LT(heavy.usable_share(same_nodes[1]), 0.8);
+  EXPECT_NEAR(heavy.host_cost(same_nodes[1], pod(1000, 1, 16000)), weight * 0.0625 * 4, 1e-12);
+  // Above 1, never.
+  auto options = HostFleet::options();
+  options.small_routed_usable = 1.5;
+  FgdPlusPolicy never(target, options);
+  never.observe_cluster(nodes);
+  EXPECT_NEAR(never.host_cost(nodes[1], pod(1000, 1, 10000)), weight * 0.0625 * 4, 1e-12);
 }
 
 // FgdPlusPolicy with HostFleet::options(), and the same without middle_balance_weight, both
@@ -740,10 +811,7 @@ TEST(FgdPlusHosts, ASlotIsPricedByThePodsItsNodeCanHost) {
       node("t4-1", std::vector<Units>(2, 0), 104000, 0, 393216, "T4")};
   FgdPlusPolicy plus(target, HostFleet::options());
   plus.observe_cluster(nodes);
-  const HostPrice* pair = nullptr;
-  for (const HostPrice& host : plus.host_prices()) {
-    if (host.shape.gpu_count == 2) pair = &host;
-  }
+  const HostPrice* pair = price_of_gpus(plus, 2);
   ASSERT_NE(pair, nullptr);
   ASSERT_EQ(pair->class_prices.size(), 2U);  // g2's class, then the T4 nodes'
   EXPECT_GT(pair->price, 0.0);

@@ -69,6 +69,16 @@
 // decides with how much CPU the GPUs it leaves on the node stay, which matters as far as hosts
 // are scarce; with no host dear, the extra weight would only send it to wholly free nodes.
 //
+// Pods of one GPU or less pay class prices, which leave a class that hosts only middle shapes
+// (4-GPU nodes of little CPU, say) near 0 however many middle pods will need it: they would
+// open those nodes first, and the middle pods then break the largest shapes' slots. They pay a
+// class's routed price instead for the slots of the middle shapes of at least half the largest
+// priced GPU count (a displaced smaller pod mostly fits where a node is already broken) where
+// the class's CPU and memory per GPU let the workload use at least small_routed_usable of its
+// GPUs (min over CPU and memory of the class's per GPU against the target's per GPU, up to 1).
+// On a class poorer than that, the middle pods that the routed price would keep it for strand
+// its GPUs behind too little CPU anyway, so it keeps its class price.
+//
 // Equal scores: a pod of several whole GPUs that takes every wholly free GPU of a node (an
 // empty one, say) leaves nothing for F or S to tell nodes of different specs apart, and scores
 // exactly the same on them where no priced shape does either (none is priced while the target has
@@ -112,6 +122,11 @@ struct FgdPlusOptions {
   // Added to balance_weight for middle pods, times the largest host price in force (see
   // FgdPlusPolicy); chosen on the multi-GPU share sweep (docs/placement.md).
   double middle_balance_weight = 1.0;
+  // A pod of one GPU or less pays routed prices for the slots of middle shapes of at least half
+  // the largest priced GPU count on a node whose class lets the workload use at least this
+  // share of its GPUs (see FgdPlusPolicy); above 1 = never. Chosen on the multi-GPU share sweep
+  // (docs/placement.md).
+  double small_routed_usable = 0.8;
   int scarcity_refresh = 64;  // placements between recomputations of the prices
 };
 
@@ -210,6 +225,10 @@ class FgdPlusPolicy final : public PlacementPolicy {
   static constexpr double kSpecTieBreak = 1e-8;
   // A multi-GPU pod of fewer GPUs than the largest priced shape (routed prices, heavier S).
   bool middle_pod(const PodDemand& pod) const;
+  // The share of `node`'s GPUs the target workload's CPU and memory per GPU can use, given the
+  // node's spec CPU and memory per GPU: min(1, spec per GPU / the target's per GPU) over CPU
+  // and memory; 1 where the node or the target does not track them.
+  double usable_share(const NodeState& node) const;
   // What `pod` pays, in GPUs, for taking `taken` GPU memory on a node of `model` with GPUs of
   // `capacity`: scarcity_weight x the highest price of a set holding `model` that does not
   // cover the pod's own pin.
