@@ -376,8 +376,8 @@ double FgdPlusPolicy::host_cost(const NodeState& node, const PodDemand& pod) con
   const bool middle = middle_pod(pod);
   // A pod of one GPU or less on a node whose class can use its GPUs: routed prices for the
   // slots of the larger middle shapes.
-  const bool small_routed = classed && pod.wants_gpu() && pod.gpu_count == 1 &&
-                            usable_share(node) >= options_.small_routed_usable;
+  const bool small_routed =
+      classed && pod.wants_gpu() && pod.gpu_count == 1 && small_routed_classes_[host_class];
   const std::int64_t cpu = node.cpu_free();
   const std::int64_t memory = node.memory_free();
   const std::int64_t cpu_after = cpu == kUntracked ? cpu : cpu - pod.cpu_milli;
@@ -454,6 +454,22 @@ double FgdPlusPolicy::usable_share(const NodeState& node) const {
   return usable;
 }
 
+std::vector<bool> FgdPlusPolicy::small_routed_classes(std::span<const NodeState> nodes,
+                                                      const std::vector<HostClass>& classes) const {
+  std::vector<bool> small_routed(classes.size(), false);
+  std::vector<bool> seen(classes.size(), false);
+  for (const NodeState& node : nodes) {
+    const auto known = std::find_if(classes.begin(), classes.end(),
+                                    [&](const HostClass& c) { return c.holds(node); });
+    if (known == classes.end()) continue;
+    const auto c = static_cast<std::size_t>(known - classes.begin());
+    if (seen[c]) continue;
+    seen[c] = true;
+    small_routed[c] = usable_share(node) >= options_.small_routed_usable;
+  }
+  return small_routed;
+}
+
 bool FgdPlusPolicy::middle_pod(const PodDemand& pod) const {
   return pod.needs_whole_gpus() && pod.gpu_count > 1 && pod.gpu_count < largest_priced_gpus_;
 }
@@ -487,10 +503,15 @@ void FgdPlusPolicy::observe_cluster(std::span<const NodeState> nodes) {
   std::vector<ModelPrice> prices = model_prices(nodes);
   std::vector<HostClass> classes = host_classes(nodes);
   std::vector<HostPrice> host = host_prices(nodes, classes);
-  if (prices == prices_ && host == host_prices_ && classes == host_classes_) return;
+  std::vector<bool> small_routed = small_routed_classes(nodes, classes);
+  if (prices == prices_ && host == host_prices_ && classes == host_classes_ &&
+      small_routed == small_routed_classes_) {
+    return;
+  }
   prices_ = std::move(prices);
   host_prices_ = std::move(host);
   host_classes_ = std::move(classes);
+  small_routed_classes_ = std::move(small_routed);
   largest_priced_gpus_ = 0;
   dearest_host_price_ = 0;
   for (const HostPrice& price : host_prices_) {

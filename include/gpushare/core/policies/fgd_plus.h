@@ -250,6 +250,9 @@ class FgdPlusPolicy final : public PlacementPolicy {
                        const PodDemand& pod, double* score_only,
                        ScoreContext* context = nullptr) const;
   void update_ratios();
+  // small_routed_classes_ for `classes`, each read off the first of `nodes` it holds.
+  std::vector<bool> small_routed_classes(std::span<const NodeState> nodes,
+                                         const std::vector<HostClass>& classes) const;
   // host_prices() with the host classes of `nodes` already found.
   std::vector<HostPrice> host_prices(std::span<const NodeState> nodes,
                                      const std::vector<HostClass>& classes) const;
@@ -296,6 +299,9 @@ class FgdPlusPolicy final : public PlacementPolicy {
   std::uint64_t prices_version_ = 0;     // recomputations that changed prices_
   int since_prices_ = 0;                 // observe_cluster calls since the last recomputation
   bool prices_stale_ = true;             // the target changed since prices_ were computed
+  // Per host_classes_ entry: usable_share of its nodes >= small_routed_usable, with the target
+  // the prices were computed for.
+  std::vector<bool> small_routed_classes_;
 };
 
 }  // namespace gpushare::core
